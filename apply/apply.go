@@ -1,0 +1,564 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+// Options are what an apply needs besides the host and the plan.
+type Options struct {
+	// StateDir is the state directory inside the root.
+	StateDir string
+	// Command names the run in the lock and the generation ("apply").
+	Command string
+	// Executor runs the operations; nil: a HostExecutor on the host.
+	Executor Executor
+	// NoRevert leaves the operations done before a failure in place.
+	NoRevert bool
+	// Out receives progress lines; nil discards them.
+	Out io.Writer
+	// Before is the observation the plan was made from, saved in the
+	// generation as observation-before.json.
+	Before any
+	// Recheck observes the host again after a successful apply and says
+	// whether it now matches the spec; nil skips it.
+	Recheck func(ctx context.Context) (*Recheck, error)
+	// JournalPoint is called after each journal record is durable, with
+	// their count; tests use it to kill the process there.
+	JournalPoint func(n int)
+	// ProgressInterval is how often an operation still running says so;
+	// zero: DefaultProgressInterval.
+	ProgressInterval time.Duration
+}
+
+// Recheck is what a new observation and plan say after an apply.
+type Recheck struct {
+	// Remaining is how many steps a new plan still has (0: the host
+	// matches the spec).
+	Remaining   int      `json:"remaining"`
+	Steps       []string `json:"steps,omitempty"`
+	NeedsReboot bool     `json:"needs_reboot"`
+}
+
+// Result is what an apply or rollback did.
+type Result struct {
+	// Generation is 0 when nothing was to be done and none was made.
+	Generation int    `json:"generation"`
+	Kind       Kind   `json:"kind"`
+	Status     Status `json:"status"`
+	// Done are the operations carried out, as "address: description".
+	Done    []string `json:"done,omitempty"`
+	Skipped []string `json:"skipped,omitempty"`
+	// Failed is the operation that failed, with the error and the last
+	// lines of the log.
+	Failed *Failure `json:"failed,omitempty"`
+	// Reverted are the inverses run after the failure (or by a rollback).
+	Reverted []string `json:"reverted,omitempty"`
+	// RevertFailed is the inverse that failed, leaving the revert
+	// incomplete.
+	RevertFailed *Failure `json:"revert_failed,omitempty"`
+	// LogPath is the generation's package-manager log, inside the root.
+	LogPath     string   `json:"log,omitempty"`
+	NeedsReboot bool     `json:"needs_reboot"`
+	Recheck     *Recheck `json:"recheck,omitempty"`
+}
+
+// Failure is one failed operation or inverse.
+type Failure struct {
+	Step    string   `json:"step,omitempty"`
+	What    string   `json:"what"`
+	Error   string   `json:"error"`
+	LogTail []string `json:"log_tail,omitempty"`
+}
+
+// Exit codes, as the design's table gives them.
+const (
+	ExitOK        = 0
+	ExitError     = 1
+	ExitAttention = 3
+)
+
+// ExitCode is the command's exit status for this result: 0 success, 1 a
+// failure fully reverted, 3 a failure that left the host needing
+// attention.
+func (r *Result) ExitCode() int {
+	switch r.Status {
+	case StatusReverted:
+		return ExitError
+	case StatusFailed, StatusRunning:
+		return ExitAttention
+	}
+	return ExitOK
+}
+
+// ErrNotRoot is returned for an apply or rollback of the live system by a
+// user other than root.
+var ErrNotRoot = errors.New("changing the system's packages, files and groups needs root: run gpuenv as root (sudo)")
+
+// UnfinishedError refuses an apply while a generation is unfinished.
+type UnfinishedError struct{ Meta Meta }
+
+func (e *UnfinishedError) Error() string {
+	return fmt.Sprintf("generation %d (%s, started %s) is unfinished: the host may be between two states. Run `gpuenv rollback` to finish reverting it, then apply again",
+		e.Meta.ID, e.Meta.Kind, e.Meta.Started.Local().Format(time.RFC3339))
+}
+
+// DefaultProgressInterval is how often a long operation says it is still
+// running.
+const DefaultProgressInterval = 30 * time.Second
+
+// ticker prints the elapsed time of a long operation every interval until
+// stop is called, so that a person watching a package manager
+// download a driver for minutes sees it is still at work.
+func (e *engine) ticker(start time.Time, interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		interval = DefaultProgressInterval
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(e.out, "\n      … still running (%s)", elapsed(start))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// syncWriter serialises writes from the ticker and the operation.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// logTailLines is how much of the log a failure shows.
+const logTailLines = 15
+
+// engine is one apply or rollback in progress.
+type engine struct {
+	gen  *Generation
+	exec Executor
+	out  io.Writer
+	j    *journal
+	ws   *Workspace
+	logf *os.File
+}
+
+func (e *engine) say(format string, args ...any) {
+	fmt.Fprintf(e.out, format+"\n", args...)
+}
+
+func checkRoot(h *host.Host) error {
+	if h.Live() && os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	return nil
+}
+
+func defaultExecutor(h *host.Host, x Executor) Executor {
+	if x != nil {
+		return x
+	}
+	return &HostExecutor{Host: h}
+}
+
+type item struct {
+	step string
+	op   planner.Operation
+}
+
+// planItems lists the operations of a plan in the order they run. A
+// package operation that names one of the plan's batched transactions is
+// replaced by the transaction at its first appearance, labelled with every
+// step it serves, and dropped after that: one transaction, one journal
+// entry, one inverse.
+func planItems(p *planner.Plan) []item {
+	var items []item
+	ran := map[int]bool{}
+	for _, s := range p.Steps {
+		for _, op := range s.Operations {
+			if op.Kind == planner.OpPackages && op.Transaction > 0 && op.Transaction <= len(p.Transactions) {
+				if ran[op.Transaction] {
+					continue
+				}
+				ran[op.Transaction] = true
+				t := p.Transactions[op.Transaction-1]
+				tx := t.Op
+				items = append(items, item{strings.Join(t.Steps, ", "), planner.Operation{Kind: planner.OpPackages, Transaction: t.ID, Packages: &tx}})
+				continue
+			}
+			items = append(items, item{s.Address, op})
+		}
+	}
+	return items
+}
+
+// ValidatePlan checks that every operation of p is one apply can run.
+func ValidatePlan(p *planner.Plan) error {
+	if p == nil {
+		return errors.New("no plan")
+	}
+	if len(p.Transactions) > 0 {
+		if err := p.Validate(); err != nil {
+			return err
+		}
+	}
+	for _, it := range planItems(p) {
+		if err := validateOp(it.op); err != nil {
+			return fmt.Errorf("step %s: %w", it.step, err)
+		}
+	}
+	if err := planner.CheckFormatVersion(p.FormatVersion); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Apply runs plan on h: each operation prepared, journaled with its
+// inverse, run; on failure the completed ones are reverted newest first
+// unless opts.NoRevert. An error means nothing was attempted (refused:
+// lock held, unfinished generation, not root, invalid plan); a failed
+// apply is a Result whose Status says how it ended.
+func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) (*Result, error) {
+	if err := checkRoot(h); err != nil {
+		return nil, err
+	}
+	if err := ValidatePlan(plan); err != nil {
+		return nil, err
+	}
+	store, err := OpenStore(h, opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	command := opts.Command
+	if command == "" {
+		command = "apply"
+	}
+	lock, err := store.Lock(command)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	gens, err := store.Generations()
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gens {
+		if g.Status.Unfinished() {
+			return nil, &UnfinishedError{g}
+		}
+	}
+	items := planItems(plan)
+	out := opts.Out
+	if out == nil {
+		out = io.Discard
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(out, "No changes. The host already matches the spec.")
+		return &Result{Kind: KindApply, Status: StatusApplied}, nil
+	}
+
+	gen, err := store.newGeneration(Meta{
+		Kind: KindApply, Command: command, PID: os.Getpid(), Started: time.Now().UTC(), SpecDigest: plan.SpecDigest,
+		Summary: summarize(plan), Status: StatusRunning, Operations: len(items),
+	})
+	if err != nil {
+		return nil, err
+	}
+	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, nil, opts.JournalPoint)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	if err := gen.writeJSON(planName, plan); err != nil {
+		return nil, err
+	}
+	if opts.Before != nil {
+		if err := gen.writeJSON(observeName, opts.Before); err != nil {
+			return nil, err
+		}
+	}
+	res := &Result{Generation: gen.Meta.ID, Kind: KindApply, LogPath: gen.LogPath(), NeedsReboot: plan.NeedsReboot}
+	if err := e.j.append(Record{Event: EventStart, Kind: KindApply, Ops: len(items)}); err != nil {
+		return nil, err
+	}
+	e.say("Applying generation %d: %d operations. Package managers' output: %s", gen.Meta.ID, len(items), gen.LogPath())
+
+	var begun []undoItem
+	var failure error
+	// An operation, once started, runs to its end even when the user
+	// interrupts: killing a package manager half-way leaves dpkg's
+	// database needing repair. The interruption stops the apply before
+	// the next operation instead, and the revert runs in full.
+	run := context.WithoutCancel(ctx)
+	for k, it := range items {
+		n := k + 1
+		what := Describe(it.op)
+		start := time.Now()
+		if err := ctx.Err(); err != nil {
+			failure = fmt.Errorf("interrupted before operation %d: %w", n, err)
+			res.Failed = &Failure{Step: it.step, What: what, Error: failure.Error()}
+			e.say("Interrupted: stopping before [%d/%d] %s.", n, len(items), it.step)
+			if jerr := e.j.append(Record{Event: EventFailed, Op: n, Step: it.step, Operation: &it.op, Error: failure.Error(), Note: "not started: nothing changed"}); jerr != nil {
+				return e.abort(res, jerr)
+			}
+			break
+		}
+		fmt.Fprintf(out, "[%d/%d] %s: %s …", n, len(items), it.step, what)
+		inv, err := safe(func() (*Inverse, error) { return e.exec.Prepare(run, e.ws, n, it.op) })
+		var skip *SkipError
+		if errors.As(err, &skip) {
+			fmt.Fprintf(out, " skipped\n      %s\n", skip.Reason)
+			res.Skipped = append(res.Skipped, it.step+": "+skip.Reason)
+			res.NeedsReboot = true
+			if err := e.j.append(Record{Event: EventSkipped, Op: n, Step: it.step, Operation: &it.op, Note: skip.Reason}); err != nil {
+				return e.abort(res, err)
+			}
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(out, " failed\n")
+			failure = fmt.Errorf("preparing: %w", err)
+			res.Failed = &Failure{Step: it.step, What: what, Error: failure.Error(), LogTail: e.logTail()}
+			if jerr := e.j.append(Record{Event: EventFailed, Op: n, Step: it.step, Operation: &it.op, Error: failure.Error(), Note: "not started: nothing changed"}); jerr != nil {
+				return e.abort(res, jerr)
+			}
+			break
+		}
+		if err := e.j.append(Record{Event: EventBegin, Op: n, Step: it.step, Operation: &it.op, Inverse: inv}); err != nil {
+			return e.abort(res, err)
+		}
+		begun = append(begun, undoItem{gen: gen.Meta.ID, op: n, step: it.step, what: what, inv: inv})
+		stop := e.ticker(start, opts.ProgressInterval)
+		_, err = safe(func() (*Inverse, error) { return nil, e.exec.Run(run, e.ws, it.op) })
+		stop()
+		if err != nil {
+			fmt.Fprintf(out, " failed after %s\n", elapsed(start))
+			failure = err
+			res.Failed = &Failure{Step: it.step, What: what, Error: err.Error(), LogTail: e.logTail()}
+			if jerr := e.j.append(Record{Event: EventFailed, Op: n, Step: it.step, Error: err.Error()}); jerr != nil {
+				return e.abort(res, jerr)
+			}
+			break
+		}
+		if err := e.j.append(Record{Event: EventDone, Op: n, Step: it.step}); err != nil {
+			return e.abort(res, err)
+		}
+		fmt.Fprintf(out, " done (%s)\n", elapsed(start))
+		res.Done = append(res.Done, it.step+": "+what)
+	}
+
+	switch {
+	case failure == nil:
+		res.Status = StatusApplied
+	case opts.NoRevert:
+		e.say("Not reverting (--no-revert): %d operations stay done; `gpuenv rollback` undoes them.", len(begun))
+		res.Status = StatusFailed
+	default:
+		e.say("Reverting %d operations, newest first:", len(begun))
+		reverse(begun)
+		res.Reverted, res.RevertFailed = e.undo(context.WithoutCancel(ctx), begun)
+		if res.RevertFailed != nil {
+			res.Status = StatusFailed
+		} else {
+			res.Status = StatusReverted
+		}
+	}
+	if err := e.finish(res.Status, res.NeedsReboot, failure); err != nil {
+		return res, err
+	}
+	if res.Status == StatusApplied && opts.Recheck != nil {
+		rc, err := opts.Recheck(run)
+		if err != nil {
+			e.say("Observing the host again failed: %v", err)
+		} else {
+			res.Recheck = rc
+			res.NeedsReboot = res.NeedsReboot || rc.NeedsReboot
+		}
+	}
+	return res, nil
+}
+
+func elapsed(start time.Time) string {
+	d := time.Since(start)
+	if d < 10*time.Second {
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func reverse[T any](s []T) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
+// safe runs f, turning a panic into an error so that a programming error
+// in one executor still ends in a revert.
+func safe(f func() (*Inverse, error)) (inv *Inverse, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error (panic): %v", r)
+		}
+	}()
+	return f()
+}
+
+func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, point func(int)) (*engine, error) {
+	logf, err := os.OpenFile(filepath.Join(gen.Path(), logName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	j, err := openJournal(filepath.Join(gen.Path(), journalName), existing, point)
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	out = &syncWriter{w: out}
+	e := &engine{gen: gen, exec: x, out: out, j: j, logf: logf}
+	e.ws = &Workspace{Dir: gen.Dir(), Path: gen.Path(), Log: logf, Say: func(f string, a ...any) {
+		fmt.Fprintf(out, "\n      "+f+"\n", a...)
+		fmt.Fprintf(logf, "gpuenv: "+f+"\n", a...)
+	}}
+	return e, nil
+}
+
+func (e *engine) close() {
+	e.j.close()
+	e.logf.Close()
+}
+
+// finish closes the journal with the status and records it in meta.
+func (e *engine) finish(st Status, reboot bool, failure error) error {
+	if err := e.j.append(Record{Event: EventEnd, Status: st}); err != nil {
+		return err
+	}
+	e.logf.Sync()
+	now := time.Now().UTC()
+	e.gen.Meta.Status = st
+	e.gen.Meta.Finished = &now
+	e.gen.Meta.NeedsReboot = reboot
+	if failure != nil {
+		e.gen.Meta.Error = failure.Error()
+	}
+	return e.gen.save()
+}
+
+// abort ends a run whose journal cannot be written: the generation stays
+// "running", which is what it is, and rollback finishes it.
+func (e *engine) abort(res *Result, err error) (*Result, error) {
+	res.Status = StatusRunning
+	return res, fmt.Errorf("the journal could not be written, the run stopped: %w", err)
+}
+
+// logTail is the end of the generation's log.
+func (e *engine) logTail() []string {
+	e.logf.Sync()
+	data, err := os.ReadFile(e.logf.Name())
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > logTailLines {
+		lines = lines[len(lines)-logTailLines:]
+	}
+	return lines
+}
+
+// undoItem is one inverse to run.
+type undoItem struct {
+	gen  int
+	op   int
+	step string
+	what string
+	inv  *Inverse
+	// interrupted: the operation began and has no outcome; a package
+	// transaction like that needs its manager's recovery first.
+	interrupted bool
+}
+
+// undo runs inverses in the order given, journaling each, and stops at the
+// first that fails: the ones after it may depend on it. An initramfs
+// rebuild is run once, last, after the files it is built from are back.
+func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure) {
+	var done []string
+	recovered := map[string]bool{}
+	var rebuild []undoItem
+	run := func(it undoItem) *Failure {
+		what := DescribeInverse(it.inv)
+		fmt.Fprintf(e.out, "  undo %d.%d %s: %s …", it.gen, it.op, it.step, what)
+		if it.interrupted && it.inv.Packages != nil && !recovered[it.inv.Packages.Manager] {
+			recovered[it.inv.Packages.Manager] = true
+			if err := e.j.append(Record{Event: EventAudit, Generation: it.gen, Op: it.op, Note: recoveryNote(it.inv.Packages.Manager)}); err != nil {
+				return &Failure{Step: it.step, What: what, Error: err.Error()}
+			}
+			if err := e.exec.Recover(ctx, e.ws, it.inv.Packages.Manager); err != nil {
+				fmt.Fprintln(e.out, " failed")
+				return &Failure{Step: it.step, What: "recovering " + it.inv.Packages.Manager, Error: err.Error(), LogTail: e.logTail()}
+			}
+		}
+		if err := e.j.append(Record{Event: EventUndo, Generation: it.gen, Op: it.op, Step: it.step, Inverse: it.inv}); err != nil {
+			return &Failure{Step: it.step, What: what, Error: err.Error()}
+		}
+		_, err := safe(func() (*Inverse, error) { return nil, e.exec.Undo(ctx, e.ws, it.inv) })
+		if err != nil {
+			fmt.Fprintln(e.out, " failed")
+			e.j.append(Record{Event: EventUndoFailed, Generation: it.gen, Op: it.op, Step: it.step, Error: err.Error()})
+			return &Failure{Step: it.step, What: what, Error: err.Error(), LogTail: e.logTail()}
+		}
+		if err := e.j.append(Record{Event: EventUndone, Generation: it.gen, Op: it.op, Step: it.step}); err != nil {
+			return &Failure{Step: it.step, What: what, Error: err.Error()}
+		}
+		fmt.Fprintln(e.out, " done")
+		done = append(done, fmt.Sprintf("%s: %s", it.step, what))
+		return nil
+	}
+	for _, it := range items {
+		if it.inv.Kernel != nil && it.inv.Kernel.Action == "rebuild_initramfs" {
+			rebuild = append(rebuild, it)
+			continue
+		}
+		if f := run(it); f != nil {
+			return done, f
+		}
+	}
+	for i, it := range rebuild {
+		if i > 0 {
+			// One rebuild serves them all; the others are recorded as
+			// undone by it.
+			e.j.append(Record{Event: EventUndo, Generation: it.gen, Op: it.op, Step: it.step, Inverse: it.inv})
+			e.j.append(Record{Event: EventUndone, Generation: it.gen, Op: it.op, Step: it.step, Note: "served by the rebuild above"})
+			continue
+		}
+		if f := run(it); f != nil {
+			return done, f
+		}
+	}
+	return done, nil
+}

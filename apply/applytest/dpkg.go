@@ -1,0 +1,656 @@
+package applytest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/tools/txtar"
+	"pault.ag/go/debian/version"
+)
+
+// A fake .deb is a txtar archive: the comment holds the control
+// paragraph, the files are installed at their paths (relative to /).
+
+// Deb is a fake package.
+type Deb struct {
+	Name, Version, Arch string
+	// Depends are "name" or "name (= version)", comma-separated.
+	Depends string
+	Files   map[string]string
+}
+
+// Bytes is the fake .deb file.
+func (d Deb) Bytes() []byte {
+	arch := d.Arch
+	if arch == "" {
+		arch = "amd64"
+	}
+	ctl := fmt.Sprintf("Package: %s\nVersion: %s\nArchitecture: %s\n", d.Name, d.Version, arch)
+	if d.Depends != "" {
+		ctl += "Depends: " + d.Depends + "\n"
+	}
+	ctl += fmt.Sprintf("Description: %s (gpuenv test package)\n", d.Name)
+	ar := &txtar.Archive{Comment: []byte(ctl)}
+	names := make([]string, 0, len(d.Files))
+	for n := range d.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ar.Files = append(ar.Files, txtar.File{Name: strings.TrimPrefix(n, "/"), Data: []byte(d.Files[n])})
+	}
+	return txtar.Format(ar)
+}
+
+// FileName is the name apt gives the package file.
+func (d Deb) FileName() string {
+	arch := d.Arch
+	if arch == "" {
+		arch = "amd64"
+	}
+	return fmt.Sprintf("%s_%s_%s.deb", d.Name, strings.ReplaceAll(d.Version, ":", "%3a"), arch)
+}
+
+// WriteArchive puts debs into dir, the archive EnvArchive names.
+func WriteArchive(dir string, debs ...Deb) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range debs {
+		if err := os.WriteFile(filepath.Join(dir, d.FileName()), d.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type debFile struct {
+	control paragraph
+	files   []txtar.File
+	data    []byte
+}
+
+func parseDeb(data []byte) (*debFile, error) {
+	ar := txtar.Parse(data)
+	ctl := parseParagraphs(ar.Comment)
+	if len(ctl) != 1 || ctl[0].get("Package") == "" || ctl[0].get("Version") == "" {
+		return nil, errors.New("not a package file (no control paragraph)")
+	}
+	return &debFile{control: ctl[0], files: ar.Files, data: data}, nil
+}
+
+// paragraph is a control paragraph, fields in order.
+type paragraph [][2]string
+
+func (p paragraph) get(k string) string {
+	for _, f := range p {
+		if f[0] == k {
+			return f[1]
+		}
+	}
+	return ""
+}
+
+func (p paragraph) set(k, v string) paragraph {
+	for i, f := range p {
+		if f[0] == k {
+			p[i][1] = v
+			return p
+		}
+	}
+	return append(p, [2]string{k, v})
+}
+
+func parseParagraphs(data []byte) []paragraph {
+	var out []paragraph
+	var cur paragraph
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			if cur != nil {
+				out = append(out, cur)
+			}
+			cur = nil
+			continue
+		}
+		if strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t") {
+			if len(cur) > 0 {
+				cur[len(cur)-1][1] += "\n" + line
+			}
+			continue
+		}
+		k, v, _ := strings.Cut(line, ":")
+		cur = append(cur, [2]string{k, strings.TrimSpace(v)})
+	}
+	if cur != nil {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func formatParagraph(p paragraph) string {
+	var b strings.Builder
+	for _, f := range p {
+		fmt.Fprintf(&b, "%s: %s\n", f[0], f[1])
+	}
+	return b.String()
+}
+
+const statusPath = "/var/lib/dpkg/status"
+
+// db is the fake root's dpkg database.
+type db struct {
+	c     *Call
+	pkgs  map[string]paragraph
+	order []string
+}
+
+func openDB(c *Call) (*db, error) {
+	d := &db{c: c, pkgs: map[string]paragraph{}}
+	data, err := c.readFile(statusPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, p := range parseParagraphs(data) {
+		name := p.get("Package")
+		if _, ok := d.pkgs[name]; !ok {
+			d.order = append(d.order, name)
+		}
+		d.pkgs[name] = p
+	}
+	return d, nil
+}
+
+// status words of a package: selection, flag, state.
+func (d *db) status(name string) (string, string, string) {
+	p, ok := d.pkgs[name]
+	if !ok {
+		return "unknown", "ok", "not-installed"
+	}
+	f := strings.Fields(p.get("Status"))
+	if len(f) != 3 {
+		return "unknown", "ok", "not-installed"
+	}
+	return f[0], f[1], f[2]
+}
+
+func (d *db) installedVersion(name string) string {
+	if _, _, st := d.status(name); st == "not-installed" || st == "config-files" {
+		return ""
+	}
+	return d.pkgs[name].get("Version")
+}
+
+// save writes the database as dpkg does: the old one kept as status-old,
+// paragraphs in name order.
+func (d *db) save() error {
+	if old, err := d.c.readFile(statusPath); err == nil {
+		if err := d.c.writeFile(statusPath+"-old", old, 0o644); err != nil {
+			return err
+		}
+	}
+	names := make([]string, 0, len(d.pkgs))
+	for n := range d.pkgs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(formatParagraph(d.pkgs[n]))
+	}
+	return d.c.writeFile(statusPath, []byte(b.String()), 0o644)
+}
+
+func listPath(name string) string { return "/var/lib/dpkg/info/" + name + ".list" }
+
+func (d *db) files(name string) []string {
+	data, err := d.c.readFile(listPath(name))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data))
+}
+
+// install unpacks deb over whatever version is installed, keeping the
+// selection (a held package stays held).
+func (d *db) install(deb *debFile, state string) error {
+	name := deb.control.get("Package")
+	sel, _, _ := d.status(name)
+	if sel != "hold" {
+		sel = "install"
+	}
+	newFiles := map[string]bool{}
+	var list []string
+	for _, f := range deb.files {
+		p := "/" + f.Name
+		newFiles[p] = true
+		list = append(list, p)
+		if err := d.c.writeFile(p, f.Data, 0o644); err != nil {
+			return err
+		}
+	}
+	for _, old := range d.files(name) {
+		if !newFiles[old] {
+			os.Remove(d.c.path(old))
+		}
+	}
+	sort.Strings(list)
+	if err := d.c.writeFile(listPath(name), []byte(strings.Join(list, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	var p paragraph
+	for _, f := range deb.control {
+		p = append(p, f)
+		if f[0] == "Package" {
+			p = append(p, [2]string{"Status", sel + " ok " + state})
+		}
+	}
+	d.pkgs[name] = p
+	return nil
+}
+
+func (d *db) remove(name string) {
+	for _, f := range d.files(name) {
+		os.Remove(d.c.path(f))
+		// Directories the package made go when empty, as dpkg does.
+		for dir := path.Dir(f); dir != "/"; dir = path.Dir(dir) {
+			if os.Remove(d.c.path(dir)) != nil {
+				break
+			}
+		}
+	}
+	os.Remove(d.c.path(listPath(name)))
+	delete(d.pkgs, name)
+}
+
+// archive is the fake apt archive.
+func archive(c *Call) (map[string][]*debFile, error) {
+	dir := c.Env(EnvArchive)
+	out := map[string][]*debFile{}
+	if dir == "" {
+		return out, nil
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
+	for _, f := range m {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		deb, err := parseDeb(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		n := deb.control.get("Package")
+		out[n] = append(out[n], deb)
+	}
+	for _, list := range out {
+		sort.Slice(list, func(i, j int) bool {
+			return compareVersions(list[i].control.get("Version"), list[j].control.get("Version")) < 0
+		})
+	}
+	return out, nil
+}
+
+func compareVersions(a, b string) int {
+	va, err1 := version.Parse(a)
+	vb, err2 := version.Parse(b)
+	if err1 != nil || err2 != nil {
+		return strings.Compare(a, b)
+	}
+	return version.Compare(va, vb)
+}
+
+func fakeAptGet(c *Call) int {
+	var opts = map[string]bool{}
+	var pos []string
+	for i := 0; i < len(c.Args); i++ {
+		a := c.Args[i]
+		switch {
+		case a == "-o":
+			i++
+		case strings.HasPrefix(a, "-"):
+			opts[a] = true
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if len(pos) == 0 {
+		return c.errorf(100, "E: Invalid operation")
+	}
+	sub, args := pos[0], pos[1:]
+	arch, err := archive(c)
+	if err != nil {
+		return c.errorf(100, "E: %v", err)
+	}
+	d, err := openDB(c)
+	if err != nil {
+		return c.errorf(100, "E: %v", err)
+	}
+	switch sub {
+	case "update":
+		// The fake archive is a directory: there is no index to fetch.
+		fmt.Fprintln(c.Stdout, "Reading package lists... Done")
+		return 0
+	case "download":
+		for _, a := range args {
+			name, ver, _ := strings.Cut(a, "=")
+			var found *debFile
+			for _, deb := range arch[name] {
+				if ver == "" || deb.control.get("Version") == ver {
+					found = deb
+				}
+			}
+			if found == nil {
+				return c.errorf(100, "E: Can't find a source to download version '%s' of '%s:amd64'", ver, name)
+			}
+			fn := Deb{Name: name, Version: found.control.get("Version"), Arch: found.control.get("Architecture")}.FileName()
+			if err := c.writeFile(path.Join(c.Dir, fn), found.data, 0o644); err != nil {
+				return c.errorf(100, "E: %v", err)
+			}
+			fmt.Fprintf(c.Stdout, "Get:1 fake %s %s [%d B]\n", name, found.control.get("Version"), len(found.data))
+		}
+		return 0
+	case "install", "remove", "purge":
+	default:
+		return c.errorf(100, "E: Invalid operation %s", sub)
+	}
+	type change struct {
+		name string
+		deb  *debFile // nil: removal
+	}
+	var changes []change
+	planned := map[string]bool{}
+	explicit := map[string]*debFile{}
+	var order []*debFile
+	var add func(deb *debFile) error
+	add = func(deb *debFile) error {
+		name := deb.control.get("Package")
+		if planned[name] {
+			return nil
+		}
+		planned[name] = true
+		changes = append(changes, change{name, deb})
+		for _, dep := range strings.Split(deb.control.get("Depends"), ",") {
+			dep = strings.TrimSpace(dep)
+			if dep == "" {
+				continue
+			}
+			dn, rest, _ := strings.Cut(dep, " ")
+			want := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(rest), "(= "), ")")
+			cur := d.installedVersion(dn)
+			if explicit[dn] != nil {
+				// Given on the same command line: it satisfies the
+				// dependency or the transaction fails.
+				cur = explicit[dn].control.get("Version")
+			}
+			if (want == "" && cur != "") || (want != "" && cur == want) {
+				continue
+			}
+			var pick *debFile
+			for _, cand := range arch[dn] {
+				if want == "" || cand.control.get("Version") == want {
+					pick = cand
+				}
+			}
+			if pick == nil {
+				return fmt.Errorf("E: Unable to satisfy dependency %s of %s", dep, name)
+			}
+			if err := add(pick); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, a := range args {
+		switch {
+		case sub != "install" || strings.HasSuffix(a, "-") && !strings.Contains(a, "="):
+			name := strings.TrimSuffix(a, "-")
+			if sub != "install" {
+				name = a
+			}
+			if d.installedVersion(name) == "" {
+				fmt.Fprintf(c.Stdout, "Package '%s' is not installed, so not removed\n", name)
+				continue
+			}
+			planned[name] = true
+			changes = append(changes, change{name, nil})
+		case strings.HasSuffix(a, ".deb") || strings.Contains(a, "/"):
+			data, err := c.readFile(a)
+			if err != nil {
+				return c.errorf(100, "E: Unsupported file %s given on commandline", a)
+			}
+			deb, err := parseDeb(data)
+			if err != nil {
+				return c.errorf(100, "E: %s: %v", a, err)
+			}
+			explicit[deb.control.get("Package")] = deb
+			order = append(order, deb)
+		default:
+			name, ver, _ := strings.Cut(a, "=")
+			var pick *debFile
+			for _, cand := range arch[name] {
+				if ver == "" || cand.control.get("Version") == ver {
+					pick = cand
+				}
+			}
+			if pick == nil {
+				if len(arch[name]) == 0 {
+					return c.errorf(100, "E: Unable to locate package %s", name)
+				}
+				return c.errorf(100, "E: Version '%s' for '%s' was not found", ver, name)
+			}
+			explicit[name] = pick
+			order = append(order, pick)
+		}
+	}
+	for _, deb := range order {
+		if err := add(deb); err != nil {
+			return c.errorf(100, "%v", err)
+		}
+	}
+	for _, ch := range changes {
+		cur := d.installedVersion(ch.name)
+		sel, _, _ := d.status(ch.name)
+		if ch.deb == nil {
+			if sel == "hold" && !opts["--allow-change-held-packages"] {
+				return c.errorf(100, "E: Held packages were changed and -y was used without --allow-change-held-packages.")
+			}
+			continue
+		}
+		nv := ch.deb.control.get("Version")
+		if cur != "" && cur != nv && sel == "hold" && !opts["--allow-change-held-packages"] {
+			return c.errorf(100, "E: Held packages were changed and -y was used without --allow-change-held-packages.")
+		}
+		if cur != "" && compareVersions(nv, cur) < 0 && !opts["--allow-downgrades"] {
+			return c.errorf(100, "E: Packages were downgraded and -y was used without --allow-downgrades.")
+		}
+	}
+	if opts["-s"] || opts["--simulate"] || opts["--dry-run"] {
+		for _, ch := range changes {
+			cur := d.installedVersion(ch.name)
+			old := ""
+			if cur != "" {
+				old = "[" + cur + "] "
+			}
+			if ch.deb == nil {
+				fmt.Fprintf(c.Stdout, "Remv %s %s\n", ch.name, strings.TrimSpace(old))
+				continue
+			}
+			if cur == ch.deb.control.get("Version") {
+				continue
+			}
+			fmt.Fprintf(c.Stdout, "Inst %s %s(%s fake [amd64])\n", ch.name, old, ch.deb.control.get("Version"))
+		}
+		return 0
+	}
+	if !opts["-y"] {
+		return c.errorf(1, "Do you want to continue? [Y/n] Abort.")
+	}
+	half := false
+	if _, f := c.shouldFail("half"); f {
+		half = true
+	}
+	for i, ch := range changes {
+		if ch.deb == nil {
+			fmt.Fprintf(c.Stdout, "Removing %s (%s) ...\n", ch.name, d.installedVersion(ch.name))
+			d.remove(ch.name)
+			continue
+		}
+		if d.installedVersion(ch.name) == ch.deb.control.get("Version") {
+			continue
+		}
+		state := "installed"
+		if half && i == len(changes)-1 {
+			state = "half-configured"
+		}
+		fmt.Fprintf(c.Stdout, "Setting up %s (%s) ...\n", ch.name, ch.deb.control.get("Version"))
+		if err := d.install(ch.deb, state); err != nil {
+			return c.errorf(100, "E: %v", err)
+		}
+	}
+	if err := d.save(); err != nil {
+		return c.errorf(100, "E: %v", err)
+	}
+	if half {
+		return c.errorf(100, "E: Sub-process /usr/bin/dpkg returned an error code (1)")
+	}
+	return 0
+}
+
+func fakeAptMark(c *Call) int {
+	if len(c.Args) == 0 {
+		return c.errorf(1, "E: No operation given")
+	}
+	d, err := openDB(c)
+	if err != nil {
+		return c.errorf(100, "E: %v", err)
+	}
+	switch c.Args[0] {
+	case "showhold":
+		for _, n := range d.order {
+			if sel, _, _ := d.status(n); sel == "hold" {
+				fmt.Fprintln(c.Stdout, n)
+			}
+		}
+		return 0
+	case "hold", "unhold":
+		sel := "hold"
+		if c.Args[0] == "unhold" {
+			sel = "install"
+		}
+		for _, n := range c.Args[1:] {
+			p, ok := d.pkgs[n]
+			if !ok {
+				return c.errorf(100, "E: Unable to locate package %s", n)
+			}
+			_, flag, st := d.status(n)
+			d.pkgs[n] = p.set("Status", sel+" "+flag+" "+st)
+			if sel == "hold" {
+				fmt.Fprintf(c.Stdout, "%s set on hold.\n", n)
+			} else {
+				fmt.Fprintf(c.Stdout, "Canceled hold on %s.\n", n)
+			}
+		}
+		if err := d.save(); err != nil {
+			return c.errorf(100, "E: %v", err)
+		}
+		return 0
+	}
+	return c.errorf(1, "E: Invalid operation %s", c.Args[0])
+}
+
+func fakeDpkg(c *Call) int {
+	d, err := openDB(c)
+	if err != nil {
+		return c.errorf(2, "dpkg: error: %v", err)
+	}
+	if len(c.Args) == 0 {
+		return c.errorf(2, "dpkg: error: need an action option")
+	}
+	switch c.Args[0] {
+	case "--audit", "-C":
+		bad := 0
+		for _, n := range d.order {
+			if _, _, st := d.status(n); st != "installed" && st != "config-files" && st != "not-installed" {
+				fmt.Fprintf(c.Stdout, " %s  (%s)\n", n, st)
+				bad++
+			}
+		}
+		if bad > 0 {
+			return 1
+		}
+		return 0
+	case "--configure":
+		for _, n := range d.order {
+			sel, flag, st := d.status(n)
+			if st == "half-configured" || st == "unpacked" || st == "triggers-pending" || st == "triggers-awaited" {
+				d.pkgs[n] = d.pkgs[n].set("Status", sel+" "+flag+" installed")
+				fmt.Fprintf(c.Stdout, "Setting up %s (%s) ...\n", n, d.pkgs[n].get("Version"))
+			}
+		}
+		if err := d.save(); err != nil {
+			return c.errorf(2, "dpkg: error: %v", err)
+		}
+		return 0
+	case "-i", "--install":
+		for _, f := range c.Args[1:] {
+			data, err := c.readFile(f)
+			if err != nil {
+				return c.errorf(2, "dpkg: error: cannot access archive '%s'", f)
+			}
+			deb, err := parseDeb(data)
+			if err != nil {
+				return c.errorf(2, "dpkg: error: %s: %v", f, err)
+			}
+			if err := d.install(deb, "installed"); err != nil {
+				return c.errorf(2, "dpkg: error: %v", err)
+			}
+		}
+		if err := d.save(); err != nil {
+			return c.errorf(2, "dpkg: error: %v", err)
+		}
+		return 0
+	}
+	return c.errorf(2, "dpkg: error: unknown option %s", c.Args[0])
+}
+
+// fakeDpkgRepack rebuilds the installed version of each named package
+// from its installed files into the working directory.
+func fakeDpkgRepack(c *Call) int {
+	d, err := openDB(c)
+	if err != nil {
+		return c.errorf(1, "dpkg-repack: %v", err)
+	}
+	for _, name := range c.Args {
+		if d.installedVersion(name) == "" {
+			return c.errorf(1, "dpkg-repack: package %s is not installed", name)
+		}
+		p := d.pkgs[name]
+		deb := Deb{Name: name, Version: p.get("Version"), Arch: p.get("Architecture"), Depends: p.get("Depends"), Files: map[string]string{}}
+		for _, f := range d.files(name) {
+			data, err := c.readFile(f)
+			if err != nil {
+				return c.errorf(1, "dpkg-repack: %s: %v", f, err)
+			}
+			deb.Files[f] = string(data)
+		}
+		if err := c.writeFile(path.Join(c.Dir, deb.FileName()), deb.Bytes(), 0o644); err != nil {
+			return c.errorf(1, "dpkg-repack: %v", err)
+		}
+		fmt.Fprintf(c.Stdout, "dpkg-deb: building package '%s' in './%s'.\n", name, deb.FileName())
+	}
+	return 0
+}

@@ -1,0 +1,276 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+// Executor carries out operations and their inverses. The engine calls
+// Prepare, journals the inverse it returns, then calls Run; Undo runs an
+// inverse recorded by Prepare, possibly in another process, days later.
+//
+// Contract:
+//   - Prepare only reads the host; it may write into the workspace (saved
+//     bytes and package files). It returns a *SkipError for an operation
+//     that must not run on this host, with the reason.
+//   - Run changes the host as the operation says. It may be interrupted at
+//     any point (killed).
+//   - Undo is idempotent: it compares the host with the inverse and
+//     changes only what differs, so it is safe to run after a Run that
+//     finished, failed half-way or never started, and safe to run twice.
+//   - Recover brings a package manager interrupted mid-transaction back to
+//     a consistent state, before any Undo of such a transaction.
+//   - All of them honour ctx and run commands as argv, never via a shell.
+type Executor interface {
+	Prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation) (*Inverse, error)
+	Run(ctx context.Context, ws *Workspace, op planner.Operation) error
+	Undo(ctx context.Context, ws *Workspace, inv *Inverse) error
+	Recover(ctx context.Context, ws *Workspace, manager string) error
+}
+
+// Workspace is what an executor may use of the generation being run.
+type Workspace struct {
+	// Dir is the generation's directory inside the root, Path the same on
+	// this machine.
+	Dir  string
+	Path string
+	// Log receives the output of every command run.
+	Log io.Writer
+	// Say reports progress a person waits on (a lock being waited for).
+	Say func(format string, args ...any)
+}
+
+func (ws *Workspace) say(format string, args ...any) {
+	if ws.Say != nil {
+		ws.Say(format, args...)
+	}
+}
+
+// SkipError is an operation that is not run on this host, with why; it is
+// journaled as skipped and reported, never an error of the apply.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return e.Reason }
+
+// HostExecutor runs operations on a host through its command runner.
+type HostExecutor struct {
+	Host *host.Host
+	// Devices sets NVML device settings; nil when NVML is not available,
+	// which fails device operations on a live root.
+	Devices DeviceSettings
+	// PackageLockTimeout bounds the wait for dpkg's lock (held by
+	// unattended-upgrades, say). Zero: DefaultPackageLockTimeout.
+	PackageLockTimeout time.Duration
+}
+
+// DefaultPackageLockTimeout is how long a package transaction waits for
+// another package manager to finish.
+const DefaultPackageLockTimeout = 5 * time.Minute
+
+var _ Executor = (*HostExecutor)(nil)
+
+// Prepare implements Executor.
+func (x *HostExecutor) Prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation) (*Inverse, error) {
+	if err := validateOp(op); err != nil {
+		return nil, err
+	}
+	var inv Inverse
+	var err error
+	inv.Kind = op.Kind
+	switch op.Kind {
+	case planner.OpFile:
+		inv.File, err = x.prepareFile(ws, seq, op.File)
+	case planner.OpGroup:
+		inv.Group, err = x.prepareGroup(op.Group)
+	case planner.OpPackages:
+		inv.Packages, err = x.preparePackages(ctx, ws, seq, op.Packages)
+	case planner.OpKernel:
+		inv.Kernel, err = x.prepareKernel(op.Kernel)
+	case planner.OpService:
+		inv.Service, err = x.prepareService(ctx, ws, op.Service)
+	case planner.OpDevice:
+		inv.Device, err = x.prepareDevice(op.Device)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &inv, nil
+}
+
+// Run implements Executor.
+func (x *HostExecutor) Run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+	switch op.Kind {
+	case planner.OpFile:
+		return x.runFile(ctx, ws, op.File)
+	case planner.OpGroup:
+		return x.runGroup(ctx, ws, op.Group)
+	case planner.OpPackages:
+		return x.runPackages(ctx, ws, op.Packages)
+	case planner.OpKernel:
+		return x.runKernel(ctx, ws, op.Kernel)
+	case planner.OpService:
+		return x.runService(ctx, ws, op.Service)
+	case planner.OpDevice:
+		return x.Devices.Set(op.Device.UUID, op.Device.Setting, op.Device.Value)
+	}
+	return fmt.Errorf("unknown operation kind %q", op.Kind)
+}
+
+// Undo implements Executor.
+func (x *HostExecutor) Undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
+	if err := validateInverse(inv); err != nil {
+		return err
+	}
+	switch inv.Kind {
+	case planner.OpFile:
+		return x.undoFile(ctx, ws, inv.File)
+	case planner.OpGroup:
+		return x.undoGroup(ctx, ws, inv.Group)
+	case planner.OpPackages:
+		return x.undoPackages(ctx, ws, inv.Packages)
+	case planner.OpKernel:
+		return x.undoKernel(ctx, ws, inv.Kernel)
+	case planner.OpService:
+		return x.undoService(ctx, ws, inv.Service)
+	case planner.OpDevice:
+		return x.undoDevice(inv.Device)
+	}
+	return fmt.Errorf("unknown inverse kind %q", inv.Kind)
+}
+
+// Recover implements Executor.
+func (x *HostExecutor) Recover(ctx context.Context, ws *Workspace, manager string) error {
+	if manager == "dnf" {
+		return x.recoverDnf(ctx, ws)
+	}
+	if manager != "apt" {
+		return nil
+	}
+	if err := x.waitDpkgLock(ctx, ws); err != nil {
+		return err
+	}
+	// --audit lists what an interrupted dpkg left half-done; it exits
+	// non-zero when it found something, which is what --configure -a is
+	// for, so its status is only logged.
+	_ = x.run(ctx, ws, nil, "dpkg", "--audit")
+	return x.run(ctx, ws, aptEnv, "dpkg", "--configure", "-a")
+}
+
+func validateOp(op planner.Operation) error {
+	set := 0
+	for _, p := range []bool{op.Packages != nil, op.File != nil, op.Group != nil, op.Kernel != nil, op.Service != nil, op.Device != nil} {
+		if p {
+			set++
+		}
+	}
+	ok := set == 1
+	switch op.Kind {
+	case planner.OpPackages:
+		ok = ok && op.Packages != nil
+		if ok && op.Packages.Manager != "apt" && op.Packages.Manager != "dnf" && op.Packages.Manager != "pip" {
+			return fmt.Errorf("package manager %q: apply runs apt, dnf and pip transactions only", op.Packages.Manager)
+		}
+	case planner.OpFile:
+		ok = ok && op.File != nil
+		if ok && (!path.IsAbs(op.File.Path) || path.Clean(op.File.Path) == "/") {
+			return fmt.Errorf("file operation: path %q is not an absolute file path", op.File.Path)
+		}
+	case planner.OpGroup:
+		ok = ok && op.Group != nil
+	case planner.OpKernel:
+		ok = ok && op.Kernel != nil
+		if ok {
+			switch op.Kernel.Action {
+			case "rebuild_initramfs":
+			case "load_module", "unload_module":
+				if op.Kernel.Module == "" {
+					return fmt.Errorf("kernel operation %s names no module", op.Kernel.Action)
+				}
+			default:
+				return fmt.Errorf("unknown kernel action %q", op.Kernel.Action)
+			}
+		}
+	case planner.OpService:
+		ok = ok && op.Service != nil
+	case planner.OpDevice:
+		ok = ok && op.Device != nil
+	default:
+		return fmt.Errorf("unknown operation kind %q", op.Kind)
+	}
+	if !ok {
+		return fmt.Errorf("operation of kind %q must set exactly its own field", op.Kind)
+	}
+	return nil
+}
+
+func validateInverse(inv *Inverse) error {
+	if inv == nil {
+		return fmt.Errorf("no inverse recorded")
+	}
+	ok := false
+	switch inv.Kind {
+	case planner.OpFile:
+		ok = inv.File != nil
+	case planner.OpGroup:
+		ok = inv.Group != nil
+	case planner.OpPackages:
+		ok = inv.Packages != nil
+	case planner.OpKernel:
+		ok = inv.Kernel != nil
+	case planner.OpService:
+		ok = inv.Service != nil
+	case planner.OpDevice:
+		ok = inv.Device != nil
+	}
+	if !ok {
+		return fmt.Errorf("inverse of kind %q lacks its data", inv.Kind)
+	}
+	return nil
+}
+
+// aptEnv keeps Debian's tools from asking questions nobody will answer.
+var aptEnv = []string{"DEBIAN_FRONTEND=noninteractive", "APT_LISTCHANGES_FRONTEND=none"}
+
+// run runs argv inside the root with its output appended to the log,
+// after a line saying what ran.
+func (x *HostExecutor) run(ctx context.Context, ws *Workspace, env []string, argv ...string) error {
+	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
+	err := x.Host.Run(ctx, host.Command{Argv: argv, Env: env, Stdout: ws.Log, Stderr: ws.Log})
+	if err != nil {
+		fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
+	}
+	return err
+}
+
+// output runs argv inside the root and returns its standard output; its
+// standard error goes to the log.
+func (x *HostExecutor) output(ctx context.Context, ws *Workspace, env []string, argv ...string) ([]byte, error) {
+	var out bytes.Buffer
+	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
+	err := x.Host.Run(ctx, host.Command{Argv: argv, Env: env, Stdout: &out, Stderr: ws.Log})
+	if err != nil {
+		fmt.Fprintf(ws.Log, "%sgpuenv: %v\n", out.String(), err)
+	}
+	return out.Bytes(), err
+}
+
+// real is where p, a path inside the root, lives on this machine, with
+// symlinks followed in its directories but not in its last component: a
+// write replaces the entry itself.
+func (x *HostExecutor) real(p string) (string, error) {
+	p = path.Clean(p)
+	dir, err := x.Host.Resolve(path.Dir(p))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, path.Base(p)), nil
+}

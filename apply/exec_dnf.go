@@ -1,0 +1,737 @@
+package apply
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+// What dnf 4 keeps where. dnf takes its lock on the RPM database by
+// writing its pid into rpmdb_lock.pid in its persistdir (flock is held
+// only while the file is read and written): a file naming a live process
+// is a held lock, one naming a dead process is taken over by the next
+// dnf. rpm prints EPOCHNUM as 0 for a package without an epoch, where
+// EPOCH would print "(none)".
+const (
+	dnfRpmdbLock   = "/var/lib/dnf/rpmdb_lock.pid"
+	rpmQueryFormat = `%{NAME}\t%{EPOCHNUM}\t%{VERSION}\t%{RELEASE}\t%{ARCH}\n`
+)
+
+// hostCommand is a command whose output goes where the caller reads it.
+func hostCommand(argv, env []string, stdout, stderr io.Writer) host.Command {
+	return host.Command{Argv: argv, Env: env, Stdout: stdout, Stderr: stderr}
+}
+
+// dnfEnv makes dnf's messages the ones this file recognises.
+var dnfEnv = []string{"LC_ALL=C"}
+
+// dnfBase are the options of every dnf run: no questions, exit rather
+// than wait forever when another dnf holds the RPM database (the wait is
+// done here, bounded, with a message), and no weak dependencies, as apt
+// runs without recommends.
+var dnfBase = []string{"dnf", "-y", "--setopt=exit_on_lock=True", "--setopt=install_weak_deps=False"}
+
+// dnfOffline keeps dnf off every repository: versionlock and installs
+// from saved package files work without a network.
+const dnfOffline = "--disablerepo=*"
+
+// rpmPkg is one installed instance of a package. A name can be
+// installed more than once (kernels and other install-only packages,
+// several architectures).
+type rpmPkg struct {
+	Name, Arch string
+	// EVR is "epoch:version-release", the epoch left out when 0, as dnf
+	// list prints versions and plans pin them.
+	EVR string
+}
+
+func (p rpmPkg) nevra() string {
+	e, vr, ok := strings.Cut(p.EVR, ":")
+	if !ok {
+		e, vr = "0", p.EVR
+	}
+	return p.Name + "-" + e + ":" + vr + "." + p.Arch
+}
+
+// normEVR drops a zero epoch so that "0:1.0-1" and "1.0-1" compare equal.
+func normEVR(v string) string { return strings.TrimPrefix(v, "0:") }
+
+// readRPM lists the installed packages by name, from rpm's database in
+// the root.
+func (x *HostExecutor) readRPM(ctx context.Context, ws *Workspace) (map[string][]rpmPkg, error) {
+	var out, errb bytes.Buffer
+	if err := x.Host.Run(ctx, hostCommand([]string{"rpm", "-qa", "--qf", rpmQueryFormat}, dnfEnv, &out, &errb)); err != nil {
+		fmt.Fprintf(ws.Log, "$ rpm -qa --qf …\n%sgpuenv: %v\n", errb.String(), err)
+		return nil, fmt.Errorf("reading the RPM database: %w: %s", err, strings.TrimSpace(errb.String()))
+	}
+	return parseRPMQuery(out.Bytes())
+}
+
+func parseRPMQuery(data []byte) (map[string][]rpmPkg, error) {
+	m := map[string][]rpmPkg{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 5 || f[0] == "" || f[2] == "" {
+			return nil, fmt.Errorf("rpm -qa line %d: unexpected output %q", n, line)
+		}
+		if f[0] == "gpg-pubkey" {
+			continue
+		}
+		evr := f[2] + "-" + f[3]
+		if f[1] != "0" && f[1] != "(none)" && f[1] != "" {
+			evr = f[1] + ":" + evr
+		}
+		m[f[0]] = append(m[f[0]], rpmPkg{Name: f[0], Arch: f[4], EVR: evr})
+	}
+	for _, l := range m {
+		sort.Slice(l, func(i, j int) bool { return l[i].EVR+l[i].Arch < l[j].EVR+l[j].Arch })
+	}
+	return m, sc.Err()
+}
+
+func evrs(l []rpmPkg) []string {
+	var out []string
+	for _, p := range l {
+		if !slices.Contains(out, p.EVR) {
+			out = append(out, p.EVR)
+		}
+	}
+	return out
+}
+
+// versionlocks is the versionlock plugin's state: whether dnf has the
+// plugin, and its lock entries ("name-0:2.0-1.*"; exclusions left out).
+type versionlocks struct {
+	present bool
+	entries []string
+}
+
+// readVersionlocks asks dnf itself, which knows whether the plugin is
+// installed and enabled and where its list is. Repositories are left
+// off: the list needs none, and a rollback may run offline.
+func (x *HostExecutor) readVersionlocks(ctx context.Context, ws *Workspace) (versionlocks, error) {
+	var out, errb bytes.Buffer
+	argv := []string{"dnf", "--quiet", dnfOffline, "versionlock", "list"}
+	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
+	err := x.Host.Run(ctx, hostCommand(argv, dnfEnv, &out, &errb))
+	ws.Log.Write(errb.Bytes())
+	if err != nil {
+		if strings.Contains(errb.String()+out.String(), "No such command: versionlock") {
+			return versionlocks{}, nil
+		}
+		return versionlocks{}, fmt.Errorf("listing dnf's version locks: %w: %s", err, strings.TrimSpace(errb.String()))
+	}
+	v := versionlocks{present: true}
+	for _, line := range strings.Split(out.String(), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == '!' || strings.HasPrefix(line, "Last metadata") {
+			continue
+		}
+		v.entries = append(v.entries, line)
+	}
+	return v, nil
+}
+
+// locked reports whether an entry locks an installed instance of name,
+// in the spellings versionlock matches: the whole NEVRA with or without
+// the epoch, epoch first, or the bare name, globs allowed.
+func (v versionlocks) locked(installed []rpmPkg, name string) bool {
+	for _, e := range v.entries {
+		if e == name {
+			return true
+		}
+		for _, p := range installed {
+			ep, vr, ok := strings.Cut(p.EVR, ":")
+			if !ok {
+				ep, vr = "0", p.EVR
+			}
+			for _, form := range []string{
+				p.Name + "-" + ep + ":" + vr + "." + p.Arch,
+				p.Name + "-" + vr + "." + p.Arch,
+				ep + ":" + p.Name + "-" + vr + "." + p.Arch,
+				p.Name + "-" + vr,
+				p.Name + "." + p.Arch,
+			} {
+				if ok, _ := path.Match(e, form); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// names reports whether an entry locks some version of name, installed
+// or not: "name-epoch:version-release.arch" as versionlock add writes it,
+// the name being what precedes the last two dashes.
+func (v versionlocks) names(name string) bool {
+	for _, e := range v.entries {
+		if e == name {
+			return true
+		}
+		i := strings.LastIndexByte(e, '-')
+		if i < 0 {
+			continue
+		}
+		if j := strings.LastIndexByte(e[:i], '-'); j > 0 && e[:j] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// dnfTable reads the package names out of the transaction table dnf
+// prints before asking to go on ("Installing:", "Upgrading:",
+// "Removing dependent packages:" …): rows are " name arch version repo
+// size", dnf widening the name column for a long name (and wrapping the
+// end of a row that no longer fits, which leaves short lines that are
+// not rows); an obsoleted package is a row "     replacing  name.arch
+// version". The "Skipping packages …" sections list what does not
+// change.
+func dnfTable(out []byte) []string {
+	var names []string
+	in := false
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "Transaction Summary") {
+			in = false
+			continue
+		}
+		if strings.HasPrefix(line, "(") {
+			// The explanation under a "Skipping" heading.
+			continue
+		}
+		if !strings.HasPrefix(line, " ") && strings.HasSuffix(strings.TrimSpace(line), ":") && !strings.HasPrefix(line, "Error") {
+			in = !strings.HasPrefix(line, "Skipping")
+			continue
+		}
+		if !in || !strings.HasPrefix(line, " ") {
+			continue
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[0] == "replacing":
+			n := f[1]
+			if i := strings.LastIndexByte(n, '.'); i > 0 {
+				n = n[:i]
+			}
+			names = append(names, n)
+		case len(f) >= 4:
+			names = append(names, f[0])
+		}
+	}
+	return names
+}
+
+// dnfDryRun runs a transaction with --assumeno: dnf resolves it, prints
+// the table and exits 1 with "Operation aborted.", changing nothing. An
+// error message instead means the transaction cannot be done.
+func (x *HostExecutor) dnfDryRun(ctx context.Context, ws *Workspace, args []string) ([]string, error) {
+	argv := slices.Concat([]string{"dnf", "--assumeno", "--setopt=exit_on_lock=True", "--setopt=install_weak_deps=False"}, args)
+	out, err := x.dnfOutput(ctx, ws, argv)
+	text := string(out)
+	if strings.Contains(text, "Operation aborted.") || (err == nil && !strings.Contains(text, "Error:")) {
+		return dnfTable(out), nil
+	}
+	if err == nil {
+		err = errors.New("dnf reported an error")
+	}
+	return nil, fmt.Errorf("dnf cannot carry out the transaction (dry run failed; see %s): %w", ws.Dir+"/"+logName, err)
+}
+
+func pinSpecs(op *planner.PackagesOp) []string {
+	var s []string
+	for _, p := range op.Install {
+		s = append(s, p.Name+"-"+p.Version)
+	}
+	return s
+}
+
+func (x *HostExecutor) prepareDnf(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
+	deadline := time.Now().Add(x.lockTimeout())
+	if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
+		return nil, err
+	}
+	before, err := x.readRPM(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	locks, err := x.readVersionlocks(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	if !locks.present && len(op.Hold)+len(op.Unhold) > 0 {
+		return nil, fmt.Errorf("cannot hold or release %s: dnf's versionlock plugin is not installed or not enabled (install python3-dnf-plugin-versionlock, or leave holds out of the spec)",
+			strings.Join(slices.Concat(op.Hold, op.Unhold), ", "))
+	}
+	affected := map[string]bool{}
+	changes := map[string]bool{}
+	for _, n := range slices.Concat(op.Remove, op.Hold, op.Unhold) {
+		affected[n] = true
+	}
+	releasing := false
+	for _, p := range op.Install {
+		affected[p.Name] = true
+		cur := evrs(before[p.Name])
+		if len(cur) > 0 && !(len(cur) == 1 && normEVR(cur[0]) == normEVR(p.Version)) {
+			changes[p.Name] = true
+			if locks.locked(before[p.Name], p.Name) {
+				if !slices.Contains(op.Unhold, p.Name) && !slices.Contains(op.Hold, p.Name) {
+					return nil, fmt.Errorf("package %s is locked at %s (dnf versionlock) and the plan does not release it", p.Name, strings.Join(cur, ", "))
+				}
+				releasing = true
+			}
+		}
+	}
+	for _, r := range op.Remove {
+		if len(before[r]) > 0 {
+			changes[r] = true
+		}
+	}
+	// The dry runs name what dnf will change besides the pins:
+	// dependencies installed, upgraded, downgraded or removed with them.
+	var listed []string
+	if len(op.Remove) > 0 {
+		l, err := x.dnfDryRun(ctx, ws, slices.Concat([]string{dnfOffline, "remove"}, op.Remove))
+		if err != nil {
+			return nil, err
+		}
+		listed = append(listed, l...)
+	}
+	if len(op.Install) > 0 {
+		args := []string{"install"}
+		if releasing {
+			// The locks the plan releases are released before the real
+			// transaction; with them in place dnf would not see the
+			// pinned version at all.
+			args = []string{"--disableplugin=versionlock", "install"}
+		}
+		l, err := x.dnfDryRun(ctx, ws, slices.Concat(args, pinSpecs(op)))
+		if err != nil {
+			return nil, err
+		}
+		listed = append(listed, l...)
+	}
+	for _, n := range listed {
+		affected[n] = true
+		if len(before[n]) > 0 {
+			changes[n] = true
+		}
+	}
+	inv := &PackagesInverse{Manager: "dnf"}
+	names := make([]string, 0, len(affected))
+	for n := range affected {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		held := locks.locked(before[n], n)
+		if len(before[n]) == 0 {
+			inv.Packages = append(inv.Packages, PriorPackage{Name: n})
+			continue
+		}
+		for _, p := range before[n] {
+			pp := PriorPackage{Name: n, Version: p.EVR, Status: p.Arch, Held: held}
+			if changes[n] {
+				saved, err := x.saveRPM(ctx, ws, seq, p)
+				if err != nil {
+					return nil, err
+				}
+				pp.Saved = saved
+			}
+			inv.Packages = append(inv.Packages, pp)
+		}
+	}
+	return inv, nil
+}
+
+// saveRPM keeps an installed package as its .rpm in the generation,
+// downloaded from the repositories by its exact NEVRA. The package cache
+// is not relied on (images clean it; keepcache is off by default), and an
+// RPM cannot be rebuilt faithfully from installed files with the tools a
+// host has (rpmrebuild is not in the distributions' base repositories):
+// when no repository has the version any more, the transaction is
+// refused rather than made impossible to roll back offline.
+func (x *HostExecutor) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPkg) (string, error) {
+	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+p.Name)
+	dir := filepath.Join(ws.Path, sub)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	inRoot := path.Join(ws.Dir, sub)
+	_, vr, ok := strings.Cut(p.EVR, ":")
+	if !ok {
+		vr = p.EVR
+	}
+	file := p.Name + "-" + vr + "." + p.Arch + ".rpm"
+	argv := []string{"dnf", "--setopt=exit_on_lock=True", "download", "--destdir", inRoot, p.nevra()}
+	if err := x.dnfRun(ctx, ws, time.Now().Add(x.lockTimeout()), argv); err != nil {
+		return "", fmt.Errorf("cannot save %s %s for rollback: dnf download failed (see %s; the enabled repositories may not carry that version any more), and a package removed or replaced without its file could not be restored offline. Enable a repository that still carries it, or change the package by hand: %w",
+			p.Name, p.EVR, ws.Dir+"/"+logName, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		return "", fmt.Errorf("cannot save %s %s for rollback: dnf download wrote no %s", p.Name, p.EVR, file)
+	}
+	return path.Join(inRoot, file), syncDir(dir)
+}
+
+// waitDnfLock waits, up to deadline, for another dnf (dnf-automatic, a
+// dnf in another terminal) to release the RPM database, saying who holds
+// it.
+func (x *HostExecutor) waitDnfLock(ctx context.Context, ws *Workspace, deadline time.Time) error {
+	said := false
+	for {
+		pid := x.dnfLockHolder()
+		if pid == 0 {
+			return nil
+		}
+		if !said {
+			holder := "process " + strconv.Itoa(pid)
+			if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
+				holder += " (" + strings.TrimSpace(string(comm)) + ")"
+			}
+			ws.say("waiting up to %s for dnf's lock %s, held by %s", time.Until(deadline).Round(time.Second), dnfRpmdbLock, holder)
+			said = true
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("dnf's lock %s is still held by process %d after %s; another package manager (dnf-automatic?) is running", dnfRpmdbLock, pid, x.lockTimeout())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// dnfLockHolder is the pid of the live process holding dnf's lock, 0
+// when none does. The process is looked for on this machine: a dnf
+// running in a chroot is one of its processes too.
+func (x *HostExecutor) dnfLockHolder() int {
+	data, err := x.Host.ReadFile(dnfRpmdbLock)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", pid)); errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	return pid
+}
+
+// dnfRun runs a dnf command with its output in the log. dnf runs with
+// exit_on_lock, so a lock taken between the wait and its start makes it
+// exit at once; it is then run again after another wait, until deadline.
+func (x *HostExecutor) dnfRun(ctx context.Context, ws *Workspace, deadline time.Time, argv []string) error {
+	_, err := x.dnfLoop(ctx, ws, deadline, argv, nil)
+	return err
+}
+
+// dnfOutput runs argv once the lock is free and returns its output.
+func (x *HostExecutor) dnfOutput(ctx context.Context, ws *Workspace, argv []string) ([]byte, error) {
+	var out bytes.Buffer
+	_, err := x.dnfLoop(ctx, ws, time.Now().Add(x.lockTimeout()), argv, &out)
+	return out.Bytes(), err
+}
+
+func (x *HostExecutor) dnfLoop(ctx context.Context, ws *Workspace, deadline time.Time, argv []string, capture *bytes.Buffer) (int, error) {
+	for try := 1; ; try++ {
+		if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
+			return try, err
+		}
+		var seen bytes.Buffer
+		w := io.MultiWriter(ws.Log, &seen)
+		if capture != nil {
+			capture.Reset()
+			w = io.MultiWriter(ws.Log, &seen, capture)
+		}
+		fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
+		err := x.Host.Run(ctx, hostCommand(argv, dnfEnv, w, w))
+		if err == nil {
+			return try, nil
+		}
+		fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
+		if !strings.Contains(seen.String(), "already locked by") || time.Now().After(deadline) {
+			return try, err
+		}
+	}
+}
+
+func (x *HostExecutor) runDnf(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+	deadline := time.Now().Add(x.lockTimeout())
+	if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
+		return err
+	}
+	before, err := x.readRPM(ctx, ws)
+	if err != nil {
+		return err
+	}
+	if len(op.Hold)+len(op.Unhold) > 0 || len(op.Install) > 0 {
+		locks, err := x.readVersionlocks(ctx, ws)
+		if err != nil {
+			return err
+		}
+		// A pin of a locked package is released first and locked again
+		// after, when the plan holds it.
+		var unlock []string
+		for _, n := range op.Unhold {
+			if locks.locked(before[n], n) {
+				unlock = append(unlock, n)
+			}
+		}
+		for _, p := range op.Install {
+			cur := evrs(before[p.Name])
+			if len(cur) == 1 && normEVR(cur[0]) == normEVR(p.Version) {
+				// Already at the pin: dnf leaves it alone, so does its lock.
+				continue
+			}
+			if locks.present && locks.locked(before[p.Name], p.Name) && !slices.Contains(unlock, p.Name) {
+				unlock = append(unlock, p.Name)
+			}
+		}
+		if len(unlock) > 0 {
+			if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete"}, unlock)); err != nil {
+				return err
+			}
+		}
+	}
+	// Removals go first: a package replaced by another that conflicts
+	// with it (one driver flavour for another) must be gone before its
+	// successor goes in.
+	if len(op.Remove) > 0 {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"remove"}, op.Remove)); err != nil {
+			return err
+		}
+	}
+	// dnf install moves an installed package to the pinned version
+	// whichever way it lies: upgrade or downgrade.
+	if len(op.Install) > 0 {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"install"}, pinSpecs(op))); err != nil {
+			return err
+		}
+	}
+	if len(op.Hold) > 0 {
+		return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "add"}, op.Hold))
+	}
+	return nil
+}
+
+// undoDnf puts every package the transaction could change back to the
+// versions and locks it had: saved package files are installed with
+// every repository off, versions that were not there are removed, locks
+// set as they were. Only what differs now is touched.
+func (x *HostExecutor) undoDnf(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
+	deadline := time.Now().Add(x.lockTimeout())
+	cur, err := x.readRPM(ctx, ws)
+	if err != nil {
+		return err
+	}
+	want := map[string][]PriorPackage{}
+	var order []string
+	for _, p := range inv.Packages {
+		if _, ok := want[p.Name]; !ok {
+			order = append(order, p.Name)
+			want[p.Name] = nil
+		}
+		if p.Version != "" {
+			want[p.Name] = append(want[p.Name], p)
+		}
+	}
+	wanted := func(name, evr string) bool {
+		return slices.ContainsFunc(want[name], func(p PriorPackage) bool { return normEVR(p.Version) == normEVR(evr) })
+	}
+	var files, specs, reinstall, duplicates []string
+	changing := map[string]bool{}
+	for _, n := range order {
+		extra := false
+		for _, c := range cur[n] {
+			if !wanted(n, c.EVR) {
+				extra = true
+			}
+		}
+		var missing []PriorPackage
+		for _, p := range want[n] {
+			if !slices.ContainsFunc(cur[n], func(c rpmPkg) bool { return normEVR(c.EVR) == normEVR(p.Version) }) {
+				missing = append(missing, p)
+			}
+		}
+		if extra || len(missing) > 0 {
+			changing[n] = true
+		}
+		for _, p := range missing {
+			if _, err := x.Host.Stat(p.Saved); p.Saved == "" || err != nil {
+				// Pruned by history --keep: a repository may still have it.
+				ws.say("the saved package file of %s %s is gone; installing it from the repositories", p.Name, p.Version)
+				specs = append(specs, p.Name+"-"+p.Version)
+			} else {
+				files = append(files, p.Saved)
+			}
+		}
+		if extra && len(missing) == 0 && len(want[n]) > 0 {
+			// The wanted version is there beside another: a transaction
+			// interrupted between installing the new version and erasing
+			// the old leaves both, the files being the new one's. The
+			// other goes first (what it requires may be about to change),
+			// then the wanted one is reinstalled from its file.
+			for _, c := range cur[n] {
+				if !wanted(n, c.EVR) {
+					duplicates = append(duplicates, c.nevra())
+				}
+			}
+			for _, p := range want[n] {
+				if _, err := x.Host.Stat(p.Saved); p.Saved != "" && err == nil {
+					reinstall = append(reinstall, p.Saved)
+				}
+			}
+		}
+	}
+	locks, err := x.readVersionlocks(ctx, ws)
+	if err != nil {
+		return err
+	}
+	lockDiffers := false
+	for _, n := range order {
+		if len(cur[n]) > 0 && locks.locked(cur[n], n) != slices.ContainsFunc(want[n], func(p PriorPackage) bool { return p.Held }) {
+			lockDiffers = true
+		}
+	}
+	if len(changing) == 0 && !lockDiffers {
+		return nil
+	}
+	if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
+		return err
+	}
+	var unlock []string
+	for n := range changing {
+		if len(cur[n]) > 0 && locks.locked(cur[n], n) {
+			unlock = append(unlock, n)
+		}
+	}
+	sort.Strings(unlock)
+	if len(unlock) > 0 {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete"}, unlock)); err != nil {
+			return err
+		}
+	}
+	if len(duplicates) > 0 {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "--noautoremove", "remove"}, duplicates)); err != nil {
+			return err
+		}
+	}
+	// Old versions go back first, so that nothing left depends on a
+	// package removed next. Saved files need no repository.
+	if len(files) > 0 {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "install"}, files)); err != nil {
+			return err
+		}
+	}
+	if len(specs) > 0 {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"install"}, specs)); err != nil {
+			return err
+		}
+	}
+	if cur, err = x.readRPM(ctx, ws); err != nil {
+		return err
+	}
+	var remove []string
+	for _, n := range order {
+		for _, c := range cur[n] {
+			if !wanted(n, c.EVR) {
+				remove = append(remove, c.nevra())
+			}
+		}
+	}
+	if len(remove) > 0 {
+		// --noautoremove: dependencies the removed packages pulled in
+		// are in the inverse themselves; nothing else may go with them.
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "--noautoremove", "remove"}, remove)); err != nil {
+			return err
+		}
+	}
+	if len(reinstall) > 0 {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "reinstall"}, reinstall)); err != nil {
+			return err
+		}
+	}
+	if cur, err = x.readRPM(ctx, ws); err != nil {
+		return err
+	}
+	if locks, err = x.readVersionlocks(ctx, ws); err != nil {
+		return err
+	}
+	var lock, release []string
+	for _, n := range order {
+		if len(cur[n]) == 0 {
+			// A lock added with the package outlives its removal.
+			if !slices.ContainsFunc(want[n], func(p PriorPackage) bool { return p.Held }) && locks.names(n) {
+				release = append(release, n)
+			}
+			continue
+		}
+		held := slices.ContainsFunc(want[n], func(p PriorPackage) bool { return p.Held })
+		is := locks.locked(cur[n], n)
+		if held && !is {
+			lock = append(lock, n)
+		} else if !held && is {
+			release = append(release, n)
+		}
+	}
+	if (len(lock) > 0 || len(release) > 0) && !locks.present {
+		return fmt.Errorf("cannot restore the version locks of %s: dnf's versionlock plugin is not installed any more", strings.Join(slices.Concat(lock, release), ", "))
+	}
+	if len(release) > 0 {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete"}, release)); err != nil {
+			return err
+		}
+	}
+	if len(lock) > 0 {
+		return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "add"}, lock))
+	}
+	return nil
+}
+
+// recoverDnf runs before the inverses of a dnf transaction that was
+// killed. dnf has no journal to replay (no counterpart of dpkg
+// --configure -a): an interrupted RPM transaction leaves at worst a
+// package installed twice, old and new, which the inverse resolves. What
+// dnf check finds is logged for the record; its status is not an error.
+func (x *HostExecutor) recoverDnf(ctx context.Context, ws *Workspace) error {
+	deadline := time.Now().Add(x.lockTimeout())
+	if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
+		return err
+	}
+	_ = x.dnfRun(ctx, ws, deadline, []string{"dnf", "--setopt=exit_on_lock=True", dnfOffline, "check"})
+	return nil
+}
+
+// recoveryNote is the journal's note on a package manager's recovery.
+func recoveryNote(manager string) string {
+	if manager == "dnf" {
+		return "package manager recovery (dnf check; the inverse resolves a package left installed twice)"
+	}
+	return "package manager recovery (dpkg --audit, dpkg --configure -a)"
+}

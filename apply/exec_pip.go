@@ -1,0 +1,303 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner"
+)
+
+func (x *HostExecutor) preparePackages(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
+	switch op.Manager {
+	case "pip":
+		return x.preparePip(ctx, ws, seq, op)
+	case "dnf":
+		return x.prepareDnf(ctx, ws, seq, op)
+	}
+	return x.prepareApt(ctx, ws, seq, op)
+}
+
+func (x *HostExecutor) runPackages(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+	switch op.Manager {
+	case "pip":
+		return x.runPip(ctx, ws, op)
+	case "dnf":
+		return x.runDnf(ctx, ws, op)
+	}
+	return x.runApt(ctx, ws, op)
+}
+
+func (x *HostExecutor) undoPackages(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
+	switch inv.Manager {
+	case "pip":
+		return x.undoPip(ctx, ws, inv)
+	case "dnf":
+		return x.undoDnf(ctx, ws, inv)
+	}
+	return x.undoApt(ctx, ws, inv)
+}
+
+// pipNorm is PEP 503's normalised project name.
+var pipRun = regexp.MustCompile(`[-_.]+`)
+
+func pipNorm(name string) string { return pipRun.ReplaceAllString(strings.ToLower(name), "-") }
+
+// pipPython is the interpreter a pip operation runs: the venv's when it
+// names one, else the one it names, else python3.
+func pipPython(op *planner.PackagesOp) string {
+	if op.Venv != "" {
+		return path.Join(op.Venv, "bin", "python")
+	}
+	if op.Python != "" {
+		return op.Python
+	}
+	return "python3"
+}
+
+var pipQuiet = []string{"--disable-pip-version-check", "--no-input"}
+
+// pipList is what pip says is installed, by normalised name.
+func (x *HostExecutor) pipList(ctx context.Context, ws *Workspace, python string) (map[string]string, error) {
+	out, err := x.output(ctx, ws, nil, python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check")
+	if err != nil {
+		return nil, fmt.Errorf("listing the packages of %s: %w", python, err)
+	}
+	var list []struct{ Name, Version string }
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("pip list of %s: %w", python, err)
+	}
+	m := make(map[string]string, len(list))
+	for _, p := range list {
+		m[pipNorm(p.Name)] = p.Version
+	}
+	return m, nil
+}
+
+func pipRequirement(p planner.PackagePin) string {
+	s := p.Name
+	if len(p.Extras) > 0 {
+		s += "[" + strings.Join(p.Extras, ",") + "]"
+	}
+	return s + "==" + p.Version
+}
+
+func pipIndex(op *planner.PackagesOp) []string {
+	if op.IndexURL == "" {
+		return nil
+	}
+	return []string{"--index-url", op.IndexURL}
+}
+
+func (x *HostExecutor) venvExists(venv string) (bool, error) {
+	_, err := x.Host.Lstat(path.Join(venv, "bin", "python"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (x *HostExecutor) preparePip(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
+	python := pipPython(op)
+	inv := &PackagesInverse{Manager: "pip", Python: python, Venv: op.Venv, IndexURL: op.IndexURL}
+	if op.Venv != "" {
+		ok, err := x.venvExists(op.Venv)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			// Undoing a transaction into a new environment is removing
+			// the environment: nothing of the host's is in it.
+			if _, err := x.Host.Lstat(op.Venv); err == nil {
+				return nil, fmt.Errorf("%s exists but is not a virtual environment (no bin/python); gpuenv will not create one over it", op.Venv)
+			}
+			inv.VenvCreated = true
+			return inv, nil
+		}
+	}
+	before, err := x.pipList(ctx, ws, python)
+	if err != nil {
+		return nil, err
+	}
+	affected := map[string]bool{}
+	for _, p := range op.Install {
+		affected[pipNorm(p.Name)] = true
+	}
+	for _, r := range op.Remove {
+		affected[pipNorm(r)] = true
+	}
+	if len(op.Install) > 0 {
+		// pip's dry-run report names every distribution the install
+		// would bring in or change, dependencies included.
+		argv := []string{python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-"}
+		argv = append(append(argv, pipQuiet...), pipIndex(op)...)
+		for _, p := range op.Install {
+			argv = append(argv, pipRequirement(p))
+		}
+		out, err := x.output(ctx, ws, nil, argv...)
+		if err != nil {
+			return nil, fmt.Errorf("pip cannot carry out the transaction (dry run failed; see %s): %w", ws.Dir+"/"+logName, err)
+		}
+		var report struct {
+			Install []struct {
+				Metadata struct{ Name, Version string } `json:"metadata"`
+			} `json:"install"`
+		}
+		if err := json.Unmarshal(out, &report); err != nil {
+			return nil, fmt.Errorf("reading pip's dry-run report: %w", err)
+		}
+		for _, i := range report.Install {
+			affected[pipNorm(i.Metadata.Name)] = true
+		}
+	}
+	names := make([]string, 0, len(affected))
+	for n := range affected {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	want := map[string]string{}
+	for _, p := range op.Install {
+		want[pipNorm(p.Name)] = p.Version
+	}
+	for _, n := range names {
+		pp := PriorPackage{Name: n, Version: before[n]}
+		if pp.Version != "" && want[n] != pp.Version {
+			saved, err := x.saveWheel(ctx, ws, seq, op, python, n, pp.Version)
+			if err != nil {
+				return nil, err
+			}
+			pp.Saved = saved
+		}
+		inv.Packages = append(inv.Packages, pp)
+	}
+	return inv, nil
+}
+
+// saveWheel downloads the installed version's wheel into the generation,
+// from the plan's index and then from pip's configured one.
+func (x *HostExecutor) saveWheel(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp, python, name, version string) (string, error) {
+	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+name)
+	dir := filepath.Join(ws.Path, sub)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	inRoot := path.Join(ws.Dir, sub)
+	indexes := [][]string{pipIndex(op)}
+	if op.IndexURL != "" {
+		indexes = append(indexes, nil)
+	}
+	var lastErr error
+	for _, idx := range indexes {
+		argv := append([]string{python, "-m", "pip", "download", "--no-deps", "--dest", inRoot}, pipQuiet...)
+		argv = append(append(argv, idx...), name+"=="+version)
+		if lastErr = x.run(ctx, ws, nil, argv...); lastErr != nil {
+			continue
+		}
+		m, _ := filepath.Glob(filepath.Join(dir, "*.whl"))
+		if len(m) == 1 {
+			return path.Join(inRoot, filepath.Base(m[0])), syncDir(dir)
+		}
+		lastErr = fmt.Errorf("pip download left %d wheels", len(m))
+	}
+	return "", fmt.Errorf("cannot save %s %s for rollback (see %s): %w", name, version, ws.Dir+"/"+logName, lastErr)
+}
+
+func (x *HostExecutor) runPip(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+	python := pipPython(op)
+	if op.Venv != "" {
+		ok, err := x.venvExists(op.Venv)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			base := op.Python
+			if base == "" {
+				base = "python3"
+			}
+			if err := x.run(ctx, ws, nil, base, "-m", "venv", op.Venv); err != nil {
+				return err
+			}
+		}
+	}
+	if len(op.Remove) > 0 {
+		argv := append([]string{python, "-m", "pip", "uninstall", "--yes"}, pipQuiet...)
+		if err := x.run(ctx, ws, nil, append(argv, op.Remove...)...); err != nil {
+			return err
+		}
+	}
+	if len(op.Install) > 0 {
+		argv := append([]string{python, "-m", "pip", "install"}, pipQuiet...)
+		argv = append(argv, pipIndex(op)...)
+		for _, p := range op.Install {
+			argv = append(argv, pipRequirement(p))
+		}
+		return x.run(ctx, ws, nil, argv...)
+	}
+	return nil
+}
+
+func (x *HostExecutor) undoPip(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
+	if inv.VenvCreated {
+		rp, err := x.Host.Resolve(inv.Venv)
+		if err != nil {
+			return err
+		}
+		if filepath.Clean(rp) == filepath.Clean(x.Host.Root()) || inv.Venv == "/" {
+			return fmt.Errorf("refusing to remove %s", inv.Venv)
+		}
+		if err := os.RemoveAll(rp); err != nil {
+			return err
+		}
+		return syncDir(filepath.Dir(rp))
+	}
+	cur, err := x.pipList(ctx, ws, inv.Python)
+	if err != nil {
+		return err
+	}
+	var wheels, fetch, remove []string
+	for _, p := range inv.Packages {
+		c := cur[p.Name]
+		switch {
+		case p.Version == "" && c != "":
+			remove = append(remove, p.Name)
+		case p.Version != "" && c != p.Version:
+			if _, err := x.Host.Stat(p.Saved); p.Saved == "" || err != nil {
+				// Pruned by history --keep: the index may still have it.
+				ws.say("the saved wheel of %s %s is gone; installing it from the index", p.Name, p.Version)
+				fetch = append(fetch, p.Name+"=="+p.Version)
+			} else {
+				wheels = append(wheels, p.Saved)
+			}
+		}
+	}
+	if len(remove) > 0 {
+		argv := append([]string{inv.Python, "-m", "pip", "uninstall", "--yes"}, pipQuiet...)
+		if err := x.run(ctx, ws, nil, append(argv, remove...)...); err != nil {
+			return err
+		}
+	}
+	if len(wheels) > 0 {
+		// --no-index: rollback works offline, from the saved wheels only.
+		argv := append([]string{inv.Python, "-m", "pip", "install", "--no-deps", "--no-index"}, pipQuiet...)
+		if err := x.run(ctx, ws, nil, append(argv, wheels...)...); err != nil {
+			return err
+		}
+	}
+	if len(fetch) > 0 {
+		argv := append([]string{inv.Python, "-m", "pip", "install", "--no-deps"}, pipQuiet...)
+		if inv.IndexURL != "" {
+			argv = append(argv, "--index-url", inv.IndexURL)
+		}
+		return x.run(ctx, ws, nil, append(argv, fetch...)...)
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+package apply
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"io/fs"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner"
+)
+
+// DeviceSettings reads and changes NVML device settings ("persistence_mode":
+// "enabled"/"disabled"; "compute_mode": "default", "exclusive_process",
+// "prohibited"), by device UUID. Implementations talk to NVML on the live
+// machine only.
+type DeviceSettings interface {
+	Get(uuid, setting string) (string, error)
+	Set(uuid, setting, value string) error
+}
+
+// notLive is why kernel and NVML operations are not run on a root that is
+// not this machine's own: its kernel and GPUs are not the ones this
+// process would change.
+func notLive(root, what string) *SkipError {
+	return &SkipError{Reason: fmt.Sprintf("%s skipped: the root %s is not the running system; it takes effect when that system boots (reboot required)", what, root)}
+}
+
+func (x *HostExecutor) prepareKernel(op *planner.KernelOp) (*KernelInverse, error) {
+	if !x.Host.Live() {
+		return nil, notLive(x.Host.Root(), describeKernel(op))
+	}
+	switch op.Action {
+	case "rebuild_initramfs":
+		return &KernelInverse{Action: "rebuild_initramfs"}, nil
+	case "load_module":
+		loaded, err := x.moduleLoaded(op.Module)
+		if err != nil {
+			return nil, err
+		}
+		if loaded {
+			return &KernelInverse{}, nil
+		}
+		return &KernelInverse{Action: "unload_module", Module: op.Module}, nil
+	default: // unload_module
+		loaded, err := x.moduleLoaded(op.Module)
+		if err != nil {
+			return nil, err
+		}
+		if !loaded {
+			return &KernelInverse{}, nil
+		}
+		return &KernelInverse{Action: "load_module", Module: op.Module}, nil
+	}
+}
+
+func describeKernel(op *planner.KernelOp) string {
+	switch op.Action {
+	case "rebuild_initramfs":
+		return "rebuilding the initramfs"
+	case "load_module":
+		return "loading module " + op.Module
+	}
+	return "unloading module " + op.Module
+}
+
+// moduleLoaded reads /proc/modules, where names are written with
+// underscores.
+func (x *HostExecutor) moduleLoaded(name string) (bool, error) {
+	data, err := x.Host.ReadFile("/proc/modules")
+	if errors.Is(err, fs.ErrNotExist) {
+		// A kernel built without module support has no list, and no
+		// module loaded.
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	want := strings.ReplaceAll(name, "-", "_")
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) > 0 && f[0] == want {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+func (x *HostExecutor) runKernel(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
+	return x.kernel(ctx, ws, op.Action, op.Module)
+}
+
+func (x *HostExecutor) kernel(ctx context.Context, ws *Workspace, action, module string) error {
+	switch action {
+	case "":
+		return nil
+	case "rebuild_initramfs":
+		if _, err := x.Host.Stat("/usr/sbin/update-initramfs"); err == nil {
+			return x.run(ctx, ws, nil, "update-initramfs", "-u")
+		}
+		if _, err := x.Host.Stat("/usr/bin/dracut"); err == nil {
+			return x.run(ctx, ws, nil, "dracut", "-f")
+		}
+		return errors.New("neither update-initramfs nor dracut is installed")
+	case "load_module":
+		return x.run(ctx, ws, nil, "modprobe", module)
+	case "unload_module":
+		return x.run(ctx, ws, nil, "modprobe", "-r", module)
+	}
+	return fmt.Errorf("unknown kernel action %q", action)
+}
+
+func (x *HostExecutor) undoKernel(ctx context.Context, ws *Workspace, inv *KernelInverse) error {
+	if !x.Host.Live() {
+		return nil
+	}
+	switch inv.Action {
+	case "load_module":
+		if ok, err := x.moduleLoaded(inv.Module); err != nil || ok {
+			return err
+		}
+	case "unload_module":
+		if ok, err := x.moduleLoaded(inv.Module); err != nil || !ok {
+			return err
+		}
+	}
+	return x.kernel(ctx, ws, inv.Action, inv.Module)
+}
+
+// unitEnabled reports whether a unit has a link in some target's .wants or
+// .requires directory, which is what `systemctl enable` makes.
+func (x *HostExecutor) unitEnabled(unit string) (bool, error) {
+	for _, dir := range []string{"/etc/systemd/system"} {
+		for _, kind := range []string{"wants", "requires"} {
+			m, err := x.Host.Glob(dir + "/*." + kind + "/" + unit)
+			if err != nil {
+				return false, err
+			}
+			if len(m) > 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+func (x *HostExecutor) unitActive(ctx context.Context, ws *Workspace, unit string) bool {
+	out, _ := x.output(ctx, ws, nil, "systemctl", "is-active", unit)
+	return strings.TrimSpace(string(out)) == "active"
+}
+
+func (x *HostExecutor) prepareService(ctx context.Context, ws *Workspace, op *planner.ServiceOp) (*ServiceInverse, error) {
+	en, err := x.unitEnabled(op.Unit)
+	if err != nil {
+		return nil, err
+	}
+	inv := &ServiceInverse{Unit: op.Unit, Enabled: en}
+	if op.Now && x.Host.Live() {
+		active := x.unitActive(ctx, ws, op.Unit)
+		inv.Active = &active
+	}
+	return inv, nil
+}
+
+func (x *HostExecutor) runService(ctx context.Context, ws *Workspace, op *planner.ServiceOp) error {
+	verb := "disable"
+	if op.Enable {
+		verb = "enable"
+	}
+	argv := []string{"systemctl", verb}
+	// A root that is not the running system has no service manager to
+	// start or stop the unit: only its enablement changes, and the unit
+	// starts when that system boots.
+	if op.Now && x.Host.Live() {
+		argv = append(argv, "--now")
+	}
+	return x.run(ctx, ws, nil, append(argv, op.Unit)...)
+}
+
+func (x *HostExecutor) undoService(ctx context.Context, ws *Workspace, inv *ServiceInverse) error {
+	en, err := x.unitEnabled(inv.Unit)
+	if err != nil {
+		return err
+	}
+	if en != inv.Enabled {
+		verb := "disable"
+		if inv.Enabled {
+			verb = "enable"
+		}
+		if err := x.run(ctx, ws, nil, "systemctl", verb, inv.Unit); err != nil {
+			return err
+		}
+	}
+	if inv.Active != nil && x.Host.Live() {
+		if active := x.unitActive(ctx, ws, inv.Unit); active != *inv.Active {
+			verb := "stop"
+			if *inv.Active {
+				verb = "start"
+			}
+			return x.run(ctx, ws, nil, "systemctl", verb, inv.Unit)
+		}
+	}
+	return nil
+}
+
+func (x *HostExecutor) prepareDevice(op *planner.DeviceOp) (*DeviceInverse, error) {
+	if !x.Host.Live() {
+		return nil, notLive(x.Host.Root(), fmt.Sprintf("setting %s of GPU %d", op.Setting, op.Index))
+	}
+	if x.Devices == nil {
+		return nil, fmt.Errorf("setting %s of GPU %d (%s): NVML is not available", op.Setting, op.Index, op.UUID)
+	}
+	prev, err := x.Devices.Get(op.UUID, op.Setting)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s of GPU %d (%s): %w", op.Setting, op.Index, op.UUID, err)
+	}
+	return &DeviceInverse{UUID: op.UUID, Setting: op.Setting, Value: prev}, nil
+}
+
+func (x *HostExecutor) undoDevice(inv *DeviceInverse) error {
+	if !x.Host.Live() {
+		return nil
+	}
+	if x.Devices == nil {
+		return fmt.Errorf("restoring %s of GPU %s: NVML is not available", inv.Setting, inv.UUID)
+	}
+	cur, err := x.Devices.Get(inv.UUID, inv.Setting)
+	if err != nil {
+		return err
+	}
+	if cur == inv.Value {
+		return nil
+	}
+	return x.Devices.Set(inv.UUID, inv.Setting, inv.Value)
+}
+
+var _ DeviceSettings = (*host.DeviceSettings)(nil)

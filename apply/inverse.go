@@ -1,0 +1,100 @@
+package apply
+
+import "github.com/gpuenv/gpuenv/planner"
+
+// Inverse is what undoing one operation needs, recorded before the
+// operation runs. Like Operation it is plain data from a closed set:
+// exactly the field named by Kind is set. Paths of saved files are inside
+// the root, so a rollback run later from any generation finds them.
+type Inverse struct {
+	Kind     planner.OpKind   `json:"kind"`
+	File     *FileInverse     `json:"file,omitempty"`
+	Group    *GroupInverse    `json:"group,omitempty"`
+	Packages *PackagesInverse `json:"packages,omitempty"`
+	Kernel   *KernelInverse   `json:"kernel,omitempty"`
+	Service  *ServiceInverse  `json:"service,omitempty"`
+	Device   *DeviceInverse   `json:"device,omitempty"`
+}
+
+// FileInverse is a file as it was: absent, a symlink, or a regular file
+// whose bytes were saved.
+type FileInverse struct {
+	Path    string `json:"path"`
+	Existed bool   `json:"existed"`
+	// Symlink is the link's target, when the path was a symlink.
+	Symlink string `json:"symlink,omitempty"`
+	// Saved is where the previous bytes were kept.
+	Saved string `json:"saved,omitempty"`
+	Mode  uint32 `json:"mode,omitempty"`
+	UID   int    `json:"uid"`
+	GID   int    `json:"gid"`
+	// CreatedDirs are parent directories the write will create, deepest
+	// last; undo removes them again when empty.
+	CreatedDirs []string `json:"created_dirs,omitempty"`
+	// After is the operation's follow-up command, run again once the
+	// file is restored.
+	After []string `json:"after,omitempty"`
+}
+
+// GroupInverse is a group as it was.
+type GroupInverse struct {
+	Group   string   `json:"group"`
+	Existed bool     `json:"existed"`
+	GID     int      `json:"gid,omitempty"`
+	Members []string `json:"members,omitempty"`
+}
+
+// PackagesInverse is the state, before a transaction, of every package it
+// could change: the ones it names and the ones the package manager's dry
+// run said it would install, upgrade or remove as well.
+type PackagesInverse struct {
+	Manager  string         `json:"manager"`
+	Packages []PriorPackage `json:"packages"`
+	// Python is the interpreter pip ran with (pip transactions).
+	Python string `json:"python,omitempty"`
+	// Venv, with VenvCreated, is a virtual environment the transaction
+	// created; undo removes it whole.
+	Venv        string `json:"venv,omitempty"`
+	VenvCreated bool   `json:"venv_created,omitempty"`
+	// IndexURL is the index a pip transaction used, from which a version
+	// whose saved wheel was pruned is fetched again.
+	IndexURL string `json:"index_url,omitempty"`
+}
+
+// PriorPackage is one package before a transaction.
+type PriorPackage struct {
+	Name string `json:"name"`
+	// Version is "" when the package was not installed.
+	Version string `json:"version,omitempty"`
+	// Status is dpkg's status ("install ok installed", "deinstall ok
+	// config-files"); empty for pip.
+	Status string `json:"status,omitempty"`
+	Held   bool   `json:"held,omitempty"`
+	// Saved is the package file (.deb, wheel) of Version, kept for an
+	// offline reinstall; set when the transaction changes or removes it.
+	Saved string `json:"saved,omitempty"`
+}
+
+// KernelInverse undoes a kernel operation: a module loaded again or
+// unloaded, or the initramfs rebuilt once the files it is built from are
+// restored.
+type KernelInverse struct {
+	Action string `json:"action"`
+	Module string `json:"module,omitempty"`
+}
+
+// ServiceInverse is a unit's enablement (and, on a live root, activity)
+// before.
+type ServiceInverse struct {
+	Unit    string `json:"unit"`
+	Enabled bool   `json:"enabled"`
+	// Active is recorded only when the operation starts or stops the unit.
+	Active *bool `json:"active,omitempty"`
+}
+
+// DeviceInverse is a device setting's previous value.
+type DeviceInverse struct {
+	UUID    string `json:"uuid"`
+	Setting string `json:"setting"`
+	Value   string `json:"value"`
+}

@@ -1,0 +1,200 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/apply/applytest"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+// Environment of the helper process that is killed.
+const (
+	envKillDir  = "GPUENV_TEST_KILL_DIR"
+	envKillAt   = "GPUENV_TEST_KILL_AT"
+	envKillMode = "GPUENV_TEST_KILL_MODE"
+)
+
+// TestKillHelper is not a test: run by the kill tests in a child process,
+// it applies (or rolls back) on a fixture and SIGKILLs itself right after
+// journal record K is durable.
+func TestKillHelper(t *testing.T) {
+	dir := os.Getenv(envKillDir)
+	if dir == "" {
+		t.Skip("helper process for TestKilled*")
+	}
+	at, _ := strconv.Atoi(os.Getenv(envKillAt))
+	f := applytest.OpenHost(dir)
+	h, err := host.New(f.Root, host.WithRunner(&applytest.Runner{Env: f.Env}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	point := func(n int) {
+		if n == at {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+	if os.Getenv(envKillMode) == "rollback" {
+		_, err = apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: point})
+	} else {
+		_, err = apply.Apply(context.Background(), h, applytest.StandardPlan(f.Index), apply.Options{StateDir: stateDir, JournalPoint: point})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runKilled runs the helper killed at point k and reports whether it was
+// killed (false: it finished before reaching k).
+func runKilled(t *testing.T, dir, mode string, k int) bool {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envKillDir+"="+dir, envKillAt+"="+strconv.Itoa(k), envKillMode+"="+mode)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true
+		}
+	}
+	if err != nil {
+		t.Fatalf("helper (%s, point %d): %v\n%s", mode, k, err, out)
+	}
+	return false
+}
+
+// recoverAndCheck is what a user does after a kill: the lock is stale,
+// apply refuses, force-unlock clears it, rollback finishes the revert;
+// then the host must be the one before.
+func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := apply.Apply(ctx, fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
+	var le *apply.LockedError
+	if !errors.As(err, &le) || !le.Stale {
+		t.Fatalf("apply after a kill: %v, want a stale-lock refusal", err)
+	}
+	store, err := apply.OpenStore(fx.h, stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, removed, err := store.ForceUnlock(); err != nil || !removed {
+		t.Fatalf("force-unlock: removed %v, %v", removed, err)
+	}
+	if st, err := apply.ReadStatus(fx.h, stateDir); err != nil || !st.Unfinished {
+		t.Fatalf("status.json after a kill: %+v %v, want unfinished", st, err)
+	}
+	_, err = apply.Apply(ctx, fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
+	var uf *apply.UnfinishedError
+	if !errors.As(err, &uf) {
+		t.Fatalf("apply over an unfinished generation: %v", err)
+	}
+	res := fx.rollback(-1)
+	if res.Status != apply.StatusDone {
+		t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+	}
+	fx.same(before, "after a kill and a rollback")
+	if st, _ := apply.ReadStatus(fx.h, stateDir); st.Unfinished {
+		t.Fatalf("still unfinished after rollback: %+v", st)
+	}
+}
+
+// killFixture builds a fixture in a directory the helper can find.
+func killFixture(t *testing.T) (*fixture, string) {
+	dir := applytest.TempDir(t)
+	f, err := applytest.BuildHost(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := &fixture{Fixture: f, t: t, runner: &applytest.Runner{Env: f.Env}}
+	fx.h, err = host.New(f.Root, host.WithRunner(fx.runner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fx, dir
+}
+
+// journalPoints counts the journal records of an uninterrupted apply
+// (and of the rollback after it) of the standard plan.
+func journalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
+	fx := newFixture(t)
+	o := fx.opts(nil)
+	o.JournalPoint = func(n int) { applyPoints = n }
+	if res := fx.apply(applytest.StandardPlan(fx.Index), o); res.Status != apply.StatusApplied {
+		t.Fatalf("apply: %s", res.Status)
+	}
+	_, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: func(n int) { rollbackPoints = n }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return applyPoints, rollbackPoints
+}
+
+func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
+	points, _ := journalPoints(t)
+	if points < 20 {
+		t.Fatalf("the standard plan journals only %d records", points)
+	}
+	var killed atomic.Int32
+	for k := 1; k <= points; k++ {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			t.Parallel()
+			fx, dir := killFixture(t)
+			before := fx.snapshot()
+			if !runKilled(t, dir, "apply", k) {
+				t.Fatalf("the apply finished before journal point %d", k)
+			}
+			killed.Add(1)
+			recoverAndCheck(t, fx, before)
+		})
+	}
+	t.Cleanup(func() {
+		t.Logf("apply killed (SIGKILL) at %d of %d journal points, each followed by force-unlock and a rollback to the same host", killed.Load(), points)
+	})
+}
+
+func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
+	_, points := journalPoints(t)
+	var killed atomic.Int32
+	for k := 1; k <= points; k++ {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			t.Parallel()
+			fx, dir := killFixture(t)
+			before := fx.snapshot()
+			if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
+				t.Fatalf("apply: %s", res.Status)
+			}
+			if !runKilled(t, dir, "rollback", k) {
+				t.Fatalf("the rollback finished before journal point %d", k)
+			}
+			killed.Add(1)
+			store, err := apply.OpenStore(fx.h, stateDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := store.ForceUnlock(); err != nil {
+				t.Fatal(err)
+			}
+			res := fx.rollback(-1)
+			if res.Status != apply.StatusDone {
+				t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+			}
+			fx.same(before, "after a killed rollback was finished")
+			gens, _ := apply.History(fx.h, stateDir)
+			if len(gens) != 2 || gens[0].UndoneBy != 2 {
+				t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		t.Logf("rollback killed (SIGKILL) at %d of %d journal points, each finished by a second rollback", killed.Load(), points)
+	})
+}

@@ -1,0 +1,159 @@
+package apply
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// LockInfo names who holds a state directory's lock.
+type LockInfo struct {
+	PID     int       `json:"pid"`
+	Command string    `json:"command"`
+	Started time.Time `json:"started"`
+}
+
+func (l LockInfo) String() string {
+	return fmt.Sprintf("gpuenv %s (pid %d, started %s)", l.Command, l.PID, l.Started.Local().Format(time.RFC3339))
+}
+
+// LockedError is returned when another gpuenv holds the lock, or held it
+// and is gone without releasing it.
+type LockedError struct {
+	Path   string
+	Holder LockInfo
+	// Stale is set when the holder is no longer running: the lock stays
+	// until `gpuenv force-unlock`, because the generation it ran may be
+	// unfinished and must be looked at first.
+	Stale bool
+}
+
+func (e *LockedError) Error() string {
+	if e.Stale {
+		return fmt.Sprintf("the state directory is locked by %s, which is no longer running (%s); check `gpuenv history`, then run `gpuenv force-unlock`", e.Holder, e.Path)
+	}
+	return fmt.Sprintf("another gpuenv is running on this root: %s holds %s", e.Holder, e.Path)
+}
+
+// Lock is a held state-directory lock. The lock file names its holder; the
+// holder also keeps an exclusive flock on it, which the kernel drops when
+// the process dies however it dies, so that liveness never depends on a
+// pid that may have been reused.
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+// Lock takes the state directory's lock for command, failing at once when
+// it is held or was left behind by a process that is gone.
+func (s *Store) Lock(command string) (*Lock, error) {
+	p := filepath.Join(s.abs, lockName)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		info, live, ierr := inspectLock(p)
+		if ierr != nil {
+			return nil, ierr
+		}
+		return nil, &LockedError{Path: s.dir + "/" + lockName, Holder: info, Stale: !live}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("taking the lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(p)
+		return nil, fmt.Errorf("taking the lock: %w", err)
+	}
+	info := LockInfo{PID: os.Getpid(), Command: command, Started: time.Now().UTC()}
+	data, _ := json.Marshal(info)
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		os.Remove(p)
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(p)
+		return nil, err
+	}
+	return &Lock{f: f, path: p}, syncDir(s.abs)
+}
+
+// Release removes the lock file and drops the flock.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := os.Remove(l.path)
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	l.f = nil
+	return err
+}
+
+// inspectLock reads a lock file and reports whether its holder still
+// holds the flock.
+func inspectLock(p string) (LockInfo, bool, error) {
+	var info LockInfo
+	f, err := os.Open(p)
+	if err != nil {
+		return info, false, err
+	}
+	defer f.Close()
+	data, _ := os.ReadFile(p)
+	if len(data) == 0 {
+		// A holder creates the file, then flocks and writes it: an empty
+		// file may be one being taken right now. Look once more.
+		time.Sleep(50 * time.Millisecond)
+		data, _ = os.ReadFile(p)
+	}
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &info); err != nil {
+			return info, false, fmt.Errorf("lock file %s is unreadable (%v); if no gpuenv is running, run `gpuenv force-unlock`", p, err)
+		}
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return info, true, nil
+		}
+		return info, false, err
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return info, false, nil
+}
+
+// ForceUnlock removes a lock whose holder is gone and says whose it was.
+// It refuses while the holder runs. No lock: ok, nothing removed.
+func (s *Store) ForceUnlock() (LockInfo, bool, error) {
+	p := filepath.Join(s.abs, lockName)
+	info, live, err := inspectLock(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return info, false, nil
+	}
+	if err != nil {
+		// An unreadable lock file cannot name a live holder; its flock
+		// still decides.
+		f, oerr := os.Open(p)
+		if oerr != nil {
+			return info, false, oerr
+		}
+		ferr := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		f.Close()
+		if ferr != nil {
+			return info, false, fmt.Errorf("the lock %s is held by a running process", p)
+		}
+	} else if live {
+		return info, false, &LockedError{Path: s.dir + "/" + lockName, Holder: info}
+	}
+	if err := os.Remove(p); err != nil {
+		return info, false, err
+	}
+	return info, true, syncDir(s.abs)
+}

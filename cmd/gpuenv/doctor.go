@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuenv/gpuenv/planner/doctor"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/groups"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+func init() {
+	commands = append(commands, newDoctorCmd)
+}
+
+func newDoctorCmd(g *globalOptions) *cobra.Command {
+	var pythons []string
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Find out why programs cannot use the GPU, and what fixes it",
+		Long: `Doctor observes the host (--root) and checks it the way a GPU expert would, in
+order: an NVIDIA GPU on the PCI bus and the kernel driver bound to it; the
+nvidia module (nouveau, the initramfs, Secure Boot, DKMS builds for each
+kernel); NVML; the device nodes (nvidia-uvm included) and whether the
+invoking user (SUDO_USER under sudo) may open them; the CUDA toolkit and
+whether the driver runs it; cuDNN; each framework in each Python
+environment; CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER; and the GPUs'
+state (memory in use, compute mode, MIG).
+
+Each check prints ✓ ok, ! warning, ✗ problem or - skipped, and for warnings
+and problems the observed facts it judged from and the fix: a spec change for
+gpuenv, or a command. It needs no spec and changes nothing.
+
+Exit status: 0 healthy (warnings alone do not fail), 2 problems found, 1
+doctor could not run.`,
+		Example: `  gpuenv doctor
+  sudo gpuenv doctor --python /opt/venv/bin/python
+  gpuenv doctor --json | jq '.checks[] | select(.status == "problem")'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
+			r, err := runDoctor(cmd.Context(), g, h, pythons)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				err = writeJSON(g, r)
+			} else {
+				err = writeDoctor(g.Stdout, r, g.Root)
+			}
+			if err != nil {
+				return err
+			}
+			if !r.Healthy {
+				return &exitCodeError{code: exitChanges}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&pythons, "python", nil, "also check the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	addJSONFlag(cmd, g)
+	return cmd
+}
+
+// runDoctor observes h and runs doctor's checks for the invoking user.
+func runDoctor(ctx context.Context, g *globalOptions, h *host.Host, pythons []string) (*doctor.Report, error) {
+	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
+	return doctorReport(g, h, obs)
+}
+
+func doctorReport(g *globalOptions, h *host.Host, obs *facts.Observation) (*doctor.Report, error) {
+	u, err := invokingUser(g, h)
+	if err != nil {
+		return nil, err
+	}
+	in := doctor.Input{Obs: obs, User: u}
+	if h.Live() {
+		in.Session = sessionVariables(g)
+	}
+	return doctor.Run(in), nil
+}
+
+// sessionVariables are the variables of doctor's own environment that a
+// GPU program started from the same shell would see.
+func sessionVariables(g *globalOptions) []facts.Assignment {
+	var out []facts.Assignment
+	for _, name := range []string{"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PATH", "LD_LIBRARY_PATH"} {
+		for _, kv := range g.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+				out = append(out, facts.Assignment{Name: name, Value: v})
+			}
+		}
+	}
+	return out
+}
+
+// invokingUser is the person whose programs must reach the GPU: SUDO_USER
+// when gpuenv runs under sudo, else the user running it, looked up in the
+// root's /etc/passwd (the root's users, not this machine's, own its
+// device nodes). It is nil when the root does not know the user.
+func invokingUser(g *globalOptions, h *host.Host) (*doctor.User, error) {
+	data, err := h.ReadFile(groups.PasswdPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", groups.PasswdPath, err)
+	}
+	users, _ := groups.ParsePasswd(data)
+	name := g.Getenv("SUDO_USER")
+	uid := uint32(os.Getuid())
+	for _, u := range users {
+		if name != "" && u.Name == name || name == "" && u.UID == uid {
+			return &doctor.User{Name: u.Name, UID: u.UID, GID: u.GID}, nil
+		}
+	}
+	return nil, nil
+}
+
+// writeDoctor prints a report for a person: the groups in order, one line
+// per check, and for warnings and problems the evidence and the fix.
+func writeDoctor(w io.Writer, r *doctor.Report, root string) error {
+	p := &printer{w: w}
+	who := "unknown user"
+	if r.User != nil {
+		who = "user " + r.User.Name
+	}
+	p.printf("Checking %s for %s\n", root, who)
+	group := 0
+	for _, c := range r.Checks {
+		if c.Group.Number != group {
+			group = c.Group.Number
+			p.printf("\n%d. %s\n", c.Group.Number, c.Group.Name)
+		}
+		writeCheck(p, c)
+	}
+	p.printf("\n%s\n", countsText(r.Counts))
+	return p.err
+}
+
+func writeCheck(p *printer, c doctor.Check) {
+	p.printf("  %s %s\n", c.Status.Mark(), c.Summary)
+	if c.Status != doctor.Warning && c.Status != doctor.Problem {
+		return
+	}
+	for _, e := range c.Evidence {
+		p.printf("      seen: %s\n", e)
+	}
+	if f := c.Fix; f != nil {
+		if f.Text != "" {
+			p.printf("      fix: %s\n", f.Text)
+		}
+		for _, line := range strings.Split(f.Spec, "\n") {
+			if f.Spec != "" {
+				p.printf("        %s\n", strings.TrimRight(line, " "))
+			}
+		}
+		for _, cmd := range f.Commands {
+			p.printf("        $ %s\n", cmd)
+		}
+	}
+}
+
+func countsText(c doctor.Counts) string {
+	var parts []string
+	parts = append(parts, countWord(c.Problems, "problem"), countWord(c.Warnings, "warning"), fmt.Sprintf("%d ok", c.OK))
+	if c.Skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", c.Skipped))
+	}
+	s := strings.Join(parts, ", ") + "."
+	if c.Problems == 0 {
+		s = "Healthy: " + s
+	}
+	return s
+}
+
+func countWord(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// printer keeps the first write error, so that a view can print line
+// after line and check once.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/capture"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+func init() {
+	commands = append(commands, newInitCmd)
+}
+
+func newInitCmd(g *globalOptions) *cobra.Command {
+	var pythons []string
+	var out string
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Write a spec that describes this host as it is",
+		Long: `Init observes the host (--root) and writes a spec, as formatted HCL, that
+describes its GPU stack: the driver (version, kernel-module flavour, source,
+nouveau blacklist, hold), the CUDA toolkit, cuDNN, each framework with its
+interpreter (the system's Python and every --python INTERPRETER), the
+members of the groups that give access to the GPUs, and the variables in
+gpuenv's own environment files. Planning the spec against the same host
+shows no changes; applying it to a fresh host reproduces the stack.
+
+What gpuenv cannot manage as it is (a driver installed without a package,
+variables set in other files) is noted in comments instead.
+
+The spec goes to standard output, or to --out FILE (on this machine, not
+inside --root), which must not exist yet.`,
+		Example: `  gpuenv init --python /opt/venv/bin/python --out gpuenv.hcl
+  gpuenv plan gpuenv.hcl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
+			obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
+			src := capture.Spec(obs)
+			// The spec must read back as written: a capture that gpuenv
+			// itself would reject or reformat is a bug, not output.
+			name := "init.hcl"
+			if out != "" {
+				name = out
+			}
+			formatted, diags := spec.Format(src, name)
+			if diags.HasErrors() {
+				return fmt.Errorf("the captured spec does not parse: %s", diags.Error())
+			}
+			if string(formatted) != string(src) {
+				return fmt.Errorf("the captured spec is not formatted as gpuenv fmt writes it")
+			}
+			if out == "" {
+				_, err := g.Stdout.Write(src)
+				return err
+			}
+			if err := writeNewFile(out, src); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.Stdout, "Wrote the spec of %s to %s. See what it would change with:\n    gpuenv plan %s\n", g.Root, out, out)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&pythons, "python", nil, "also capture the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
+	cmd.Flags().StringVar(&out, "out", "", "write the spec to `FILE` instead of standard output; FILE must not exist")
+	return cmd
+}
+
+// writeNewFile writes data to name, which must not exist, through a
+// temporary file renamed into place, so that an interrupted init leaves no
+// half-written spec.
+func writeNewFile(name string, data []byte) error {
+	if _, err := os.Lstat(name); err == nil {
+		return fmt.Errorf("--out %s already exists; remove it or choose another name", name)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--out: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return fmt.Errorf("writing the spec: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the spec: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the spec: %w", err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("writing the spec: %w", err)
+	}
+	if err := os.Link(tmp.Name(), name); err != nil {
+		return fmt.Errorf("writing the spec: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+func init() {
+	commands = append(commands, newPlanCmd)
+}
+
+// planOptions are plan's own flags.
+type planOptions struct {
+	vars             varFlags
+	pythons          []string
+	out              string
+	detailedExitcode bool
+}
+
+func newPlanCmd(g *globalOptions) *cobra.Command {
+	var o planOptions
+	cmd := &cobra.Command{
+		Use:   "plan [PATH]",
+		Short: "Show what must change on this host for it to match a spec",
+		Long: `Plan reads the spec at PATH (a .hcl file, or a directory whose *.hcl files form
+one spec; default "."), observes the host under --root, and prints every change
+gpuenv would make, in the order it would make them: one block per resource
+with "+" create, "~" update, "-/+" replace and "-" remove, old and new values,
+the reason, and whether the change needs a reboot, reloads the kernel modules
+or interrupts GPU processes. Values the spec leaves out are completed from
+gpuenv's compatibility tables and shown with the table row they come from.
+Warnings say what else on the host stands in the way, with the evidence.
+
+Plan changes nothing. It asks the package manager for candidate versions only
+when a package has to change, so a host that matches the spec is planned
+without starting a process.
+
+--out FILE saves the plan for "gpuenv apply FILE", which applies exactly that
+plan and refuses it once the facts it was made from have changed.
+
+Exit status: 0 success (with or without changes), 1 error; with
+--detailed-exitcode, 0 no changes, 1 error, 2 changes present.`,
+		Example: `  gpuenv plan examples/pytorch-workstation
+  gpuenv plan --json --var cuda=12.6 examples/variables
+  gpuenv plan --out tonight.plan && sudo gpuenv apply tonight.plan
+  gpuenv plan --detailed-exitcode || [ $? -eq 2 ]`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			specPath := "."
+			if len(args) == 1 {
+				specPath = args[0]
+			}
+			return runPlan(cmd, g, &o, specPath)
+		},
+	}
+	o.vars.register(cmd)
+	cmd.Flags().StringArrayVar(&o.pythons, "python", nil, "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
+	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
+	addJSONFlag(cmd, g)
+	return cmd
+}
+
+func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath string) error {
+	ctx := cmd.Context()
+	opts, diags := o.vars.loadOptions(g.Env)
+	var files map[string]*hcl.File
+	var s *spec.Spec
+	if !diags.HasErrors() {
+		s, diags = loadSpec(specPath, opts, diags)
+		files = s.Files
+	}
+	if diags.HasErrors() {
+		if err := writePlan(g, files, nil, diags); err != nil {
+			return err
+		}
+		return &exitCodeError{code: exitError}
+	}
+
+	h, err := openHost(g)
+	if err != nil {
+		return err
+	}
+	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythonsToObserve(s, o.pythons)})
+	pl := newPlanner(h)
+	statusPath := path.Join(g.stateDir(), planner.StatusFile)
+	pl.StatusPath = statusPath
+	pl.Status, diags = readApplyStatus(h, statusPath, diags)
+
+	p, more := pl.Plan(ctx, s, obs)
+	diags = append(diags, more...)
+	if err := writePlan(g, files, p, diags); err != nil {
+		return err
+	}
+	if p == nil || diags.HasErrors() {
+		return &exitCodeError{code: exitError}
+	}
+	if o.out != "" {
+		if err := savePlan(o.out, p, obs); err != nil {
+			return err
+		}
+		if !g.JSON {
+			fmt.Fprintf(g.Stdout, "\nSaved the plan to %s. Apply exactly this plan with:\n    gpuenv apply %s\n", o.out, o.out)
+		}
+	}
+	if o.detailedExitcode && !p.Empty() {
+		return &exitCodeError{code: exitChanges}
+	}
+	return nil
+}
+
+func loadSpec(specPath string, opts spec.LoadOptions, diags hcl.Diagnostics) (*spec.Spec, hcl.Diagnostics) {
+	s, more := spec.Load(specPath, opts)
+	return s, append(diags, more...)
+}
+
+// pythonsToObserve are the interpreters named by --python and by the
+// spec's framework blocks, each once.
+func pythonsToObserve(s *spec.Spec, flags []string) []string {
+	out := append([]string(nil), flags...)
+	seen := map[string]bool{}
+	for _, p := range out {
+		seen[p] = true
+	}
+	for _, f := range s.Frameworks {
+		var p string
+		switch {
+		case f.Python.Set:
+			p = f.Python.Value
+		case f.Venv.Set:
+			p = path.Join(f.Venv.Value, "bin", "python")
+		}
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readApplyStatus reads the state directory's status file. A missing file
+// is no status; one that cannot be read is a warning, since plan changes
+// nothing and a user should still see the plan.
+func readApplyStatus(h *host.Host, p string, diags hcl.Diagnostics) (*planner.ApplyStatus, hcl.Diagnostics) {
+	data, err := h.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, diags
+	}
+	if err == nil {
+		var st *planner.ApplyStatus
+		st, err = planner.ReadApplyStatus(bytes.NewReader(data))
+		if err == nil {
+			return st, diags
+		}
+	}
+	return nil, append(diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  "Unreadable apply status",
+		Detail:   fmt.Sprintf("The status file %s could not be read (%v), so plan cannot tell whether an earlier apply finished.", p, err),
+	})
+}
+
+// savePlan writes the saved plan next to its final name and renames it
+// into place, so that an interrupted plan leaves no half-written file for
+// apply to find.
+func savePlan(name string, p *planner.Plan, obs *facts.Observation) error {
+	var buf bytes.Buffer
+	if err := planner.WriteSavedPlan(&buf, p, obs); err != nil {
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	// The plan names packages and users; it is readable by its owner's
+	// group as a plan file of Terraform's is, and no wider.
+	if err := os.Chmod(tmp.Name(), 0o640); err != nil {
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return fmt.Errorf("saving the plan: %w", err)
+	}
+	return nil
+}
+
+// newPlanner wires the concrete providers into the planner.
+func newPlanner(h *host.Host) *planner.Planner {
+	pl := planner.New(providers.Planners(h)...)
+	pl.Candidates = newCandidates(h)
+	return pl
+}
+
+// newCandidates asks the root's package manager for candidate versions.
+// Tests replace it with a table, as they replace NVML through hostOptions:
+// no flag of the real binary can.
+var newCandidates = func(h *host.Host) planner.Candidates { return providers.Candidates(h) }

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// tableCandidates answers package-version questions from a file of lines
+// "manager name version..." (newest first), the archive a fixture root
+// would see, and records every question.
+type tableCandidates struct {
+	versions map[string][]string
+	mu       sync.Mutex
+	asked    []string
+}
+
+func loadCandidates(tb testing.TB, root string) *tableCandidates {
+	tb.Helper()
+	c, err := readCandidates(root)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// readCandidates reads testdata/plan/candidates/ROOT.txt; a root without
+// a file has an archive that knows no package.
+func readCandidates(root string) (*tableCandidates, error) {
+	c := &tableCandidates{versions: map[string][]string{}}
+	_, file, _, _ := runtime.Caller(0)
+	f, err := os.Open(filepath.Join(filepath.Dir(file), "testdata", "plan", "candidates", root+".txt"))
+	if os.IsNotExist(err) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if len(fields) < 2 {
+			return nil, fmt.Errorf("candidates for %s: bad line %q", root, sc.Text())
+		}
+		c.versions[fields[0]+" "+fields[1]] = fields[2:]
+	}
+	return c, sc.Err()
+}
+
+// A test-only entry point for the plan scripts:
+//
+//	gpuenv-archive NAME ARGS...   gpuenv whose package manager answers from
+//	                              testdata/plan/candidates/NAME.txt, and
+//	                              which may start no process
+func init() {
+	extraTestCommands["gpuenv-archive"] = func() {
+		if len(os.Args) < 2 {
+			fmt.Fprintln(os.Stderr, "usage: gpuenv-archive NAME ARGS...")
+			os.Exit(2)
+		}
+		c, err := readCandidates(os.Args[1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		newCandidates = func(*host.Host) planner.Candidates { return c }
+		hostOptions = append(hostOptions, host.WithRunner(refuseRunner{}))
+		os.Exit(run(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
+	}
+}
+
+// refuseRunner refuses every process, saying which.
+type refuseRunner struct{}
+
+func (refuseRunner) Run(_ context.Context, c host.Command) error {
+	return fmt.Errorf("this test starts no process, but plan ran %q", c.Argv)
+}
+
+func (c *tableCandidates) Versions(_ context.Context, manager, name string) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, manager+" "+name)
+	return c.versions[manager+" "+name], nil
+}
+
+// noRunner fails a test that starts a process.
+type noRunner struct{ tb testing.TB }
+
+func (r noRunner) Run(_ context.Context, c host.Command) error {
+	r.tb.Errorf("plan started a process: %q", c.Argv)
+	return fmt.Errorf("no processes in this test")
+}
+
+// rpmRunner answers rpm -qa, which observation runs on an RPM host (its
+// database is not a file gpuenv reads), from the fixture's recorded
+// output, and fails the test for any other process.
+type rpmRunner struct {
+	tb testing.TB
+	qa []byte
+}
+
+func (r rpmRunner) Run(ctx context.Context, c host.Command) error {
+	if len(c.Argv) >= 4 && c.Argv[0] == "chroot" && c.Argv[2] == "rpm" && c.Argv[3] == "-qa" {
+		_, err := c.Stdout.Write(r.qa)
+		return err
+	}
+	return noRunner{r.tb}.Run(ctx, c)
+}
+
+// runnerFor is the process runner a fixture root's plan may use.
+func runnerFor(tb testing.TB, root string) host.Runner {
+	qa, err := os.ReadFile(filepath.Join(repoTestdata(), "rpm", root+".qa"))
+	if err != nil {
+		return noRunner{tb}
+	}
+	return rpmRunner{tb, qa}
+}
+
+// withPlanHost makes plan use cands and the runner r for the duration of a
+// test.
+func withPlanHost(tb testing.TB, cands planner.Candidates, r host.Runner) {
+	oldCands, oldOpts := newCandidates, hostOptions
+	newCandidates = func(*host.Host) planner.Candidates { return cands }
+	hostOptions = append(slices.Clone(hostOptions), host.WithRunner(r))
+	tb.Cleanup(func() { newCandidates, hostOptions = oldCands, oldOpts })
+}
+
+// planCase is one fixture root planned against one spec.
+type planCase struct {
+	root string
+	spec string // relative to the repository root
+	args []string
+}
+
+func (c planCase) name() string {
+	return c.root + "/" + strings.TrimSuffix(filepath.Base(c.spec), ".hcl")
+}
+
+// planCases are the fixture roots, each with the example specs written for
+// its kind of machine, and the spec that matches the working DGX exactly.
+var planCases = []planCase{
+	{root: "ubuntu2204-h100-fresh", spec: "examples/pytorch-workstation"},
+	{root: "ubuntu2204-h100-fresh", spec: "examples/tensorflow-server"},
+	{root: "ubuntu2204-h100-fresh", spec: "examples/airgapped"},
+	{root: "ubuntu2204-h100-fresh", spec: "examples/shared-multiuser"},
+	{root: "ubuntu2204-h100-fresh", spec: "examples/variables", args: []string{"--var", "cuda=12.6"}},
+	{root: "ubuntu2204-working", spec: "cmd/gpuenv/testdata/plan/ubuntu2204-working/converged.hcl"},
+	{root: "ubuntu2204-working", spec: "examples/pytorch-workstation"},
+	{root: "ubuntu2204-working", spec: "examples/shared-multiuser"},
+	{root: "ubuntu2204-mismatch", spec: "examples/pytorch-workstation"},
+	{root: "debian12-distro", spec: "examples/debian12-distro"},
+	{root: "rhel9", spec: "examples/shared-multiuser"},
+	{root: "tensorflow-no-cudnn", spec: "examples/tensorflow-server"},
+	{root: "nouveau", spec: "examples/pytorch-workstation"},
+}
+
+// runPlan runs gpuenv plan in this process against a built fixture root.
+func runPlanCase(root string, c planCase, json bool) (code int, stdout, stderr string) {
+	args := []string{"--root", root, "plan"}
+	if json {
+		args = append(args, "--json")
+	}
+	args = append(args, c.args...)
+	args = append(args, filepath.Join("..", "..", c.spec))
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, nil, &out, &errb, nil)
+	// Messages that quote a path on this machine name the temporary root.
+	mask := func(s string) string { return strings.ReplaceAll(s, root, "<root>") }
+	return code, mask(out.String()), mask(errb.String())
+}
+
+// TestPlanGolden plans each fixture root against its specs and compares
+// the human plan (stdout and stderr) and the JSON plan with
+// testdata/plan/ROOT/SPEC.txtar; -update rewrites them.
+func TestPlanGolden(t *testing.T) {
+	for _, c := range planCases {
+		t.Run(c.name(), func(t *testing.T) {
+			root := hosttest.Build(t, c.root)
+			cands := loadCandidates(t, c.root)
+			withPlanHost(t, cands, runnerFor(t, c.root))
+			code, stdout, stderr := runPlanCase(root, c, false)
+			jcode, jstdout, jstderr := runPlanCase(root, c, true)
+			if jcode != code {
+				t.Errorf("exit %d with --json, %d without", jcode, code)
+			}
+			if jstderr != "" {
+				t.Errorf("--json wrote to stderr:\n%s", jstderr)
+			}
+			asked := "none"
+			if len(cands.asked) > 0 {
+				asked = strings.Join(slices.Compact(slices.Sorted(slices.Values(cands.asked))), ", ")
+			}
+			ar := &txtar.Archive{
+				Comment: fmt.Appendf(nil, "gpuenv --root <%s> plan %s%s\nexit status %d\npackage candidates asked for: %s\n", c.root,
+					strings.Join(append(slices.Clone(c.args), ""), " "), c.spec, code, asked),
+				Files: []txtar.File{
+					{Name: "stdout", Data: []byte(stdout)},
+					{Name: "stderr", Data: []byte(stderr)},
+					{Name: "json", Data: []byte(jstdout)},
+				},
+			}
+			got := txtar.Format(ar)
+			golden := filepath.Join("testdata", "plan", c.name()+".txtar")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+// A host that already matches the spec is planned from its files alone:
+// no package manager asked, no process started.
+func TestPlanConvergedStartsNoProcess(t *testing.T) {
+	c := planCases[slices.IndexFunc(planCases, func(c planCase) bool { return c.root == "ubuntu2204-working" })]
+	root := hosttest.Build(t, c.root)
+	cands := &tableCandidates{}
+	withPlanHost(t, cands, noRunner{t})
+	args := []string{"--root", root, "plan", "--detailed-exitcode", filepath.Join("..", "..", c.spec)}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, nil, &out, &errb, nil)
+	if code != exitOK || !strings.Contains(out.String(), "No changes.") {
+		t.Errorf("exit %d, want 0 and no changes:\n%s%s", code, out.String(), errb.String())
+	}
+	if len(cands.asked) > 0 {
+		t.Errorf("a converged host asked the package manager for %v", cands.asked)
+	}
+}
+
+// The saved plan a plan --out writes is one apply can read, and fresh
+// against the host it was made on.
+func TestPlanOutIsReadable(t *testing.T) {
+	c := planCases[0]
+	root := hosttest.Build(t, c.root)
+	withPlanHost(t, loadCandidates(t, c.root), noRunner{t})
+	out := filepath.Join(t.TempDir(), "tonight.plan")
+	args := []string{"--root", root, "plan", "--out", out, "--detailed-exitcode", filepath.Join("..", "..", c.spec)}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, nil, &stdout, &stderr, nil); code != exitChanges {
+		t.Fatalf("exit %d, want %d:\n%s%s", code, exitChanges, stdout.String(), stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sp, err := planner.ReadSavedPlan(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Empty() {
+		t.Error("the saved plan of a fresh machine has no steps")
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o640 {
+		t.Errorf("saved plan mode %v, want 0640", fi.Mode().Perm())
+	}
+}
+
+func benchmarkPlan(b *testing.B, c planCase) {
+	root := hosttest.Build(b, c.root)
+	withPlanHost(b, loadCandidates(b, c.root), runnerFor(b, c.root))
+	args := []string{"--root", root, "plan", filepath.Join("..", "..", c.spec)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if code := run(context.Background(), args, nil, io.Discard, io.Discard, nil); code != exitOK {
+			b.Fatalf("exit %d", code)
+		}
+	}
+}
+
+// BenchmarkPlanConverged is gpuenv plan, whole (load the spec, observe,
+// resolve, plan, render), on the working DGX with the spec it matches.
+func BenchmarkPlanConverged(b *testing.B) {
+	benchmarkPlan(b, planCase{root: "ubuntu2204-working", spec: "cmd/gpuenv/testdata/plan/ubuntu2204-working/converged.hcl"})
+}
+
+// BenchmarkPlanFresh is gpuenv plan on a machine with nothing installed,
+// where every layer has to change (package candidates from a table).
+func BenchmarkPlanFresh(b *testing.B) {
+	benchmarkPlan(b, planCase{root: "ubuntu2204-h100-fresh", spec: "examples/pytorch-workstation"})
+}
+
+// BenchmarkPlanConvergedStages splits the converged plan into its stages,
+// to tell the planner's own cost from the observation's.
+func BenchmarkPlanConvergedStages(b *testing.B) {
+	c := planCase{root: "ubuntu2204-working", spec: "cmd/gpuenv/testdata/plan/ubuntu2204-working/converged.hcl"}
+	root := hosttest.Build(b, c.root)
+	specPath := filepath.Join("..", "..", c.spec)
+	h, err := host.New(root, host.WithRunner(noRunner{b}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, diags := spec.Load(specPath, spec.LoadOptions{})
+	if diags.HasErrors() {
+		b.Fatal(diags)
+	}
+	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
+	pl := planner.New(providers.Planners(h)...)
+	pl.Candidates = &tableCandidates{}
+	p, diags := pl.Plan(context.Background(), s, obs)
+	if diags.HasErrors() || !p.Empty() {
+		b.Fatalf("not converged: %v %+v", diags, p.Steps)
+	}
+	b.Run("load", func(b *testing.B) {
+		for b.Loop() {
+			spec.Load(specPath, spec.LoadOptions{})
+		}
+	})
+	b.Run("observe", func(b *testing.B) {
+		for b.Loop() {
+			providers.Observe(context.Background(), h, providers.ObserveOptions{})
+		}
+	})
+	b.Run("plan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			pl.Plan(context.Background(), s, obs)
+		}
+	})
+	b.Run("render", func(b *testing.B) {
+		for b.Loop() {
+			(&humanPlan{w: io.Discard}).render(p)
+		}
+	})
+}
+
+func TestPythonsToObserve(t *testing.T) {
+	s := &spec.Spec{Frameworks: []*spec.Framework{
+		{Name: spec.PyTorch, Venv: spec.Attr[string]{Value: "/opt/pytorch", Set: true}},
+		{Name: spec.JAX, Python: spec.Attr[string]{Value: "/usr/bin/python3", Set: true}},
+		{Name: spec.TensorFlow, Source: spec.Attr[spec.Source]{Value: spec.SourceDistro, Set: true}},
+		{Name: spec.TensorFlow, Venv: spec.Attr[string]{Value: "/opt/pytorch", Set: true}},
+	}}
+	got := pythonsToObserve(s, []string{"/usr/bin/python3", "/srv/env/bin/python"})
+	want := []string{"/usr/bin/python3", "/srv/env/bin/python", "/opt/pytorch/bin/python"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("interpreters (-want +got):\n%s", diff)
+	}
+}

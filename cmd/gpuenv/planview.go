@@ -1,0 +1,380 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// planDocument is what plan --json prints: the plan itself, with the
+// spec's and planner's diagnostics (warnings, or the errors that stopped
+// it, with Plan nil and Errored true). FormatVersion is the plan's, and is
+// there also when there is no plan.
+type planDocument struct {
+	FormatVersion string `json:"format_version"`
+	Errored       bool   `json:"errored"`
+	*planner.Plan
+	Diagnostics []spec.JSONDiagnostic `json:"diagnostics"`
+}
+
+// ANSI styles for the human plan on a terminal.
+const (
+	ansiReset  = "\x1b[0m"
+	ansiBold   = "\x1b[1m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+	ansiRed    = "\x1b[31m"
+)
+
+// humanPlan renders a plan for a person. It computes nothing: everything
+// it prints is in the Plan value that --json prints.
+type humanPlan struct {
+	w     io.Writer
+	color bool
+}
+
+func (h *humanPlan) style(s, code string) string {
+	if !h.color || s == "" {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (h *humanPlan) actionStyle(a planner.Action) string {
+	switch a {
+	case planner.Create:
+		return ansiGreen
+	case planner.Update, planner.Replace:
+		return ansiYellow
+	case planner.Delete:
+		return ansiRed
+	}
+	return ""
+}
+
+var actionPhrases = map[planner.Action]string{
+	planner.Create:  "will be created",
+	planner.Update:  "will be updated in place",
+	planner.Replace: "will be replaced",
+	planner.Delete:  "will be removed",
+}
+
+// render writes the whole plan: steps, inferred values, warnings and the
+// closing line.
+func (h *humanPlan) render(p *planner.Plan) {
+	if len(p.Steps) > 0 {
+		fmt.Fprintln(h.w, "gpuenv will make these changes, in this order:")
+		txs := map[int]*planner.Transaction{}
+		for i := range p.Transactions {
+			txs[p.Transactions[i].ID] = &p.Transactions[i]
+		}
+		for i := range p.Steps {
+			fmt.Fprintln(h.w)
+			h.step(&p.Steps[i], txs)
+		}
+		fmt.Fprintln(h.w)
+	}
+	if len(p.Inferred) > 0 {
+		fmt.Fprintln(h.w, "Values the spec leaves out, completed from gpuenv's tables:")
+		for _, in := range p.Inferred {
+			fmt.Fprintf(h.w, "  %s %s = %s\n      from %s\n", in.Address, in.Attr, in.Value, in.From)
+		}
+		fmt.Fprintln(h.w)
+	}
+	for _, w := range p.Warnings {
+		h.warning(w)
+	}
+	h.closing(p)
+}
+
+func (h *humanPlan) step(s *planner.Step, txs map[int]*planner.Transaction) {
+	code := h.actionStyle(s.Action)
+	head := fmt.Sprintf("  # %s %s", s.Address, actionPhrases[s.Action])
+	if f := flagWords(s.Flags); len(f) > 0 {
+		head += " (" + strings.Join(f, ", ") + ")"
+	}
+	fmt.Fprintln(h.w, h.style(head, ansiBold))
+	fmt.Fprintf(h.w, "%s %s\n", h.style(fmt.Sprintf("%3s", s.Action.Symbol()), code), h.style(s.Address, ansiBold))
+	if s.Reason != "" {
+		wrap(h.w, "      ", s.Reason)
+	}
+	h.values(s)
+	for _, op := range s.Operations {
+		fmt.Fprintf(h.w, "      %s %s\n", h.style("→", ansiBold), operationText(op, s.Address, txs))
+	}
+	if len(s.DependsOn) > 0 {
+		fmt.Fprintf(h.w, "      after %s\n", strings.Join(s.DependsOn, ", "))
+	}
+}
+
+// values prints the step's attributes: each with its old and new value,
+// in name order. A created resource shows only what it will be and a
+// removed one only what it was, whatever else the step carries.
+func (h *humanPlan) values(s *planner.Step) {
+	before, after := s.Before, s.After
+	switch s.Action {
+	case planner.Create:
+		before = nil
+	case planner.Delete:
+		after = nil
+	}
+	keys := make([]string, 0, len(before)+len(after))
+	for k := range before {
+		keys = append(keys, k)
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	width := 0
+	for _, k := range keys {
+		width = max(width, len(k))
+	}
+	for _, k := range keys {
+		old, hadOld := before[k]
+		nu, hasNew := after[k]
+		var sym, val, code string
+		switch {
+		case hadOld && hasNew && old == nu:
+			sym, val = " ", valueText(nu)
+		case hadOld && hasNew:
+			sym, val, code = "~", valueText(old)+" → "+valueText(nu), ansiYellow
+		case hasNew:
+			sym, val, code = "+", valueText(nu), ansiGreen
+		default:
+			sym, val, code = "-", valueText(old), ansiRed
+		}
+		fmt.Fprintf(h.w, "      %s %-*s %s\n", h.style(sym, code), width, k, val)
+	}
+}
+
+func valueText(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return v
+}
+
+func flagWords(f planner.Flags) []string {
+	var out []string
+	if f.NeedsReboot {
+		out = append(out, "needs reboot")
+	}
+	if f.NeedsModuleReload {
+		out = append(out, "needs module reload")
+	}
+	if f.InterruptsGPUProcesses {
+		out = append(out, "interrupts GPU processes")
+	}
+	if f.BuildsKernelModule {
+		out = append(out, "builds the kernel module")
+	}
+	return out
+}
+
+// operationText says what one operation does, in a line.
+func operationText(op planner.Operation, addr string, txs map[int]*planner.Transaction) string {
+	switch {
+	case op.Packages != nil:
+		return packagesText(op.Packages) + transactionNote(op.Transaction, addr, txs)
+	case op.File != nil:
+		f := op.File
+		var s string
+		if f.Remove {
+			s = "remove " + f.Path
+		} else {
+			s = fmt.Sprintf("write %s (mode %04o, %d bytes)", f.Path, f.Mode, len(f.Content))
+		}
+		if len(f.After) > 0 {
+			s += ", then run " + strings.Join(f.After, " ")
+		}
+		return s
+	case op.Group != nil:
+		g := op.Group
+		var parts []string
+		if g.Create {
+			parts = append(parts, "create it")
+		}
+		if len(g.Add) > 0 {
+			parts = append(parts, "add "+strings.Join(g.Add, ", "))
+		}
+		if len(g.Remove) > 0 {
+			parts = append(parts, "remove "+strings.Join(g.Remove, ", "))
+		}
+		if g.Delete {
+			parts = append(parts, "delete it")
+		}
+		return "group " + g.Group + ": " + strings.Join(parts, "; ")
+	case op.Kernel != nil:
+		switch op.Kernel.Action {
+		case "rebuild_initramfs":
+			return "rebuild the initramfs"
+		case "load_module":
+			return "load module " + op.Kernel.Module
+		case "unload_module":
+			return "unload module " + op.Kernel.Module
+		}
+		return strings.TrimSpace(op.Kernel.Action + " " + op.Kernel.Module)
+	case op.Service != nil:
+		sv := op.Service
+		verb, now := "disable ", " and stop it now"
+		if sv.Enable {
+			verb, now = "enable ", " and start it now"
+		}
+		if !sv.Now {
+			now = ""
+		}
+		return verb + sv.Unit + now
+	case op.Device != nil:
+		d := op.Device
+		return fmt.Sprintf("set %s = %s on GPU %d (%s)", d.Setting, d.Value, d.Index, d.UUID)
+	}
+	return string(op.Kind)
+}
+
+func packagesText(p *planner.PackagesOp) string {
+	var parts []string
+	if len(p.Install) > 0 {
+		pins := make([]string, len(p.Install))
+		for i, pin := range p.Install {
+			name := pin.Name
+			if len(pin.Extras) > 0 {
+				name += "[" + strings.Join(pin.Extras, ",") + "]"
+			}
+			sep := "="
+			if p.Manager == "pip" {
+				sep = "=="
+			}
+			pins[i] = name + sep + pin.Version
+		}
+		parts = append(parts, "install "+strings.Join(pins, " "))
+	}
+	if len(p.Remove) > 0 {
+		verb := "remove "
+		if p.Purge {
+			verb = "purge "
+		}
+		parts = append(parts, verb+strings.Join(p.Remove, " "))
+	}
+	if len(p.Hold) > 0 {
+		parts = append(parts, "hold "+strings.Join(p.Hold, " "))
+	}
+	if len(p.Unhold) > 0 {
+		parts = append(parts, "unhold "+strings.Join(p.Unhold, " "))
+	}
+	s := p.Manager + ": " + strings.Join(parts, "; ")
+	if p.AllowDowngrade {
+		s += " (a downgrade)"
+	}
+	if p.Manager == "pip" {
+		switch {
+		case p.Venv != "":
+			s += " in a new venv " + p.Venv
+		case p.Python != "":
+			s += " with " + p.Python
+		}
+		if p.IndexURL != "" {
+			s += " from " + p.IndexURL
+		}
+	}
+	return s
+}
+
+// transactionNote says which other steps share an operation's transaction.
+func transactionNote(id int, addr string, txs map[int]*planner.Transaction) string {
+	t := txs[id]
+	if t == nil || len(t.Steps) < 2 {
+		return ""
+	}
+	var others []string
+	for _, a := range t.Steps {
+		if a != addr {
+			others = append(others, a)
+		}
+	}
+	return fmt.Sprintf(" [transaction %d, with %s]", id, strings.Join(others, ", "))
+}
+
+func (h *humanPlan) warning(w planner.Warning) {
+	fmt.Fprintf(h.w, "%s %s\n\n", h.style("Warning:", ansiBold+ansiYellow), h.style(w.Summary, ansiBold))
+	if w.Detail != "" {
+		wrap(h.w, "  ", w.Detail)
+		fmt.Fprintln(h.w)
+	}
+	if len(w.Evidence) > 0 {
+		fmt.Fprintln(h.w, "  Evidence:")
+		for _, e := range w.Evidence {
+			fmt.Fprintf(h.w, "    - %s\n", e)
+		}
+		fmt.Fprintln(h.w)
+	}
+}
+
+func (h *humanPlan) closing(p *planner.Plan) {
+	if p.Empty() {
+		fmt.Fprintln(h.w, h.style("No changes.", ansiBold+ansiGreen)+" This host matches the spec.")
+		return
+	}
+	line := fmt.Sprintf("Plan: %d to add, %d to change, %d to remove.", p.Summary.Add, p.Summary.Change, p.Summary.Remove)
+	reload := false
+	for _, s := range p.Steps {
+		reload = reload || s.Flags.NeedsModuleReload
+	}
+	switch {
+	case p.NeedsReboot:
+		line += " A reboot is required."
+	case reload:
+		line += " The nvidia kernel modules will be reloaded."
+	}
+	fmt.Fprintln(h.w, h.style(line, ansiBold))
+}
+
+// wrap writes text as lines of at most diagnosticsWidth columns, each
+// starting with indent; the text's own line breaks are kept.
+func wrap(w io.Writer, indent, text string) {
+	for _, para := range strings.Split(text, "\n") {
+		line := indent
+		for _, word := range strings.Fields(para) {
+			if len(line) > len(indent) && len(line)+1+len(word) > diagnosticsWidth {
+				fmt.Fprintln(w, line)
+				line = indent
+			}
+			if len(line) > len(indent) {
+				line += " "
+			}
+			line += word
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+}
+
+// writePlan prints the plan in the chosen format, with diags: warnings
+// before a human plan on stderr, or in the JSON document.
+func writePlan(g *globalOptions, files map[string]*hcl.File, p *planner.Plan, diags hcl.Diagnostics) error {
+	if g.JSON {
+		return writeJSON(g, planDocument{
+			FormatVersion: planner.FormatVersion,
+			Errored:       p == nil || diags.HasErrors(),
+			Plan:          p,
+			Diagnostics:   spec.DiagnosticsJSON(diags),
+		})
+	}
+	if len(diags) > 0 {
+		w := hcl.NewDiagnosticTextWriter(g.Stderr, files, diagnosticsWidth, g.Color())
+		if err := w.WriteDiagnostics(diags); err != nil {
+			return err
+		}
+	}
+	if p != nil {
+		(&humanPlan{w: g.Stdout, color: g.Color()}).render(p)
+	}
+	return nil
+}

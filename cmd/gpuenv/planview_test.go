@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner"
+)
+
+// viewPlan has a step of each action and an operation of each kind, the
+// way the planner returns them (ordered, batched, summarised).
+func viewPlan() *planner.Plan {
+	p := &planner.Plan{
+		FormatVersion: planner.FormatVersion,
+		Steps: []planner.Step{
+			{
+				Address: "repository.cuda", Action: planner.Create,
+				After:  map[string]string{"url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/", "priority": "600"},
+				Reason: "The spec names this repository, and the host has no such package source.",
+				Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{
+					Path: "/etc/apt/sources.list.d/gpuenv-cuda.list", Content: "deb [signed-by=/k.gpg] https://x/ /\n", Mode: 0o644, After: []string{"apt-get", "update"},
+				}}},
+			},
+			{
+				Address: "driver", Action: planner.Replace,
+				Before:    map[string]string{"version": "535.161.07", "kernel_modules": "proprietary", "source": "nvidia"},
+				After:     map[string]string{"version": "550.54.15", "kernel_modules": "open", "source": "nvidia"},
+				Reason:    "The spec asks for >= 550.54.15, < 551 with open kernel modules; 535.161.07 with proprietary modules is installed.",
+				DependsOn: []string{"repository.cuda"},
+				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+					Manager: "apt", Remove: []string{"nvidia-driver-535"}, Purge: true,
+					Install: []planner.PackagePin{{Name: "nvidia-driver-550-open", Version: "550.54.15-0ubuntu1"}},
+				}}},
+				Flags: planner.Flags{NeedsReboot: true, NeedsModuleReload: true, InterruptsGPUProcesses: true},
+			},
+			{
+				Address: "cuda", Action: planner.Update,
+				Before: map[string]string{"version": "12.3.2", "set_environment": "false"},
+				After:  map[string]string{"version": "12.4.1", "set_environment": "true"},
+				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+					Manager: "apt", Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
+				}}},
+			},
+			{
+				Address: "framework.pytorch", Action: planner.Create,
+				After: map[string]string{"version": "2.5.1+cu124"},
+				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+					Manager: "pip", Venv: "/opt/pytorch", Python: "/opt/pytorch/bin/python", IndexURL: "https://download.pytorch.org/whl/cu124",
+					Install: []planner.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
+				}}},
+			},
+			{
+				Address: "group.video", Action: planner.Update,
+				Before:     map[string]string{"members": "alice"},
+				After:      map[string]string{"members": "alice, bob"},
+				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Add: []string{"bob"}}}},
+			},
+			{
+				Address: "environment", Action: planner.Delete,
+				Before:     map[string]string{"CUDA_VISIBLE_DEVICES": "0,1"},
+				Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/gpuenv.sh", Remove: true}}},
+			},
+			{
+				Address: "device.all", Action: planner.Update,
+				Before: map[string]string{"compute_mode": "default"},
+				After:  map[string]string{"compute_mode": "exclusive_process"},
+				Operations: []planner.Operation{
+					{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: "GPU-0a", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}},
+					{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "nvidia-persistenced.service", Enable: true, Now: true}},
+					{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "rebuild_initramfs"}},
+				},
+			},
+		},
+		Inferred: []planner.Inference{{Address: "framework.pytorch", Attr: "index_url", Value: "https://download.pytorch.org/whl/cu124", From: "torch_variants row 2.5/cu124"}},
+		Warnings: []planner.Warning{{
+			Check: planner.CheckGPUProcesses, Summary: "Applying this plan interrupts running GPU processes",
+			Detail:   "driver must unload the nvidia modules, which stops every process using a GPU. Stop them first, or apply when they are done.",
+			Evidence: []string{"GPU 0 (GPU-0a): pid 4242 python3, 3.0 GiB"},
+		}},
+		Summary:     planner.Summary{Add: 3, Change: 3, Remove: 2},
+		NeedsReboot: true,
+	}
+	p.Transactions = planner.Batch(p.Steps)
+	return p
+}
+
+const viewPlanText = `gpuenv will make these changes, in this order:
+
+  # repository.cuda will be created
+  + repository.cuda
+      The spec names this repository, and the host has no such package source.
+      + priority 600
+      + url      https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/
+      → write /etc/apt/sources.list.d/gpuenv-cuda.list (mode 0644, 36 bytes), then run apt-get update
+
+  # driver will be replaced (needs reboot, needs module reload, interrupts GPU processes)
+-/+ driver
+      The spec asks for >= 550.54.15, < 551 with open kernel modules;
+      535.161.07 with proprietary modules is installed.
+      ~ kernel_modules proprietary → open
+        source         nvidia
+      ~ version        535.161.07 → 550.54.15
+      → apt: install nvidia-driver-550-open=550.54.15-0ubuntu1; purge nvidia-driver-535 [transaction 1, with cuda]
+      after repository.cuda
+
+  # cuda will be updated in place
+  ~ cuda
+      ~ set_environment false → true
+      ~ version         12.3.2 → 12.4.1
+      → apt: install cuda-toolkit-12-4=12.4.1-1 [transaction 1, with driver]
+
+  # framework.pytorch will be created
+  + framework.pytorch
+      + version 2.5.1+cu124
+      → pip: install torch==2.5.1+cu124 in a new venv /opt/pytorch from https://download.pytorch.org/whl/cu124
+
+  # group.video will be updated in place
+  ~ group.video
+      ~ members alice → alice, bob
+      → group video: add bob
+
+  # environment will be removed
+  - environment
+      - CUDA_VISIBLE_DEVICES 0,1
+      → remove /etc/profile.d/gpuenv.sh
+
+  # device.all will be updated in place
+  ~ device.all
+      ~ compute_mode default → exclusive_process
+      → set compute_mode = exclusive_process on GPU 0 (GPU-0a)
+      → enable nvidia-persistenced.service and start it now
+      → rebuild the initramfs
+
+Values the spec leaves out, completed from gpuenv's tables:
+  framework.pytorch index_url = https://download.pytorch.org/whl/cu124
+      from torch_variants row 2.5/cu124
+
+Warning: Applying this plan interrupts running GPU processes
+
+  driver must unload the nvidia modules, which stops every process using a
+  GPU. Stop them first, or apply when they are done.
+
+  Evidence:
+    - GPU 0 (GPU-0a): pid 4242 python3, 3.0 GiB
+
+Plan: 3 to add, 3 to change, 2 to remove. A reboot is required.
+`
+
+func TestHumanPlan(t *testing.T) {
+	var buf bytes.Buffer
+	(&humanPlan{w: &buf}).render(viewPlan())
+	if diff := cmp.Diff(viewPlanText, buf.String()); diff != "" {
+		t.Errorf("human plan (-want +got):\n%s", diff)
+	}
+}
+
+func TestHumanPlanColor(t *testing.T) {
+	var buf bytes.Buffer
+	(&humanPlan{w: &buf, color: true}).render(viewPlan())
+	out := buf.String()
+	for _, want := range []string{ansiGreen + "  +" + ansiReset, ansiYellow + "-/+" + ansiReset, ansiRed + "  -" + ansiReset, ansiBold + ansiYellow + "Warning:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("coloured plan lacks %q", want)
+		}
+	}
+	// Without the escapes, the coloured plan is the plain one.
+	plain := out
+	for _, code := range []string{ansiReset, ansiBold, ansiGreen, ansiYellow, ansiRed} {
+		plain = strings.ReplaceAll(plain, code, "")
+	}
+	if diff := cmp.Diff(viewPlanText, plain); diff != "" {
+		t.Errorf("coloured plan without escapes (-want +got):\n%s", diff)
+	}
+}
+
+func TestHumanPlanClosingLines(t *testing.T) {
+	tests := []struct {
+		plan *planner.Plan
+		want string
+	}{
+		{&planner.Plan{Steps: []planner.Step{}}, "No changes. This host matches the spec.\n"},
+		{&planner.Plan{
+			Steps:   []planner.Step{{Address: "driver", Action: planner.Update, Flags: planner.Flags{NeedsModuleReload: true}}},
+			Summary: planner.Summary{Change: 1},
+		}, "Plan: 0 to add, 1 to change, 0 to remove. The nvidia kernel modules will be reloaded.\n"},
+		{&planner.Plan{
+			Steps:   []planner.Step{{Address: "group.video", Action: planner.Create}},
+			Summary: planner.Summary{Add: 1},
+		}, "Plan: 1 to add, 0 to change, 0 to remove.\n"},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		(&humanPlan{w: &buf}).render(tt.plan)
+		lines := strings.SplitAfter(buf.String(), "\n")
+		if got := lines[len(lines)-2]; got != tt.want {
+			t.Errorf("closing line %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// The JSON view is the plan itself: decoding it gives the plan back.
+func TestJSONPlanIsThePlan(t *testing.T) {
+	var buf bytes.Buffer
+	g := &globalOptions{Stdout: &buf, JSON: true}
+	want := viewPlan()
+	if err := writePlan(g, nil, want, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got planner.Plan
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, &got); diff != "" {
+		t.Errorf("JSON plan (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(buf.String(), `"diagnostics": []`) || !strings.Contains(buf.String(), `"format_version": "1.0"`) {
+		t.Errorf("JSON plan lacks diagnostics or format_version:\n%s", buf.String())
+	}
+}
+
+func TestWrap(t *testing.T) {
+	var buf bytes.Buffer
+	wrap(&buf, "  ", strings.Repeat("word ", 20)+"\nsecond paragraph")
+	for _, l := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		if len(l) > diagnosticsWidth || !strings.HasPrefix(l, "  ") {
+			t.Errorf("line %q is too long or not indented", l)
+		}
+	}
+	if !strings.HasSuffix(buf.String(), "  second paragraph\n") {
+		t.Errorf("paragraph break lost:\n%s", buf.String())
+	}
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuenv/gpuenv/apply"
+)
+
+func init() {
+	commands = append(commands, newRollbackCmd)
+}
+
+func newRollbackCmd(g *globalOptions) *cobra.Command {
+	var to int
+	var autoApprove bool
+	cmd := &cobra.Command{
+		Use:   "rollback [--to N]",
+		Short: "Undo the newest apply, or return to the host as it was after generation N",
+		Long: `Rollback undoes the newest apply that is not undone yet; run again, it walks
+further back. With --to N it restores the host as it was right after generation
+N finished (--to 0: before the first apply). It shows what it will undo and asks
+for "yes" on a terminal (without one it needs --auto-approve), then runs the
+inverses journaled by the applies, newest first: package versions reinstalled
+from the package files saved in the generations (offline), files restored
+byte for byte, groups, holds, services and device settings as they were. A
+rollback is a generation of its own.
+
+When a generation is unfinished (an apply killed, or failed with its revert
+incomplete), a plain rollback finishes reverting it, running dpkg's own
+recovery first.
+
+Exit status: 0 done or nothing to roll back; 1 error or refused; 3 an inverse
+failed and the host needs attention (rollback again after fixing the cause).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("to") {
+				to = -1
+			} else if to < 0 {
+				return fmt.Errorf("--to %d: generations are numbered from 1, and 0 is before the first", to)
+			}
+			devices := newDeviceSettings(h)
+			if c, ok := devices.(io.Closer); ok {
+				defer c.Close()
+			}
+			var confirmErr error
+			res, err := apply.Rollback(cmd.Context(), h, apply.RollbackOptions{
+				StateDir: g.stateDir(),
+				To:       to,
+				Out:      g.Stdout,
+				Executor: &apply.HostExecutor{Host: h, Devices: devices},
+				Confirm: func(p *apply.RollbackPlan) bool {
+					showRollback(g, p)
+					ok, err := confirm(g, autoApprove, "Do you want to roll back?")
+					confirmErr = err
+					return ok
+				},
+				JournalPoint: applyHooks.journalPoint,
+			})
+			if confirmErr != nil {
+				return confirmErr
+			}
+			if errors.Is(err, apply.ErrDeclined) {
+				fmt.Fprintln(g.Stderr, "Rollback cancelled: nothing was changed.")
+				return &exitCodeError{code: exitError}
+			}
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				if err := writeJSON(g, res); err != nil {
+					return err
+				}
+			} else if res.Generation != 0 {
+				fmt.Fprintln(g.Stdout)
+				if res.Status == apply.StatusDone {
+					fmt.Fprintf(g.Stdout, "Rollback complete: %d inverses run (generation %d).\n", len(res.Reverted), res.Generation)
+					if res.NeedsReboot {
+						fmt.Fprintln(g.Stdout, "A reboot is needed for the restored kernel configuration to take effect.")
+					}
+				} else {
+					reportReverted(g.Stdout, res)
+				}
+				fmt.Fprintf(g.Stdout, "Log: %s\n", res.LogPath)
+			}
+			if code := res.ExitCode(); code != 0 {
+				return &exitCodeError{code: code}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&to, "to", 0, "restore the host as it was right after generation `N` (0: before the first apply)")
+	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking for confirmation")
+	addJSONFlag(cmd, g)
+	return cmd
+}
+
+func showRollback(g *globalOptions, p *apply.RollbackPlan) {
+	w := g.Stdout
+	if g.JSON {
+		w = g.Stderr
+	}
+	switch {
+	case p.Continues != 0:
+		fmt.Fprintf(w, "Finishing rollback generation %d, which did not finish.\n", p.Continues)
+	case p.Finishing:
+		fmt.Fprintf(w, "Generation %d did not finish; rollback finishes reverting it.\n", p.Generations[0])
+	}
+	fmt.Fprintf(w, "Rollback will undo generation %s, running %d inverses:\n", joinInts(p.Generations), len(p.Undo))
+	for _, u := range p.Undo {
+		fmt.Fprintf(w, "  %s\n", u)
+	}
+}
+
+func joinInts(ids []int) string {
+	s := ""
+	for i, id := range ids {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprint(id)
+	}
+	return s
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+// Exit codes, the same for every command (README "Exit codes").
+const (
+	exitOK        = 0 // success; nothing to do; healthy
+	exitError     = 1 // invalid input, refused, could not run; an apply that failed and was fully reverted
+	exitChanges   = 2 // something to do: changes planned, problems found, files to format
+	exitAttention = 3 // an apply or rollback failed and its revert is incomplete
+)
+
+// defaultStateDir is where generations live, inside the root.
+const defaultStateDir = "/var/lib/gpuenv"
+
+// globalOptions are the flags every command shares, and the streams and
+// environment it runs with (tests give their own).
+type globalOptions struct {
+	Root     string
+	StateDir string // inside the root
+	NoColor  bool
+	JSON     bool
+
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Env    []string
+}
+
+// Color reports whether human output may use colour: on a terminal, unless
+// --no-color or NO_COLOR (https://no-color.org) says otherwise.
+func (g *globalOptions) Color() bool {
+	if g.NoColor || g.Getenv("NO_COLOR") != "" || g.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return isTerminal(g.Stdout)
+}
+
+// Getenv reads the environment the command was started with.
+func (g *globalOptions) Getenv(name string) string {
+	for i := len(g.Env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(g.Env[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// stateDir is the state directory inside the root.
+func (g *globalOptions) stateDir() string {
+	if g.StateDir == "" {
+		return defaultStateDir
+	}
+	return g.StateDir
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// commands holds the constructors of every subcommand; each command's file
+// adds itself in init, so that the root knows no command by name.
+var commands []func(g *globalOptions) *cobra.Command
+
+// exitCodeError ends a command with a given exit code after the command has
+// already written what the user needs to see.
+type exitCodeError struct{ code int }
+
+func (e *exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// newRootCmd builds the command tree for one invocation.
+func newRootCmd(g *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpuenv",
+		Short: "Declarative NVIDIA GPU environments: observe, plan, apply, roll back",
+		Long: `gpuenv makes a Linux host's NVIDIA GPU stack — driver, kernel modules, CUDA
+toolkit, cuDNN, PyTorch/TensorFlow/JAX, GPU groups and CUDA_VISIBLE_DEVICES —
+match a spec written in HCL, and explains every change it would make.
+
+Exit codes: 0 success or nothing to do; 1 error or refused; 2 something to do
+(changes planned, problems found, files to format); 3 the host needs
+attention (a failed apply or rollback whose revert is incomplete).`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		DisableAutoGenTag: true,
+	}
+	root.SetIn(g.Stdin)
+	root.SetOut(g.Stdout)
+	root.SetErr(g.Stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.Root, "root", "/", "the host's root directory; every host path is read and written under it")
+	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "where generations are kept, as a path inside --root")
+	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also when NO_COLOR is set)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if !path.IsAbs(g.StateDir) {
+			return fmt.Errorf("--state-dir %q must be an absolute path inside the root", g.StateDir)
+		}
+		fi, err := os.Stat(g.Root)
+		if err != nil {
+			return fmt.Errorf("--root: %w", err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("--root %s is not a directory", g.Root)
+		}
+		return nil
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nRun '%s --help' for usage", err, cmd.CommandPath())
+	})
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(g))
+	}
+	return root
+}
+
+// addJSONFlag gives a command whose output is data the --json flag.
+func addJSONFlag(cmd *cobra.Command, g *globalOptions) {
+	cmd.Flags().BoolVar(&g.JSON, "json", false, "print the result as JSON")
+}
+
+// run executes one gpuenv invocation and returns its exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
+	g := &globalOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env}
+	root := newRootCmd(g)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		return ec.code
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	return exitError
+}

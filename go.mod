@@ -1,0 +1,31 @@
+module github.com/gpuenv/gpuenv
+
+go 1.26.8
+
+require (
+	github.com/Masterminds/semver/v3 v3.5.0
+	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/google/go-cmp v0.7.0
+	github.com/hashicorp/hcl/v2 v2.25.0
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/spf13/cobra v1.10.2
+	github.com/zclconf/go-cty v1.20.0
+	golang.org/x/sys v0.38.0
+	golang.org/x/tools v0.38.0
+	pault.ag/go/debian v0.19.0
+)
+
+require (
+	github.com/agext/levenshtein v1.2.1 // indirect
+	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
+	github.com/apparentlymart/go-textseg/v17 v17.0.1 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	golang.org/x/crypto v0.40.0 // indirect
+	golang.org/x/mod v0.29.0 // indirect
+	golang.org/x/sync v0.18.0 // indirect
+	golang.org/x/text v0.31.0 // indirect
+	pault.ag/go/topsort v0.1.1 // indirect
+)

@@ -1,0 +1,440 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// Names of the planner's own checks (Warning.Check).
+const (
+	CheckDriverLibraryMismatch = "driver-library-mismatch"
+	CheckSecureBootDKMS        = "secure-boot-dkms"
+	CheckUnfinishedApply       = "unfinished-apply"
+	CheckUnattendedUpgrades    = "unattended-upgrades"
+	CheckGPUProcesses          = "gpu-processes"
+	CheckDeviceOrder           = "cuda-device-order"
+	CheckNoGPU                 = "no-gpu"
+)
+
+// checkInput is what the checks look at: the host, the spec, the ordered
+// steps and the state directory's status.
+type checkInput struct {
+	spec       *spec.Spec
+	obs        *facts.Observation
+	steps      []Step
+	status     *ApplyStatus
+	statusPath string
+}
+
+// checks are the warnings a user needs that no single resource asks for,
+// in the order they are shown.
+var checks = []func(*checkInput) *Warning{
+	checkUnfinishedApply,
+	checkNoGPU,
+	checkDriverLibraryMismatch,
+	checkSecureBootDKMS,
+	checkGPUProcesses,
+	checkUnattendedUpgrades,
+	checkDeviceOrder,
+}
+
+func runChecks(in *checkInput) []Warning {
+	var out []Warning
+	for _, c := range checks {
+		if w := c(in); w != nil {
+			out = append(out, *w)
+		}
+	}
+	return out
+}
+
+func checkUnfinishedApply(in *checkInput) *Warning {
+	st := in.status
+	if st == nil || !st.Unfinished {
+		return nil
+	}
+	kind := st.Kind
+	if kind == "" {
+		kind = "apply"
+	}
+	ev := fmt.Sprintf("%s: generation %d (%s) is unfinished", in.statusPath, st.Generation, kind)
+	var more []string
+	if c := st.Command; c != "" {
+		if !strings.HasPrefix(c, "gpuenv ") {
+			c = "gpuenv " + c
+		}
+		more = append(more, c)
+	}
+	if st.PID != 0 {
+		more = append(more, fmt.Sprintf("pid %d", st.PID))
+	}
+	if !st.Started.IsZero() {
+		more = append(more, "started "+st.Started.UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	if len(more) > 0 {
+		ev += ": " + strings.Join(more, ", ")
+	}
+	return &Warning{
+		Check:   CheckUnfinishedApply,
+		Summary: "An earlier " + kind + " did not finish",
+		Detail: fmt.Sprintf("Generation %d stopped before it finished, and the host may be between two states. "+
+			"gpuenv apply refuses to run until it is dealt with: run gpuenv rollback to finish reverting it, "+
+			"then plan again.", st.Generation),
+		Evidence: []string{ev},
+	}
+}
+
+// needsGPU reports whether the spec asks for something that only works
+// with an NVIDIA GPU present, and names the first such block.
+func needsGPU(s *spec.Spec) (hcl.Range, string, bool) {
+	if s == nil {
+		return hcl.Range{}, "", false
+	}
+	if d := s.Driver; d != nil && !d.IsAbsent() && d.KernelModules.Value != spec.KernelModulesNone {
+		return d.DefRange, "a driver with kernel modules", true
+	}
+	for _, d := range s.Devices {
+		if !d.IsAbsent() {
+			return d.DefRange, "device settings", true
+		}
+	}
+	if e := s.Environment; e != nil && !e.IsAbsent() && e.CUDAVisibleDevices.Set && len(e.CUDAVisibleDevices.Value) > 0 {
+		return e.CUDAVisibleDevices.Range, "visible devices", true
+	}
+	return hcl.Range{}, "", false
+}
+
+func checkNoGPU(in *checkInput) *Warning {
+	rng, what, ok := needsGPU(in.spec)
+	if !ok || len(in.obs.PCI) > 0 || len(in.obs.NVML.Devices) > 0 {
+		return nil
+	}
+	ev := []string{"/sys/bus/pci/devices: no device of vendor 0x10de (NVIDIA)"}
+	if st := in.obs.NVML.Status; st != "" && st != "ok" {
+		ev = append(ev, "NVML: "+nvmlStatusText(in.obs.NVML))
+	}
+	ev = append(ev, fmt.Sprintf("%s: the spec asks for %s", rangeText(rng), what))
+	return &Warning{
+		Check:   CheckNoGPU,
+		Summary: "No NVIDIA GPU on the PCI bus",
+		Detail: "The spec needs an NVIDIA GPU, but this host shows none. The packages can still be installed, " +
+			"but the kernel module will not load and no program will find a GPU until one is present " +
+			"(in a virtual machine, until one is passed through).",
+		Evidence: ev,
+	}
+}
+
+func nvmlStatusText(n facts.NVML) string {
+	if n.Error != "" {
+		return n.Status + ": " + n.Error
+	}
+	return n.Status
+}
+
+func checkDriverLibraryMismatch(in *checkInput) *Warning {
+	d := in.obs.Driver
+	mod, lib := d.ModuleVersion, d.LibraryVersion
+	if lib == "" {
+		for _, l := range d.Libraries {
+			if l.Version != mod {
+				lib = l.Version
+				break
+			}
+		}
+	}
+	nvmlSays := in.obs.NVML.Status == "driver_library_mismatch"
+	if !nvmlSays && (mod == "" || lib == "" || mod == lib) {
+		return nil
+	}
+	var ev []string
+	if mod != "" {
+		from := d.ModuleVersionFrom
+		if from == "" {
+			from = "the loaded module"
+		}
+		ev = append(ev, fmt.Sprintf("%s: kernel module %s", from, mod))
+	}
+	for _, l := range d.Libraries {
+		ev = append(ev, fmt.Sprintf("%s: library %s", l.Path, l.Version))
+	}
+	if nvmlSays {
+		ev = append(ev, "NVML: "+nvmlStatusText(in.obs.NVML))
+	}
+	detail := "GPU programs fail with \"Driver/library version mismatch\" until the loaded module matches the libraries: " +
+		"reboot, or stop every GPU process and reload the nvidia modules."
+	if mod != "" && lib != "" && mod != lib {
+		detail = fmt.Sprintf("The loaded nvidia kernel module is %s, but the driver's libraries are %s (usually an upgrade "+
+			"without a reboot). ", mod, lib) + detail
+	}
+	return &Warning{
+		Check:    CheckDriverLibraryMismatch,
+		Summary:  "The loaded driver differs from its libraries",
+		Detail:   detail,
+		Evidence: ev,
+	}
+}
+
+// dkmsBuilder returns the first step that builds a kernel module with
+// DKMS, and the package that does it when a pin says.
+func dkmsBuilder(steps []Step) (string, string, bool) {
+	for _, s := range steps {
+		for _, op := range s.Operations {
+			if op.Packages == nil {
+				continue
+			}
+			for _, p := range op.Packages.Install {
+				if strings.Contains(p.Name, "dkms") {
+					return s.Address, p.Name, true
+				}
+			}
+		}
+		if s.Flags.BuildsKernelModule {
+			return s.Address, "", true
+		}
+	}
+	return "", "", false
+}
+
+func checkSecureBootDKMS(in *checkInput) *Warning {
+	if in.obs.Kernel.SecureBoot != "enabled" {
+		return nil
+	}
+	addr, pkg, ok := dkmsBuilder(in.steps)
+	if !ok {
+		return nil
+	}
+	how := "step " + addr + " builds the nvidia module with DKMS"
+	if pkg != "" {
+		how += " (" + pkg + ")"
+	}
+	return &Warning{
+		Check:   CheckSecureBootDKMS,
+		Summary: "Secure Boot is enabled and the driver's module will be built by DKMS",
+		Detail: "With Secure Boot on, the kernel loads only modules signed by a key it trusts. DKMS signs the " +
+			"module with its own key (/var/lib/dkms/mok.pub), which must be enrolled with mokutil --import " +
+			"and confirmed at the next boot; until then the module is rejected (\"Key was rejected by service\") " +
+			"and no GPU is usable.",
+		Evidence: []string{"EFI variable SecureBoot: enabled", how},
+	}
+}
+
+// gpuProcesses lists the running GPU processes as evidence lines.
+func gpuProcesses(obs *facts.Observation) []string {
+	var out []string
+	for _, d := range obs.NVML.Devices {
+		for _, p := range d.Processes {
+			name := p.Name
+			if name == "" {
+				name = "?"
+			}
+			out = append(out, fmt.Sprintf("GPU %d (%s): pid %d %s, %s", d.Index, d.UUID, p.PID, name, bytesText(p.UsedMemory)))
+		}
+	}
+	return out
+}
+
+func bytesText(n uint64) string {
+	const mib = 1 << 20
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d MiB", n/mib)
+}
+
+func checkGPUProcesses(in *checkInput) *Warning {
+	procs := gpuProcesses(in.obs)
+	if len(procs) == 0 {
+		return nil
+	}
+	var addrs []string
+	for _, s := range in.steps {
+		if s.Flags.InterruptsGPUProcesses {
+			addrs = append(addrs, s.Address)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	return &Warning{
+		Check:   CheckGPUProcesses,
+		Summary: "Applying this plan interrupts running GPU processes",
+		Detail: fmt.Sprintf("%s must unload the nvidia modules, which stops every process using a GPU. "+
+			"Stop them first, or apply when they are done.", strings.Join(addrs, ", ")),
+		Evidence: procs,
+	}
+}
+
+// isDriverPackage reports whether name is part of the NVIDIA driver (its
+// kernel module or userspace), which must move together with the loaded
+// module: unlike the toolkit or cuDNN, an unplanned upgrade of one breaks
+// every GPU program until a reboot.
+func isDriverPackage(name string) bool {
+	for _, p := range []string{"nvidia-cuda-", "nvidia-container-", "nvidia-cudnn", "nvidia-settings", "nvidia-prime"} {
+		if strings.HasPrefix(name, p) {
+			return false
+		}
+	}
+	for _, p := range []string{"nvidia-", "libnvidia-", "cuda-drivers", "kmod-nvidia", "linux-modules-nvidia", "linux-objects-nvidia", "linux-signatures-nvidia", "xserver-xorg-video-nvidia", "libcuda1", "libnvcuvid1", "libnvoptix1"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// autoUpgraders are the packages that upgrade other packages unattended.
+var autoUpgraders = []string{"unattended-upgrades", "dnf-automatic"}
+
+func checkUnattendedUpgrades(in *checkInput) *Warning {
+	var upgrader *facts.Package
+	for i, p := range in.obs.Packages.Packages {
+		if slices.Contains(autoUpgraders, p.Name) && p.State == "installed" && p.Want != "deinstall" && p.Want != "purge" {
+			upgrader = &in.obs.Packages.Packages[i]
+			break
+		}
+	}
+	if upgrader == nil {
+		return nil
+	}
+	// The driver packages as they will be after the plan: installed ones
+	// not removed, plus those installed; held when held now or by the
+	// plan, unless the plan releases them.
+	held := map[string]bool{}
+	present := map[string]bool{}
+	for _, p := range in.obs.Packages.Packages {
+		if isDriverPackage(p.Name) && (p.State == "installed" || p.State == "half-configured" || p.State == "unpacked") {
+			present[p.Name] = true
+			held[p.Name] = p.Hold || p.Want == "hold"
+		}
+	}
+	for _, s := range in.steps {
+		for _, op := range s.Operations {
+			po := op.Packages
+			if po == nil || po.Manager == "pip" {
+				continue
+			}
+			for _, n := range po.Remove {
+				delete(present, n)
+			}
+			for _, p := range po.Install {
+				if isDriverPackage(p.Name) {
+					present[p.Name] = true
+				}
+			}
+			for _, n := range po.Hold {
+				held[n] = true
+			}
+			for _, n := range po.Unhold {
+				held[n] = false
+			}
+		}
+	}
+	var unheld []string
+	for n := range present {
+		if !held[n] {
+			unheld = append(unheld, n)
+		}
+	}
+	if len(unheld) == 0 {
+		return nil
+	}
+	slices.Sort(unheld)
+	const shown = 6
+	list := strings.Join(unheld, ", ")
+	if len(unheld) > shown {
+		list = strings.Join(unheld[:shown], ", ") + fmt.Sprintf(" and %d more", len(unheld)-shown)
+	}
+	return &Warning{
+		Check:   CheckUnattendedUpgrades,
+		Summary: "Unattended upgrades can move the driver",
+		Detail: upgrader.Name + " may upgrade driver packages that are not held while the old kernel module stays " +
+			"loaded, and GPU programs then fail with \"Driver/library version mismatch\" until a reboot. " +
+			"Set hold = true in the driver block to hold them.",
+		Evidence: []string{
+			fmt.Sprintf("%s %s is installed", upgrader.Name, upgrader.Version),
+			"not held after this plan: " + list,
+		},
+	}
+}
+
+// isIndex reports whether a CUDA_VISIBLE_DEVICES entry is a device index
+// rather than a UUID or MIG identifier.
+func isIndex(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// observedVariable returns the last assignment of a variable in the host's
+// environment files.
+func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bool) {
+	var out facts.Assignment
+	found := false
+	for _, a := range obs.Environment.Variables {
+		if a.Name == name {
+			out, found = a, true
+		}
+	}
+	return out, found
+}
+
+func checkDeviceOrder(in *checkInput) *Warning {
+	gpus := max(len(in.obs.NVML.Devices), len(in.obs.PCI))
+	if gpus == 1 {
+		return nil
+	}
+	var visible []string
+	var visibleEv string
+	env := in.spec.Environment
+	managed := env != nil && !env.IsAbsent()
+	if managed && env.CUDAVisibleDevices.Set {
+		visible = env.CUDAVisibleDevices.Value
+		visibleEv = fmt.Sprintf("%s: cuda_visible_devices = [%s]", rangeText(env.CUDAVisibleDevices.Range), strings.Join(visible, ", "))
+	} else if a, ok := observedVariable(in.obs, "CUDA_VISIBLE_DEVICES"); ok {
+		visible = strings.Split(a.Value, ",")
+		visibleEv = fmt.Sprintf("%s:%d: CUDA_VISIBLE_DEVICES=%s", a.File, a.Line, a.Value)
+	}
+	if !slices.ContainsFunc(visible, isIndex) {
+		return nil
+	}
+	order, orderEv := "", "CUDA_DEVICE_ORDER is not set anywhere: CUDA's default is FASTEST_FIRST"
+	if managed && env.CUDADeviceOrder.Set {
+		order = string(env.CUDADeviceOrder.Value)
+		orderEv = fmt.Sprintf("%s: cuda_device_order = %q", rangeText(env.CUDADeviceOrder.Range), order)
+	} else if a, ok := observedVariable(in.obs, "CUDA_DEVICE_ORDER"); ok {
+		order = a.Value
+		orderEv = fmt.Sprintf("%s:%d: CUDA_DEVICE_ORDER=%s", a.File, a.Line, a.Value)
+	}
+	if order == string(spec.DeviceOrderPCIBusID) {
+		return nil
+	}
+	return &Warning{
+		Check:   CheckDeviceOrder,
+		Summary: "Devices are chosen by index, but CUDA_DEVICE_ORDER is not PCI_BUS_ID",
+		Detail: "CUDA numbers devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while nvidia-smi numbers " +
+			"them by PCI bus: the same index can name different GPUs. Set cuda_device_order = \"PCI_BUS_ID\" " +
+			"in the environment block, or choose devices by UUID.",
+		Evidence: []string{visibleEv, orderEv},
+	}
+}
+
+// rangeText writes a spec range as file:line, the way evidence cites it.
+func rangeText(r hcl.Range) string {
+	if r.Filename == "" {
+		return "the spec"
+	}
+	return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
+}

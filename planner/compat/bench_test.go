@@ -1,0 +1,111 @@
+package compat
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// BenchmarkLoadAll parses every table from the embedded files, as the
+// first queries of a process do.
+func BenchmarkLoadAll(b *testing.B) {
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		for _, err := range []error{
+			second(loadSources()), second(loadCUDAFamilies()), second(loadCUDAReleases()),
+			second(loadBranches()), second(loadArchs()), second(loadGPUs()),
+			second(loadTorch()), second(loadTensorFlow()), second(loadJAX()),
+			second(loadCuDNN()), second(loadPackages()), second(loadDistro()),
+		} {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkLoadDriverTables parses only what a driver-only plan touches.
+func BenchmarkLoadDriverTables(b *testing.B) {
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		for _, err := range []error{
+			second(loadSources()), second(loadCUDAFamilies()), second(loadCUDAReleases()),
+			second(loadBranches()), second(loadArchs()), second(loadGPUs()),
+		} {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// reportCPU adds the process CPU time per operation to a benchmark's
+// output: on a shared machine wall time per op also counts waiting for a
+// CPU, CPU time does not.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() {
+		b.ReportMetric(float64((cpuTime()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkTypicalPlan runs the queries a plan for a converged GPU host
+// with PyTorch makes, on loaded tables.
+func BenchmarkTypicalPlan(b *testing.B) {
+	if err := Check(); err != nil {
+		b.Fatal(err)
+	}
+	driver, cuda, torch := version.MustParse("550.54.15"), version.MustParse("12.4.1"), version.MustParse("2.5.1+cu124")
+	cudnn := version.MustParse("9.1.0.70")
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		g, _ := GPUByPCIID(0x2330)
+		_ = MaxCUDAForDriver(driver)
+		_, _ = DriverSupportsCUDA(driver, cuda)
+		_, _ = KernelFlavors(g.Arch, driver)
+		_, _ = GPUSupportedBy(g, driver)
+		_, _ = TorchVariantSupportsCC(torch, "cu124", g.CC)
+		_, _ = CuDNNSupportsCUDA(cudnn, cuda)
+		_, _ = Packages(PackageQuery{OS: "ubuntu", OSVersion: "22.04", Repo: RepoNVIDIA, Component: "toolkit", CUDA: cuda})
+	}
+}
+
+func BenchmarkGPUByPCIID(b *testing.B) {
+	must(gpuTable())
+	for b.Loop() {
+		GPUByPCIID(0x2901)
+	}
+}
+
+func BenchmarkDriverSupportsCUDA(b *testing.B) {
+	driver, cuda := version.MustParse("535.261.03"), version.MustParse("12.4")
+	must(cudaReleasesTable())
+	b.ReportAllocs()
+	for b.Loop() {
+		DriverSupportsCUDA(driver, cuda)
+	}
+}
+
+func BenchmarkTorchVariantsFor(b *testing.B) {
+	c := version.MustParseConstraint("2.5.*")
+	must(torchTable())
+	b.ReportAllocs()
+	for b.Loop() {
+		TorchVariantsFor(c)
+	}
+}

@@ -1,0 +1,12 @@
+// Package doctor diagnoses why programs on a host cannot use its NVIDIA
+// GPUs. It is a set of checks, pure functions over an observation (and
+// the compatibility tables), run in the order a GPU expert works through a
+// broken machine: the GPU on the bus, the kernel driver, NVML, device
+// nodes, the CUDA toolkit, cuDNN, each framework, the environment, and the
+// GPUs' state. Each check reports ok, warning or problem with the facts it
+// judged from and the fix: a spec change gpuenv can apply, or a command.
+//
+// A check whose subject does not exist yet is skipped rather than failed
+// again for the same cause: with no module loaded, the device nodes are
+// not also reported missing.
+package doctor

@@ -1,0 +1,282 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// FormatVersion is the version of the JSON report.
+const FormatVersion = "1.0"
+
+// Status is a check's verdict.
+type Status string
+
+// The verdicts, from best to worst. Skipped means the check did not apply
+// (nothing to judge, or an earlier problem already explains it).
+const (
+	Skipped Status = "skipped"
+	OK      Status = "ok"
+	Warning Status = "warning"
+	Problem Status = "problem"
+)
+
+// Mark is the one-character sign of a status in human output.
+func (s Status) Mark() string {
+	switch s {
+	case OK:
+		return "✓"
+	case Warning:
+		return "!"
+	case Problem:
+		return "✗"
+	}
+	return "-"
+}
+
+// Group is one of the stages an expert goes through, in order.
+type Group struct {
+	Number int    `json:"number"`
+	Name   string `json:"name"`
+}
+
+// The groups, in the order they are checked.
+var (
+	GroupPCI        = Group{1, "GPU on the PCI bus"}
+	GroupKernel     = Group{2, "Kernel module"}
+	GroupNVML       = Group{3, "NVML"}
+	GroupDevices    = Group{4, "Device nodes"}
+	GroupCUDA       = Group{5, "CUDA toolkit"}
+	GroupCuDNN      = Group{6, "cuDNN"}
+	GroupFrameworks = Group{7, "Frameworks"}
+	GroupEnv        = Group{8, "Environment"}
+	GroupGPUState   = Group{9, "GPU state"}
+)
+
+// Fix is how to remove a problem: a spec change for gpuenv, a command, or
+// both. Spec is HCL to merge into the spec; Commands are run in order.
+type Fix struct {
+	Text     string   `json:"text"`
+	Spec     string   `json:"spec,omitempty"`
+	Commands []string `json:"commands,omitempty"`
+}
+
+// Check is one finding.
+type Check struct {
+	// ID names the check, stable across releases ("kernel.nouveau"); a
+	// check about one of several things (an environment, a toolkit) adds
+	// the subject after a colon.
+	ID      string `json:"id"`
+	Group   Group  `json:"group"`
+	Status  Status `json:"status"`
+	Summary string `json:"summary"`
+	// Evidence are the observed facts the verdict rests on, each naming
+	// where it was seen.
+	Evidence []string `json:"evidence"`
+	Fix      *Fix     `json:"fix,omitempty"`
+}
+
+// Counts are how many checks ended in each status.
+type Counts struct {
+	OK       int `json:"ok"`
+	Warnings int `json:"warnings"`
+	Problems int `json:"problems"`
+	Skipped  int `json:"skipped"`
+}
+
+// Report is doctor's result.
+type Report struct {
+	FormatVersion string  `json:"format_version"`
+	Root          string  `json:"root"`
+	User          *User   `json:"user,omitempty"`
+	Checks        []Check `json:"checks"`
+	Counts        Counts  `json:"counts"`
+	// Healthy is true when no check found a problem; warnings alone keep
+	// a host healthy.
+	Healthy bool `json:"healthy"`
+}
+
+// User is the person whose programs must reach the GPU: SUDO_USER under
+// sudo, otherwise the user running gpuenv, resolved in the root's
+// /etc/passwd.
+type User struct {
+	Name string `json:"name"`
+	UID  uint32 `json:"uid"`
+	GID  uint32 `json:"gid"`
+}
+
+// Input is what doctor judges.
+type Input struct {
+	Obs *facts.Observation
+	// User is nil when the invoking user is unknown; the device-node
+	// access check is then skipped.
+	User *User
+	// Session holds variables set in the environment doctor was started
+	// from (CUDA_VISIBLE_DEVICES …), judged with those of the host's
+	// configuration files. Leave it empty when the root is not this
+	// machine's.
+	Session []facts.Assignment
+}
+
+// Run runs every check in order and returns the report.
+func Run(in Input) *Report {
+	d := &doctor{in: in, obs: in.Obs}
+	for _, c := range checks {
+		c(d)
+	}
+	r := &Report{FormatVersion: FormatVersion, Root: in.Obs.Root, User: in.User, Checks: d.out}
+	for _, c := range r.Checks {
+		switch c.Status {
+		case OK:
+			r.Counts.OK++
+		case Warning:
+			r.Counts.Warnings++
+		case Problem:
+			r.Counts.Problems++
+		default:
+			r.Counts.Skipped++
+		}
+	}
+	r.Healthy = r.Counts.Problems == 0
+	return r
+}
+
+// checks run in the order of the groups; within a group, the order a
+// person would look.
+var checks = []func(*doctor){
+	(*doctor).pciGPUs,
+	(*doctor).pciDriver,
+	(*doctor).kernelModule,
+	(*doctor).kernelNouveau,
+	(*doctor).kernelInitramfs,
+	(*doctor).kernelSecureBoot,
+	(*doctor).kernelDKMS,
+	(*doctor).nvmlInit,
+	(*doctor).driverVersions,
+	(*doctor).deviceNodes,
+	(*doctor).deviceAccess,
+	(*doctor).cudaToolkits,
+	(*doctor).cudnn,
+	(*doctor).frameworks,
+	(*doctor).visibleDevices,
+	(*doctor).deviceOrder,
+	(*doctor).ldLibraryPath,
+	(*doctor).gpuState,
+}
+
+// doctor carries the input and the checks made so far.
+type doctor struct {
+	in  Input
+	obs *facts.Observation
+	out []Check
+}
+
+func (d *doctor) add(c Check) {
+	if c.Evidence == nil {
+		c.Evidence = []string{}
+	}
+	d.out = append(d.out, c)
+}
+
+// hasGPU reports whether the host shows an NVIDIA GPU by any route.
+func (d *doctor) hasGPU() bool {
+	return len(d.obs.PCI) > 0 || len(d.obs.NVML.Devices) > 0
+}
+
+// moduleLoaded reports whether the nvidia kernel module runs.
+func (d *doctor) moduleLoaded() bool {
+	if d.obs.Driver.ModuleVersion != "" || d.obs.NVML.Status == "ok" {
+		return true
+	}
+	return slices.ContainsFunc(d.obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nvidia" })
+}
+
+// driverVersion is the driver programs get: NVML's when it answered, the
+// loaded module's otherwise, and the installed library's when no module
+// runs. The second result says where it was read.
+func (d *doctor) driverVersion() (version.Version, string) {
+	o := d.obs
+	for _, c := range []struct{ v, from string }{
+		{o.NVML.DriverVersion, "NVML"},
+		{o.Driver.ModuleVersion, o.Driver.ModuleVersionFrom},
+		{o.Driver.LibraryVersion, "libnvidia-ml.so.1"},
+	} {
+		if c.v == "" {
+			continue
+		}
+		if v, err := version.Parse(c.v); err == nil {
+			if c.from == "" {
+				c.from = "the loaded module"
+			}
+			return v, c.from
+		}
+	}
+	return version.Version{}, ""
+}
+
+// gpuCCs returns the distinct compute capabilities of the host's GPUs
+// with the GPUs that have each, from NVML or, without it, the device
+// table.
+func (d *doctor) gpuCCs() []ccGPUs {
+	var out []ccGPUs
+	add := func(cc, who string) {
+		if cc == "" {
+			return
+		}
+		for i := range out {
+			if out[i].cc == cc {
+				out[i].gpus = append(out[i].gpus, who)
+				return
+			}
+		}
+		out = append(out, ccGPUs{cc: cc, gpus: []string{who}})
+	}
+	if len(d.obs.NVML.Devices) > 0 {
+		for _, g := range d.obs.NVML.Devices {
+			add(g.ComputeCapability, fmt.Sprintf("GPU %d (%s)", g.Index, g.Name))
+		}
+	} else {
+		for _, p := range d.obs.PCI {
+			add(p.ComputeCapability, fmt.Sprintf("%s (%s)", p.Address, orUnknown(p.Model)))
+		}
+	}
+	return out
+}
+
+type ccGPUs struct {
+	cc   string
+	gpus []string
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown model"
+	}
+	return s
+}
+
+// plural writes "1 GPU" or "3 GPUs".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func bytesText(n uint64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}
+
+// initramfsCommand rebuilds the running kernel's initramfs on the host's
+// distribution family.
+func (d *doctor) initramfsCommand() string {
+	if d.obs.OS.Family == "rpm" {
+		return "dracut --force"
+	}
+	return "update-initramfs -u"
+}

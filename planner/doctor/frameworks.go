@@ -1,0 +1,379 @@
+package doctor
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+func (d *doctor) frameworks() {
+	found := false
+	for _, env := range d.obs.Python {
+		for _, fw := range env.Frameworks {
+			found = true
+			d.framework(env, fw)
+		}
+	}
+	if !found {
+		d.add(Check{ID: "framework", Group: GroupFrameworks, Status: Skipped,
+			Summary: "No PyTorch, TensorFlow or JAX found (name a virtual environment's interpreter with --python)"})
+	}
+}
+
+// FrameworkID is the suffix of the checks about one framework in one
+// environment, as verify looks them up.
+func FrameworkID(interpreter, name string) string { return interpreter + ":" + name }
+
+func (d *doctor) framework(env facts.PythonEnv, fw facts.Framework) {
+	subject := FrameworkID(env.Interpreter, fw.Name)
+	what := fmt.Sprintf("%s %s in %s", fw.Name, fw.Version, env.Interpreter)
+	base := []string{fmt.Sprintf("%s: %s %s", fw.Location, fw.Name, fw.Version) + buildText(fw)}
+	check := func(id string) Check {
+		return Check{ID: id + ":" + subject, Group: GroupFrameworks, Evidence: slices.Clone(base)}
+	}
+	if !d.hasGPU() {
+		c := check("framework")
+		c.Status, c.Summary = Skipped, what+": no GPU to use"
+		d.add(c)
+		return
+	}
+	if fw.CPUOnly || fw.CUDA == "" {
+		c := check("framework.cpu-only")
+		c.Status = Problem
+		c.Summary = what + " is a CPU-only build: it never uses the GPU"
+		c.Fix = d.gpuBuildFix(env, fw)
+		d.add(c)
+		return
+	}
+	reported := false
+	drv, from := d.driverVersion()
+	cuda, err := version.Parse(fw.CUDA)
+	if err == nil && !drv.IsZero() {
+		c := check("framework.driver")
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s: driver %s", from, drv))
+		if len(cuda.Parts()) < 2 {
+			// Only the major is known (JAX's plugins): judge by the driver
+			// floor of that major.
+			d.judgeCUDAMajor(&c, drv, fw, cuda.Major(), what)
+		} else {
+			d.judgeCUDA(&c, drv, cuda, fmt.Sprintf("%s (built for CUDA %s)", what, fw.CUDA))
+		}
+		if c.Status != OK {
+			reported = true
+			if c.Status == Problem {
+				c.Fix = d.gpuBuildFix(env, fw)
+				if c.Fix == nil {
+					c.Fix = &Fix{}
+				}
+				if exact, _, _, err := compat.MinDriverForCUDA(cuda); err == nil && !exact.IsZero() {
+					c.Fix.Text = strings.TrimSpace(c.Fix.Text + " Or upgrade the driver to " + exact.String() + " or newer.")
+				}
+			}
+			d.add(c)
+		}
+	}
+	if c, ok := d.frameworkArch(check("framework.arch"), fw, what); ok {
+		reported = true
+		c.Fix = d.gpuBuildFix(env, fw)
+		d.add(c)
+	}
+	if fw.Name == "tensorflow" {
+		if c, ok := d.tensorflowLibraries(check("framework.libraries"), env, fw, what); ok {
+			reported = true
+			d.add(c)
+		}
+	}
+	if !reported {
+		c := check("framework")
+		c.Status = OK
+		c.Summary = fmt.Sprintf("%s is built for CUDA %s, which the driver runs on these GPUs", what, fw.CUDA)
+		d.add(c)
+	}
+}
+
+func buildText(fw facts.Framework) string {
+	var parts []string
+	if fw.CPUOnly || fw.CUDA == "" {
+		parts = append(parts, "CPU-only build")
+	} else {
+		parts = append(parts, "built for CUDA "+fw.CUDA)
+	}
+	if fw.CuDNN != "" {
+		parts = append(parts, "cuDNN "+fw.CuDNN)
+	}
+	if fw.Installer != "" {
+		parts = append(parts, "installed by "+fw.Installer)
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// frameworkArch reports a GPU whose compute capability the build carries
+// no code for. It returns false when every GPU is covered or the build's
+// architectures are unknown.
+func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check, bool) {
+	ccs := d.gpuCCs()
+	if len(ccs) == 0 {
+		return c, false
+	}
+	var missing []string
+	for _, g := range ccs {
+		cc, err := version.Parse(g.cc)
+		if err != nil {
+			continue
+		}
+		ok, how := true, ""
+		switch {
+		case fw.Name == "pytorch":
+			rel, err := version.Parse(fw.Version)
+			if err != nil {
+				continue
+			}
+			variant := fw.Variant
+			if variant == "" {
+				if r, err := compat.TorchRelease(rel); err == nil {
+					variant = r.DefaultVariant
+				}
+			}
+			if variant == "" {
+				continue
+			}
+			if _, err := compat.TorchVariant(rel, variant); err != nil {
+				continue
+			}
+			ok, how = compat.TorchVariantSupportsCC(rel, variant, cc)
+		case fw.Name == "jax":
+			row, ok2 := jaxPlugin(fw)
+			if !ok2 || row.MinCC.IsZero() {
+				continue
+			}
+			if cc.Compare(row.MinCC) < 0 {
+				ok, how = false, fmt.Sprintf("JAX's CUDA %d plugin needs compute capability %s or newer (%s)", row.CUDAMajor, row.MinCC, row.Source)
+			}
+		case len(fw.CUDAArchs) > 0:
+			ok = archsCover(fw.CUDAArchs, cc)
+			if !ok {
+				how = fmt.Sprintf("the build carries %s", strings.Join(fw.CUDAArchs, ", "))
+			}
+		default:
+			continue
+		}
+		if !ok {
+			missing = append(missing, fmt.Sprintf("compute capability %s (%s)", g.cc, strings.Join(g.gpus, ", ")))
+			c.Evidence = append(c.Evidence, how)
+		}
+	}
+	if len(missing) == 0 {
+		return c, false
+	}
+	c.Status = Problem
+	c.Summary = fmt.Sprintf("%s carries no code for %s: \"no kernel image is available for execution on the device\"", what, strings.Join(missing, "; "))
+	return c, true
+}
+
+// judgeCUDAMajor judges a build known only by its CUDA major: JAX's
+// plugin states its own driver floor; otherwise the major's
+// minor-version compatibility floor applies.
+func (d *doctor) judgeCUDAMajor(c *Check, drv version.Version, fw facts.Framework, major uint64, what string) {
+	floor, src := version.Version{}, ""
+	if row, ok := jaxPlugin(fw); ok && !row.MinDriver.IsZero() {
+		floor, src = row.MinDriver, row.Source.String()
+	} else if fam, ok := compat.CUDAFamilyFor(major); ok {
+		floor, src = fam.MinorCompatMin, fam.Source.String()
+	}
+	if floor.IsZero() {
+		c.Status, c.Summary = Skipped, fmt.Sprintf("%s: no known driver floor for CUDA %d", what, major)
+		return
+	}
+	c.Evidence = append(c.Evidence, fmt.Sprintf("CUDA %d builds need driver %s or newer (%s)", major, floor, src))
+	if drv.Compare(floor) < 0 {
+		c.Status = Problem
+		c.Summary = fmt.Sprintf("%s (built for CUDA %d) needs a newer driver than %s: %s or newer", what, major, drv, floor)
+		return
+	}
+	c.Status = OK
+	c.Summary = fmt.Sprintf("Driver %s runs %s (built for CUDA %d)", drv, what, major)
+}
+
+// jaxPlugin is the compatibility row of the CUDA plugin a JAX install
+// uses, from the CUDA major its build or plugin names.
+func jaxPlugin(fw facts.Framework) (compat.JAXCUDA, bool) {
+	v, err := version.Parse(fw.Version)
+	if err != nil {
+		return compat.JAXCUDA{}, false
+	}
+	major := uint64(0)
+	if cv, err := version.Parse(fw.CUDA); err == nil {
+		major = cv.Major()
+	}
+	for _, p := range fw.Plugins {
+		for _, m := range []uint64{11, 12, 13} {
+			if strings.Contains(p.Path, fmt.Sprintf("cuda%d", m)) {
+				major = m
+			}
+		}
+	}
+	if major == 0 {
+		return compat.JAXCUDA{}, false
+	}
+	row, err := compat.JAXPlugin(v, major)
+	return row, err == nil
+}
+
+// archsCover applies CUDA's rules to a build's architecture list ("sm_80",
+// "compute_90"): machine code for X.y runs on X.z, z >= y; PTX compiles
+// for any equal or newer capability.
+func archsCover(archs []string, cc version.Version) bool {
+	for _, a := range archs {
+		kind, digits, ok := strings.Cut(a, "_")
+		if !ok || len(digits) < 2 {
+			continue
+		}
+		v, err := version.Parse(digits[:len(digits)-1] + "." + digits[len(digits)-1:])
+		if err != nil {
+			continue
+		}
+		switch kind {
+		case "sm":
+			if v.Major() == cc.Major() && v.Minor() <= cc.Minor() {
+				return true
+			}
+		case "compute":
+			if v.Compare(cc.Trunc(2)) <= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// venvOf returns the virtual environment directory of an interpreter in
+// its bin directory.
+func venvOf(interp string) string {
+	dir := path.Dir(interp)
+	if path.Base(dir) == "bin" {
+		return path.Dir(dir)
+	}
+	return ""
+}
+
+// gpuBuildFix is the spec block that installs a GPU build of fw the
+// driver runs, in fw's environment (or a new one for a distribution
+// package).
+func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
+	drv, _ := d.driverVersion()
+	where := fmt.Sprintf("  python  = %q", env.Interpreter)
+	text := fmt.Sprintf("Install a CUDA build of %s in %s; with gpuenv:", fw.Name, env.Interpreter)
+	if !env.Virtual || fw.Installer == "debian" || fw.Installer == "rpm" {
+		where = fmt.Sprintf("  venv    = %q", "/opt/"+fw.Name)
+		text = fmt.Sprintf("The %s build of the system's Python has no CUDA support; install a CUDA build with pip into a virtual environment; with gpuenv:", fw.Name)
+	}
+	v, err := version.Parse(fw.Version)
+	if err != nil {
+		return &Fix{Text: text}
+	}
+	minor := v.Trunc(2).String()
+	switch fw.Name {
+	case "pytorch":
+		// The newest variant the driver runs exactly, else the newest it
+		// runs through minor-version compatibility (the wheels bring their
+		// own CUDA runtime, which that covers).
+		var best, compatible compat.PyTorchVariant
+		if rel, err := compat.TorchRelease(v); err == nil {
+			for _, pv := range rel.Variants {
+				if !d.variantCoversGPUs(v, pv.Variant) {
+					continue
+				}
+				if drv.IsZero() {
+					best = pv
+					continue
+				}
+				switch ok, how := compat.DriverSupportsCUDA(drv, pv.CUDA); {
+				case ok && how == compat.HowExact:
+					best = pv
+				case ok:
+					compatible = pv
+				}
+			}
+		}
+		if best.Variant == "" {
+			best = compatible
+		}
+		if best.Variant == "" {
+			return &Fix{Text: text + " no CUDA build of torch " + minor + " runs on this driver and GPU, so choose another release:",
+				Spec: fmt.Sprintf("framework \"pytorch\" {\n%s\n}", where)}
+		}
+		return &Fix{Text: text, Spec: fmt.Sprintf("framework \"pytorch\" {\n  version = \"%s.*\"\n%s\n  cuda    = %q\n}", minor, where, best.CUDA.Trunc(2).String())}
+	case "tensorflow":
+		return &Fix{Text: fmt.Sprintf("Install TensorFlow's [and-cuda] extra in %s: it brings the CUDA and cuDNN libraries the build loads as pip wheels; with gpuenv:", env.Interpreter),
+			Spec: fmt.Sprintf("framework \"tensorflow\" {\n  version = %q\n%s\n  extras  = [\"and-cuda\"]\n}", fw.Version, where)}
+	case "jax":
+		extra := "cuda12"
+		if maxCUDA := compat.MaxCUDAForDriver(drv); !maxCUDA.IsZero() && maxCUDA.Major() >= 13 {
+			if _, err := compat.JAXPlugin(v, 13); err == nil {
+				extra = "cuda13"
+			}
+		}
+		return &Fix{Text: text, Spec: fmt.Sprintf("framework \"jax\" {\n  version = %q\n%s\n  extras  = [%q]\n}", fw.Version, where, extra)}
+	}
+	return &Fix{Text: text}
+}
+
+func (d *doctor) variantCoversGPUs(rel version.Version, variant string) bool {
+	for _, g := range d.gpuCCs() {
+		cc, err := version.Parse(g.cc)
+		if err != nil {
+			continue
+		}
+		if ok, _ := compat.TorchVariantSupportsCC(rel, variant, cc); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// tensorflowLibraries reports the CUDA and cuDNN libraries a TensorFlow
+// build loads at import that the host lacks. TensorFlow, unlike PyTorch,
+// brings them only with its [and-cuda] extra.
+func (d *doctor) tensorflowLibraries(c Check, env facts.PythonEnv, fw facts.Framework, what string) (Check, bool) {
+	var missing []string
+	if fw.CuDNN != "" {
+		want := strings.SplitN(fw.CuDNN, ".", 2)[0]
+		has := slices.ContainsFunc(d.obs.CuDNN.Installs, func(in facts.CuDNNInstall) bool {
+			return strings.SplitN(in.Version, ".", 2)[0] == want
+		})
+		if !has {
+			missing = append(missing, fmt.Sprintf("cuDNN %s (libcudnn.so.%s)", want, want))
+			var seen []string
+			for _, in := range d.obs.CuDNN.Installs {
+				seen = append(seen, in.Version)
+			}
+			if len(seen) == 0 {
+				c.Evidence = append(c.Evidence, "no cuDNN in the package database, in the include directories or among the loader's libraries")
+			} else {
+				c.Evidence = append(c.Evidence, "cuDNN installed: "+strings.Join(seen, ", "))
+			}
+		}
+	}
+	if cv, err := version.Parse(fw.CUDA); err == nil {
+		has := slices.ContainsFunc(d.obs.CUDA.Toolkits, func(tk facts.Toolkit) bool {
+			v, ok := toolkitVersion(tk)
+			return ok && v.Major() == cv.Major()
+		})
+		if !has {
+			missing = append(missing, fmt.Sprintf("the CUDA %d libraries (libcudart.so.%d, libcublas.so.%d)", cv.Major(), cv.Major(), cv.Major()))
+			c.Evidence = append(c.Evidence, fmt.Sprintf("no CUDA %d toolkit installed", cv.Major()))
+		}
+	}
+	if len(missing) == 0 {
+		return c, false
+	}
+	c.Status = Problem
+	c.Summary = fmt.Sprintf("%s needs %s, which the host lacks: TensorFlow falls back to the CPU (\"Could not load dynamic library\")", what, strings.Join(missing, " and "))
+	c.Fix = d.gpuBuildFix(env, fw)
+	return c, true
+}

@@ -1,0 +1,51 @@
+package facts
+
+// SchemaVersion is the version of the JSON document. Consumers refuse a
+// document with a higher major version than they know.
+const SchemaVersion = 1
+
+// Observation is everything gpuenv knows about one host at one moment.
+type Observation struct {
+	SchemaVersion int    `json:"schema_version"`
+	Root          string `json:"root"`
+
+	OS          OS           `json:"os"`
+	Kernel      Kernel       `json:"kernel"`
+	PCI         []PCIDevice  `json:"pci_gpus"`
+	NVML        NVML         `json:"nvml"`
+	Driver      Driver       `json:"driver"`
+	DeviceNodes []DeviceNode `json:"device_nodes"`
+
+	Packages    Packages    `json:"packages"`
+	CUDA        CUDA        `json:"cuda"`
+	CuDNN       CuDNN       `json:"cudnn"`
+	Python      []PythonEnv `json:"python_environments"`
+	Groups      []Group     `json:"groups"`
+	Environment Environment `json:"environment"`
+
+	// Problems are what the observation shows to be wrong with the GPU
+	// stack as it stands, each found from facts above.
+	Problems []Problem `json:"problems"`
+	Warnings []Warning `json:"warnings"`
+}
+
+// Problem is something observed that keeps the GPU stack from working, or
+// will once the machine reboots: a driver/library version mismatch, a GPU
+// bound to nouveau, an nvidia module missing for the running kernel.
+type Problem struct {
+	// Layer is the section of the observation it concerns: "os",
+	// "kernel", "pci", "nvml", "driver", "devices", "packages", "cuda",
+	// "cudnn", "python", "groups", "environment".
+	Layer string `json:"layer"`
+	// Message says what is wrong and, where one thing fixes it, what to do.
+	Message string `json:"message"`
+}
+
+// Warning is a problem met while observing: a file that could not be read or
+// parsed. Observation goes on after a warning; the fact it concerns is left
+// at its zero value.
+type Warning struct {
+	// Path is the file concerned, inside the root, when there is one.
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,197 @@
+package facts
+
+import "time"
+
+// OS identifies the distribution, from /etc/os-release.
+type OS struct {
+	ID        string   `json:"id"`                 // "ubuntu", "debian", "rhel"
+	IDLike    []string `json:"id_like,omitempty"`  // "debian", "rhel fedora"
+	VersionID string   `json:"version_id"`         // "22.04", "12", "9.3"
+	Codename  string   `json:"codename,omitempty"` // "jammy", "bookworm"
+	Name      string   `json:"pretty_name"`        // PRETTY_NAME
+	Family    string   `json:"family"`             // "deb", "rpm" or "" when unknown
+	Arch      string   `json:"architecture,omitempty"`
+}
+
+// Kernel describes the running kernel, its modules, and the kernels
+// installed on disk.
+type Kernel struct {
+	// Release is the running kernel (/proc/sys/kernel/osrelease).
+	Release string `json:"release"`
+	// SecureBoot is "enabled", "disabled" or "unknown" (no efivars: BIOS boot,
+	// a container, or a root that is not a live system).
+	SecureBoot string `json:"secure_boot"`
+	// Loaded lists the GPU-relevant loaded modules from /proc/modules.
+	Loaded []LoadedModule `json:"loaded_modules"`
+	// Blacklists are "blacklist <module>" (and "install <module> /bin/false")
+	// lines found in modprobe configuration.
+	Blacklists []Blacklist `json:"blacklists"`
+	// Initramfs is the running kernel's initramfs, when found.
+	Initramfs *FileTime `json:"initramfs,omitempty"`
+	// Installed lists every kernel with a /lib/modules directory.
+	Installed []InstalledKernel `json:"installed"`
+}
+
+// LoadedModule is one line of /proc/modules.
+type LoadedModule struct {
+	Name     string   `json:"name"`
+	Size     uint64   `json:"size"`
+	RefCount int      `json:"refcount"`
+	UsedBy   []string `json:"used_by,omitempty"`
+	// State is "Live", "Loading" or "Unloading".
+	State string `json:"state,omitempty"`
+	// Taints are the kernel's taint letters for the module: "P"
+	// (proprietary licence: the closed nvidia flavour), "O" (out of tree),
+	// "E" (unsigned).
+	Taints string `json:"taints,omitempty"`
+}
+
+// Blacklist is a module kept from loading by modprobe configuration.
+type Blacklist struct {
+	Module string `json:"module"`
+	// Directive is how: "blacklist" (no loading by alias), "install"
+	// (an install command such as /bin/false: no loading at all), or
+	// "modprobe.blacklist" (the kernel command line, File /proc/cmdline).
+	Directive string `json:"directive"`
+	File      string `json:"file"`
+	Line      int    `json:"line,omitempty"`
+	// ModTime is the configuration file's modification time, compared
+	// with the initramfs's to tell whether the blacklist reached it.
+	ModTime time.Time `json:"mtime,omitzero"`
+}
+
+// FileTime is a file and its modification time.
+type FileTime struct {
+	Path    string    `json:"path"`
+	ModTime time.Time `json:"mtime"`
+}
+
+// InstalledKernel is a kernel with modules on disk.
+type InstalledKernel struct {
+	Release string `json:"release"`
+	Running bool   `json:"running"`
+	// Headers tells whether the kernel's build headers are installed
+	// (/lib/modules/<release>/build resolves to a directory), which DKMS
+	// needs to build the nvidia module.
+	Headers bool `json:"headers"`
+	// NvidiaModules are nvidia.ko files found for this kernel (DKMS's
+	// updates/dkms, or a distribution's prebuilt module).
+	NvidiaModules []ModuleFile `json:"nvidia_modules,omitempty"`
+	// DKMS lists the DKMS build records for this kernel.
+	DKMS []DKMSBuild `json:"dkms,omitempty"`
+}
+
+// ModuleFile is one kernel module file on disk.
+type ModuleFile struct {
+	Path string `json:"path"`
+	// Version is read from the file name or DKMS tree when it says;
+	// empty when only the module's own metadata would tell.
+	Version string `json:"version,omitempty"`
+}
+
+// DKMSBuild is one /var/lib/dkms/<module>/<version>/<kernel>/<arch> entry.
+type DKMSBuild struct {
+	Module  string `json:"module"`
+	Version string `json:"version"`
+	Arch    string `json:"arch"`
+	Built   bool   `json:"built"`
+}
+
+// PCIDevice is an NVIDIA GPU on the PCI bus, seen in /sys/bus/pci/devices
+// whether or not any driver is bound to it.
+type PCIDevice struct {
+	Address         string `json:"address"` // "0000:17:00.0"
+	VendorID        uint16 `json:"vendor_id"`
+	DeviceID        uint16 `json:"device_id"`
+	SubsystemVendor uint16 `json:"subsystem_vendor_id,omitempty"`
+	SubsystemDevice uint16 `json:"subsystem_device_id,omitempty"`
+	Class           uint32 `json:"class"`
+	// Driver is the bound kernel driver: "nvidia", "nouveau", "vfio-pci",
+	// or "" when none is bound.
+	Driver string `json:"driver"`
+	// Model and Architecture come from gpuenv's device table when it knows
+	// the device id.
+	Model        string `json:"model,omitempty"`
+	Architecture string `json:"architecture,omitempty"`
+	// ComputeCapability from the device table ("9.0"), so that a host
+	// without a driver still has one.
+	ComputeCapability string `json:"compute_capability,omitempty"`
+}
+
+// NVML is what the NVIDIA Management Library reported, or why it could not.
+type NVML struct {
+	// Status is "ok", or the class of failure: "not_attempted" (a root
+	// other than /), "library_not_found", "driver_not_loaded",
+	// "driver_library_mismatch", "no_permission", "other".
+	Status string `json:"status"`
+	// Error is the failure in words, for a person.
+	Error             string      `json:"error,omitempty"`
+	DriverVersion     string      `json:"driver_version,omitempty"`
+	CUDADriverVersion string      `json:"cuda_driver_version,omitempty"` // "12.4"
+	NVMLVersion       string      `json:"nvml_version,omitempty"`
+	Devices           []GPUDevice `json:"devices,omitempty"`
+}
+
+// GPUDevice is one device as NVML reports it.
+type GPUDevice struct {
+	Index             int    `json:"index"`
+	Name              string `json:"name"`
+	UUID              string `json:"uuid"`
+	PCIBusID          string `json:"pci_bus_id"`
+	MemoryTotal       uint64 `json:"memory_total_bytes"`
+	MemoryUsed        uint64 `json:"memory_used_bytes"`
+	ComputeCapability string `json:"compute_capability"`
+	// PersistenceMode, ComputeMode and MIGMode are "" when NVML did not
+	// say (not supported on the device).
+	PersistenceMode string       `json:"persistence_mode,omitempty"` // "enabled", "disabled"
+	ComputeMode     string       `json:"compute_mode,omitempty"`     // "default", "exclusive_process", "prohibited"
+	MIGMode         string       `json:"mig_mode,omitempty"`         // "enabled", "disabled"
+	MIGDevices      int          `json:"mig_devices,omitempty"`
+	Processes       []GPUProcess `json:"processes,omitempty"`
+}
+
+// GPUProcess is a compute process running on a device.
+type GPUProcess struct {
+	PID        uint32 `json:"pid"`
+	UsedMemory uint64 `json:"used_memory_bytes"`
+	Name       string `json:"name,omitempty"`
+}
+
+// Driver is the installed driver as files show it, independent of NVML.
+type Driver struct {
+	// ModuleVersion is the loaded kernel module's version, from
+	// /proc/driver/nvidia/version or /sys/module/nvidia/version; empty when
+	// the module is not loaded.
+	ModuleVersion string `json:"module_version,omitempty"`
+	// ModuleVersionFrom names the file ModuleVersion was read from.
+	ModuleVersionFrom string `json:"module_version_from,omitempty"`
+	// ModuleFlavor is "open" or "proprietary" when it can be told.
+	ModuleFlavor string `json:"module_flavor,omitempty"`
+	// Libraries are the installed libnvidia-ml.so.<version> files; their
+	// version is the userspace driver's. One that differs from
+	// ModuleVersion is the "driver/library version mismatch" after an
+	// upgrade without reboot.
+	Libraries []Library `json:"libraries,omitempty"`
+	// LibraryVersion is the version of the libnvidia-ml.so.1 the dynamic
+	// loader finds first (through alternatives symlinks on Debian): the
+	// library NVML tools run with.
+	LibraryVersion string `json:"library_version,omitempty"`
+}
+
+// Library is a versioned shared library file.
+type Library struct {
+	Path    string `json:"path"`
+	Version string `json:"version"`
+}
+
+// DeviceNode is one /dev/nvidia* node.
+type DeviceNode struct {
+	Path  string `json:"path"`
+	Char  bool   `json:"char_device"`
+	Major uint32 `json:"major"`
+	Minor uint32 `json:"minor"`
+	Mode  string `json:"mode"` // "0666"
+	UID   uint32 `json:"uid"`
+	GID   uint32 `json:"gid"`
+	Group string `json:"group,omitempty"`
+}

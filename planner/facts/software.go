@@ -1,0 +1,160 @@
+package facts
+
+// Packages are the GPU-relevant entries of the host's package database.
+type Packages struct {
+	// Manager is "dpkg", "rpm", or "" when the host has no database gpuenv
+	// reads.
+	Manager string `json:"manager"`
+	// Total is how many packages the database holds, GPU-related or not.
+	Total int `json:"total"`
+	// Interrupted is true when dpkg's journal (/var/lib/dpkg/updates)
+	// holds entries not yet merged into the status file: a dpkg run was
+	// cut short, and `dpkg --configure -a` must run before anything else.
+	// The entries are applied to Packages as dpkg itself would.
+	Interrupted bool      `json:"interrupted,omitempty"`
+	Packages    []Package `json:"packages"`
+}
+
+// Package is one package as the database records it.
+type Package struct {
+	Name         string `json:"name"`
+	Version      string `json:"version"` // "535.309.01-0+deb12u1", as written
+	Architecture string `json:"architecture,omitempty"`
+	Source       string `json:"source,omitempty"` // source package
+	// State is dpkg's package state: "installed", "config-files",
+	// "half-installed", "unpacked", "half-configured", "triggers-awaited",
+	// "triggers-pending" ("installed" for RPM).
+	State string `json:"state"`
+	// Want is dpkg's selection: "install", "hold", "deinstall", "purge"
+	// ("install", or "hold" under a dnf versionlock, for RPM).
+	Want string `json:"want"`
+	Hold bool   `json:"hold"`
+	// ReinstallRequired is dpkg's "reinstreq" error flag: the package is
+	// broken and must be reinstalled before anything else is done to it.
+	ReinstallRequired bool `json:"reinstall_required,omitempty"`
+}
+
+// CUDA lists the installed CUDA toolkits.
+type CUDA struct {
+	Toolkits []Toolkit `json:"toolkits"`
+	// Default is where /usr/local/cuda points (resolved, inside the root),
+	// or "" when it does not exist.
+	Default string `json:"default,omitempty"`
+}
+
+// Toolkit is one CUDA toolkit install.
+type Toolkit struct {
+	Path string `json:"path"` // "/usr/local/cuda-12.4", "/usr/lib/nvidia-cuda-toolkit"
+	// Version is the toolkit release: "12.4.1" where the files name the
+	// update, "11.8" where version.json carries a date stamp
+	// ("11.8.20220929") instead, "11.8.0" from Debian's package version.
+	Version string `json:"version"`
+	// Runtime is the CUDA runtime's own version ("12.4.127", from
+	// version.json's cuda_cudart, version.txt or the package), which is
+	// what nvcc and libcudart report.
+	Runtime string `json:"runtime_version,omitempty"`
+	// VersionFrom names where the version was read: "version.json",
+	// "version.txt", or "package:<name>".
+	VersionFrom string `json:"version_from"`
+	Nvcc        string `json:"nvcc,omitempty"` // path to nvcc when present
+	// Layout is "nvidia" (/usr/local/cuda-X.Y) or "distro" (Debian's
+	// nvidia-cuda-toolkit spread over /usr).
+	Layout  string `json:"layout"`
+	Package string `json:"package,omitempty"`
+}
+
+// CuDNN lists cuDNN installs.
+type CuDNN struct {
+	Installs []CuDNNInstall `json:"installs"`
+}
+
+// CuDNNInstall is one cuDNN found by its header or libraries.
+type CuDNNInstall struct {
+	Version   string   `json:"version"` // "9.1.0" from the header's defines
+	Header    string   `json:"header,omitempty"`
+	Libraries []string `json:"libraries,omitempty"`
+	// CUDAMajor is the CUDA major it was built for, when a package name
+	// (libcudnn9-cuda-12, +cuda12.2) or a path says.
+	CUDAMajor string `json:"cuda_major,omitempty"`
+	// Package and PackageVersion name the package that installed it
+	// ("libcudnn9-cuda-12", "9.1.0.70-1"), when the database has one of
+	// the same version.
+	Package        string `json:"package,omitempty"`
+	PackageVersion string `json:"package_version,omitempty"`
+}
+
+// PythonEnv is one Python environment and the frameworks installed in it.
+type PythonEnv struct {
+	// Interpreter is the path of its python executable.
+	Interpreter string `json:"interpreter"`
+	Prefix      string `json:"prefix"`
+	Version     string `json:"python_version,omitempty"` // "3.11"
+	// Virtual is true for a venv (pyvenv.cfg present).
+	Virtual bool `json:"virtual"`
+	// System is true for the distribution's own Python, whose site
+	// directories (/usr/lib/python3/dist-packages …) are found from the
+	// file layout whether or not an interpreter was named.
+	System       bool        `json:"system"`
+	SitePackages []string    `json:"site_packages"`
+	Frameworks   []Framework `json:"frameworks"`
+}
+
+// Framework is a machine-learning framework installed in an environment.
+type Framework struct {
+	Name    string `json:"name"`    // "pytorch", "tensorflow", "jax"
+	Version string `json:"version"` // "2.5.1+cu124", "1.13.0a0"
+	// Variant is the wheel's local version ("cu124", "cpu") when it has one.
+	Variant string `json:"variant,omitempty"`
+	// CUDA is the CUDA version the build targets ("12.4"); "" for a CPU-only
+	// build. CPUOnly is true when the files say so.
+	CUDA    string `json:"cuda,omitempty"`
+	CuDNN   string `json:"cudnn,omitempty"`
+	CPUOnly bool   `json:"cpu_only"`
+	// CUDAArchs are the compute capabilities the build carries, when its
+	// files say ("sm_80", "compute_90").
+	CUDAArchs []string `json:"cuda_archs,omitempty"`
+	// Plugins are companion packages: jax's jax-cuda12-plugin and pjrt.
+	Plugins []Library `json:"plugins,omitempty"`
+	// Installer is the dist-info's INSTALLER ("pip", "uv", "conda"),
+	// "debian" or "rpm" for a distribution package, or "" when unknown;
+	// Package names the distribution package.
+	Installer string `json:"installer,omitempty"`
+	Package   string `json:"package,omitempty"`
+	Location  string `json:"location"`
+}
+
+// Group is one /etc/group entry.
+type Group struct {
+	Name    string   `json:"name"`
+	GID     uint32   `json:"gid"`
+	Members []string `json:"members"`
+	// PrimaryOf are users whose primary group (in /etc/passwd) this is.
+	PrimaryOf []string `json:"primary_of,omitempty"`
+}
+
+// Environment is the system-wide environment as configuration files set it.
+type Environment struct {
+	// Variables are assignments of GPU-relevant variables
+	// (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, PATH, LD_LIBRARY_PATH …) in
+	// /etc/environment, /etc/profile.d/* and systemd DefaultEnvironment=.
+	Variables []Assignment `json:"variables"`
+	// LoaderPaths are the directories in /etc/ld.so.conf and the files it
+	// includes.
+	LoaderPaths []LoaderPath `json:"loader_paths"`
+	// Managed lists gpuenv's own files that exist on the host.
+	Managed []string `json:"managed_files,omitempty"`
+}
+
+// Assignment is one variable set in one file.
+type Assignment struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+}
+
+// LoaderPath is a library directory the dynamic loader searches.
+type LoaderPath struct {
+	Dir  string `json:"dir"`
+	File string `json:"file"`
+}

@@ -1,0 +1,189 @@
+package planner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+)
+
+// A fingerprint covers the sections of an observation that a plan's steps
+// were computed from, with what changes by the minute (memory in use,
+// running processes, module reference counts, the size of the package
+// database) left out: a plan made an hour ago is still right when only
+// those moved, and stale when anything it decided from did.
+
+// Fact sections a fingerprint can cover.
+const (
+	FactsOS          = "os"
+	FactsKernel      = "kernel"
+	FactsPCI         = "pci"
+	FactsNVML        = "nvml"
+	FactsDriver      = "driver"
+	FactsDevices     = "devices" // NVML device settings
+	FactsDeviceNodes = "device_nodes"
+	FactsPackages    = "packages"
+	FactsCUDA        = "cuda"
+	FactsCuDNN       = "cudnn"
+	FactsPython      = "python"
+	FactsGroups      = "groups"
+	FactsEnvironment = "environment"
+)
+
+// allSections is every section, in the order digests are listed.
+var allSections = []string{
+	FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsDevices, FactsDeviceNodes,
+	FactsPackages, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment,
+}
+
+// sectionsFor lists the sections a step's resource is decided from.
+func sectionsFor(address string) []string {
+	switch LayerOf(address) {
+	case LayerRepositories:
+		return []string{FactsOS, FactsPackages}
+	case LayerPurge, LayerNouveau, LayerKernelHeaders, LayerDriver, LayerHold, LayerDriverSettings:
+		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages}
+	case LayerCUDA:
+		return []string{FactsOS, FactsPCI, FactsNVML, FactsDriver, FactsPackages, FactsCUDA}
+	case LayerCuDNN:
+		return []string{FactsOS, FactsPackages, FactsCUDA, FactsCuDNN}
+	case LayerFrameworks:
+		return []string{FactsOS, FactsPCI, FactsDriver, FactsPackages, FactsCUDA, FactsCuDNN, FactsPython}
+	case LayerGroups:
+		return []string{FactsGroups, FactsDeviceNodes}
+	case LayerEnvironment:
+		return []string{FactsCUDA, FactsEnvironment}
+	case LayerDevices:
+		return []string{FactsPCI, FactsNVML, FactsDevices}
+	}
+	return allSections
+}
+
+// FactsDigest is a fingerprint of the facts a plan depends on.
+type FactsDigest struct {
+	// Algorithm is "sha256".
+	Algorithm string `json:"algorithm"`
+	// Digest covers every section digest, in order.
+	Digest string `json:"digest"`
+	// Sections lets a stale plan say what changed.
+	Sections []SectionDigest `json:"sections"`
+}
+
+// SectionDigest is the digest of one section of the facts.
+type SectionDigest struct {
+	Name   string `json:"name"`
+	Digest string `json:"digest"`
+}
+
+// Fingerprint digests the sections of obs that p's steps depend on. A plan
+// without steps depends on every section: it says the host matches the
+// spec, which any change to the host can make untrue.
+func Fingerprint(p *Plan, obs *facts.Observation) FactsDigest {
+	need := map[string]bool{}
+	for _, s := range p.Steps {
+		for _, sec := range sectionsFor(s.Address) {
+			need[sec] = true
+		}
+	}
+	var names []string
+	for _, sec := range allSections {
+		if len(p.Steps) == 0 || need[sec] {
+			names = append(names, sec)
+		}
+	}
+	return digestSections(names, obs)
+}
+
+func digestSections(names []string, obs *facts.Observation) FactsDigest {
+	d := FactsDigest{Algorithm: "sha256"}
+	all := sha256.New()
+	for _, name := range names {
+		b, err := json.Marshal(section(name, obs))
+		if err != nil {
+			// The facts are plain data, which always encodes.
+			panic("encoding facts: " + err.Error())
+		}
+		sum := sha256.Sum256(b)
+		hexSum := hex.EncodeToString(sum[:])
+		d.Sections = append(d.Sections, SectionDigest{Name: name, Digest: hexSum})
+		all.Write([]byte(name + "=" + hexSum + "\n"))
+	}
+	d.Digest = hex.EncodeToString(all.Sum(nil))
+	return d
+}
+
+// section returns the part of obs a section covers, without the values
+// that change while nothing relevant does.
+func section(name string, obs *facts.Observation) any {
+	switch name {
+	case FactsOS:
+		return obs.OS
+	case FactsKernel:
+		k := obs.Kernel
+		k.Loaded = slices.Clone(k.Loaded)
+		for i := range k.Loaded {
+			// Reference counts and users follow the processes; the
+			// module itself is what matters.
+			k.Loaded[i] = facts.LoadedModule{Name: k.Loaded[i].Name, Taints: k.Loaded[i].Taints}
+		}
+		return k
+	case FactsPCI:
+		return obs.PCI
+	case FactsNVML:
+		n := obs.NVML
+		n.Devices = nil
+		return n
+	case FactsDriver:
+		return obs.Driver
+	case FactsDevices:
+		devs := make([]facts.GPUDevice, len(obs.NVML.Devices))
+		for i, d := range obs.NVML.Devices {
+			d.MemoryUsed = 0
+			d.Processes = nil
+			devs[i] = d
+		}
+		return devs
+	case FactsDeviceNodes:
+		return obs.DeviceNodes
+	case FactsPackages:
+		p := obs.Packages
+		p.Total = 0
+		return p
+	case FactsCUDA:
+		return obs.CUDA
+	case FactsCuDNN:
+		return obs.CuDNN
+	case FactsPython:
+		return obs.Python
+	case FactsGroups:
+		return obs.Groups
+	case FactsEnvironment:
+		return obs.Environment
+	}
+	return nil
+}
+
+// Changed lists the sections whose digests differ between d and now, or
+// that only one of them has.
+func (d FactsDigest) Changed(now FactsDigest) []string {
+	old := map[string]string{}
+	for _, s := range d.Sections {
+		old[s.Name] = s.Digest
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range now.Sections {
+		seen[s.Name] = true
+		if old[s.Name] != s.Digest {
+			out = append(out, s.Name)
+		}
+	}
+	for _, s := range d.Sections {
+		if !seen[s.Name] {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}

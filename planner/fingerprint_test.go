@@ -1,0 +1,160 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+)
+
+func fingerprintFacts() *facts.Observation {
+	obs := gpuFacts(2)
+	obs.OS = facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb"}
+	obs.Kernel = facts.Kernel{Release: "5.15.0-105-generic", SecureBoot: "disabled",
+		Loaded: []facts.LoadedModule{{Name: "nvidia", Size: 100, RefCount: 3, UsedBy: []string{"nvidia_uvm"}}}}
+	obs.Driver = facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"}
+	obs.Packages = facts.Packages{Manager: "dpkg", Total: 1500, Packages: []facts.Package{
+		{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1", State: "installed", Want: "install"},
+	}}
+	obs.NVML.Devices[0].MemoryUsed = 1 << 30
+	obs.NVML.Devices[0].PersistenceMode = "disabled"
+	obs.Groups = []facts.Group{{Name: "video", GID: 44, Members: []string{"alice"}}}
+	return obs
+}
+
+func TestFingerprintStaleness(t *testing.T) {
+	driverPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "driver", Action: Update}}}
+	groupPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "group.video", Action: Update}}}
+	devicePlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "device.all", Action: Update}}}
+	emptyPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{}}
+	tests := []struct {
+		name   string
+		plan   *Plan
+		change func(o *facts.Observation)
+		stale  []string // the sections named stale; nil for a fresh plan
+	}{
+		{"memory in use", driverPlan, func(o *facts.Observation) { o.NVML.Devices[0].MemoryUsed = 70 << 30 }, nil},
+		{"processes", devicePlan, func(o *facts.Observation) {
+			o.NVML.Devices[1].Processes = []facts.GPUProcess{{PID: 7, UsedMemory: 1 << 30}}
+		}, nil},
+		{"module reference counts", driverPlan, func(o *facts.Observation) {
+			o.Kernel.Loaded[0].RefCount = 9
+			o.Kernel.Loaded[0].UsedBy = nil
+		}, nil},
+		{"the package database's size", driverPlan, func(o *facts.Observation) { o.Packages.Total = 1501 }, nil},
+		{"a package version", driverPlan, func(o *facts.Observation) { o.Packages.Packages[0].Version = "550.90.07-0ubuntu1" }, []string{FactsPackages}},
+		{"a hold", driverPlan, func(o *facts.Observation) { o.Packages.Packages[0].Hold = true }, []string{FactsPackages}},
+		{"the running kernel", driverPlan, func(o *facts.Observation) { o.Kernel.Release = "5.15.0-106-generic" }, []string{FactsKernel}},
+		{"the loaded module", driverPlan, func(o *facts.Observation) { o.Driver.ModuleVersion = "550.90.07" }, []string{FactsDriver}},
+		{"a group a driver plan does not use", driverPlan, func(o *facts.Observation) { o.Groups[0].Members = nil }, nil},
+		{"the group a group plan changes", groupPlan, func(o *facts.Observation) { o.Groups[0].Members = nil }, []string{FactsGroups}},
+		{"a package a group plan does not use", groupPlan, func(o *facts.Observation) { o.Packages.Packages = nil }, nil},
+		{"a device setting", devicePlan, func(o *facts.Observation) { o.NVML.Devices[0].PersistenceMode = "enabled" }, []string{FactsDevices}},
+		{"a package under an empty plan", emptyPlan, func(o *facts.Observation) { o.Packages.Packages = nil }, []string{FactsPackages}},
+		{"memory under an empty plan", emptyPlan, func(o *facts.Observation) { o.NVML.Devices[1].MemoryUsed = 5 }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := fingerprintFacts()
+			var buf bytes.Buffer
+			if err := WriteSavedPlan(&buf, tt.plan, before); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := ReadSavedPlan(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := fingerprintFacts()
+			tt.change(after)
+
+			same := Fingerprint(tt.plan, before).Digest == Fingerprint(tt.plan, after).Digest
+			err = sp.CheckFresh(after)
+			if tt.stale == nil {
+				if !same || err != nil {
+					t.Fatalf("fingerprint changed (%v): %v", !same, err)
+				}
+				return
+			}
+			var se *StaleError
+			if same || !errors.As(err, &se) {
+				t.Fatalf("fingerprint unchanged (%v), CheckFresh = %v", same, err)
+			}
+			if diff := cmp.Diff(tt.stale, se.Changed); diff != "" {
+				t.Errorf("changed sections (-want +got):\n%s", diff)
+			}
+			if !strings.HasPrefix(se.Diagnostic().Summary, "Saved plan is stale") {
+				t.Errorf("diagnostic summary %q", se.Diagnostic().Summary)
+			}
+		})
+	}
+}
+
+func TestFingerprintSections(t *testing.T) {
+	p := &Plan{Steps: []Step{{Address: "group.video"}, {Address: "environment"}}}
+	var got []string
+	for _, s := range Fingerprint(p, fingerprintFacts()).Sections {
+		got = append(got, s.Name)
+	}
+	want := []string{FactsDeviceNodes, FactsCUDA, FactsGroups, FactsEnvironment}
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sections (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadSavedPlanRefuses(t *testing.T) {
+	good := func() map[string]any {
+		var buf bytes.Buffer
+		if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts()); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	tests := []struct {
+		name   string
+		change func(m map[string]any)
+		want   string
+	}{
+		{"a plain JSON plan", func(m map[string]any) { delete(m, "gpuenv_saved_plan") }, "not a saved plan"},
+		{"a newer layout", func(m map[string]any) { m["gpuenv_saved_plan"] = 2 }, "layout 2"},
+		{"a newer format", func(m map[string]any) { m["format_version"] = "2.0" }, `plan format 2.0 is not known to this gpuenv (it reads 1.x, writes 1.0)`},
+		{"a format that is no version", func(m map[string]any) { m["format_version"] = "one" }, `plan format version "one" is not a version`},
+		{"no fingerprint", func(m map[string]any) { delete(m, "facts_fingerprint") }, "no sha256 facts fingerprint"},
+		{"a broken step", func(m map[string]any) {
+			m["steps"].([]any)[0].(map[string]any)["action"] = "no-op"
+		}, "is not a change"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := good()
+			tt.change(m)
+			b, _ := json.Marshal(m)
+			_, err := ReadSavedPlan(bytes.NewReader(b))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ReadSavedPlan = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	b, _ := json.Marshal(good())
+	sp, err := ReadSavedPlan(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(*samplePlan(), sp.Plan); diff != "" {
+		t.Errorf("saved plan's plan (-want +got):\n%s", diff)
+	}
+	if IsSavedPlan([]byte("driver {\n}\n")) {
+		t.Error("a spec taken for a saved plan")
+	}
+}

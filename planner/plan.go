@@ -1,0 +1,315 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// FormatVersion is the version of the JSON plan document. A reader refuses
+// a document whose major version it does not know.
+const FormatVersion = "1.0"
+
+// Action is what a step does to its resource, as Terraform says it. The
+// zero value is NoOp, so an unset Action can never change a host.
+type Action int
+
+const (
+	NoOp    Action = iota // nothing to do; never in a plan's steps
+	Create                // "+": the resource does not exist and will
+	Update                // "~": changed in place
+	Replace               // "-/+": removed, then created anew
+	Delete                // "-": removed
+)
+
+var actionNames = [...]string{NoOp: "no-op", Create: "create", Update: "update", Replace: "replace", Delete: "delete"}
+var actionSymbols = [...]string{NoOp: " ", Create: "+", Update: "~", Replace: "-/+", Delete: "-"}
+
+func (a Action) String() string {
+	if a < 0 || int(a) >= len(actionNames) {
+		return fmt.Sprintf("Action(%d)", int(a))
+	}
+	return actionNames[a]
+}
+
+// Symbol is the prefix the human plan prints for the action.
+func (a Action) Symbol() string {
+	if a < 0 || int(a) >= len(actionSymbols) {
+		return "?"
+	}
+	return actionSymbols[a]
+}
+
+// MarshalJSON writes the action's name.
+func (a Action) MarshalJSON() ([]byte, error) {
+	if a < 0 || int(a) >= len(actionNames) {
+		return nil, fmt.Errorf("invalid action %d", int(a))
+	}
+	return json.Marshal(actionNames[a])
+}
+
+// UnmarshalJSON is the exact inverse of MarshalJSON.
+func (a *Action) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	for i, n := range actionNames {
+		if n == s {
+			*a = Action(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown action %q", s)
+}
+
+// Plan is everything that must change, in the order it will be done.
+type Plan struct {
+	FormatVersion string `json:"format_version"`
+	// Summary counts the steps as the closing line of the human plan does.
+	Summary Summary `json:"summary"`
+	// SpecDigest is a SHA-256 over the spec's files, so a generation can
+	// say which spec it applied.
+	SpecDigest string `json:"spec_digest,omitempty"`
+	// Steps are in execution order; a converged host has none.
+	Steps []Step `json:"steps"`
+	// Transactions are the package-manager transactions that carry out the
+	// steps' package operations, each run once, when apply reaches the
+	// first operation that names it (Operation.Transaction). A transaction
+	// serving several steps is the union of their operations; each step
+	// still lists its own part, so that a reader sees per-step pins.
+	Transactions []Transaction `json:"transactions,omitempty"`
+	// Inferred are values the spec left out that the planner completed
+	// from its compatibility tables.
+	Inferred []Inference `json:"inferred,omitempty"`
+	Warnings []Warning   `json:"warnings,omitempty"`
+	// NeedsReboot is true when any step needs one for the change to take
+	// effect.
+	NeedsReboot bool `json:"needs_reboot"`
+}
+
+// Step is one resource's change.
+type Step struct {
+	// Address names the resource. Its first part (up to the first dot) is
+	// the resource's kind; together with the whole address it places the
+	// step in the plan's order (see LayerOf):
+	//
+	//	repository.<name>  an APT repository (sources list, key, pin)
+	//	driver.purge       removing driver packages that conflict with the
+	//	                   spec's (another branch, flavour or source)
+	//	kernel.nouveau     blacklisting nouveau and rebuilding the initramfs
+	//	kernel.headers     headers of the running kernel, for DKMS
+	//	driver             the driver packages
+	//	driver.hold        holding them against unplanned upgrades
+	//	driver.persistence nvidia-persistenced
+	//	cuda, cudnn        the toolkit and cuDNN
+	//	framework.<name>   a framework ("framework.pytorch"; a second
+	//	                   environment for the same framework adds its
+	//	                   key: "framework.pytorch[/opt/venv]")
+	//	group.<name>, environment, device.<selector>
+	Address string `json:"address"`
+	Action  Action `json:"action"`
+	// Before and After are the resource's observed and desired values, by
+	// attribute; a created resource has no Before, a deleted one no After.
+	// An update lists the same attributes in both, so that a reader sees
+	// what stays as well as what changes.
+	Before map[string]string `json:"before,omitempty"`
+	After  map[string]string `json:"after,omitempty"`
+	// Reason says in words why the step is needed.
+	Reason string `json:"reason"`
+	// Operations carry the step out, in order.
+	Operations []Operation `json:"operations"`
+	// DependsOn lists the addresses of steps that must run first.
+	DependsOn []string `json:"depends_on,omitempty"`
+	Flags     Flags    `json:"flags"`
+}
+
+// Flags are consequences of a step a user must know before applying.
+type Flags struct {
+	NeedsReboot       bool `json:"needs_reboot,omitempty"`
+	NeedsModuleReload bool `json:"needs_module_reload,omitempty"`
+	// InterruptsGPUProcesses is set by the provider when the step stops
+	// GPU clients by itself, and by the planner on every step that needs
+	// a module reload while the facts show GPU processes running.
+	InterruptsGPUProcesses bool `json:"interrupts_gpu_processes,omitempty"`
+	// BuildsKernelModule is true when the step builds the nvidia module
+	// with DKMS (rather than installing a prebuilt one): with Secure Boot
+	// on, such a module loads only once its signing key is enrolled.
+	BuildsKernelModule bool `json:"builds_kernel_module,omitempty"`
+}
+
+// Inference is a value the spec did not give, completed from a table.
+type Inference struct {
+	Address string `json:"address"`
+	Attr    string `json:"attribute"`
+	Value   string `json:"value"`
+	// From names the table row and its source, e.g. "torch_variants row
+	// 2.5 cu124 (pytorch-release)".
+	From string `json:"from"`
+}
+
+// Warning is something the user needs to know that does not stop the plan.
+type Warning struct {
+	// Check names the check that raised it ("secure-boot-dkms"), so that a
+	// program reading the JSON plan can tell warnings apart.
+	Check   string `json:"check,omitempty"`
+	Summary string `json:"summary"`
+	Detail  string `json:"detail,omitempty"`
+	// Evidence are the observed facts behind the warning, as text.
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// OpKind names an operation's kind. The set is closed: apply knows how to
+// run and invert each of these, and nothing else.
+type OpKind string
+
+const (
+	OpPackages OpKind = "packages" // a package transaction
+	OpFile     OpKind = "file"     // write or remove one file
+	OpGroup    OpKind = "group"    // create a group, add or remove members
+	OpKernel   OpKind = "kernel"   // rebuild the initramfs, load or unload a module
+	OpService  OpKind = "service"  // enable or disable a systemd unit
+	OpDevice   OpKind = "device"   // an NVML device setting
+)
+
+// Operation is one primitive, executable change. Exactly the field named
+// by Kind is set.
+type Operation struct {
+	Kind OpKind `json:"kind"`
+	// Transaction is set on a package operation of a planned Plan: the
+	// number (Transaction.ID) of the plan's transaction that carries it
+	// out. Apply runs that transaction when it meets the first operation
+	// naming it and skips the operations naming it after that.
+	Transaction int         `json:"transaction,omitempty"`
+	Packages    *PackagesOp `json:"packages,omitempty"`
+	File        *FileOp     `json:"file,omitempty"`
+	Group       *GroupOp    `json:"group,omitempty"`
+	Kernel      *KernelOp   `json:"kernel,omitempty"`
+	Service     *ServiceOp  `json:"service,omitempty"`
+	Device      *DeviceOp   `json:"device,omitempty"`
+}
+
+// PackagesOp is one package-manager transaction. Apply computes its inverse
+// from the package state before it runs.
+type PackagesOp struct {
+	// Manager is "apt", "dnf" or "pip".
+	Manager string `json:"manager"`
+	// Install pins exact versions (name=version).
+	Install []PackagePin `json:"install,omitempty"`
+	Remove  []string     `json:"remove,omitempty"`
+	// Purge removes configuration files too (apt).
+	Purge  bool     `json:"purge,omitempty"`
+	Hold   []string `json:"hold,omitempty"`
+	Unhold []string `json:"unhold,omitempty"`
+	// AllowDowngrade is set when a pin is older than what is installed.
+	AllowDowngrade bool `json:"allow_downgrade,omitempty"`
+	// For pip: Python is the interpreter pip runs with; when Venv is set,
+	// pip runs the venv's own bin/python and Python is the interpreter that
+	// creates the venv first if it does not exist. IndexURL is the index to
+	// install from.
+	Python   string `json:"python,omitempty"`
+	Venv     string `json:"venv,omitempty"`
+	IndexURL string `json:"index_url,omitempty"`
+}
+
+// PackagePin is a package at an exact version.
+type PackagePin struct {
+	Name string `json:"name"`
+	// Version is the exact version to install. It is empty only when the
+	// package manager cannot list the package until a repository this plan
+	// configures is in place: apply then pins, once that step ran, the
+	// newest version it lists that satisfies Constraint, and journals it.
+	Version    string `json:"version"`
+	Constraint string `json:"constraint,omitempty"`
+	// Extras are pip extras ("and-cuda").
+	Extras []string `json:"extras,omitempty"`
+}
+
+// FileOp writes (or, with Remove, deletes) one file inside the root.
+type FileOp struct {
+	Path    string `json:"path"`
+	Content string `json:"content,omitempty"`
+	Mode    uint32 `json:"mode,omitempty"`
+	UID     int    `json:"uid"`
+	GID     int    `json:"gid"`
+	Remove  bool   `json:"remove,omitempty"`
+	// After is the argv of one command to run once the file changed and
+	// once more after it is restored: ["ldconfig"], ["systemctl",
+	// "daemon-reload"].
+	After []string `json:"after,omitempty"`
+}
+
+// GroupOp creates a group when missing and changes its members.
+type GroupOp struct {
+	Group  string `json:"group"`
+	Create bool   `json:"create,omitempty"`
+	// System creates the group as a system group (groupadd -r: a gid below
+	// the first user gid), as distributions make the device groups.
+	System bool     `json:"system,omitempty"`
+	Delete bool     `json:"delete,omitempty"`
+	Add    []string `json:"add,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+}
+
+// KernelOp changes the kernel's state.
+type KernelOp struct {
+	// Action is "rebuild_initramfs", "load_module" or "unload_module".
+	Action string `json:"action"`
+	Module string `json:"module,omitempty"`
+}
+
+// ServiceOp enables or disables a systemd unit.
+type ServiceOp struct {
+	Unit   string `json:"unit"`
+	Enable bool   `json:"enable"`
+	// Now also starts or stops the unit.
+	Now bool `json:"now,omitempty"`
+}
+
+// DeviceOp sets one NVML setting on one device.
+type DeviceOp struct {
+	// UUID identifies the device; Index is for the reader.
+	UUID    string `json:"uuid"`
+	Index   int    `json:"index"`
+	Setting string `json:"setting"` // "persistence_mode", "compute_mode"
+	Value   string `json:"value"`
+}
+
+// Transaction is one package-manager run serving one or more steps.
+type Transaction struct {
+	// ID numbers the plan's transactions from 1, in execution order.
+	ID int `json:"id"`
+	// Steps are the addresses of the steps whose package operations it
+	// carries out, in plan order.
+	Steps []string   `json:"steps"`
+	Op    PackagesOp `json:"operation"`
+}
+
+// Summary counts a plan's changes: a replacement adds and removes.
+type Summary struct {
+	Add    int `json:"add"`
+	Change int `json:"change"`
+	Remove int `json:"remove"`
+}
+
+// Empty reports whether the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Steps) == 0 }
+
+// Step returns the step at address, or nil.
+func (p *Plan) Step(address string) *Step {
+	for i := range p.Steps {
+		if p.Steps[i].Address == address {
+			return &p.Steps[i]
+		}
+	}
+	return nil
+}
+
+// Sentence joins the clauses of a step's reason into one sentence.
+func Sentence(parts []string) string {
+	s := strings.Join(parts, "; ")
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
+}

@@ -1,0 +1,166 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// samplePlan has every kind of operation and every field set, so that a
+// round trip through JSON exercises the whole document.
+func samplePlan() *Plan {
+	steps := []Step{
+		{
+			Address: "repository.cuda", Action: Create,
+			After:  map[string]string{"url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/", "priority": "600"},
+			Reason: "The spec names the repository, and the host has no such source.",
+			Operations: []Operation{
+				{Kind: OpFile, File: &FileOp{Path: "/etc/apt/sources.list.d/gpuenv-cuda.list", Content: "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n", Mode: 0o644, After: []string{"apt-get", "update"}}},
+			},
+		},
+		{
+			Address: "kernel.nouveau", Action: Create,
+			After:  map[string]string{"blacklisted": "true"},
+			Reason: "nouveau is bound to the GPU.",
+			Operations: []Operation{
+				{Kind: OpFile, File: &FileOp{Path: "/etc/modprobe.d/gpuenv-nouveau.conf", Content: "blacklist nouveau\n", Mode: 0o644}},
+				{Kind: OpKernel, Kernel: &KernelOp{Action: "rebuild_initramfs"}},
+			},
+			Flags: Flags{NeedsReboot: true},
+		},
+		{
+			Address: "driver", Action: Replace,
+			Before:    map[string]string{"version": "535.161.07", "kernel_modules": "proprietary"},
+			After:     map[string]string{"version": "550.54.15", "kernel_modules": "open"},
+			Reason:    "The spec asks for >= 550.54.15, < 551.",
+			DependsOn: []string{"repository.cuda"},
+			Operations: []Operation{
+				{Kind: OpPackages, Packages: &PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "nvidia-driver-550-open", Version: "550.54.15-0ubuntu1"}}, Remove: []string{"nvidia-driver-535"}, Purge: true, Hold: []string{"nvidia-driver-550-open"}, Unhold: []string{"nvidia-driver-535"}, AllowDowngrade: true}},
+				{Kind: OpService, Service: &ServiceOp{Unit: "nvidia-persistenced.service", Enable: true, Now: true}},
+			},
+			Flags: Flags{NeedsReboot: true, NeedsModuleReload: true, InterruptsGPUProcesses: true, BuildsKernelModule: true},
+		},
+		{
+			Address: "framework.pytorch", Action: Create,
+			After: map[string]string{"version": "2.5.1+cu124"},
+			Operations: []Operation{
+				{Kind: OpPackages, Packages: &PackagesOp{Manager: "pip", Install: []PackagePin{{Name: "torch", Version: "2.5.1+cu124", Extras: []string{"x"}}}, Python: "/usr/bin/python3", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124"}},
+			},
+		},
+		{
+			Address: "group.video", Action: Update,
+			Before: map[string]string{"members": "alice"}, After: map[string]string{"members": "alice, bob"},
+			Operations: []Operation{{Kind: OpGroup, Group: &GroupOp{Group: "video", Create: true, Add: []string{"bob"}, Remove: []string{"mallory"}}}},
+		},
+		{
+			Address: "device.0", Action: Update,
+			Operations: []Operation{{Kind: OpDevice, Device: &DeviceOp{UUID: "GPU-1", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}}},
+		},
+		{
+			Address: "environment", Action: Delete,
+			Before:     map[string]string{"CUDA_VISIBLE_DEVICES": "0"},
+			Operations: []Operation{{Kind: OpFile, File: &FileOp{Path: "/etc/profile.d/gpuenv.sh", Remove: true, UID: 0, GID: 0}}},
+		},
+	}
+	p := &Plan{FormatVersion: FormatVersion, SpecDigest: "abc", Steps: steps}
+	p.Transactions = Batch(p.Steps)
+	p.Summary, p.NeedsReboot = summarize(p.Steps)
+	p.Inferred = []Inference{{Address: "framework.pytorch", Attr: "cuda", Value: "12.4", From: "torch_variants row 2.5 cu124"}}
+	p.Warnings = []Warning{{Check: CheckNoGPU, Summary: "No NVIDIA GPU on the PCI bus", Detail: "d", Evidence: []string{"e"}}}
+	return p
+}
+
+func TestPlanJSONRoundTrip(t *testing.T) {
+	p := samplePlan()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Plan
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(p, &back); diff != "" {
+		t.Errorf("plan after a JSON round trip (-want +got):\n%s", diff)
+	}
+	if err := back.Validate(); err != nil {
+		t.Errorf("round-tripped plan does not validate: %v", err)
+	}
+}
+
+func TestActionJSON(t *testing.T) {
+	for a := NoOp; a <= Delete; a++ {
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Action
+		if err := json.Unmarshal(b, &back); err != nil || back != a {
+			t.Errorf("%v: round trip gave %v, %v", a, back, err)
+		}
+	}
+	if _, err := json.Marshal(Action(42)); err == nil {
+		t.Error("an invalid action encoded without error")
+	}
+	var a Action
+	if err := json.Unmarshal([]byte(`"destroy"`), &a); err == nil {
+		t.Error(`"destroy" decoded as an action`)
+	}
+	if got := Replace.Symbol(); got != "-/+" {
+		t.Errorf("Replace.Symbol() = %q", got)
+	}
+}
+
+func TestPlanValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(p *Plan)
+		want   string
+	}{
+		{"a no-op step", func(p *Plan) { p.Steps[0].Action = NoOp }, "is not a change"},
+		{"a package operation without its transaction", func(p *Plan) { p.Steps[2].Operations[0].Transaction = 0 }, "no transaction 0"},
+		{"a transaction that does not list the step", func(p *Plan) { p.Transactions[0].Steps = []string{"cuda"} }, "does not list the step"},
+		{"a kind without its field", func(p *Plan) { p.Steps[0].Operations[0].Kind = OpGroup }, `kind "group" without its group field`},
+		{"two fields", func(p *Plan) { p.Steps[4].Operations[0].File = &FileOp{Path: "/x"} }, "also carries a file field"},
+		{"an unknown kind", func(p *Plan) { p.Steps[0].Operations[0].Kind = "shell" }, `unknown kind "shell"`},
+		{"duplicate addresses", func(p *Plan) { p.Steps[1].Address = "repository.cuda" }, "two steps have the address"},
+		{"misnumbered transactions", func(p *Plan) { p.Transactions[0].ID = 7 }, "is numbered 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := samplePlan()
+			tt.change(p)
+			err := p.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate() = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	if err := samplePlan().Validate(); err != nil {
+		t.Errorf("valid plan: %v", err)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	p := samplePlan()
+	want := Summary{Add: 4, Change: 2, Remove: 2}
+	if p.Summary != want || !p.NeedsReboot {
+		t.Errorf("summary %+v reboot %v, want %+v and a reboot", p.Summary, p.NeedsReboot, want)
+	}
+}
+
+func TestReadApplyStatus(t *testing.T) {
+	st, err := ReadApplyStatus(strings.NewReader(`{"unfinished": true, "generation": 7, "command": "apply", "pid": 42, "journal": "x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ApplyStatus{Unfinished: true, Generation: 7, Command: "apply", PID: 42}); *st != want {
+		t.Errorf("got %+v, want %+v", *st, want)
+	}
+	if _, err := ReadApplyStatus(bytes.NewReader([]byte("{"))); err == nil {
+		t.Error("a truncated status file read without error")
+	}
+}

@@ -1,0 +1,88 @@
+package planner
+
+import (
+	"context"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// Provider turns the desired and observed state of one kind of resource
+// (the driver, CUDA, groups …) into steps. It is the only thing the planner
+// needs from a provider package.
+//
+// The contract:
+//   - Plan never changes the host and starts no process of its own; the
+//     only questions it may ask the host beyond req.Facts go through
+//     req.Candidates, and only for a resource that has to change, so that a
+//     host that already matches plans without starting a process.
+//   - A resource that already matches the spec yields no step: after an
+//     apply, observing again and planning again gives no steps for it.
+//   - A resource the spec does not name is left alone: no step.
+//   - Steps are data (see Step); each has a unique address that starts
+//     with the resource's kind (the list is in Step.Address), an Action
+//     other than NoOp, and the operations that carry it out, in order.
+//   - DependsOn may name steps of other providers. A dependency on a step
+//     that is not in the plan is met (its resource already matches).
+//   - Problems that make the spec impossible on this host are error
+//     diagnostics with the spec's ranges, and every one is reported, not
+//     only the first. Steps returned alongside errors are discarded.
+//   - Plan honours ctx: when it is cancelled, Plan returns promptly with
+//     an error diagnostic.
+//
+// The planner calls providers one at a time, in the order given to New; a
+// provider need not be safe for concurrent use.
+type Provider interface {
+	// Name is the provider's kind, as in "driver", for messages.
+	Name() string
+	Plan(ctx context.Context, req *Request) *Response
+}
+
+// Request is what a provider plans from. Every provider of one plan gets
+// the same values; it must not modify them.
+type Request struct {
+	Spec  *spec.Spec
+	Facts *facts.Observation
+	// Desired are the spec's values completed and resolved against the
+	// compatibility tables and the host: concrete versions, package names,
+	// the kernel-module flavour. Nil when the planner has no resolver.
+	Desired *Desired
+	// Candidates asks the package manager which versions it can install.
+	// Never nil.
+	Candidates Candidates
+}
+
+// Response is what a provider returns; nil is the same as an empty one.
+type Response struct {
+	// Steps are the changes for the provider's resources, in no particular
+	// order: the planner orders every provider's steps together.
+	Steps []Step
+	// Inferred are values the spec left out that the provider completed.
+	Inferred []Inference
+	Warnings []Warning
+	// Diagnostics report specs that cannot work on this host.
+	Diagnostics hcl.Diagnostics
+}
+
+// Candidates answers which versions of a package the host's package
+// manager can install. Implementations run the manager's query
+// (apt-cache madison, dnf --showduplicates) inside the root and may cache
+// the answer for the life of one plan.
+type Candidates interface {
+	// Versions lists the versions of package name that manager ("apt",
+	// "dnf") can install, newest first, written as the manager writes
+	// them. A package the manager does not know has no versions and no
+	// error; an error means the manager could not be asked.
+	Versions(ctx context.Context, manager, name string) ([]string, error)
+}
+
+// NoCandidates is a Candidates that knows no package: for roots where no
+// package manager can be asked, and for tests.
+type NoCandidates struct{}
+
+// Versions returns nothing.
+func (NoCandidates) Versions(context.Context, string, string) ([]string, error) { return nil, nil }
+
+var _ Candidates = NoCandidates{}

@@ -1,0 +1,526 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// Resolve completes a spec from the compatibility tables and checks it
+// against itself and the host: constraints that the tables can settle
+// become concrete values (a torch release and its CUDA build, the driver
+// floor they need, the kernel-module flavour the GPUs allow), every value
+// filled in is recorded in Desired.Inferred with its table row, and every
+// combination that cannot work is an error diagnostic whose subject is one
+// spec location and whose detail names the other and the fact between
+// them. Situations that work with a caveat are warnings.
+//
+// Resolve reads only the spec, the observation and the embedded tables: it
+// starts no process and asks no package manager. Package versions that
+// only the archive can name are left to the providers.
+func Resolve(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
+	if obs == nil {
+		obs = &facts.Observation{}
+	}
+	r := &resolver{spec: s, obs: obs, d: &Desired{GPUs: HostGPUs(obs)}}
+	if s == nil {
+		return r.d, nil
+	}
+	r.os = osOf(obs.OS)
+	r.resolveCUDA()
+	r.resolveCuDNN()
+	r.resolveFrameworks()
+	r.resolveDriver()
+	r.resolvePackages()
+	return r.d, r.diags
+}
+
+// resolver carries one resolution.
+type resolver struct {
+	spec  *spec.Spec
+	obs   *facts.Observation
+	os    hostOS
+	d     *Desired
+	diags hcl.Diagnostics
+	// needs are the driver floors the toolkit and frameworks ask for.
+	needs []driverNeed
+}
+
+// driverNeed is a driver floor one resource asks for.
+type driverNeed struct {
+	// Exact is the driver that runs it fully; MinorCompat the oldest one
+	// that runs it through CUDA's minor-version compatibility (zero when
+	// Exact is the only choice).
+	Exact, MinorCompat version.Version
+	Who                string    // "CUDA 12.4.1", "torch 2.5.1+cu124"
+	Range              hcl.Range // where the spec asks for it
+	From               compat.Source
+}
+
+func (r *resolver) errorf(subject hcl.Range, summary, format string, args ...any) {
+	d := &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+	}
+	if subject.Filename != "" {
+		d.Subject = subject.Ptr()
+	}
+	r.diags = append(r.diags, d)
+}
+
+func (r *resolver) warnf(subject hcl.Range, summary, format string, args ...any) {
+	d := &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+	}
+	if subject.Filename != "" {
+		d.Subject = subject.Ptr()
+	}
+	r.diags = append(r.diags, d)
+}
+
+func (r *resolver) infer(address, attr, value string, from compat.Source) {
+	r.d.Inferred = append(r.d.Inferred, Inference{Address: address, Attr: attr, Value: value, From: from.String()})
+}
+
+// at writes a spec location as file:line for a diagnostic's detail.
+func at(rng hcl.Range) string {
+	if rng.Filename == "" {
+		return "the spec"
+	}
+	return fmt.Sprintf("%s:%d", rng.Filename, rng.Start.Line)
+}
+
+// subjectOf returns the attribute's range when it is set, else the block's.
+func subjectOf[T any](a spec.Attr[T], block hcl.Range) hcl.Range {
+	if a.Set {
+		return a.Range
+	}
+	return block
+}
+
+// HostGPUs lists the host's NVIDIA GPUs: those on the PCI bus, with what
+// NVML adds about the same device, and NVML's devices that the PCI scan
+// did not see (a root whose /sys is not laid out).
+func HostGPUs(obs *facts.Observation) []HostGPU {
+	var out []HostGPU
+	seen := map[string]bool{}
+	for _, p := range obs.PCI {
+		g := HostGPU{Address: p.Address, Index: -1, Model: p.Model, Arch: strings.ToLower(p.Architecture)}
+		if p.ComputeCapability != "" {
+			g.CC, _ = version.Parse(p.ComputeCapability)
+		}
+		if row, ok := compat.GPUByPCIID(p.DeviceID); ok {
+			g.Row = &row
+			g.Model, g.Arch, g.CC, g.OpenRequired = row.Model, row.Arch, row.CC, row.OpenRequired
+		}
+		for _, n := range obs.NVML.Devices {
+			if samePCI(n.PCIBusID, p.Address) {
+				g.Index, g.UUID = n.Index, n.UUID
+				if g.Model == "" {
+					g.Model = n.Name
+				}
+				if cc, err := version.Parse(n.ComputeCapability); err == nil && g.CC.IsZero() {
+					g.CC = cc
+				}
+				seen[n.UUID] = true
+			}
+		}
+		if g.Model == "" {
+			g.Model = fmt.Sprintf("NVIDIA device 0x%04x", p.DeviceID)
+		}
+		out = append(out, g.withArch())
+	}
+	for _, n := range obs.NVML.Devices {
+		if seen[n.UUID] {
+			continue
+		}
+		g := HostGPU{Address: n.PCIBusID, Index: n.Index, UUID: n.UUID, Model: n.Name}
+		g.CC, _ = version.Parse(n.ComputeCapability)
+		out = append(out, g.withArch())
+	}
+	return out
+}
+
+// withArch fills the architecture from the compute capability where the
+// device table did not, and marks the architectures only the open modules
+// drive.
+func (g HostGPU) withArch() HostGPU {
+	if g.Arch == "" && !g.CC.IsZero() {
+		if a, ok := compat.ArchForCC(g.CC); ok {
+			g.Arch = a.Name
+		}
+	}
+	if a, ok := compat.Arch(g.Arch); ok && a.Open == compat.OpenRequired {
+		g.OpenRequired = true
+	}
+	return g
+}
+
+// samePCI compares NVML's bus id ("00000000:17:00.0") with sysfs's
+// address ("0000:17:00.0"): the domain's width differs.
+func samePCI(nvml, sysfs string) bool {
+	_, a, ok1 := strings.Cut(strings.ToLower(nvml), ":")
+	_, b, ok2 := strings.Cut(strings.ToLower(sysfs), ":")
+	return ok1 && ok2 && a == b
+}
+
+// hostOS is the operating system as the package tables name it.
+type hostOS struct {
+	ID, Version string // "debian" "12", "ubuntu" "22.04", "rhel" "9"
+	Title       string // "Debian 12"
+	Manager     string // "apt", "dnf", or "" when unknown
+}
+
+func osOf(o facts.OS) hostOS {
+	h := hostOS{ID: o.ID, Version: o.VersionID}
+	rhelLike := o.ID == "rhel" || slices.Contains(o.IDLike, "rhel") || slices.Contains(o.IDLike, "centos")
+	if rhelLike {
+		h.ID = "rhel"
+		h.Version, _, _ = strings.Cut(o.VersionID, ".")
+	}
+	switch {
+	case o.Family == "deb" || o.ID == "debian" || o.ID == "ubuntu":
+		h.Manager = "apt"
+	case o.Family == "rpm" || rhelLike:
+		h.Manager = "dnf"
+	}
+	name := o.ID
+	switch o.ID {
+	case "debian":
+		name = "Debian"
+	case "ubuntu":
+		name = "Ubuntu"
+	case "rhel":
+		name = "RHEL"
+	}
+	h.Title = strings.TrimSpace(name + " " + o.VersionID)
+	if h.Title == "" {
+		h.Title = "this host's operating system"
+	}
+	return h
+}
+
+// narrow intersects c with extra, a constraint without "||", and reports
+// whether any version is left. The zero Constraint admits everything.
+func narrow(c version.Constraint, extra string) (version.Constraint, bool) {
+	if extra == "" {
+		return c, c.Satisfiable()
+	}
+	alts := []string{""}
+	if !c.IsZero() {
+		alts = strings.Split(c.String(), "||")
+	}
+	for i, a := range alts {
+		// Terms already there are not repeated, so that the constraint
+		// stays readable where it is shown.
+		var terms []string
+		for _, t := range strings.Split(a, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				terms = append(terms, t)
+			}
+		}
+		for _, t := range strings.Split(extra, ",") {
+			terms = addTerm(terms, strings.TrimSpace(t))
+		}
+		alts[i] = strings.Join(terms, ", ")
+	}
+	n, err := version.ParseConstraint(strings.Join(alts, " || "))
+	if err != nil {
+		return c, false
+	}
+	return n, n.Satisfiable()
+}
+
+// addTerm adds a term to one alternative's terms, leaving out a lower
+// bound that a term already there implies and replacing a lower bound
+// that the new one raises, so that a narrowed constraint reads like one a
+// person would write.
+func addTerm(terms []string, t string) []string {
+	if slices.Contains(terms, t) {
+		return terms
+	}
+	floor, isFloor := lowerBound(t)
+	if !isFloor || !strings.HasPrefix(t, ">=") {
+		return append(terms, t)
+	}
+	for i, have := range terms {
+		b, ok := lowerBound(have)
+		if !ok {
+			continue
+		}
+		if b.Compare(floor) >= 0 {
+			return terms
+		}
+		if strings.HasPrefix(have, ">=") {
+			terms[i] = t
+			return terms
+		}
+	}
+	return append(terms, t)
+}
+
+// lowerBound is the least version a term admits when the term has one:
+// ">= X", an exact "X" or "= X", or a wildcard "X.*".
+func lowerBound(t string) (version.Version, bool) {
+	t = strings.TrimSpace(t)
+	switch {
+	case strings.HasPrefix(t, ">="):
+		t = strings.TrimSpace(t[2:])
+	case strings.HasPrefix(t, "="):
+		t = strings.TrimSpace(t[1:])
+	case strings.ContainsAny(t[:min(1, len(t))], "<>!~^"):
+		return version.Version{}, false
+	}
+	t = strings.TrimSuffix(strings.TrimSuffix(t, ".*"), ".x")
+	v, err := version.Parse(t)
+	return v, err == nil
+}
+
+// admitsFrom reports whether c admits some version of at least floor.
+func admitsFrom(c version.Constraint, floor version.Version) bool {
+	_, ok := narrow(c, ">= "+floor.String())
+	return ok
+}
+
+// quoted spells a constraint for messages, "any version" when unset.
+func quoted(c version.Constraint) string {
+	if c.IsZero() {
+		return "any version"
+	}
+	return strconv.Quote(c.String())
+}
+
+// mm is a version's major.minor.
+func mm(v version.Version) version.Version { return v.Trunc(2) }
+
+// observedDriver is the driver installed on the host, from NVML, the
+// loaded module or the libraries; zero when none is.
+func observedDriver(obs *facts.Observation) (version.Version, string) {
+	for _, c := range []struct{ v, from string }{
+		{obs.NVML.DriverVersion, "NVML"},
+		{obs.Driver.ModuleVersion, obs.Driver.ModuleVersionFrom},
+		{obs.Driver.LibraryVersion, "libnvidia-ml.so.1"},
+	} {
+		if c.v == "" {
+			continue
+		}
+		if v, err := version.Parse(c.v); err == nil {
+			if c.from == "" {
+				c.from = "the loaded module"
+			}
+			return v, c.from
+		}
+	}
+	return version.Version{}, ""
+}
+
+// resolveCUDA chooses the toolkit's release line and the release the
+// driver floor comes from.
+func (r *resolver) resolveCUDA() {
+	c := r.spec.CUDA
+	if c == nil {
+		return
+	}
+	dc := &DesiredCUDA{Block: c, Absent: c.IsAbsent(), Source: c.Source.Or(spec.DefaultCUDASource), Versions: c.Version.Value}
+	r.d.CUDA = dc
+	if dc.Absent {
+		return
+	}
+	var rows []compat.CUDARelease
+	for _, rel := range compat.CUDAReleases() {
+		if dc.Versions.Check(rel.Version) {
+			rows = append(rows, rel)
+		}
+	}
+	if len(rows) == 0 {
+		r.errorf(subjectOf(c.Version, c.DefRange), "Unknown CUDA version",
+			"No CUDA release in gpuenv's tables matches %s; the tables know CUDA %s to %s.",
+			quoted(dc.Versions), compat.CUDAReleases()[0].Version, compat.CUDAReleases()[len(compat.CUDAReleases())-1].Version)
+		return
+	}
+	if dc.Source == spec.SourceDistro {
+		rows = r.distroCUDA(dc, rows)
+		if rows == nil {
+			return
+		}
+	}
+	// Prefer the line a framework's build targets, so that the toolkit
+	// and the framework agree; else the newest line.
+	pick := rows[len(rows)-1]
+	for _, f := range r.spec.Frameworks {
+		if f.IsAbsent() || !f.CUDA.Set {
+			continue
+		}
+		for i := len(rows) - 1; i >= 0; i-- {
+			if mm(rows[i].Version).Equal(mm(f.CUDA.Value)) {
+				pick = rows[i]
+				break
+			}
+		}
+		break
+	}
+	dc.Minor = mm(pick.Version)
+	// The newest release of the line is what the package manager installs.
+	for _, rel := range rows {
+		if mm(rel.Version).Equal(dc.Minor) {
+			dc.Release = rel
+		}
+	}
+	if e, ok := dc.Versions.Exact(); !ok || len(e.Parts()) < 2 {
+		r.infer("cuda", "version", dc.Minor.String(), pick.Source)
+	}
+	dc.Path = c.Path.Or(spec.DefaultCUDAPath(dc.Source, dc.Minor))
+	dc.SetEnvironment = c.SetEnvironment.Value
+	need := driverNeed{Exact: dc.Release.Driver, Who: "CUDA " + dc.Release.Version.String(), Range: subjectOf(c.Version, c.DefRange), From: dc.Release.Source}
+	if f, ok := compat.CUDAFamilyFor(dc.Minor.Major()); ok {
+		need.MinorCompat = f.MinorCompatMin
+	}
+	if !need.Exact.IsZero() || !need.MinorCompat.IsZero() {
+		r.needs = append(r.needs, need)
+	}
+}
+
+// distroCUDA keeps the releases the distribution's archive has.
+func (r *resolver) distroCUDA(dc *DesiredCUDA, rows []compat.CUDARelease) []compat.CUDARelease {
+	c := dc.Block
+	pkgs := r.os.rowsFor(compat.RepoDistro, "toolkit")
+	if len(pkgs) == 0 {
+		r.errorf(subjectOf(c.Source, c.DefRange), "No CUDA toolkit in the distribution's archive",
+			"gpuenv knows no CUDA toolkit package in %s's own archive. Use source = \"nvidia\" with a repository block for NVIDIA's CUDA repository.", r.os.Title)
+		return nil
+	}
+	var kept []compat.CUDARelease
+	for _, rel := range rows {
+		for _, p := range pkgs {
+			if p.Applies.IsZero() || p.Applies.Check(rel.Version) {
+				kept = append(kept, rel)
+				break
+			}
+		}
+	}
+	if len(kept) == 0 {
+		var has []string
+		for _, p := range pkgs {
+			has = append(has, fmt.Sprintf("%s %s", p.Name, strings.TrimSuffix(p.Applies.String(), ".*")))
+		}
+		r.errorf(subjectOf(c.Version, c.DefRange), "CUDA version not in the distribution's archive",
+			"%s's archive has CUDA %s only (%s); the spec asks for CUDA %s with source = \"distro\" (%s). Use source = \"nvidia\" for other versions.",
+			r.os.Title, strings.TrimSuffix(pkgs[0].Applies.String(), ".*"), strings.Join(has, ", "), quoted(dc.Versions), at(subjectOf(c.Source, c.DefRange)))
+		return nil
+	}
+	return kept
+}
+
+// toolkitCUDA is the CUDA the system's toolkit has: the managed one, else
+// the observed default; zero when there is none.
+func (r *resolver) toolkitCUDA() (version.Version, string) {
+	if dc := r.d.CUDA; dc != nil && !dc.Absent && !dc.Minor.IsZero() {
+		return dc.Minor, fmt.Sprintf("the cuda block asks for CUDA %s (%s)", dc.Minor, at(subjectOf(dc.Block.Version, dc.Block.DefRange)))
+	}
+	if r.spec.CUDA != nil {
+		return version.Version{}, ""
+	}
+	tks := r.obs.CUDA.Toolkits
+	for _, t := range tks {
+		if t.Path == r.obs.CUDA.Default || len(tks) == 1 {
+			if v, err := version.Parse(t.Version); err == nil {
+				return mm(v), fmt.Sprintf("the host's toolkit at %s is CUDA %s", t.Path, mm(v))
+			}
+		}
+	}
+	return version.Version{}, ""
+}
+
+// resolveCuDNN checks that the cuDNN asked for has a build for the CUDA
+// major in use, and picks that build.
+func (r *resolver) resolveCuDNN() {
+	b := r.spec.CuDNN
+	if b == nil {
+		return
+	}
+	dn := &DesiredCuDNN{Block: b, Absent: b.IsAbsent(), Source: b.Source.Or(spec.DefaultCuDNNSource), Versions: b.Version.Value}
+	r.d.CuDNN = dn
+	if dn.Absent {
+		return
+	}
+	subject := subjectOf(b.Version, b.DefRange)
+	var admitted []compat.CuDNN
+	for _, row := range compat.CuDNNBuilds() {
+		if admitsRange(dn.Versions, row.First, row.Last) {
+			admitted = append(admitted, row)
+		}
+	}
+	if len(admitted) == 0 {
+		r.errorf(subject, "Unknown cuDNN version",
+			"No cuDNN release in gpuenv's tables matches %s.", quoted(dn.Versions))
+		return
+	}
+	majors := map[uint64]bool{}
+	for _, row := range admitted {
+		majors[row.First.Major()] = true
+	}
+	if len(majors) == 1 {
+		dn.Major = admitted[0].First.Major()
+	}
+	cuda, why := r.toolkitCUDA()
+	if cuda.IsZero() {
+		// No toolkit to match: the newest build admitted.
+		dn.CUDAMajor = admitted[len(admitted)-1].CUDAMajor
+		return
+	}
+	var fit []compat.CuDNN
+	var cudaMajors []string
+	for _, row := range admitted {
+		if !slices.Contains(cudaMajors, strconv.FormatUint(row.CUDAMajor, 10)) {
+			cudaMajors = append(cudaMajors, strconv.FormatUint(row.CUDAMajor, 10))
+		}
+		if row.CUDAMajor == cuda.Major() {
+			fit = append(fit, row)
+		}
+	}
+	if len(fit) == 0 {
+		slices.Sort(cudaMajors)
+		r.errorf(subject, "No cuDNN build for this CUDA",
+			"cuDNN %s has builds for CUDA %s only, none for CUDA %d (%s); %s.",
+			quoted(dn.Versions), joinAnd(cudaMajors), cuda.Major(), admitted[len(admitted)-1].Source, why)
+		return
+	}
+	row := fit[len(fit)-1]
+	if cuda.Compare(row.CUDAFirst) < 0 {
+		r.errorf(subject, "No cuDNN build for this CUDA",
+			"cuDNN %s's build for CUDA %d starts at CUDA %s (%s); %s.",
+			quoted(dn.Versions), row.CUDAMajor, row.CUDAFirst, row.Source, why)
+		return
+	}
+	dn.CUDAMajor = cuda.Major()
+	dn.CUDA = cuda
+}
+
+// admitsRange reports whether c admits some version whose major.minor is
+// within [first, last].
+func admitsRange(c version.Constraint, first, last version.Version) bool {
+	next := fmt.Sprintf("%d.%d", last.Major(), last.Minor()+1)
+	_, ok := narrow(c, fmt.Sprintf(">= %s, < %s", first, next))
+	return ok
+}
+
+func joinAnd(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

@@ -1,0 +1,273 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// rowsFor returns the package rows of the host's operating system for a
+// repository and component, whatever their flavour or branch.
+func (h hostOS) rowsFor(repo, component string) []compat.PackageRow {
+	var out []compat.PackageRow
+	for _, p := range compat.PackageRows() {
+		if p.OS != h.ID || p.Repo != repo || p.Component != component {
+			continue
+		}
+		if len(p.OSVersions) > 0 && !slices.Contains(p.OSVersions, h.Version) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// names asks the package tables for a component on the host's system.
+// A component no row provides gives no names and no error.
+func (h hostOS) names(q compat.PackageQuery) ([]PackageName, error) {
+	q.OS, q.OSVersion = h.ID, h.Version
+	pkgs, err := compat.Packages(q)
+	if errors.Is(err, compat.ErrUnknown) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PackageName, len(pkgs))
+	for i, p := range pkgs {
+		out[i] = PackageName{Name: p.Name, Version: p.Version, From: p.Row.Source.String(), Notes: p.Row.Notes}
+	}
+	return out, nil
+}
+
+// repoOf maps a spec source to the package tables' repository.
+func repoOf(s spec.Source) string {
+	if s == spec.SourceNVIDIA {
+		return compat.RepoNVIDIA
+	}
+	return compat.RepoDistro
+}
+
+// resolvePackages names the packages of the driver, the toolkit, cuDNN
+// and distribution frameworks, and the archive components they need.
+func (r *resolver) resolvePackages() {
+	r.d.Manager = r.os.Manager
+	needs := false
+	if dd := r.d.Driver; dd != nil && !dd.Absent && !r.diags.HasErrors() {
+		r.driverPackages(dd)
+		needs = true
+	}
+	if dc := r.d.CUDA; dc != nil && !dc.Absent && !dc.Minor.IsZero() {
+		r.cudaPackages(dc)
+		needs = true
+	}
+	if dn := r.d.CuDNN; dn != nil && !dn.Absent && dn.CUDAMajor != 0 {
+		r.cudnnPackages(dn)
+		needs = true
+	}
+	for _, f := range r.d.Frameworks {
+		if f.Source == spec.SourceDistro && f.Package != "" {
+			needs = true
+		}
+	}
+	if needs && r.os.Manager == "" {
+		r.errorf(hcl.Range{}, "Unknown package manager",
+			"gpuenv does not know how to install packages on this host (os-release ID %q): it manages Debian, Ubuntu and RHEL-family systems.", r.obs.OS.ID)
+	}
+	r.components()
+}
+
+// driverComponents are the table components that make up a driver
+// install, in install order.
+func driverComponents(km spec.KernelModules) []string {
+	if km == spec.KernelModulesNone {
+		// The userspace alone: nvidia-smi, NVML and the CUDA driver
+		// library, for containers and hosts whose module comes from
+		// elsewhere.
+		return []string{"utils", "nvml", "compute"}
+	}
+	if km == spec.KernelModulesOpen {
+		// The open modules run on the GPU's GSP, whose firmware some
+		// distributions package separately.
+		return []string{"driver-pin", "driver", "kernel", "kmod", "firmware"}
+	}
+	return []string{"driver-pin", "driver", "kernel", "kmod"}
+}
+
+func (r *resolver) driverPackages(dd *DesiredDriver) {
+	repo := repoOf(dd.Source)
+	q := compat.PackageQuery{Repo: repo}
+	if dd.KernelModules != spec.KernelModulesNone {
+		q.Flavor = compat.Flavor(dd.KernelModules)
+	}
+	switch {
+	case len(dd.Branches) == 1:
+		q.Branch = dd.Branches[0]
+	case repo == compat.RepoDistro && len(dd.Branches) > 0:
+		// Distribution archives name packages by branch; the newest
+		// branch allowed is what an upgrade would reach.
+		q.Branch = dd.Branches[len(dd.Branches)-1]
+	}
+	dd.Branch = q.Branch
+	var out []PackageName
+	for _, comp := range driverComponents(dd.KernelModules) {
+		q.Component = comp
+		names, err := r.os.names(q)
+		if err != nil {
+			r.errorf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Driver packages unknown", "%s.", err)
+			return
+		}
+		if len(names) == 0 && repo == compat.RepoNVIDIA && comp != "driver-pin" {
+			// NVIDIA's repositories for Debian and Ubuntu also carry the
+			// distribution-style names where the tables list none of
+			// their own (nvidia-driver-550-open, nvidia-utils-550).
+			dq := q
+			dq.Repo = compat.RepoDistro
+			if dq.Branch == 0 && len(dd.Branches) > 0 {
+				dq.Branch = dd.Branches[len(dd.Branches)-1]
+				dd.Branch = dq.Branch
+			}
+			names, err = r.os.names(dq)
+			if err != nil {
+				names = nil
+			}
+		}
+		out = append(out, names...)
+	}
+	if !slices.ContainsFunc(out, func(p PackageName) bool { return !strings.Contains(p.Name, "pinning") }) {
+		what := string(dd.KernelModules) + " kernel modules"
+		if dd.KernelModules == spec.KernelModulesNone {
+			what = "the driver's userspace"
+		}
+		if dd.Branch != 0 {
+			what += fmt.Sprintf(", branch %d", dd.Branch)
+		}
+		hint := ""
+		if dd.Source == spec.SourceDistro {
+			hint = " Use source = \"nvidia\" with a repository block for NVIDIA's repository."
+		}
+		r.errorf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Driver packages unknown",
+			"gpuenv's package tables name no driver package for %s from the %s source (%s).%s", r.os.Title, dd.Source, what, hint)
+		return
+	}
+	dd.Packages = out
+	if r.os.ID == "rhel" && repo == compat.RepoNVIDIA && dd.KernelModules != spec.KernelModulesNone {
+		q.Component = "module-stream"
+		if streams, err := r.os.names(q); err == nil && len(streams) > 0 {
+			// RHEL 8 and 9 hide modular packages until their stream is
+			// enabled, and enabling one is not among gpuenv's operations.
+			r.warnf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Enable the driver's module stream first",
+				"On %s, NVIDIA's driver packages are in the module stream %s, which dnf hides until it is enabled: run dnf module enable %s before applying (%s).",
+				r.os.Title, streams[0].Name, streams[0].Name, streams[0].From)
+		}
+	}
+}
+
+func (r *resolver) cudaPackages(dc *DesiredCUDA) {
+	names, err := r.os.names(compat.PackageQuery{Repo: repoOf(dc.Source), Component: "toolkit", CUDA: dc.Release.Version})
+	if err == nil && len(names) == 0 {
+		err = fmt.Errorf("gpuenv's package tables name no CUDA %s toolkit package for %s from the %s source", dc.Minor, r.os.Title, dc.Source)
+	}
+	if err != nil {
+		r.errorf(subjectOf(dc.Block.Source, dc.Block.DefRange), "CUDA packages unknown", "%s.", err)
+		return
+	}
+	dc.Packages = names
+}
+
+func (r *resolver) cudnnPackages(dn *DesiredCuDNN) {
+	repo := repoOf(dn.Source)
+	q := compat.PackageQuery{Repo: repo, CUDA: dn.CUDA}
+	if q.CUDA.IsZero() {
+		q.CUDA = version.MustParse(strconv.FormatUint(dn.CUDAMajor, 10))
+	}
+	if e, ok := dn.Versions.Exact(); ok {
+		q.CuDNN = e
+	} else if dn.Major != 0 && repo == compat.RepoNVIDIA {
+		q.CuDNN = version.MustParse(strconv.FormatUint(dn.Major, 10))
+	}
+	comps := []string{"cudnn"}
+	if repo == compat.RepoNVIDIA {
+		// The headers come with the -dev package: what builds against
+		// cuDNN needs them, and they say which release is installed.
+		comps = append(comps, "cudnn-dev")
+	}
+	var out []PackageName
+	for _, c := range comps {
+		q.Component = c
+		names, err := r.os.names(q)
+		if err != nil {
+			r.errorf(subjectOf(dn.Block.Source, dn.Block.DefRange), "cuDNN packages unknown", "%s.", err)
+			return
+		}
+		out = append(out, names...)
+	}
+	if len(out) == 0 {
+		r.errorf(subjectOf(dn.Block.Source, dn.Block.DefRange), "cuDNN packages unknown",
+			"gpuenv's package tables name no cuDNN package for %s from the %s source.", r.os.Title, dn.Source)
+		return
+	}
+	for _, p := range out {
+		if strings.Contains(p.Notes, "installer") {
+			r.warnf(subjectOf(dn.Block.Source, dn.Block.DefRange), p.Name+" downloads cuDNN when installed",
+				"%s (%s): %s.", p.Name, p.From, p.Notes)
+		}
+	}
+	dn.Packages = out
+}
+
+// components collects the archive components (Debian's contrib and
+// non-free) that the chosen distribution packages live in.
+func (r *resolver) components() {
+	if r.os.ID != "debian" {
+		return
+	}
+	var names []string
+	if dd := r.d.Driver; dd != nil && dd.Source == spec.SourceDistro {
+		for _, p := range dd.Packages {
+			names = append(names, p.Name)
+		}
+	}
+	if dc := r.d.CUDA; dc != nil && dc.Source == spec.SourceDistro {
+		for _, p := range dc.Packages {
+			names = append(names, p.Name)
+		}
+	}
+	if dn := r.d.CuDNN; dn != nil && dn.Source == spec.SourceDistro {
+		for _, p := range dn.Packages {
+			names = append(names, p.Name)
+		}
+	}
+	for _, f := range r.d.Frameworks {
+		if f.Source == spec.SourceDistro && !f.Absent {
+			names = append(names, f.Package)
+		}
+	}
+	set := map[string]bool{}
+	for _, n := range names {
+		for _, p := range compat.DistroPackages(r.os.ID, r.os.Version, n) {
+			_, comp, ok := strings.Cut(p.Suite, "/")
+			if ok && comp != "main" {
+				set[comp] = true
+			}
+		}
+	}
+	if set["non-free"] && r.os.ID == "debian" {
+		// Debian's non-free NVIDIA packages depend on packages in contrib
+		// (nvidia-modprobe, glx-alternative-nvidia, the *-installer-cleanup
+		// helpers), so apt cannot resolve them with non-free alone.
+		set["contrib"] = true
+	}
+	for c := range set {
+		r.d.Components = append(r.d.Components, c)
+	}
+	slices.Sort(r.d.Components)
+}

@@ -1,0 +1,199 @@
+package capture_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/capture"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden specs in testdata")
+
+// fixtures are the machines captured, with the interpreters observed
+// besides the system's.
+var fixtures = []struct {
+	name    string
+	pythons []string
+	// sources, when set, is the root's /etc/apt/sources.list: the
+	// fixture has none, and a Debian host without the non-free component
+	// it installed the driver from would make the planner add it.
+	sources string
+}{
+	{name: "ubuntu2204-working", pythons: []string{"/opt/venv/bin/python"}},
+	{name: "debian12-distro", sources: "deb http://deb.debian.org/debian bookworm main contrib non-free non-free-firmware\n"},
+	{name: "tensorflow-no-cudnn", pythons: []string{"/opt/tf/bin/python"}},
+	{name: "ubuntu2204-misconfigured", pythons: []string{"/opt/venv/bin/python"}},
+	{name: "rhel9"},
+	{name: "nouveau"},
+}
+
+func observe(t *testing.T, name string, pythons []string, sources string) (*host.Host, *facts.Observation) {
+	t.Helper()
+	root := hosttest.Build(t, name)
+	if sources != "" {
+		if err := os.MkdirAll(filepath.Join(root, "etc/apt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "etc/apt/sources.list"), []byte(sources), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, providers.Observe(context.Background(), h, providers.ObserveOptions{Pythons: pythons})
+}
+
+// TestRoundTrip is init's contract: the captured spec loads, is formatted
+// as gpuenv fmt writes it, and planning it against the same host finds
+// nothing to do.
+func TestRoundTrip(t *testing.T) {
+	for _, fx := range fixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			h, obs := observe(t, fx.name, fx.pythons, fx.sources)
+			src := capture.Spec(obs)
+
+			formatted, diags := spec.Format(src, "gpuenv.hcl")
+			if diags.HasErrors() {
+				t.Fatalf("format: %s\n%s", diags.Error(), src)
+			}
+			if d := cmp.Diff(string(formatted), string(src)); d != "" {
+				t.Errorf("not fmt-stable (-formatted +captured):\n%s", d)
+			}
+
+			file := filepath.Join(t.TempDir(), "gpuenv.hcl")
+			if err := os.WriteFile(file, src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, diags := spec.Load(file, spec.LoadOptions{})
+			if len(diags) > 0 {
+				t.Fatalf("load: %s\n%s", diags.Error(), src)
+			}
+			pl := planner.New(providers.Planners(h)...)
+			p, diags := pl.Plan(context.Background(), s, obs)
+			if diags.HasErrors() || p == nil {
+				t.Fatalf("plan: %s\n%s", diags.Error(), src)
+			}
+			if !p.Empty() {
+				var steps []string
+				for _, st := range p.Steps {
+					steps = append(steps, st.Address+": "+st.Reason)
+				}
+				t.Errorf("plan of the captured spec has changes:\n  %s\n%s", strings.Join(steps, "\n  "), src)
+			}
+
+			golden := filepath.Join("testdata", fx.name+".hcl")
+			if *update {
+				if err := os.WriteFile(golden, src, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(string(want), string(src)); d != "" {
+				t.Errorf("captured spec differs from %s (-want +got):\n%s", golden, d)
+			}
+		})
+	}
+}
+
+// TestRoundTripChangedHost: the captured spec describes the host it was
+// taken from, so planning it on a host that differs shows the difference.
+func TestRoundTripChangedHost(t *testing.T) {
+	_, obs := observe(t, "ubuntu2204-working", []string{"/opt/venv/bin/python"}, "")
+	src := capture.Spec(obs)
+	file := filepath.Join(t.TempDir(), "gpuenv.hcl")
+	if err := os.WriteFile(file, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, diags := spec.Load(file, spec.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	// The same machine without ml in video and render.
+	root := hosttest.Build(t, "ubuntu2204-working")
+	group, err := os.ReadFile(filepath.Join(root, "etc/group"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group = bytes.ReplaceAll(group, []byte("ubuntu,ml\n"), []byte("ubuntu\n"))
+	if err := os.WriteFile(filepath.Join(root, "etc/group"), group, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := providers.Observe(context.Background(), h, providers.ObserveOptions{Pythons: []string{"/opt/venv/bin/python"}})
+	p, diags := planner.New(providers.Planners(h)...).Plan(context.Background(), s, changed)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var addrs []string
+	for _, st := range p.Steps {
+		addrs = append(addrs, st.Address)
+	}
+	if d := cmp.Diff([]string{`group.render`, `group.video`}, sortStrings(addrs)); d != "" {
+		t.Errorf("steps (-want +got):\n%s", d)
+	}
+}
+
+func sortStrings(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// TestSpecComments: what cannot be captured as managed is said in
+// comments, not dropped silently and not captured wrongly.
+func TestSpecComments(t *testing.T) {
+	obs := &facts.Observation{
+		Driver:   facts.Driver{ModuleVersion: "550.90.07", ModuleFlavor: "open"},
+		Packages: facts.Packages{Manager: "dpkg", Total: 700},
+		CUDA:     facts.CUDA{Toolkits: []facts.Toolkit{{Path: "/usr/local/cuda-12.4", Version: "12.4.1", Layout: "nvidia"}}, Default: "/usr/local/cuda-12.4"},
+		Python: []facts.PythonEnv{{Interpreter: "/usr/bin/python3", Prefix: "/usr", System: true,
+			Frameworks: []facts.Framework{{Name: "pytorch", Version: "2.5.1+cu124", Variant: "cu124", CUDA: "12.4", Installer: "pip"}}}},
+		Environment: facts.Environment{
+			Variables: []facts.Assignment{
+				{Name: "CUDA_VISIBLE_DEVICES", Value: "0,1", File: "/etc/profile.d/gpuenv.sh", Line: 2},
+				{Name: "CUDA_DEVICE_ORDER", Value: "PCI_BUS_ID", File: "/etc/profile.d/gpuenv.sh", Line: 3},
+				{Name: "CUDA_VISIBLE_DEVICES", Value: "3", File: "/etc/environment", Line: 1},
+			},
+			Managed: []string{"/etc/profile.d/gpuenv.sh"},
+		},
+	}
+	got := string(capture.Spec(obs))
+	for _, want := range []string{
+		"# The driver 550.90.07 is not installed from a package gpuenv manages",
+		"# The CUDA 12.4.1 toolkit in /usr/local/cuda-12.4 is not installed from a\n# package gpuenv manages",
+		"# pytorch 2.5.1+cu124 in /usr/bin/python3 was installed by pip outside a\n# virtual environment",
+		"environment {\n  cuda_visible_devices = [\"0\", \"1\"]\n  cuda_device_order    = \"PCI_BUS_ID\"\n}",
+		"#   CUDA_VISIBLE_DEVICES=3 (/etc/environment:1)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("spec lacks %q:\n%s", want, got)
+		}
+	}
+	for _, unwanted := range []string{"driver {", "cuda {", "framework \""} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("spec has %q:\n%s", unwanted, got)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+# Captured by gpuenv init: this host's GPU stack as it was observed. gpuenv
+# plan against the same host shows no changes; on a fresh host it installs the
+# same versions. Review it before applying it elsewhere.
+
+# The driver as installed: cuda-drivers, cuda-drivers-545, nvidia-dkms-545,
+# nvidia-driver-545.
+driver {
+  version           = "545.23.08"
+  kernel_modules    = "proprietary"
+  source            = "nvidia"
+  blacklist_nouveau = true
+}
+
+# The CUDA toolkit in /usr/local/cuda-12.3 (cuda-toolkit-12-3).
+cuda {
+  version = "12.3.2"
+  source  = "nvidia"
+}
+
+# tensorflow 2.17.0 in /opt/tf.
+framework "tensorflow" {
+  version = "2.17.0"
+  python  = "/opt/tf/bin/python"
+}
+
+# Users in video (gid 44).
+group "video" {
+  members = ["dev"]
+}
+
+# Users in render (gid 109).
+group "render" {
+  members = ["dev"]
+}

@@ -1,0 +1,49 @@
+# Captured by gpuenv init: this host's GPU stack as it was observed. gpuenv
+# plan against the same host shows no changes; on a fresh host it installs the
+# same versions. Review it before applying it elsewhere.
+
+# The driver as installed: cuda-drivers, cuda-drivers-550,
+# nvidia-dkms-550-open, nvidia-driver-550-open.
+driver {
+  version           = "550.54.15"
+  kernel_modules    = "open"
+  source            = "nvidia"
+  blacklist_nouveau = true
+}
+
+# Held: nvidia-driver-550-open; not held: cuda-drivers, cuda-drivers-550,
+# nvidia-dkms-550-open. hold = true would hold them all, so the driver block
+# leaves holds as they are.
+
+# The CUDA toolkit in /usr/local/cuda-12.4 (cuda-toolkit-12-4).
+cuda {
+  version = "12.4.1"
+  source  = "nvidia"
+}
+
+# cuDNN 9.1.0 (libcudnn9-cuda-12) for CUDA 12.
+cudnn {
+  version = "9.1.0.70"
+  source  = "nvidia"
+}
+
+# pytorch 2.5.1+cu124 in /opt/venv.
+framework "pytorch" {
+  version = "2.5.1+cu124"
+  python  = "/opt/venv/bin/python"
+  cuda    = "12.4"
+}
+
+# Users in video (gid 44).
+group "video" {
+  members = ["ml", "ubuntu"]
+}
+
+# Users in render (gid 109).
+group "render" {
+  members = ["ml", "ubuntu"]
+}
+
+# Set outside gpuenv's files, and left to them (an environment block would set
+# them in gpuenv's own):
+#   CUDA_VISIBLE_DEVICES=0,9 (/etc/profile.d/gpu.sh:2)

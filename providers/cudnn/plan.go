@@ -1,0 +1,170 @@
+package cudnn
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// Provider plans the "cudnn" step: cuDNN's packages.
+type Provider struct{}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "cudnn" }
+
+// installVersion is an install's most exact version: the package's (four
+// parts, "9.1.0.70") where a package installed it, else the header's.
+func installVersion(in facts.CuDNNInstall) (version.Version, error) {
+	if in.PackageVersion != "" {
+		if v, err := version.FromDebian(in.PackageVersion); err == nil {
+			return v, nil
+		}
+	}
+	return version.Parse(in.Version)
+}
+
+// Plan compares the resolved cuDNN with the installed ones.
+func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	if req.Desired == nil || req.Desired.CuDNN == nil {
+		return resp
+	}
+	d := req.Desired.CuDNN
+	obs := req.Facts
+	manager := req.Desired.Manager
+	if d.Absent {
+		var remove []string
+		for _, in := range obs.CuDNN.Installs {
+			if in.Package != "" && !slices.Contains(remove, in.Package) {
+				remove = append(remove, in.Package)
+			}
+		}
+		for _, p := range obs.Packages.Packages {
+			if p.State == "installed" && strings.HasPrefix(p.Name, "libcudnn") && !slices.Contains(remove, p.Name) {
+				remove = append(remove, p.Name)
+			}
+		}
+		if len(remove) == 0 {
+			return resp
+		}
+		slices.Sort(remove)
+		resp.Steps = append(resp.Steps, planner.Step{
+			Address:    "cudnn",
+			Action:     planner.Delete,
+			Before:     map[string]string{"packages": strings.Join(remove, ", ")},
+			Reason:     "absent = true removes cuDNN: " + strings.Join(remove, ", ") + ".",
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
+		})
+		return resp
+	}
+	if len(d.Packages) == 0 {
+		return resp
+	}
+	var current *facts.CuDNNInstall
+	for i, in := range obs.CuDNN.Installs {
+		v, err := installVersion(in)
+		if err != nil {
+			continue
+		}
+		sameCUDA := in.CUDAMajor == "" || in.CUDAMajor == fmt.Sprint(d.CUDAMajor)
+		if d.Versions.Check(v) && sameCUDA {
+			return resp
+		}
+		if current == nil {
+			current = &obs.CuDNN.Installs[i]
+		}
+	}
+	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+		Manager: manager, Packages: d.Packages, Versions: d.Versions,
+		Accept: func(raw string, _ version.Version) bool { return buildFits(raw, d.CUDA) },
+		OS:     repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+	})
+	if err != nil {
+		subject := d.Block.DefRange
+		if d.Block.Version.Set {
+			subject = d.Block.Version.Range
+		}
+		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No cuDNN version to install",
+			Detail:   err.Error() + ".",
+			Subject:  subject.Ptr(),
+		})
+		return resp
+	}
+	var names []string
+	op := &planner.PackagesOp{Manager: manager}
+	for _, p := range d.Packages {
+		names = append(names, p.Name)
+		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: picked.Version, Constraint: picked.Constraint})
+	}
+	step := planner.Step{
+		Address:    "cudnn",
+		Action:     planner.Create,
+		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)},
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  append(repository.Deps(req), "cuda"),
+	}
+	why := []string{fmt.Sprintf("no cuDNN matching %s for CUDA %d is installed", describe(d.Versions), d.CUDAMajor)}
+	if current != nil {
+		step.Action = planner.Update
+		step.Before = map[string]string{"version": current.Version}
+		if current.Package != "" {
+			step.Before["packages"] = current.Package
+		}
+		why = []string{fmt.Sprintf("the installed cuDNN %s does not satisfy %s for CUDA %d", current.Version, describe(d.Versions), d.CUDAMajor)}
+		if cur, ok := repository.Installed(obs, d.Packages[0].Name); ok && picked.Version != "" && repository.CompareVersions(manager, picked.Version, cur.Version) < 0 {
+			op.AllowDowngrade = true
+		}
+	}
+	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), repository.ShownVersion(picked.Version)))
+	if d.Source == spec.SourceDistro {
+		for _, p := range d.Packages {
+			if p.Notes != "" {
+				why = append(why, p.Name+": "+p.Notes)
+			}
+		}
+	}
+	if picked.Note != "" {
+		why = append(why, picked.Note)
+	}
+	step.Reason = planner.Sentence(why)
+	resp.Steps = append(resp.Steps, step)
+	return resp
+}
+
+func describe(c version.Constraint) string {
+	if c.IsZero() {
+		return "any version"
+	}
+	return fmt.Sprintf("%q", c.String())
+}
+
+// buildFits tells whether a cuDNN package version fits the toolkit. cuDNN
+// 8's packages carry the CUDA build in their version (8.9.7.29-1+cuda12.2):
+// a build for CUDA X.Y runs on toolkits X.Z with Z >= Y (NVIDIA builds one
+// per line, not per minor: 8.9.7.29 exists for 12.2 and 11.8 only, and
+// TensorFlow's tested configuration pairs 8.9 with CUDA 12.3). The apt
+// candidates sort the newest build first, so the closest fitting line wins.
+func buildFits(raw string, cuda version.Version) bool {
+	_, build, ok := strings.Cut(raw, "+cuda")
+	if !ok || cuda.IsZero() {
+		return true
+	}
+	v, err := version.Parse(build)
+	if err != nil {
+		return false
+	}
+	return v.Major() == cuda.Major() && v.Minor() <= cuda.Minor()
+}

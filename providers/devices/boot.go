@@ -1,0 +1,179 @@
+package devices
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// BootUnit is the systemd unit that sets the compute modes again at boot:
+// NVML keeps a compute mode only while the driver stays loaded.
+const BootUnit = "gpuenv-compute-mode.service"
+
+// BootAddress is the address of the step that writes or removes BootUnit.
+const BootAddress = "device.boot"
+
+const (
+	// BootUnitPath is where the unit is written: the administrator's unit
+	// directory, which no package owns.
+	BootUnitPath = "/etc/systemd/system/" + BootUnit
+	// bootUnitWants is the link `systemctl enable` makes from the unit's
+	// WantedBy= target.
+	bootUnitWants = "/etc/systemd/system/multi-user.target.wants/" + BootUnit
+)
+
+// smiComputeMode is how nvidia-smi's -c/--compute-mode names each mode.
+var smiComputeMode = map[string]string{
+	string(spec.ComputeModeDefault):          "DEFAULT",
+	string(spec.ComputeModeExclusiveProcess): "EXCLUSIVE_PROCESS",
+	string(spec.ComputeModeProhibited):       "PROHIBITED",
+}
+
+// wantedModes returns the compute mode the spec asks of each GPU, by
+// index, a block for one device taking precedence over device "all"; an
+// absent block asks for the default. managed tells whether any block
+// manages compute modes, nonDefault whether any asks for another mode
+// than the default.
+func wantedModes(s *spec.Spec, devs []facts.GPUDevice) (modes map[int]string, managed, nonDefault bool) {
+	modes = map[int]string{}
+	for _, pass := range []bool{true, false} {
+		for _, blk := range s.Devices {
+			if (blk.Selector == spec.AllDevices) != pass || (!blk.ComputeMode.Set && !blk.IsAbsent()) {
+				continue
+			}
+			managed = true
+			want := string(spec.ComputeModeDefault)
+			if !blk.IsAbsent() {
+				want = string(blk.ComputeMode.Value)
+			}
+			if want != string(spec.ComputeModeDefault) {
+				nonDefault = true
+			}
+			for _, d := range Selected(devs, blk.Selector) {
+				modes[d.Index] = want
+			}
+		}
+	}
+	return modes, managed, nonDefault
+}
+
+// bootUnit returns the unit's content and, by GPU, the modes it sets: one
+// ExecStart= per GPU whose wanted mode is not the default (the driver
+// starts every GPU in the default mode), in the order of the GPUs'
+// indices so that the same spec always writes the same bytes. GPUs whose
+// compute mode NVML does not report are left out, as their device steps
+// leave them alone. The content is empty when no GPU needs a line.
+func bootUnit(devs []facts.GPUDevice, modes map[int]string) (string, map[string]string) {
+	devs = slices.Clone(devs)
+	slices.SortFunc(devs, func(a, b facts.GPUDevice) int { return a.Index - b.Index })
+	var exec []string
+	set := map[string]string{}
+	for _, d := range devs {
+		want, ok := modes[d.Index]
+		if !ok || want == string(spec.ComputeModeDefault) || d.ComputeMode == "" || d.UUID == "" {
+			continue
+		}
+		exec = append(exec, fmt.Sprintf("ExecStart=/usr/bin/nvidia-smi -i %s -c %s\n", d.UUID, smiComputeMode[want]))
+		set[fmt.Sprintf("gpu%d.compute_mode_at_boot", d.Index)] = want
+	}
+	if len(exec) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	b.WriteString("# Written by gpuenv from the spec's device blocks. The driver starts every\n")
+	b.WriteString("# GPU in the default compute mode, so the modes are set again at each boot.\n")
+	b.WriteString("[Unit]\n")
+	b.WriteString("Description=Set the GPU compute modes (gpuenv)\n")
+	b.WriteString("After=nvidia-persistenced.service systemd-modules-load.service\n")
+	b.WriteString("\n[Service]\n")
+	b.WriteString("Type=oneshot\n")
+	b.WriteString("RemainAfterExit=yes\n")
+	for _, l := range exec {
+		b.WriteString(l)
+	}
+	b.WriteString("\n[Install]\n")
+	b.WriteString("WantedBy=multi-user.target\n")
+	return b.String(), set
+}
+
+// bootStep writes and enables the boot-time unit, or disables and removes
+// it once no block asks for a mode other than the default. It is planned
+// only when some block manages compute modes: without one the unit is
+// left as it is. While NVML shows no GPU the unit cannot name them, and
+// an existing unit is left alone then too (the device blocks warn).
+func (p Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.Step {
+	if p.Host == nil {
+		return nil
+	}
+	devs := req.Facts.NVML.Devices
+	modes, managed, nonDefault := wantedModes(req.Spec, devs)
+	if !managed || (nonDefault && len(devs) == 0) {
+		return nil
+	}
+	content, set := bootUnit(devs, modes)
+	data, ferr := p.Host.ReadFile(BootUnitPath)
+	_, lerr := p.Host.Lstat(bootUnitWants)
+	exists, enabled := ferr == nil, lerr == nil
+	state := "absent"
+	switch {
+	case exists && enabled:
+		state = "enabled"
+	case exists:
+		state = "disabled"
+	}
+	step := planner.Step{
+		Address:   BootAddress,
+		Before:    map[string]string{"unit": state},
+		DependsOn: append([]string{"driver"}, deviceSteps...),
+	}
+	if content == "" {
+		if !exists && !enabled {
+			return nil
+		}
+		step.Action = planner.Delete
+		step.After = map[string]string{"unit": "absent"}
+		// Disabled first: systemctl reads the unit's [Install] section to
+		// find the links to remove.
+		if enabled {
+			step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: BootUnit}})
+		}
+		if exists {
+			step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Remove: true, After: []string{"systemctl", "daemon-reload"}}})
+		}
+		step.Reason = fmt.Sprintf("No device block asks for a compute mode other than default, so %s, which set the modes at boot, is disabled and removed.", BootUnit)
+		return &step
+	}
+	same := exists && string(data) == content
+	if same && enabled {
+		return nil
+	}
+	step.Action = planner.Update
+	if !exists {
+		step.Action = planner.Create
+		step.Before = nil
+	}
+	step.After = map[string]string{"unit": "enabled"}
+	for k, v := range set {
+		step.After[k] = v
+	}
+	var why []string
+	if !same {
+		// systemd reads unit files when told to; in a root that is not
+		// the running system, systemctl skips the reload and the unit is
+		// read when that system boots.
+		step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Content: content, Mode: 0o644, After: []string{"systemctl", "daemon-reload"}}})
+		why = append(why, "writes "+BootUnitPath)
+	}
+	if !enabled {
+		// Enabled only, not started: the device steps set the modes now,
+		// and the unit repeats them at the next boot.
+		step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: BootUnit, Enable: true}})
+		why = append(why, "enables it")
+	}
+	step.Reason = fmt.Sprintf("NVML forgets compute modes when the driver unloads, so gpuenv %s: at each boot it runs nvidia-smi to set the modes the spec asks for again.", strings.Join(why, " and "))
+	return &step
+}

@@ -1,0 +1,154 @@
+// Package devices plans NVML settings of GPUs (device.<selector> steps):
+// the compute mode, set through NVML with the value observed before it
+// recorded, so that apply can put it back. NVML forgets compute modes
+// when the driver unloads, so a boot-time systemd unit (the device.boot
+// step) sets them again at every boot.
+package devices
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// Provider plans device.<selector> steps and the device.boot step.
+type Provider struct {
+	// Host reads the boot-time unit and its enablement link. Without a
+	// Host the unit cannot be compared with what it must hold, and only
+	// the NVML settings are planned.
+	Host *host.Host
+}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "device" }
+
+// Selected returns the devices a selector picks: "all", an index, or a
+// GPU UUID (any case).
+func Selected(devs []facts.GPUDevice, selector string) []facts.GPUDevice {
+	var out []facts.GPUDevice
+	for _, d := range devs {
+		switch {
+		case selector == spec.AllDevices:
+		case strings.EqualFold(selector, d.UUID):
+		default:
+			if i, err := strconv.Atoi(selector); err != nil || i != d.Index {
+				continue
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// Plan compares each device block's settings with what NVML reports, and
+// the boot-time unit with the modes the blocks ask for.
+func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	devs := req.Facts.NVML.Devices
+	// A block for one device takes precedence over device "all" for that
+	// device: "all" plans only the GPUs no other block names.
+	own := map[int]bool{}
+	for _, blk := range req.Spec.Devices {
+		if blk.Selector == spec.AllDevices || (!blk.ComputeMode.Set && !blk.IsAbsent()) {
+			continue
+		}
+		for _, d := range Selected(devs, blk.Selector) {
+			own[d.Index] = true
+		}
+	}
+	var deviceSteps []string
+	for _, blk := range req.Spec.Devices {
+		if !blk.ComputeMode.Set && !blk.IsAbsent() {
+			continue
+		}
+		want := string(blk.ComputeMode.Value)
+		if blk.IsAbsent() {
+			// Removing the block's settings puts the GPUs back to NVML's
+			// default.
+			want = string(spec.ComputeModeDefault)
+		}
+		addr := "device." + blk.Selector
+		picked := Selected(devs, blk.Selector)
+		if blk.Selector == spec.AllDevices && len(own) > 0 {
+			var rest []facts.GPUDevice
+			for _, d := range picked {
+				if !own[d.Index] {
+					rest = append(rest, d)
+				}
+			}
+			if len(rest) == 0 {
+				continue
+			}
+			picked = rest
+		}
+		if len(picked) == 0 {
+			if blk.IsAbsent() {
+				continue
+			}
+			ev := "NVML reports no devices"
+			if st := req.Facts.NVML.Status; st != "" && st != "ok" {
+				ev = "NVML: " + st
+				if req.Facts.NVML.Error != "" {
+					ev += ": " + req.Facts.NVML.Error
+				}
+			}
+			resp.Warnings = append(resp.Warnings, planner.Warning{
+				Summary:  fmt.Sprintf("The settings of device %q cannot be planned yet", blk.Selector),
+				Detail:   "Compute modes are set through NVML on a running driver, and NVML does not show the device now. Plan again once the driver is installed and loaded (after the reboot it needs).",
+				Evidence: []string{ev},
+			})
+			continue
+		}
+		var ops []planner.Operation
+		before, after := map[string]string{}, map[string]string{}
+		var unknown []string
+		for _, d := range picked {
+			key := fmt.Sprintf("gpu%d.compute_mode", d.Index)
+			if d.ComputeMode == "" {
+				unknown = append(unknown, strconv.Itoa(d.Index))
+				continue
+			}
+			if d.ComputeMode == want {
+				continue
+			}
+			before[key], after[key] = d.ComputeMode, want
+			ops = append(ops, planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: "compute_mode", Value: want}})
+		}
+		if len(unknown) > 0 {
+			resp.Warnings = append(resp.Warnings, planner.Warning{
+				Summary:  "NVML does not report the compute mode of some GPUs",
+				Detail:   fmt.Sprintf("GPUs %s do not support compute modes through NVML, so device %q leaves them alone.", strings.Join(unknown, ", "), blk.Selector),
+				Evidence: []string{"NVML: compute mode not supported"},
+			})
+		}
+		if len(ops) == 0 {
+			continue
+		}
+		reason := fmt.Sprintf("compute_mode = %q and %d of the GPUs it selects %s another mode; NVML sets it on each, and apply records the mode before so that rollback restores it.", want, len(ops), map[bool]string{true: "has", false: "have"}[len(ops) == 1])
+		if blk.IsAbsent() {
+			reason = "absent = true puts the compute mode back to default on the GPUs it selects."
+		}
+		resp.Steps = append(resp.Steps, planner.Step{
+			Address:    addr,
+			Action:     planner.Update,
+			Before:     before,
+			After:      after,
+			Reason:     strings.ToUpper(reason[:1]) + reason[1:],
+			Operations: ops,
+			DependsOn:  []string{"driver"},
+		})
+		deviceSteps = append(deviceSteps, addr)
+	}
+	if s := p.bootStep(req, deviceSteps); s != nil {
+		resp.Steps = append(resp.Steps, *s)
+	}
+	return resp
+}

@@ -1,0 +1,446 @@
+package driver_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/driver"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/providers/system"
+)
+
+// observe runs system and driver observation over root, as the
+// aggregator does.
+func observe(t *testing.T, root string, n host.NVML) *facts.Observation {
+	t.Helper()
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &facts.Observation{}
+	system.Observe(context.Background(), h, obs)
+	driver.Observe(context.Background(), h, n, obs)
+	return obs
+}
+
+func problems(obs *facts.Observation) []string {
+	var out []string
+	for _, p := range obs.Problems {
+		out = append(out, p.Layer+": "+p.Message)
+	}
+	return out
+}
+
+func TestFreshH100(t *testing.T) {
+	obs := observe(t, hosttest.Build(t, "ubuntu2204-h100-fresh"), nil)
+	want := []facts.PCIDevice{{
+		Address: "0000:17:00.0", VendorID: 0x10de, DeviceID: 0x2330, SubsystemVendor: 0x10de, SubsystemDevice: 0x16c1,
+		Class: 0x030200, Model: "H100 SXM5 80GB HBM3", Architecture: "Hopper", ComputeCapability: "9.0",
+	}}
+	// The ASPEED VGA of the BMC is a display controller too, but not
+	// NVIDIA's.
+	if diff := cmp.Diff(want, obs.PCI); diff != "" {
+		t.Errorf("PCI (-want +got):\n%s", diff)
+	}
+	if obs.Driver.ModuleVersion != "" || len(obs.Driver.Libraries) != 0 || len(obs.DeviceNodes) != 0 || len(obs.Kernel.Loaded) != 0 {
+		t.Errorf("a fresh machine shows a driver: %+v, nodes %v, loaded %v", obs.Driver, obs.DeviceNodes, obs.Kernel.Loaded)
+	}
+	if obs.NVML.Status != "not_attempted" {
+		t.Errorf("NVML status %q on a fixture root", obs.NVML.Status)
+	}
+	wantP := []string{"pci: no driver is bound to GPU 0000:17:00.0: no NVIDIA kernel module is installed for the running kernel"}
+	if diff := cmp.Diff(wantP, problems(obs)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	if len(obs.Kernel.Installed) != 1 || !obs.Kernel.Installed[0].Headers || !obs.Kernel.Installed[0].Running {
+		t.Errorf("installed kernels %+v", obs.Kernel.Installed)
+	}
+	if len(obs.Warnings) != 0 {
+		t.Errorf("warnings %v", obs.Warnings)
+	}
+}
+
+func TestWorkingDGX(t *testing.T) {
+	obs := observe(t, hosttest.Build(t, "ubuntu2204-working"), nil)
+	if len(obs.PCI) != 8 {
+		t.Fatalf("%d GPUs, want 8 (the NVSwitches are not GPUs)", len(obs.PCI))
+	}
+	for i, d := range obs.PCI {
+		if d.Address != hosttest.DGXBusIDs[i] || d.Driver != "nvidia" {
+			t.Errorf("GPU %d: %s bound to %q", i, d.Address, d.Driver)
+		}
+	}
+	wantDriver := facts.Driver{
+		ModuleVersion: "550.54.15", ModuleVersionFrom: driver.ProcVersion, ModuleFlavor: "open",
+		Libraries:      []facts.Library{{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15", Version: "550.54.15"}},
+		LibraryVersion: "550.54.15",
+	}
+	if diff := cmp.Diff(wantDriver, obs.Driver); diff != "" {
+		t.Errorf("driver (-want +got):\n%s", diff)
+	}
+	if len(obs.Problems) != 0 || len(obs.Warnings) != 0 {
+		t.Errorf("a working machine has problems %v, warnings %v", problems(obs), obs.Warnings)
+	}
+	running := obs.Kernel.Installed[0]
+	wantK := facts.InstalledKernel{
+		Release: "5.15.0-105-generic", Running: true, Headers: true,
+		NvidiaModules: []facts.ModuleFile{{Path: "/lib/modules/5.15.0-105-generic/updates/dkms/nvidia.ko", Version: "550.54.15"}},
+		DKMS:          []facts.DKMSBuild{{Module: "nvidia", Version: "550.54.15", Arch: "x86_64", Built: true}},
+	}
+	if diff := cmp.Diff(wantK, running); diff != "" {
+		t.Errorf("running kernel (-want +got):\n%s", diff)
+	}
+	if obs.Kernel.Initramfs == nil || obs.Kernel.Initramfs.Path != "/boot/initrd.img-5.15.0-105-generic" {
+		t.Errorf("initramfs %+v", obs.Kernel.Initramfs)
+	}
+	var nodes []string
+	for _, n := range obs.DeviceNodes {
+		nodes = append(nodes, n.Path)
+	}
+	for _, want := range []string{"/dev/nvidia0", "/dev/nvidia7", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-caps/nvidia-cap1"} {
+		if !contains(nodes, want) {
+			t.Errorf("device node %s missing from %v", want, nodes)
+		}
+	}
+	if os.Geteuid() == 0 {
+		// Device nodes are real only when the fixture was built as root.
+		for _, n := range obs.DeviceNodes {
+			if n.Path == "/dev/nvidia-uvm" && (!n.Char || n.Major != 508 || n.Minor != 0 || n.Mode != "0666") {
+				t.Errorf("nvidia-uvm node %+v", n)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMismatchAfterUpgrade(t *testing.T) {
+	obs := observe(t, hosttest.Build(t, "ubuntu2204-mismatch"), nil)
+	want := []string{"driver: driver/library version mismatch: module 550.54.15, library 550.127.05 — reboot or reload the module"}
+	if diff := cmp.Diff(want, problems(obs)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestMismatchWithNVML: with NVML saying the same, the problem is stated
+// once, and nothing is called after the failed Init (the mock panics).
+func TestMismatchWithNVML(t *testing.T) {
+	n := host.NewNVML(hosttest.FailingNVML(nvml.ERROR_LIB_RM_VERSION_MISMATCH))
+	obs := observe(t, hosttest.Build(t, "ubuntu2204-mismatch"), n)
+	if obs.NVML.Status != "driver_library_mismatch" || !strings.Contains(obs.NVML.Error, "reboot") {
+		t.Errorf("NVML %+v", obs.NVML)
+	}
+	if len(obs.Problems) != 1 {
+		t.Errorf("problems %v, want the mismatch once", problems(obs))
+	}
+}
+
+func TestDebianDistro(t *testing.T) {
+	obs := observe(t, hosttest.Build(t, "debian12-distro"), nil)
+	d := obs.Driver
+	if d.ModuleVersion != "535.261.03" || d.ModuleFlavor != "proprietary" || d.LibraryVersion != "535.261.03" {
+		t.Errorf("driver %+v", d)
+	}
+	if len(obs.PCI) != 1 || obs.PCI[0].Model != "L4" || obs.PCI[0].Architecture != "Ada Lovelace" && obs.PCI[0].Architecture == "" {
+		t.Errorf("PCI %+v", obs.PCI)
+	}
+	// Debian's modprobe file renames modules with install commands that
+	// load them: not a blacklist. Its nouveau blacklist is.
+	want := []facts.Blacklist{{Module: "nouveau", Directive: "blacklist", File: "/etc/modprobe.d/nvidia-blacklists-nouveau.conf", Line: 4,
+		ModTime: time.Date(2025, 8, 30, 12, 0, 0, 0, time.UTC)}}
+	if diff := cmp.Diff(want, obs.Kernel.Blacklists); diff != "" {
+		t.Errorf("blacklists (-want +got):\n%s", diff)
+	}
+	byRel := map[string]facts.InstalledKernel{}
+	for _, k := range obs.Kernel.Installed {
+		byRel[k.Release] = k
+	}
+	old, cur := byRel["6.1.0-27-amd64"], byRel["6.1.0-28-amd64"]
+	if old.Headers || !cur.Headers {
+		t.Errorf("headers: old %v (its build link dangles), running %v", old.Headers, cur.Headers)
+	}
+	if len(cur.NvidiaModules) != 1 || cur.NvidiaModules[0].Path != "/lib/modules/6.1.0-28-amd64/updates/dkms/nvidia-current.ko" || cur.DKMS[0].Module != "nvidia-current" {
+		t.Errorf("running kernel modules %+v", cur)
+	}
+	if len(obs.Problems) != 0 || len(obs.Warnings) != 0 {
+		t.Errorf("problems %v, warnings %v", problems(obs), obs.Warnings)
+	}
+}
+
+func TestRHEL9(t *testing.T) {
+	obs := observe(t, hosttest.Build(t, "rhel9"), nil)
+	var cmdline []string
+	for _, b := range obs.Kernel.Blacklists {
+		if b.File == driver.Cmdline {
+			cmdline = append(cmdline, b.Directive+"="+b.Module)
+		}
+	}
+	if diff := cmp.Diff([]string{"rd.driver.blacklist=nouveau", "modprobe.blacklist=nouveau"}, cmdline); diff != "" {
+		t.Errorf("command-line blacklists (-want +got):\n%s", diff)
+	}
+	k := obs.Kernel.Installed[0]
+	if !k.Headers || len(k.NvidiaModules) != 1 || k.NvidiaModules[0].Version != "550.90.07" || !strings.HasSuffix(k.NvidiaModules[0].Path, "/extra/nvidia.ko.xz") {
+		t.Errorf("kernel %+v", k)
+	}
+	if obs.Kernel.Initramfs == nil || obs.Kernel.Initramfs.Path != "/boot/initramfs-5.14.0-427.13.1.el9_4.x86_64.img" {
+		t.Errorf("initramfs %+v", obs.Kernel.Initramfs)
+	}
+	if obs.Driver.LibraryVersion != "550.90.07" || obs.Driver.ModuleFlavor != "open" || obs.Kernel.SecureBoot != "unknown" {
+		t.Errorf("driver %+v, Secure Boot %q", obs.Driver, obs.Kernel.SecureBoot)
+	}
+}
+
+func TestNouveau(t *testing.T) {
+	obs := observe(t, hosttest.Build(t, "nouveau"), nil)
+	if len(obs.PCI) != 1 || obs.PCI[0].Driver != "nouveau" || obs.PCI[0].Address != "0000:01:00.0" {
+		t.Errorf("PCI %+v; want only the VGA function, bound to nouveau", obs.PCI)
+	}
+	want := []string{"kernel: GPU 0000:01:00.0 is driven by nouveau and nothing blacklists it: the nvidia driver cannot take the GPU — blacklist nouveau, rebuild the initramfs and reboot"}
+	if diff := cmp.Diff(want, problems(obs)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	var loaded []string
+	for _, m := range obs.Kernel.Loaded {
+		loaded = append(loaded, m.Name)
+	}
+	if diff := cmp.Diff([]string{"nouveau"}, loaded); diff != "" {
+		t.Errorf("loaded (-want +got):\n%s", diff)
+	}
+}
+
+func TestWorkstationFunctions(t *testing.T) {
+	obs := observe(t, hosttest.Build(t, "tensorflow-no-cudnn"), nil)
+	if len(obs.PCI) != 1 || obs.PCI[0].DeviceID != 0x2684 || obs.PCI[0].Class != 0x030000 {
+		t.Errorf("PCI %+v; the HDMI audio function is not a GPU", obs.PCI)
+	}
+	if obs.Driver.ModuleFlavor != "proprietary" || obs.Driver.ModuleVersion != "545.23.08" {
+		t.Errorf("driver %+v", obs.Driver)
+	}
+}
+
+// build lays out a fixture and lets the test change it.
+func build(t *testing.T, name string, change func(root string)) string {
+	root := hosttest.Build(t, name)
+	change(root)
+	return root
+}
+
+func write(t *testing.T, root, p, data string) {
+	t.Helper()
+	p = filepath.Join(root, p)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStaleInitramfs(t *testing.T) {
+	root := build(t, "nouveau", func(root string) {
+		write(t, root, "etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\noptions nouveau modeset=0\n")
+		later := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+		os.Chtimes(filepath.Join(root, "etc/modprobe.d/blacklist-nouveau.conf"), later, later)
+	})
+	got := problems(observe(t, root, nil))
+	want := []string{
+		"kernel: GPU 0000:01:00.0 is driven by nouveau although /etc/modprobe.d/blacklist-nouveau.conf blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot",
+		"kernel: the initramfs /boot/initrd.img-5.15.0-105-generic (2024-04-22 09:12:31) predates the nouveau blacklist in /etc/modprobe.d/blacklist-nouveau.conf (2024-05-01 00:00:00): nouveau can still load at boot — run update-initramfs -u",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestKernelUpdateWithoutModule: a new kernel was installed and booted
+// without headers, so DKMS could not build for it.
+func TestKernelUpdateWithoutModule(t *testing.T) {
+	root := build(t, "debian12-distro", func(root string) {
+		write(t, root, "proc/sys/kernel/osrelease", "6.1.0-29-amd64\n")
+		write(t, root, "proc/modules", "ext4 987136 1 - Live 0x0000000000000000\n")
+		os.Remove(filepath.Join(root, "proc/driver/nvidia/version"))
+		os.Remove(filepath.Join(root, "sys/module/nvidia/version"))
+		os.Remove(filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"))
+		write(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
+		os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
+	})
+	got := problems(observe(t, root, nil))
+	want := []string{
+		"pci: no driver is bound to GPU 0000:01:00.0: no NVIDIA kernel module is installed for the running kernel",
+		"kernel: no nvidia module is built for the running kernel 6.1.0-29-amd64 (only for 6.1.0-27-amd64, 6.1.0-28-amd64): install the kernel headers for 6.1.0-29-amd64, then rebuild it with DKMS",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestMalformedFiles: each broken file is a warning naming it, and the rest
+// of the observation stands.
+func TestMalformedFiles(t *testing.T) {
+	root := build(t, "ubuntu2204-working", func(root string) {
+		write(t, root, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Mod")
+		write(t, root, "proc/modules", "nvidia_uvm 1540096 0 - Live 0x0 (OE)\nnvidia 86384")
+		write(t, root, "usr/lib/modprobe.d/nvidia-graphics-drivers.conf", "blacklist nouveau\nblacklist\n")
+		write(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/uevent", "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=zz\n")
+		write(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/class", "garbage\n")
+	})
+	obs := observe(t, root, nil)
+	want := map[string]string{
+		driver.ProcVersion: "no driver version",
+		driver.ProcModules: "line 2",
+		"/usr/lib/modprobe.d/nvidia-graphics-drivers.conf": "line 2: blacklist takes one module",
+		"/sys/bus/pci/devices/0000:18:00.0/uevent":         "PCI_ID",
+		"/sys/bus/pci/devices/0000:18:00.0/class":          "not a hexadecimal",
+	}
+	for _, w := range obs.Warnings {
+		if frag, ok := want[w.Path]; ok && strings.Contains(w.Message, frag) {
+			delete(want, w.Path)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing warnings %v; got %v", want, obs.Warnings)
+	}
+	// The version still comes from sysfs, and the flavour from the taints.
+	if obs.Driver.ModuleVersion != "550.54.15" || obs.Driver.ModuleVersionFrom != driver.SysVersion {
+		t.Errorf("driver %+v", obs.Driver)
+	}
+	if len(obs.PCI) != 7 {
+		t.Errorf("%d GPUs, want the 7 whose uevent or class could be read", len(obs.PCI))
+	}
+	if len(obs.Kernel.Blacklists) == 0 {
+		t.Error("the readable blacklist line was dropped")
+	}
+}
+
+func TestFlavorFromTaints(t *testing.T) {
+	root := build(t, "debian12-distro", func(root string) {
+		os.Remove(filepath.Join(root, "proc/driver/nvidia/version"))
+	})
+	d := observe(t, root, nil).Driver
+	if d.ModuleVersion != "535.261.03" || d.ModuleFlavor != "proprietary" || d.ModuleVersionFrom != driver.SysVersion {
+		t.Errorf("driver %+v; want the version from sysfs and the flavour from the P taint", d)
+	}
+}
+
+func TestNVMLDGXH100(t *testing.T) {
+	n := host.NewNVML(hosttest.NVMLServer("dgxh100"))
+	obs := observe(t, hosttest.Build(t, "ubuntu2204-working"), n)
+	r := obs.NVML
+	if r.Status != "ok" || r.Error != "" || r.DriverVersion != "550.54.15" || r.CUDADriverVersion != "12.4" || r.NVMLVersion != "12.550.54.15" {
+		t.Errorf("NVML %+v", r)
+	}
+	if len(r.Devices) != 8 {
+		t.Fatalf("%d devices", len(r.Devices))
+	}
+	// NVML's bus ids are spelled as sysfs spells the fixture's.
+	for i, d := range r.Devices {
+		if d.PCIBusID != obs.PCI[i].Address {
+			t.Errorf("device %d at %s, PCI GPU %d at %s", i, d.PCIBusID, i, obs.PCI[i].Address)
+		}
+	}
+	want := facts.GPUDevice{Index: 7, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-00000000-0000-0000-0000-000000000007", PCIBusID: "0000:db:00.0",
+		MemoryTotal: 80 << 30, ComputeCapability: "9.0", PersistenceMode: "enabled", ComputeMode: "default", MIGMode: "disabled"}
+	if diff := cmp.Diff(want, r.Devices[7]); diff != "" {
+		t.Errorf("device 7 (-want +got):\n%s", diff)
+	}
+	if len(obs.Problems) != 0 || len(obs.Warnings) != 0 {
+		t.Errorf("problems %v warnings %v", problems(obs), obs.Warnings)
+	}
+}
+
+func TestNVMLFailuresAreProblemsWhenAGPUIsThere(t *testing.T) {
+	for ret, status := range map[nvml.Return]string{
+		nvml.ERROR_LIBRARY_NOT_FOUND: "library_not_found",
+		nvml.ERROR_DRIVER_NOT_LOADED: "driver_not_loaded",
+		nvml.ERROR_NO_PERMISSION:     "no_permission",
+		nvml.ERROR_UNKNOWN:           "other",
+	} {
+		n := host.NewNVML(hosttest.FailingNVML(ret))
+		obs := observe(t, hosttest.Build(t, "ubuntu2204-h100-fresh"), n)
+		if obs.NVML.Status != status || obs.NVML.Error == "" {
+			t.Errorf("%v: NVML %+v", ret, obs.NVML)
+		}
+		found := false
+		for _, p := range obs.Problems {
+			found = found || (p.Layer == "nvml" && p.Message == obs.NVML.Error)
+		}
+		if !found {
+			t.Errorf("%v: no nvml problem in %v", ret, problems(obs))
+		}
+	}
+}
+
+// TestNoGPUNoNVMLProblem: a machine without a GPU and without the library
+// (this one, say) has nothing wrong with it.
+func TestNoGPUNoNVMLProblem(t *testing.T) {
+	n := host.NewNVML(hosttest.FailingNVML(nvml.ERROR_LIBRARY_NOT_FOUND))
+	obs := observe(t, t.TempDir(), n)
+	if obs.NVML.Status != "library_not_found" || len(obs.Problems) != 0 {
+		t.Errorf("NVML %+v, problems %v", obs.NVML, problems(obs))
+	}
+}
+
+func TestNVMLWithProcessesAndMIG(t *testing.T) {
+	s := hosttest.NVMLServer("dgxh100")
+	d0 := s.Devices[0].(interface {
+		SetMigMode(int) (nvml.Return, nvml.Return)
+	})
+	d0.SetMigMode(nvml.DEVICE_MIG_ENABLE)
+	obs := observe(t, hosttest.Build(t, "ubuntu2204-working"), host.NewNVML(s))
+	if obs.NVML.Devices[0].MIGMode != "enabled" || obs.NVML.Devices[1].MIGMode != "disabled" {
+		t.Errorf("MIG modes %q %q", obs.NVML.Devices[0].MIGMode, obs.NVML.Devices[1].MIGMode)
+	}
+}
+
+// TestPCIWithoutUevent: a root whose sysfs has only the single-value files
+// gives the same GPUs.
+func TestPCIWithoutUevent(t *testing.T) {
+	for _, fixture := range []string{"ubuntu2204-working", "nouveau", "tensorflow-no-cudnn"} {
+		want := observe(t, hosttest.Build(t, fixture), nil).PCI
+		root := build(t, fixture, func(root string) {
+			matches, _ := filepath.Glob(filepath.Join(root, "sys/devices/*/*/uevent"))
+			more, _ := filepath.Glob(filepath.Join(root, "sys/devices/*/*/*/uevent"))
+			for _, m := range append(matches, more...) {
+				if err := os.Remove(m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(matches)+len(more) == 0 {
+				t.Fatal("the fixture has no uevent files")
+			}
+		})
+		obs := observe(t, root, nil)
+		if diff := cmp.Diff(want, obs.PCI); diff != "" {
+			t.Errorf("%s: PCI from attributes (-uevent +attributes):\n%s", fixture, diff)
+		}
+		if len(obs.Warnings) != 0 {
+			t.Errorf("%s: warnings %v", fixture, obs.Warnings)
+		}
+	}
+}
+
+// TestGPUMissingFromNVML: the PCI bus has eight GPUs bound to nvidia, NVML
+// lists seven.
+func TestGPUMissingFromNVML(t *testing.T) {
+	s := hosttest.NVMLServer("dgxh100")
+	s.Devices = s.Devices[:7]
+	obs := observe(t, hosttest.Build(t, "ubuntu2204-working"), host.NewNVML(s))
+	want := []string{"nvml: GPU 0000:db:00.0 is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors"}
+	if diff := cmp.Diff(want, problems(obs)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}

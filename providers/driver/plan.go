@@ -1,0 +1,461 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
+)
+
+// PersistencedUnit is the service that keeps the driver initialised.
+const PersistencedUnit = "nvidia-persistenced.service"
+
+// persistencedWants is the link systemctl enable creates for the unit.
+const persistencedWants = "/etc/systemd/system/multi-user.target.wants/" + PersistencedUnit
+
+// Provider plans the driver: its packages ("driver"), the removal of
+// driver packages that conflict with them ("driver.purge"), holding them
+// ("driver.hold"), and nvidia-persistenced ("driver.persistence").
+type Provider struct {
+	// Host reads the service's enablement link; nil reads nothing, and
+	// persistence is then judged from NVML alone.
+	Host *host.Host
+}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "driver" }
+
+// Plan compares the resolved driver with the installed packages.
+func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	if req.Desired == nil || req.Desired.Driver == nil {
+		return resp
+	}
+	d := req.Desired.Driver
+	obs := req.Facts
+	if d.Absent {
+		if s := removeDriver(obs, req.Desired.Manager); s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
+		return resp
+	}
+	install, err := planPackages(ctx, req)
+	if err != nil {
+		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No driver version to install",
+			Detail:   err.Error() + ".",
+			Subject:  subjectRange(d.Block.Version, d.Block.DefRange).Ptr(),
+		})
+		return resp
+	}
+	if install != nil {
+		resp.Steps = append(resp.Steps, *install)
+		if purge := purgeStep(obs, d, req.Desired.Manager); purge != nil {
+			resp.Steps = append(resp.Steps, *purge)
+		}
+	}
+	if hold := holdStep(obs, d, install, req.Desired.Manager, inPlace(obs, d, req.Desired.Manager)); hold != nil {
+		resp.Steps = append(resp.Steps, *hold)
+	}
+	if s := p.persistenceStep(obs, d); s != nil {
+		resp.Steps = append(resp.Steps, *s)
+	}
+	return resp
+}
+
+func subjectRange[T any](a spec.Attr[T], block hcl.Range) hcl.Range {
+	if a.Set {
+		return a.Range
+	}
+	return block
+}
+
+// repositoryDeps are the repository steps a package step waits for.
+func repositoryDeps(req *planner.Request) []string {
+	var out []string
+	for _, r := range req.Spec.Repositories {
+		out = append(out, "repository."+r.Name)
+	}
+	if len(req.Desired.Components) > 0 {
+		out = append(out, repository.ComponentsAddress)
+	}
+	return out
+}
+
+// planPackages returns the "driver" step, or nil when the installed
+// packages already satisfy the spec.
+func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, error) {
+	d := req.Desired.Driver
+	obs := req.Facts
+	manager := req.Desired.Manager
+	var names []string
+	installed := map[string]facts.Package{}
+	for _, pn := range d.Packages {
+		names = append(names, pn.Name)
+		if pkg, ok := repository.Installed(obs, pn.Name); ok {
+			installed[pn.Name] = pkg
+		}
+	}
+	before := map[string]string{}
+	mainPkg, haveMain := installed[names[0]]
+	if haveMain {
+		before["version"] = mainPkg.Version
+		before["packages"] = strings.Join(sortedKeys(installed), ", ")
+	}
+	if f := obs.Driver.ModuleFlavor; f != "" {
+		before["kernel_modules"] = f
+	}
+	if v := obs.Driver.ModuleVersion; v != "" {
+		before["loaded_module"] = v
+	}
+	if len(installed) == len(names) && haveMain {
+		same := true
+		for _, pkg := range installed {
+			same = same && pkg.Version == mainPkg.Version
+		}
+		up, err := repository.Upstream(manager, mainPkg.Version)
+		if same && err == nil && d.Versions.Check(up) {
+			return nil, nil
+		}
+	}
+	if len(inPlace(obs, d, manager)) > 0 {
+		return nil, nil
+	}
+	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+		Manager: manager, Packages: d.Packages, Versions: d.Versions,
+		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+	})
+	if err != nil {
+		return nil, err
+	}
+	op := &planner.PackagesOp{Manager: manager}
+	for _, n := range names {
+		op.Install = append(op.Install, planner.PackagePin{Name: n, Version: picked.Version, Constraint: picked.Constraint})
+	}
+	action := planner.Create
+	var why []string
+	switch {
+	case haveMain && mainPkg.Version != picked.Version:
+		action = planner.Update
+		if picked.Version != "" && repository.CompareVersions(manager, picked.Version, mainPkg.Version) < 0 {
+			op.AllowDowngrade = true
+		}
+		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, describe(d.Versions)))
+	case haveMain:
+		action = planner.Update
+		var missing []string
+		for _, n := range names {
+			if _, ok := installed[n]; !ok {
+				missing = append(missing, n)
+			}
+		}
+		why = append(why, fmt.Sprintf("the package %s is installed without %s", names[0], strings.Join(missing, ", ")))
+	case len(conflicting(obs, d)) > 0:
+		// Another driver's packages are installed: this one takes their
+		// place (driver.purge removes them first).
+		action = planner.Replace
+		why = append(why, fmt.Sprintf("the installed %s are another driver than the spec's", strings.Join(conflicting(obs, d), ", ")))
+	default:
+		why = append(why, fmt.Sprintf("no %s driver package is installed", d.Source))
+	}
+	if cur := obs.Driver.ModuleFlavor; cur != "" && d.KernelModules != spec.KernelModulesNone && cur != string(d.KernelModules) {
+		action = planner.Replace
+		why = append(why, fmt.Sprintf("the loaded module is the %s flavour and the spec asks for %s modules", cur, d.KernelModules))
+	}
+	why = append(why, fmt.Sprintf("installs %s %s (%s kernel modules)", strings.Join(names, ", "), repository.ShownVersion(picked.Version), d.KernelModules))
+	if d.KernelModules == spec.KernelModulesNone {
+		why = append(why, "the driver's userspace only: nvidia-smi, NVML and the CUDA driver library, with what they depend on at exactly this version (nvidia-alternative, libnvidia-ptxjitcompiler1 …); their recommended kernel module must not be installed with them")
+	}
+	if d.FloorFor != "" {
+		why = append(why, fmt.Sprintf("%s needs %s or newer", d.FloorFor, d.Floor))
+	}
+	if picked.Note != "" {
+		why = append(why, picked.Note)
+	}
+	step := &planner.Step{
+		Address:    "driver",
+		Action:     action,
+		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
+		Reason:     planner.Sentence(why),
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  append(repositoryDeps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
+	}
+	if len(before) > 0 {
+		step.Before = before
+	}
+	if d.KernelModules != spec.KernelModulesNone {
+		step.Flags.NeedsReboot = true
+		step.Flags.BuildsKernelModule = true
+		if obs.Driver.ModuleVersion != "" {
+			step.Flags.NeedsModuleReload = true
+			step.Flags.InterruptsGPUProcesses = gpuBusy(obs)
+		}
+	}
+	return step, nil
+}
+
+func describe(c interface{ String() string }) string {
+	if s := c.String(); s != "" {
+		return fmt.Sprintf("%q", s)
+	}
+	return "any version"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func gpuBusy(obs *facts.Observation) bool {
+	for _, d := range obs.NVML.Devices {
+		if len(d.Processes) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// topLevel matches the packages that pull in a whole driver of one
+// branch, flavour or source; two of them installed together conflict.
+var topLevel = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|nvidia-driver-[0-9]+-server-open|cuda-drivers(-[0-9]+)?|nvidia-open(-[0-9]+)?|nvidia-kernel-dkms|nvidia-open-kernel-dkms|nvidia-dkms-[0-9]+(-server)?(-open)?|nvidia-tesla(-[0-9]+)?-driver)$`)
+
+// inPlace returns the installed top-level driver packages that already
+// satisfy the spec under other names than the ones it would install (an
+// nvidia-driver-550-open where the spec, asking for ">= 545", would
+// install nvidia-open): same flavour, a version the spec admits. Such a
+// driver is left alone. None when the spec installs the userspace alone.
+func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager string) []string {
+	if d.KernelModules == spec.KernelModulesNone {
+		return nil
+	}
+	var out []string
+	for _, p := range obs.Packages.Packages {
+		if p.State != "installed" || !topLevel.MatchString(p.Name) {
+			continue
+		}
+		up, err := repository.Upstream(manager, p.Version)
+		if err != nil || !d.Versions.Check(up) || installedFlavor(obs, p.Name) != string(d.KernelModules) {
+			return nil
+		}
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// installedFlavor tells the kernel-module flavour of an installed driver:
+// the loaded module's where one is loaded, else what the package names
+// say.
+func installedFlavor(obs *facts.Observation, name string) string {
+	if f := obs.Driver.ModuleFlavor; f != "" {
+		return f
+	}
+	open := strings.Contains(name, "-open")
+	for _, p := range obs.Packages.Packages {
+		if p.State == "installed" && (p.Name == "nvidia-open-kernel-dkms" || strings.HasPrefix(p.Name, "nvidia-dkms-") && strings.HasSuffix(p.Name, "-open")) {
+			open = true
+		}
+	}
+	if open {
+		return string(spec.KernelModulesOpen)
+	}
+	return string(spec.KernelModulesProprietary)
+}
+
+// conflicting lists the installed top-level driver packages that are not
+// the spec's; none when the spec installs the userspace alone, which
+// lives beside any module.
+func conflicting(obs *facts.Observation, d *planner.DesiredDriver) []string {
+	if d.KernelModules == spec.KernelModulesNone {
+		return nil
+	}
+	var out []string
+	for _, p := range obs.Packages.Packages {
+		if p.State != "installed" || !topLevel.MatchString(p.Name) {
+			continue
+		}
+		if slices.ContainsFunc(d.Packages, func(pn planner.PackageName) bool { return pn.Name == p.Name }) {
+			continue
+		}
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// purgeStep removes installed top-level driver packages of another
+// branch, flavour or source than the spec's.
+func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager string) *planner.Step {
+	remove := conflicting(obs, d)
+	if len(remove) == 0 {
+		return nil
+	}
+	var unhold []string
+	for _, n := range remove {
+		if pkg, _ := repository.Installed(obs, n); pkg.Hold {
+			unhold = append(unhold, n)
+		}
+	}
+	return &planner.Step{
+		Address: "driver.purge",
+		Action:  planner.Delete,
+		Before:  map[string]string{"packages": strings.Join(remove, ", ")},
+		Reason: fmt.Sprintf("Removes %s: another driver branch, flavour or source than the spec's (%s %s modules), which would conflict with it.",
+			strings.Join(remove, ", "), d.Source, d.KernelModules),
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true, Unhold: unhold}}},
+		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
+	}
+}
+
+// holdStep holds the driver packages when hold = true, or releases them
+// when hold = false; nil when the spec does not say or they already are.
+func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner.Step, manager string, alike []string) *planner.Step {
+	if !d.Block.Hold.Set || manager == "" {
+		return nil
+	}
+	names := make([]string, 0, len(d.Packages))
+	for _, pn := range d.Packages {
+		names = append(names, pn.Name)
+	}
+	present := slices.ContainsFunc(names, func(n string) bool { _, ok := repository.Installed(obs, n); return ok })
+	if install == nil && !present && len(alike) > 0 {
+		// The driver in place under other names is the one to hold.
+		names = alike
+	}
+	var change, before []string
+	for _, name := range names {
+		pn := planner.PackageName{Name: name}
+		pkg, ok := repository.Installed(obs, pn.Name)
+		held := ok && (pkg.Hold || pkg.Want == "hold")
+		if held {
+			before = append(before, pn.Name)
+		}
+		// A package being installed is not held yet, whatever it was.
+		if install != nil {
+			held = false
+		}
+		if held != d.Hold && (ok || install != nil) {
+			change = append(change, pn.Name)
+		}
+	}
+	if len(change) == 0 {
+		return nil
+	}
+	op := &planner.PackagesOp{Manager: manager}
+	reason := fmt.Sprintf("hold = true keeps %s at the planned version: unattended upgrades cannot move the driver away from the loaded kernel module.", strings.Join(change, ", "))
+	if d.Hold {
+		op.Hold = change
+	} else {
+		op.Unhold = change
+		reason = fmt.Sprintf("hold = false releases %s, so that upgrades may move them.", strings.Join(change, ", "))
+	}
+	action := planner.Update
+	if install != nil && install.Action == planner.Create {
+		action = planner.Create
+	}
+	return &planner.Step{
+		Address:    "driver.hold",
+		Action:     action,
+		Before:     map[string]string{"held": strings.Join(before, ", ")},
+		After:      map[string]string{"held": map[bool]string{true: strings.Join(change, ", "), false: ""}[d.Hold]},
+		Reason:     reason,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  []string{"driver"},
+	}
+}
+
+// persistenceStep enables or disables nvidia-persistenced.
+func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step {
+	if !d.PersistenceMode.Set {
+		return nil
+	}
+	want := d.PersistenceMode.Value
+	enabled, known := p.persistencedEnabled(obs)
+	if known && enabled == want {
+		return nil
+	}
+	state := map[bool]string{true: "enabled", false: "disabled"}
+	step := &planner.Step{
+		Address:    "driver.persistence",
+		Action:     planner.Update,
+		After:      map[string]string{"persistence_mode": state[want]},
+		Operations: []planner.Operation{{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: PersistencedUnit, Enable: want, Now: true}}},
+		DependsOn:  []string{"driver"},
+	}
+	if known {
+		step.Before = map[string]string{"persistence_mode": state[enabled]}
+	}
+	if want {
+		step.Reason = "persistence_mode = true: nvidia-persistenced keeps the driver initialised while no program uses the GPU, so that each program does not pay for initialising it."
+	} else {
+		step.Reason = "persistence_mode = false: nvidia-persistenced is stopped and disabled."
+	}
+	return step
+}
+
+// persistencedEnabled tells whether persistence is on: from NVML when it
+// reports every device, else from the service's enablement link.
+func (p Provider) persistencedEnabled(obs *facts.Observation) (enabled, known bool) {
+	if len(obs.NVML.Devices) > 0 {
+		all := true
+		for _, dev := range obs.NVML.Devices {
+			if dev.PersistenceMode == "" {
+				all = false
+				break
+			}
+			enabled = dev.PersistenceMode == "enabled"
+		}
+		if all {
+			for _, dev := range obs.NVML.Devices {
+				if (dev.PersistenceMode == "enabled") != enabled {
+					return false, true
+				}
+			}
+			return enabled, true
+		}
+	}
+	if p.Host == nil {
+		return false, false
+	}
+	_, err := p.Host.Lstat(persistencedWants)
+	return err == nil, true
+}
+
+// driverPackage matches the packages that make up an installed driver,
+// for removing it.
+var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|compute-utils|smi|alternative|persistenced|modprobe|vdpau-driver|egl|settings|tesla)|libnvidia-|libcuda1|cuda-drivers|kmod-nvidia|xserver-xorg-video-nvidia|firmware-nvidia-gsp)`)
+
+// removeDriver plans the removal of every installed driver package.
+func removeDriver(obs *facts.Observation, manager string) *planner.Step {
+	var remove []string
+	for _, p := range obs.Packages.Packages {
+		if p.State == "installed" && driverPackage.MatchString(p.Name) && !strings.HasPrefix(p.Name, "nvidia-cuda") {
+			remove = append(remove, p.Name)
+		}
+	}
+	if len(remove) == 0 {
+		return nil
+	}
+	return &planner.Step{
+		Address:    "driver",
+		Action:     planner.Delete,
+		Before:     map[string]string{"packages": strings.Join(remove, ", ")},
+		Reason:     "absent = true removes the NVIDIA driver: " + strings.Join(remove, ", ") + ".",
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true}}},
+		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
+	}
+}

@@ -1,0 +1,300 @@
+package driver_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plantest"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/driver"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+)
+
+// countingCandidates answers candidate questions from a map and counts them.
+type countingCandidates struct {
+	versions map[string][]string
+	asked    *int
+}
+
+func (tb countingCandidates) Versions(_ context.Context, _, name string) ([]string, error) {
+	*tb.asked++
+	return tb.versions[name], nil
+}
+
+// planObserve lays out a fixture root and observes it. The package
+// database is the test's own list, so that each case says exactly which
+// driver packages are installed.
+func planObserve(t *testing.T, fixture string, pkgs ...facts.Package) (*host.Host, *facts.Observation) {
+	t.Helper()
+	h, err := host.New(hosttest.Build(t, fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
+	obs.Packages.Manager = "dpkg"
+	obs.Packages.Packages = pkgs
+	return h, obs
+}
+
+func planInstalled(name, ver string, hold bool) facts.Package {
+	want := "install"
+	if hold {
+		want = "hold"
+	}
+	return facts.Package{Name: name, Version: ver, State: "installed", Want: want, Hold: hold}
+}
+
+// planApply changes the observation as apt would carry out the steps.
+func planApply(obs *facts.Observation, steps []planner.Step) {
+	for _, s := range steps {
+		for _, op := range s.Operations {
+			p := op.Packages
+			if p == nil {
+				continue
+			}
+			obs.Packages.Packages = slices.DeleteFunc(obs.Packages.Packages, func(q facts.Package) bool {
+				return slices.Contains(p.Remove, q.Name) || slices.ContainsFunc(p.Install, func(i planner.PackagePin) bool { return i.Name == q.Name })
+			})
+			for _, i := range p.Install {
+				obs.Packages.Packages = append(obs.Packages.Packages, planInstalled(i.Name, i.Version, false))
+			}
+			for i, q := range obs.Packages.Packages {
+				if slices.Contains(p.Hold, q.Name) {
+					obs.Packages.Packages[i].Hold, obs.Packages.Packages[i].Want = true, "hold"
+				}
+				if slices.Contains(p.Unhold, q.Name) {
+					obs.Packages.Packages[i].Hold, obs.Packages.Packages[i].Want = false, "install"
+				}
+			}
+		}
+	}
+}
+
+var planDebianVersions = map[string][]string{
+	"nvidia-driver":           {"535.309.01-0+deb12u1", "535.261.03-1"},
+	"nvidia-kernel-dkms":      {"535.309.01-0+deb12u1", "535.261.03-1"},
+	"nvidia-open-kernel-dkms": {"535.261.03-1"},
+	"nvidia-smi":              {"535.309.01-0+deb12u1", "535.261.03-1"},
+	"libnvidia-ml1":           {"535.309.01-0+deb12u1", "535.261.03-1"},
+	"libcuda1":                {"535.309.01-0+deb12u1", "535.261.03-1"},
+}
+
+type planStep struct {
+	address string
+	action  planner.Action
+	pins    string // name=version … of the step's package operations
+	reason  string // a part of the reason
+}
+
+func planPins(s planner.Step) string {
+	var out []string
+	for _, op := range s.Operations {
+		if p := op.Packages; p != nil {
+			for _, i := range p.Install {
+				out = append(out, i.Name+"="+i.Version)
+			}
+			for _, r := range p.Remove {
+				out = append(out, "-"+r)
+			}
+			for _, r := range p.Hold {
+				out = append(out, "hold:"+r)
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name    string
+		fixture string
+		pkgs    []facts.Package
+		src     string
+		want    []planStep
+	}{
+		{
+			name:    "Debian's driver on a fresh Debian host",
+			fixture: "debian12-distro",
+			src:     "driver {\n  version = \"535.*\"\n  kernel_modules = \"proprietary\"\n  hold = true\n}\n",
+			want: []planStep{
+				{"driver", planner.Create, "nvidia-driver=535.309.01-0+deb12u1 nvidia-kernel-dkms=535.309.01-0+deb12u1", "No distro driver package is installed; installs nvidia-driver, nvidia-kernel-dkms 535.309.01-0+deb12u1 (proprietary kernel modules)"},
+				{"driver.hold", planner.Create, "hold:nvidia-driver hold:nvidia-kernel-dkms", "hold = true keeps nvidia-driver, nvidia-kernel-dkms at the planned version"},
+			},
+		},
+		{
+			name:    "an installed driver that satisfies the spec is left alone",
+			fixture: "debian12-distro",
+			pkgs:    []facts.Package{planInstalled("nvidia-driver", "535.261.03-1", false), planInstalled("nvidia-kernel-dkms", "535.261.03-1", false)},
+			src:     "driver {\n  version = \"535.*\"\n  kernel_modules = \"proprietary\"\n}\n",
+		},
+		{
+			name:    "switching Debian to the open modules",
+			fixture: "debian12-distro",
+			pkgs:    []facts.Package{planInstalled("nvidia-driver", "535.261.03-1", false), planInstalled("nvidia-kernel-dkms", "535.261.03-1", false)},
+			src:     "driver {\n  version = \"535.*\"\n  kernel_modules = \"open\"\n}\n",
+			want: []planStep{
+				{"driver.purge", planner.Delete, "-nvidia-kernel-dkms", "Removes nvidia-kernel-dkms: another driver branch, flavour or source"},
+				{"driver", planner.Replace, "nvidia-driver=535.261.03-1 nvidia-open-kernel-dkms=535.261.03-1 firmware-nvidia-gsp=535.261.03-1", "The package nvidia-driver is installed without nvidia-open-kernel-dkms, firmware-nvidia-gsp; the loaded module is the proprietary flavour and the spec asks for open modules"},
+			},
+		},
+		{
+			name:    "a driver in place under other names than the spec's",
+			fixture: "ubuntu2204-working",
+			pkgs:    []facts.Package{planInstalled("cuda-drivers-550", "550.54.15-1", false), planInstalled("nvidia-driver-550-open", "550.54.15-0ubuntu1", false)},
+			src:     "driver {\n  version = \">= 545.23.08\"\n  source = \"nvidia\"\n}\n",
+		},
+		{
+			name:    "the userspace alone",
+			fixture: "debian12-distro",
+			src:     "driver {\n  version = \"535.*\"\n  kernel_modules = \"none\"\n}\n",
+			want: []planStep{
+				{"driver", planner.Create, "nvidia-smi=535.309.01-0+deb12u1 libnvidia-ml1=535.309.01-0+deb12u1 libcuda1=535.309.01-0+deb12u1", "the driver's userspace only"},
+			},
+		},
+		{
+			name:    "removing the driver",
+			fixture: "debian12-distro",
+			pkgs:    []facts.Package{planInstalled("nvidia-driver", "535.261.03-1", false), planInstalled("nvidia-kernel-dkms", "535.261.03-1", false), planInstalled("bash", "5.2.15-2+b8", false)},
+			src:     "driver {\n  absent = true\n}\n",
+			want: []planStep{
+				{"driver", planner.Delete, "-nvidia-driver -nvidia-kernel-dkms", "absent = true removes the NVIDIA driver"},
+			},
+		},
+		{
+			name:    "NVIDIA's open driver on a fresh Ubuntu H100",
+			fixture: "ubuntu2204-h100-fresh",
+			src:     "driver {\n  version = \">= 550.54.15, < 551\"\n  source = \"nvidia\"\n  kernel_modules = \"open\"\n}\n",
+			want: []planStep{
+				{"driver", planner.Create, "nvidia-driver-550-open=550.127.05-0ubuntu1", "No nvidia driver package is installed"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, obs := planObserve(t, tt.fixture, tt.pkgs...)
+			versions := map[string][]string{"nvidia-driver-550-open": {"550.127.05-0ubuntu1", "550.54.15-0ubuntu1"}}
+			for k, v := range planDebianVersions {
+				versions[k] = v
+			}
+			asked := 0
+			pl := planner.New(driver.Provider{Host: h})
+			pl.Candidates = countingCandidates{versions: versions, asked: &asked}
+			s := plantest.LoadSpec(t, tt.src)
+			plan, diags := pl.Plan(context.Background(), s, obs)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			var got []planStep
+			for _, st := range plan.Steps {
+				got = append(got, planStep{st.Address, st.Action, planPins(st), st.Reason})
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("steps %+v, want %+v", got, tt.want)
+			}
+			for i, w := range tt.want {
+				g := got[i]
+				if g.address != w.address || g.action != w.action || g.pins != w.pins || !strings.Contains(g.reason, w.reason) {
+					t.Errorf("step %d:\n got %+v\nwant %+v", i, g, w)
+				}
+			}
+			if len(tt.want) == 0 && asked != 0 {
+				t.Errorf("a converged driver asked the package manager %d times", asked)
+			}
+			// Idempotence: once the packages are as planned, nothing is left.
+			planApply(obs, plan.Steps)
+			if tt.name == "switching Debian to the open modules" {
+				obs.Driver.ModuleFlavor = "open"
+			}
+			again, diags := pl.Plan(context.Background(), s, obs)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if len(again.Steps) != 0 {
+				t.Errorf("after applying, the plan still has %+v", again.Steps)
+			}
+		})
+	}
+}
+
+func TestPersistence(t *testing.T) {
+	h, obs := planObserve(t, "ubuntu2204-working", planInstalled("nvidia-driver-550", "550.54.15-0ubuntu1", false))
+	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  persistence_mode = true\n}\n")
+	pl := planner.New(driver.Provider{Host: h})
+	asked := 0
+	pl.Candidates = countingCandidates{asked: &asked}
+	plan, diags := pl.Plan(context.Background(), s, obs)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	st := plan.Step("driver.persistence")
+	if st == nil || len(plan.Steps) != 1 {
+		t.Fatalf("steps %+v, want only driver.persistence", plan.Steps)
+	}
+	if sv := st.Operations[0].Service; sv == nil || sv.Unit != driver.PersistencedUnit || !sv.Enable || !sv.Now {
+		t.Errorf("operation %+v", st.Operations[0])
+	}
+	// systemctl enable makes the link; then nothing is left to do.
+	link := filepath.Join(h.Root(), "etc/systemd/system/multi-user.target.wants")
+	if err := os.MkdirAll(link, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/lib/systemd/system/nvidia-persistenced.service", filepath.Join(link, driver.PersistencedUnit)); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := pl.Plan(context.Background(), s, obs)
+	if len(again.Steps) != 0 {
+		t.Errorf("after enabling, steps %+v", again.Steps)
+	}
+	// NVML's own report wins where it has one.
+	obs.NVML.Devices = []facts.GPUDevice{{Index: 0, UUID: "GPU-1", PersistenceMode: "disabled"}}
+	again, _ = pl.Plan(context.Background(), s, obs)
+	if again.Step("driver.persistence") == nil {
+		t.Error("NVML reports persistence off, and no step enables it")
+	}
+}
+
+func TestPlanBranchChange(t *testing.T) {
+	h, obs := planObserve(t, "ubuntu2204-working")
+	// The fixture's own driver packages give way to an older branch's.
+	obs.Packages.Packages = []facts.Package{planInstalled("nvidia-driver-535", "535.183.01-0ubuntu0.22.04.1", true)}
+	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  kernel_modules = \"proprietary\"\n  hold = true\n}\n")
+	asked := 0
+	pl := planner.New(driver.Provider{Host: h})
+	pl.Candidates = countingCandidates{versions: map[string][]string{"nvidia-driver-550": {"550.144.03-0ubuntu0.22.04.1", "550.54.15-0ubuntu1"}}, asked: &asked}
+	plan, diags := pl.Plan(context.Background(), s, obs)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var got []string
+	for _, st := range plan.Steps {
+		got = append(got, st.Address+" "+st.Action.String()+" "+planPins(st))
+	}
+	want := []string{
+		"driver.purge delete -nvidia-driver-535",
+		"driver replace nvidia-driver-550=550.144.03-0ubuntu0.22.04.1",
+		"driver.hold update hold:nvidia-driver-550",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("steps %q, want %q", got, want)
+	}
+	purge := plan.Steps[0].Operations[0].Packages
+	if !purge.Purge || !slices.Equal(purge.Unhold, []string{"nvidia-driver-535"}) {
+		t.Errorf("the held old driver must be released and purged: %+v", purge)
+	}
+	d := plan.Step("driver")
+	if !d.Flags.NeedsReboot || !d.Flags.NeedsModuleReload || !d.Flags.BuildsKernelModule || d.Before["loaded_module"] != obs.Driver.ModuleVersion {
+		t.Errorf("driver flags %+v before %v", d.Flags, d.Before)
+	}
+	planApply(obs, plan.Steps)
+	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
+		t.Errorf("after applying: %+v", again.Steps)
+	}
+}

@@ -1,0 +1,184 @@
+package driver
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+)
+
+// problems records what the facts just observed show to be wrong. Each
+// rule looks only at this package's facts.
+func (o *observer) problems() {
+	obs := o.obs
+	mismatch := o.mismatch()
+	o.nouveau()
+	o.unbound()
+	o.runningKernelModule()
+	o.staleInitramfs()
+	o.missingFromNVML()
+	if len(obs.PCI) > 0 {
+		switch obs.NVML.Status {
+		case "ok", "not_attempted", "":
+		case "driver_library_mismatch":
+			if !mismatch {
+				o.problem("nvml", "%s", obs.NVML.Error)
+			}
+		default:
+			o.problem("nvml", "%s", obs.NVML.Error)
+		}
+	}
+}
+
+// libraryVersion is the user-space driver version: the library the loader
+// finds, else the only version installed.
+func (o *observer) libraryVersion() string {
+	d := o.obs.Driver
+	if d.LibraryVersion != "" {
+		return d.LibraryVersion
+	}
+	var vs []string
+	for _, l := range d.Libraries {
+		if !slices.Contains(vs, l.Version) {
+			vs = append(vs, l.Version)
+		}
+	}
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	return ""
+}
+
+func (o *observer) mismatch() bool {
+	mod, lib := o.obs.Driver.ModuleVersion, o.libraryVersion()
+	if mod == "" || lib == "" || mod == lib {
+		return false
+	}
+	o.problem("driver", "driver/library version mismatch: module %s, library %s — reboot or reload the module", mod, lib)
+	return true
+}
+
+func (o *observer) blacklisted(module string) []facts.Blacklist {
+	var out []facts.Blacklist
+	for _, b := range o.obs.Kernel.Blacklists {
+		if b.Module == module {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (o *observer) nouveau() {
+	var bound []string
+	for _, d := range o.obs.PCI {
+		if d.Driver == "nouveau" {
+			bound = append(bound, d.Address)
+		}
+	}
+	if len(bound) == 0 && !o.loaded("nouveau") {
+		return
+	}
+	where := "nouveau is loaded"
+	if len(bound) > 0 {
+		where = "GPU " + strings.Join(bound, ", ") + " is driven by nouveau"
+	}
+	if bl := o.blacklisted("nouveau"); len(bl) > 0 {
+		o.problem("kernel", "%s although %s blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot", where, bl[0].File)
+		return
+	}
+	o.problem("kernel", "%s and nothing blacklists it: the nvidia driver cannot take the GPU — blacklist nouveau, rebuild the initramfs and reboot", where)
+}
+
+func (o *observer) unbound() {
+	var free []string
+	for _, d := range o.obs.PCI {
+		if d.Driver == "" {
+			free = append(free, d.Address)
+		}
+	}
+	if len(free) == 0 || o.loaded("nvidia") {
+		return
+	}
+	if k := o.running(); k != nil && len(k.NvidiaModules) > 0 {
+		o.problem("pci", "no driver is bound to GPU %s: the nvidia module is built for kernel %s but not loaded — reboot or load it (modprobe nvidia)", strings.Join(free, ", "), k.Release)
+		return
+	}
+	o.problem("pci", "no driver is bound to GPU %s: no NVIDIA kernel module is installed for the running kernel", strings.Join(free, ", "))
+}
+
+func (o *observer) running() *facts.InstalledKernel {
+	for i := range o.obs.Kernel.Installed {
+		if o.obs.Kernel.Installed[i].Running {
+			return &o.obs.Kernel.Installed[i]
+		}
+	}
+	return nil
+}
+
+// runningKernelModule: modules built for other kernels but not the running
+// one is what a kernel update without headers leaves behind; the next boot
+// (or this one) has no GPU driver.
+func (o *observer) runningKernelModule() {
+	k := o.running()
+	if k == nil || len(k.NvidiaModules) > 0 || o.loaded("nvidia") {
+		return
+	}
+	var others []string
+	for _, ik := range o.obs.Kernel.Installed {
+		if !ik.Running && (len(ik.NvidiaModules) > 0 || len(ik.DKMS) > 0) {
+			others = append(others, ik.Release)
+		}
+	}
+	if len(others) == 0 {
+		return
+	}
+	fix := "rebuild it with DKMS (dkms autoinstall)"
+	if !k.Headers {
+		fix = "install the kernel headers for " + k.Release + ", then rebuild it with DKMS"
+	}
+	o.problem("kernel", "no nvidia module is built for the running kernel %s (only for %s): %s", k.Release, strings.Join(others, ", "), fix)
+}
+
+// staleInitramfs: a nouveau blacklist written after the initramfs was
+// built is not in it, so nouveau still loads from the initramfs at boot.
+func (o *observer) staleInitramfs() {
+	ir := o.obs.Kernel.Initramfs
+	if ir == nil {
+		return
+	}
+	for _, b := range o.blacklisted("nouveau") {
+		if b.ModTime.IsZero() || !b.ModTime.After(ir.ModTime) {
+			continue
+		}
+		cmd := "update-initramfs -u"
+		if o.obs.OS.Family == "rpm" {
+			cmd = "dracut -f"
+		}
+		o.problem("kernel", "the initramfs %s (%s) predates the nouveau blacklist in %s (%s): nouveau can still load at boot — run %s",
+			ir.Path, ir.ModTime.Format(time.DateTime), b.File, b.ModTime.Format(time.DateTime), cmd)
+		return
+	}
+}
+
+// missingFromNVML: a GPU the nvidia driver is bound to but NVML does not
+// list has usually fallen off the bus (Xid 79) or failed to initialise;
+// CUDA cannot use it either.
+func (o *observer) missingFromNVML() {
+	if o.obs.NVML.Status != "ok" {
+		return
+	}
+	seen := map[string]bool{}
+	for _, d := range o.obs.NVML.Devices {
+		seen[d.PCIBusID] = true
+	}
+	var missing []string
+	for _, d := range o.obs.PCI {
+		if d.Driver == "nvidia" && !seen[d.Address] {
+			missing = append(missing, d.Address)
+		}
+	}
+	if len(missing) > 0 {
+		o.problem("nvml", "GPU %s is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors", strings.Join(missing, ", "))
+	}
+}

@@ -1,0 +1,216 @@
+package environment
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// Provider plans the "environment" step: gpuenv's profile script, loader
+// configuration and systemd drop-in. It compares the files' bytes, read
+// through Host; without a Host it judges from the observed files alone.
+type Provider struct {
+	Host *host.Host
+}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "environment" }
+
+// managedFile is one of gpuenv's environment files: Content is what it
+// must hold; Remove asks for it to be gone.
+type managedFile struct {
+	Path    string
+	Content string
+	Remove  bool
+	After   []string
+	What    string
+}
+
+// shellQuote writes a value for a POSIX shell's single quotes.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// systemdQuote writes NAME=value as one quoted DefaultEnvironment word.
+func systemdQuote(name, value string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	return `"` + r.Replace(name+"="+value) + `"`
+}
+
+// planVariables are the variables the environment block sets, in the
+// order they are written.
+func planVariables(e *spec.Environment) [][2]string {
+	var out [][2]string
+	if e.CUDAVisibleDevices.Set {
+		out = append(out, [2]string{"CUDA_VISIBLE_DEVICES", strings.Join(e.CUDAVisibleDevices.Value, ",")})
+	}
+	if e.CUDADeviceOrder.Set {
+		out = append(out, [2]string{"CUDA_DEVICE_ORDER", string(e.CUDADeviceOrder.Value)})
+	}
+	names := make([]string, 0, len(e.Variables.Value))
+	for n := range e.Variables.Value {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		out = append(out, [2]string{n, e.Variables.Value[n]})
+	}
+	return out
+}
+
+// planFiles returns gpuenv's environment files as the spec wants them;
+// files the spec does not manage are left out.
+func planFiles(req *planner.Request) []managedFile {
+	var files []managedFile
+	env := req.Spec.Environment
+	var cudaDir string
+	cudaManaged := false
+	if dc := req.Desired.CUDA; dc != nil && dc.Block.SetEnvironment.Set {
+		cudaManaged = true
+		if !dc.Absent && dc.SetEnvironment && dc.Path != "" && dc.Path != "/usr" {
+			cudaDir = dc.Path
+		}
+	}
+	envManaged := env != nil
+	if !envManaged && !cudaManaged {
+		return nil
+	}
+	var vars [][2]string
+	if env != nil && !env.IsAbsent() {
+		vars = planVariables(env)
+	}
+	if envManaged || cudaManaged {
+		var b strings.Builder
+		for _, v := range vars {
+			fmt.Fprintf(&b, "export %s=%s\n", v[0], shellQuote(v[1]))
+		}
+		if cudaDir != "" {
+			fmt.Fprintf(&b, "case \":$PATH:\" in *:%s/bin:*) ;; *) export PATH=%s\"/bin:$PATH\" ;; esac\n", cudaDir, shellQuote(cudaDir))
+		}
+		f := managedFile{Path: ManagedProfile, What: "login shells' variables", Remove: b.Len() == 0}
+		if b.Len() > 0 {
+			f.Content = "# Written by gpuenv from the spec; gpuenv rewrites it on every apply.\n" + b.String()
+		}
+		files = append(files, f)
+	}
+	if cudaManaged {
+		f := managedFile{Path: ManagedLdSoConf, What: "the dynamic loader's path", After: []string{"ldconfig"}, Remove: cudaDir == ""}
+		if cudaDir != "" {
+			// Library directories go to the loader's cache, not a global
+			// LD_LIBRARY_PATH, which would shadow the libraries that pip
+			// wheels bring.
+			f.Content = "# Written by gpuenv from the spec.\n" + path.Join(cudaDir, "lib64") + "\n"
+		}
+		files = append(files, f)
+	}
+	if envManaged {
+		f := managedFile{Path: ManagedSystemd, What: "services' variables", After: []string{"systemctl", "daemon-reexec"}, Remove: len(vars) == 0}
+		if len(vars) > 0 {
+			words := make([]string, len(vars))
+			for i, v := range vars {
+				words[i] = systemdQuote(v[0], v[1])
+			}
+			f.Content = "# Written by gpuenv from the spec: services see the same variables as login shells.\n[Manager]\nDefaultEnvironment=" + strings.Join(words, " ") + "\n"
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+// Plan compares gpuenv's environment files with the spec.
+func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	if req.Desired == nil {
+		return resp
+	}
+	files := planFiles(req)
+	var ops []planner.Operation
+	before, after := map[string]string{}, map[string]string{}
+	var why []string
+	existed, removes := 0, 0
+	for _, f := range files {
+		exists, same := p.current(req, f)
+		if exists {
+			existed++
+			before[f.Path] = "present"
+		}
+		switch {
+		case f.Remove && !exists:
+			continue
+		case f.Remove:
+			removes++
+			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Remove: true, After: f.After}})
+			why = append(why, fmt.Sprintf("removes %s: the spec sets nothing for %s", f.Path, f.What))
+			continue
+		}
+		after[f.Path] = strings.TrimSpace(strings.Join(contentLines(f.Content), "; "))
+		if same {
+			continue
+		}
+		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Content: f.Content, Mode: 0o644, After: f.After}})
+		if exists {
+			why = append(why, fmt.Sprintf("rewrites %s, which differs from the spec (%s)", f.Path, f.What))
+		} else {
+			why = append(why, fmt.Sprintf("writes %s (%s)", f.Path, f.What))
+		}
+	}
+	if len(ops) == 0 {
+		return resp
+	}
+	action := planner.Update
+	switch {
+	case existed == 0:
+		action = planner.Create
+	case removes == len(ops) && len(after) == 0:
+		action = planner.Delete
+	}
+	s := planner.Step{
+		Address:    "environment",
+		Action:     action,
+		Reason:     strings.ToUpper(why[0][:1]) + strings.Join(why, "; ")[1:] + ".",
+		Operations: ops,
+		DependsOn:  []string{"cuda"},
+	}
+	if len(before) > 0 && action != planner.Create {
+		s.Before = before
+	}
+	if len(after) > 0 {
+		s.After = after
+	}
+	resp.Steps = append(resp.Steps, s)
+	return resp
+}
+
+// contentLines are a file's lines without comments, for the step's
+// after values.
+func contentLines(c string) []string {
+	var out []string
+	for _, l := range strings.Split(c, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// current tells whether a managed file exists and already holds exactly
+// its content.
+func (p Provider) current(req *planner.Request, f managedFile) (exists, same bool) {
+	if p.Host != nil {
+		data, err := p.Host.ReadFile(f.Path)
+		if err != nil {
+			return false, false
+		}
+		return true, string(data) == f.Content
+	}
+	exists = slices.Contains(req.Facts.Environment.Managed, f.Path)
+	return exists, false
+}

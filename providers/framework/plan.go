@@ -1,0 +1,256 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// Provider plans framework.<name> steps: a pip transaction in the
+// framework's environment, or the distribution's package.
+type Provider struct{}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "framework" }
+
+// Plan compares each resolved framework with what its environment holds.
+func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	if req.Desired == nil {
+		return resp
+	}
+	for _, df := range req.Desired.Frameworks {
+		var s *planner.Step
+		var diag *hcl.Diagnostic
+		if df.Source == spec.SourceDistro {
+			s, diag = planDistroFramework(ctx, req, df)
+		} else {
+			s = planPipFramework(req.Facts, df)
+		}
+		if diag != nil {
+			resp.Diagnostics = append(resp.Diagnostics, diag)
+		}
+		if s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
+	}
+	return resp
+}
+
+// planEnvironment finds the observed environment a framework lives in.
+func planEnvironment(obs *facts.Observation, df *planner.DesiredFramework) *facts.PythonEnv {
+	for i, env := range obs.Python {
+		if env.Interpreter == df.Python || df.Venv != "" && env.Prefix == df.Venv {
+			return &obs.Python[i]
+		}
+	}
+	return nil
+}
+
+// planInstalled finds the framework in an environment.
+func planInstalled(env *facts.PythonEnv, name spec.FrameworkName) *facts.Framework {
+	if env == nil {
+		return nil
+	}
+	for i, f := range env.Frameworks {
+		if f.Name == string(name) {
+			return &env.Frameworks[i]
+		}
+	}
+	return nil
+}
+
+// planMatches reports whether an installed build satisfies the resolved
+// framework, and why not.
+func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, string) {
+	v, err := version.Parse(inst.Version)
+	if err != nil {
+		return false, fmt.Sprintf("its version %q cannot be read", inst.Version)
+	}
+	if !df.Versions.Check(v) {
+		return false, fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())
+	}
+	switch df.Name {
+	case spec.PyTorch:
+		if df.CUDA.IsZero() {
+			return true, ""
+		}
+		if inst.CPUOnly || inst.CUDA == "" {
+			return false, fmt.Sprintf("the installed %s %s is a CPU-only build and the spec needs the CUDA %s build", df.Package, inst.Version, df.CUDA)
+		}
+		if c, err := version.Parse(inst.CUDA); err != nil || !c.Trunc(2).Equal(df.CUDA.Trunc(2)) {
+			return false, fmt.Sprintf("the installed %s %s is built for CUDA %s and the spec needs CUDA %s", df.Package, inst.Version, inst.CUDA, df.CUDA)
+		}
+	case spec.JAX:
+		want := fmt.Sprintf("cuda%d", df.CUDA.Major())
+		if !slices.ContainsFunc(inst.Plugins, func(l facts.Library) bool { return strings.Contains(strings.ReplaceAll(l.Path, "_", ""), want) }) {
+			return false, fmt.Sprintf("the installed jax %s has no CUDA %d plugin", inst.Version, df.CUDA.Major())
+		}
+	}
+	return true, ""
+}
+
+// planPipFramework plans a pip transaction.
+func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *planner.Step {
+	env := planEnvironment(obs, df)
+	inst := planInstalled(env, df.Name)
+	where := df.Python
+	if df.Venv != "" {
+		where = "the venv " + df.Venv
+	}
+	if df.Absent {
+		if inst == nil {
+			return nil
+		}
+		return &planner.Step{
+			Address:    df.Address,
+			Action:     planner.Delete,
+			Before:     map[string]string{"version": inst.Version, "environment": where},
+			Reason:     fmt.Sprintf("absent = true removes %s %s from %s.", df.Package, inst.Version, where),
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "pip", Remove: []string{df.Package}, Python: df.Python}}},
+		}
+	}
+	if df.Version.IsZero() {
+		return nil
+	}
+	var why []string
+	action := planner.Create
+	before := map[string]string(nil)
+	if inst != nil {
+		ok, reason := planMatches(inst, df)
+		if ok {
+			return nil
+		}
+		action = planner.Update
+		before = map[string]string{"version": inst.Version, "environment": where}
+		why = append(why, reason)
+	} else {
+		why = append(why, fmt.Sprintf("the package %s is not installed in %s", df.Package, where))
+	}
+	req := df.Package
+	if len(df.Extras) > 0 {
+		req += "[" + strings.Join(df.Extras, ",") + "]"
+	}
+	why = append(why, fmt.Sprintf("installs %s==%s from %s", req, df.Version, df.IndexURL))
+	if df.Venv != "" && env == nil {
+		why = append(why, fmt.Sprintf("the venv %s is created first with %s", df.Venv, df.BasePython))
+	}
+	if !df.CUDA.IsZero() && df.Name == spec.PyTorch {
+		why = append(why, fmt.Sprintf("the %s wheels bring their own CUDA %s runtime and cuDNN", df.Variant, df.CUDA))
+	}
+	after := map[string]string{"version": df.Version.String(), "environment": where, "index_url": df.IndexURL}
+	if len(df.Extras) > 0 {
+		after["extras"] = strings.Join(df.Extras, ",")
+	}
+	deps := []string{"driver"}
+	if !df.NeedsCuDNN.IsZero() {
+		deps = append(deps, "cuda", "cudnn")
+	}
+	// With a venv, pip runs the venv's own interpreter, and the op's Python
+	// is the one that creates the venv when it is missing.
+	python := df.Python
+	if df.Venv != "" {
+		python = df.BasePython
+	}
+	return &planner.Step{
+		Address: df.Address,
+		Action:  action,
+		Before:  before,
+		After:   after,
+		Reason:  planSentence(why),
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+			Manager:  "pip",
+			Install:  []planner.PackagePin{{Name: df.Package, Version: df.Version.String(), Extras: slices.Clone(df.Extras)}},
+			Python:   python,
+			Venv:     df.Venv,
+			IndexURL: df.IndexURL,
+		}}},
+		DependsOn: deps,
+	}
+}
+
+// planDistroFramework plans the distribution's package.
+func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.DesiredFramework) (*planner.Step, *hcl.Diagnostic) {
+	obs := req.Facts
+	manager := req.Desired.Manager
+	inst, installed := repository.Installed(obs, df.Package)
+	if df.Absent {
+		if !installed {
+			return nil, nil
+		}
+		return &planner.Step{
+			Address:    df.Address,
+			Action:     planner.Delete,
+			Before:     map[string]string{"package": df.Package + "=" + inst.Version},
+			Reason:     fmt.Sprintf("absent = true removes %s %s.", df.Package, inst.Version),
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: []string{df.Package}}}},
+		}, nil
+	}
+	if df.Package == "" {
+		return nil, nil
+	}
+	if installed {
+		if up, err := repository.Upstream(manager, inst.Version); err == nil && df.Versions.Check(up) {
+			return nil, nil
+		}
+	}
+	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+		Manager: manager, Packages: []planner.PackageName{{Name: df.Package}}, Versions: df.Versions,
+		OS: obs.OS.ID, OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+	})
+	if err != nil {
+		subject := df.Block.DefRange
+		return nil, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No framework version to install", Detail: err.Error() + ".", Subject: subject.Ptr()}
+	}
+	why := []string{fmt.Sprintf("the package %s is not installed", df.Package)}
+	action := planner.Create
+	var before map[string]string
+	op := &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: df.Package, Version: picked.Version, Constraint: picked.Constraint}}}
+	if installed {
+		action = planner.Update
+		before = map[string]string{"package": df.Package + "=" + inst.Version}
+		why = []string{fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())}
+		if picked.Version != "" && repository.CompareVersions(manager, picked.Version, inst.Version) < 0 {
+			op.AllowDowngrade = true
+		}
+	}
+	why = append(why, fmt.Sprintf("installs the distribution's %s %s for the system's Python", df.Package, repository.ShownVersion(picked.Version)))
+	if picked.Note != "" {
+		why = append(why, picked.Note)
+	}
+	var deps []string
+	for _, r := range req.Spec.Repositories {
+		deps = append(deps, "repository."+r.Name)
+	}
+	if len(req.Desired.Components) > 0 {
+		deps = append(deps, repository.ComponentsAddress)
+	}
+	return &planner.Step{
+		Address:    df.Address,
+		Action:     action,
+		Before:     before,
+		After:      map[string]string{"package": df.Package + "=" + repository.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
+		Reason:     planSentence(why),
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  deps,
+	}, nil
+}
+
+func planSentence(parts []string) string {
+	s := strings.Join(parts, "; ")
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
+}

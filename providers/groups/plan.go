@@ -1,0 +1,127 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+)
+
+// Provider plans group.<name> steps: the users who must be in a group
+// (and, with exclusive, only they), or the group's removal.
+type Provider struct{}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "group" }
+
+// Plan compares each group block with /etc/group as observed.
+func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	for _, g := range req.Spec.Groups {
+		var cur *facts.Group
+		for i := range req.Facts.Groups {
+			if req.Facts.Groups[i].Name == g.Name {
+				cur = &req.Facts.Groups[i]
+				break
+			}
+		}
+		addr := "group." + g.Name
+		if g.IsAbsent() {
+			if cur == nil {
+				continue
+			}
+			resp.Steps = append(resp.Steps, planner.Step{
+				Address:    addr,
+				Action:     planner.Delete,
+				Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
+				Reason:     fmt.Sprintf("absent = true removes the group %s.", g.Name),
+				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Delete: true}}},
+			})
+			continue
+		}
+		want := g.Members.Value
+		if cur == nil {
+			if !g.Members.Set {
+				// A group block without members asks only that the group
+				// exists.
+				want = nil
+			}
+			resp.Steps = append(resp.Steps, planner.Step{
+				Address:    addr,
+				Action:     planner.Create,
+				After:      map[string]string{"members": strings.Join(want, ", ")},
+				Reason:     fmt.Sprintf("The group %s does not exist: it is created%s.", g.Name, withMembers(want)),
+				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Create: true, System: deviceGroups[g.Name], Add: slices.Clone(want)}}},
+			})
+			continue
+		}
+		var add, remove []string
+		for _, u := range want {
+			// A user whose primary group this is is in it already.
+			if !slices.Contains(cur.Members, u) && !slices.Contains(cur.PrimaryOf, u) {
+				add = append(add, u)
+			}
+		}
+		if g.Exclusive.Value && g.Members.Set {
+			for _, u := range cur.Members {
+				if !slices.Contains(want, u) {
+					remove = append(remove, u)
+				}
+			}
+		}
+		if len(add) == 0 && len(remove) == 0 {
+			continue
+		}
+		after := slices.Clone(cur.Members)
+		after = slices.DeleteFunc(after, func(u string) bool { return slices.Contains(remove, u) })
+		after = append(after, add...)
+		var why []string
+		if len(add) > 0 {
+			why = append(why, fmt.Sprintf("adds %s, whom the spec lists, to %s", and(add), g.Name))
+		}
+		if len(remove) > 0 {
+			why = append(why, fmt.Sprintf("removes %s from %s: exclusive = true admits only the listed members", and(remove), g.Name))
+		}
+		resp.Steps = append(resp.Steps, planner.Step{
+			Address:    addr,
+			Action:     planner.Update,
+			Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
+			After:      map[string]string{"members": strings.Join(after, ", ")},
+			Reason:     capitalize(strings.Join(why, "; ")) + ".",
+			Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Add: add, Remove: remove}}},
+		})
+	}
+	return resp
+}
+
+// and joins names as a sentence does.
+func and(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+func withMembers(users []string) string {
+	if len(users) == 0 {
+		return ""
+	}
+	return " with " + and(users)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// deviceGroups own device nodes (/dev/dri/render*, and /dev/nvidia* where
+// the driver is set up with NVreg_DeviceFileGID): distributions create them
+// as system groups, and so does gpuenv when a host lacks one.
+var deviceGroups = map[string]bool{"video": true, "render": true}

@@ -1,0 +1,108 @@
+package groups_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plantest"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/groups"
+)
+
+// planApply changes the observed groups as gpasswd and groupadd would.
+func planApply(obs *facts.Observation, steps []planner.Step) {
+	for _, s := range steps {
+		op := s.Operations[0].Group
+		i := slices.IndexFunc(obs.Groups, func(g facts.Group) bool { return g.Name == op.Group })
+		switch {
+		case op.Delete:
+			obs.Groups = slices.Delete(obs.Groups, i, i+1)
+			continue
+		case op.Create:
+			obs.Groups = append(obs.Groups, facts.Group{Name: op.Group, GID: 1000})
+			i = len(obs.Groups) - 1
+		}
+		g := &obs.Groups[i]
+		g.Members = slices.DeleteFunc(g.Members, func(u string) bool { return slices.Contains(op.Remove, u) })
+		g.Members = append(g.Members, op.Add...)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []planner.Step
+	}{
+		{
+			name: "members added; others stay",
+			src:  "group \"video\" {\n  members = [\"alice\", \"bob\", \"carol\"]\n}\n",
+			want: []planner.Step{{
+				Address: "group.video", Action: planner.Update,
+				Before:     map[string]string{"members": "alice, mallory"},
+				After:      map[string]string{"members": "alice, mallory, bob, carol"},
+				Reason:     "Adds bob and carol, whom the spec lists, to video.",
+				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Add: []string{"bob", "carol"}}}},
+			}},
+		},
+		{
+			name: "exclusive removes the others",
+			src:  "group \"video\" {\n  members = [\"alice\"]\n  exclusive = true\n}\n",
+			want: []planner.Step{{
+				Address: "group.video", Action: planner.Update,
+				Before:     map[string]string{"members": "alice, mallory"},
+				After:      map[string]string{"members": "alice"},
+				Reason:     "Removes mallory from video: exclusive = true admits only the listed members.",
+				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Remove: []string{"mallory"}}}},
+			}},
+		},
+		{
+			name: "a missing group is created",
+			src:  "group \"render\" {\n  members = [\"alice\", \"bob\"]\n}\n",
+			want: []planner.Step{{
+				Address: "group.render", Action: planner.Create,
+				After:      map[string]string{"members": "alice, bob"},
+				Reason:     "The group render does not exist: it is created with alice and bob.",
+				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "render", Create: true, System: true, Add: []string{"alice", "bob"}}}},
+			}},
+		},
+		{
+			name: "absent removes the group",
+			src:  "group \"video\" {\n  absent = true\n}\n",
+			want: []planner.Step{{
+				Address: "group.video", Action: planner.Delete,
+				Before:     map[string]string{"members": "alice, mallory"},
+				Reason:     "absent = true removes the group video.",
+				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Delete: true}}},
+			}},
+		},
+		{
+			name: "a user whose primary group it is counts as a member",
+			src:  "group \"video\" {\n  members = [\"alice\", \"vid\"]\n}\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := &facts.Observation{Groups: []facts.Group{{Name: "video", GID: 44, Members: []string{"alice", "mallory"}, PrimaryOf: []string{"vid"}}}}
+			s := plantest.LoadSpec(t, tt.src)
+			pl := planner.New(groups.Provider{})
+			plan, diags := pl.Plan(context.Background(), s, obs)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if diff := cmp.Diff(tt.want, plan.Steps, cmpopts.EquateEmpty(), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Flags" }, cmp.Ignore())); diff != "" {
+				t.Errorf("steps (-want +got):\n%s", diff)
+			}
+			planApply(obs, plan.Steps)
+			if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
+				t.Errorf("after applying: %+v", again.Steps)
+			}
+		})
+	}
+}

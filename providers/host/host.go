@@ -1,0 +1,608 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// maxSymlinks bounds symlink resolution, as the kernel's own limit does, so
+// that a loop in a root fails instead of spinning.
+const maxSymlinks = 40
+
+// Host is a machine seen through its root directory.
+type Host struct {
+	root   string
+	runner Runner
+	nvml   NVML
+	// links remembers how path components resolved, in a handle made by
+	// ForObservation; nil otherwise.
+	links *linkCache
+	// dirs remembers directory listings, in a handle made by
+	// ForObservation; nil otherwise.
+	dirs *dirCache
+}
+
+// dirCache holds, per directory on this machine, what listing it gave.
+// Several observers look in the same directories (/usr/local for
+// cuda-*, each cuDNN pattern under /usr/local/cuda*), and on a real
+// system some of them are large.
+type dirCache struct {
+	mu sync.Mutex
+	m  map[string]dirListing
+}
+
+type dirListing struct {
+	entries []fs.DirEntry
+	err     error
+}
+
+// linkCache holds, per path inside the root, whether it is a symlink and
+// where it points, or the error looking at it gave.
+type linkCache struct {
+	mu sync.Mutex
+	m  map[string]linkInfo
+}
+
+type linkInfo struct {
+	symlink bool
+	target  string
+	err     error
+	// fi and lerr are what lstat said, kept so that Lstat, Stat and
+	// EvalSymlinks on an observation handle need not ask again.
+	fi   fs.FileInfo
+	lerr error
+}
+
+// component looks at one path component inside the root: is it a symlink,
+// and to what.
+func (h *Host) component(p string) (linkInfo, error) {
+	if h.links != nil {
+		h.links.mu.Lock()
+		li, ok := h.links.m[p]
+		h.links.mu.Unlock()
+		if ok {
+			return li, li.err
+		}
+	}
+	var li linkInfo
+	fi, err := os.Lstat(filepath.Join(h.root, p))
+	li.fi, li.lerr = fi, err
+	switch {
+	case err != nil:
+		li.err = err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		li.symlink = true
+		li.target, li.err = os.Readlink(filepath.Join(h.root, p))
+	}
+	if h.links != nil {
+		h.links.mu.Lock()
+		h.links.m[p] = li
+		h.links.mu.Unlock()
+	}
+	return li, li.err
+}
+
+// ForObservation returns a handle on the same root, runner and NVML that
+// remembers how every path component it met resolved, so that walking
+// /sys/bus/pci/devices/X/... a hundred times costs one look at each
+// component rather than one per read. Observation reads a root other than
+// "/" component by component (symlinks must stay inside it), which
+// without this makes up most of its system calls. Use the handle for one
+// read-only pass only: it does not notice a symlink changed after it
+// looked, nor a directory's entries changed after it listed them.
+func (h *Host) ForObservation() *Host {
+	c := *h
+	c.nvml = h.NVML()
+	c.links = &linkCache{m: make(map[string]linkInfo)}
+	c.dirs = &dirCache{m: make(map[string]dirListing)}
+	return &c
+}
+
+// Option configures a Host.
+type Option func(*Host)
+
+// WithRunner replaces the runner used for commands (tests use a recorder).
+func WithRunner(r Runner) Option { return func(h *Host) { h.runner = r } }
+
+// New returns a Host for root, which must be an existing directory.
+func New(root string, opts ...Option) (*Host, error) {
+	if root == "" {
+		root = "/"
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("root %s: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("root %s: not a directory", root)
+	}
+	h := &Host{root: abs, runner: ExecRunner{}}
+	for _, o := range opts {
+		o(h)
+	}
+	return h, nil
+}
+
+// Root is the absolute path of the root directory on this machine.
+func (h *Host) Root() string { return h.root }
+
+// Live reports whether the root is this machine's own "/": only then are
+// its kernel, devices and NVML the ones this process can reach.
+func (h *Host) Live() bool { return h.root == "/" }
+
+// Resolve returns where p, an absolute path inside the root, lives on this
+// machine, following symlinks in every component (the last one included)
+// without leaving the root. A missing component ends resolution: the rest
+// is joined as written, so that the caller's open reports "not exist".
+func (h *Host) Resolve(p string) (string, error) {
+	return h.resolve(p, true)
+}
+
+func (h *Host) resolve(p string, followLast bool) (string, error) {
+	if !path.IsAbs(p) {
+		return "", fmt.Errorf("path %q is not absolute", p)
+	}
+	if h.Live() {
+		// The kernel resolves the real root's symlinks itself, and faster.
+		return path.Clean(p), nil
+	}
+	cur, err := h.resolveIn(p, followLast)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(h.root, cur), nil
+}
+
+// resolveIn resolves p, absolute and inside a root other than "/", to the
+// path inside the root it leads to.
+func (h *Host) resolveIn(p string, followLast bool) (string, error) {
+	clean := path.Clean(p)
+	if h.links == nil {
+		return h.walk(p, clean, followLast)
+	}
+	// An observation handle resolves thousands of paths, nearly all free
+	// of symlinks: walk the prefixes of the cleaned path as substrings,
+	// which allocates nothing, and hand over to walk, which rebuilds the
+	// path component by component, at the first symlink. The components
+	// looked at so far are remembered, so walk does not look again.
+	for i := 1; i < len(clean); {
+		j := strings.IndexByte(clean[i:], '/')
+		if j < 0 {
+			j = len(clean)
+		} else {
+			j += i
+		}
+		if j == len(clean) && !followLast {
+			return clean, nil
+		}
+		link, err := h.component(clean[:j])
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				// walk joins the rest as written: the cleaned path.
+				return clean, nil
+			}
+			return "", err
+		}
+		if link.symlink {
+			return h.walk(p, clean, followLast)
+		}
+		i = j + 1
+	}
+	return clean, nil
+}
+
+// walk is resolveIn component by component; clean is path.Clean(p).
+func (h *Host) walk(p, clean string, followLast bool) (string, error) {
+	rest := strings.Split(strings.TrimPrefix(clean, "/"), "/")
+	cur := "/"
+	links := 0
+	for len(rest) > 0 {
+		comp := rest[0]
+		rest = rest[1:]
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, comp)
+		if len(rest) == 0 && !followLast {
+			cur = next
+			break
+		}
+		link, err := h.component(next)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				cur = path.Join(append([]string{next}, rest...)...)
+				rest = nil
+				break
+			}
+			return "", err
+		}
+		if !link.symlink {
+			cur = next
+			continue
+		}
+		links++
+		if links > maxSymlinks {
+			return "", &fs.PathError{Op: "resolve", Path: p, Err: syscall.ELOOP}
+		}
+		target := link.target
+		if path.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return cur, nil
+}
+
+// ReadFile reads the file at p inside the root.
+func (h *Host) ReadFile(p string) ([]byte, error) {
+	fd, name, err := h.openFD(p)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	return readAll(fd, name)
+}
+
+// MapFile returns the content of the file at p inside the root, and a
+// function that releases it; data must not be used after release. A large
+// regular file is mapped rather than read: the dpkg database is close to a
+// megabyte, and reading it means faulting in as much fresh memory and
+// copying the file into it, which costs more than parsing it. Small and
+// special files are read as ReadFile reads them.
+//
+// A mapped file that shrinks while mapped faults when read past its new
+// end; a caller that cannot rule that out reads the data under
+// debug.SetPanicOnFault and falls back to ReadFile.
+func (h *Host) MapFile(p string) (data []byte, release func(), err error) {
+	fd, name, err := h.openFD(p)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Size >= mapThreshold && st.Size == int64(int(st.Size)) {
+		m, err := syscall.Mmap(fd, 0, int(st.Size), syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
+		if err == nil {
+			return m, func() { syscall.Munmap(m) }, nil
+		}
+	}
+	data, err = readAll(fd, name)
+	return data, func() {}, err
+}
+
+// mapThreshold is the size from which MapFile maps a file: below it, one
+// read into a small buffer is cheaper than setting up a mapping.
+const mapThreshold = 64 << 10
+
+// readAll reads fd, opened as name, to its end. Most files gpuenv reads
+// are small, and sysfs and procfs report a size of 4096 or 0 anyway, so
+// the first read goes into a small buffer without asking for the size.
+// Only a file that fills it is measured, so that a large one (the dpkg
+// database is close to a megabyte) is read into one buffer of its size
+// rather than one grown, and copied, a dozen times over.
+func readAll(fd int, name string) ([]byte, error) {
+	buf := make([]byte, 0, 512)
+	sized := false
+	for {
+		if len(buf) == cap(buf) {
+			var st syscall.Stat_t
+			if !sized && fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Size >= int64(len(buf)) {
+				// One byte more than the size, so that a file that grew
+				// since is noticed and read to its end.
+				grown := make([]byte, len(buf), st.Size+1)
+				copy(grown, buf)
+				buf = grown
+			} else {
+				buf = append(buf, 0)[:len(buf)]
+			}
+			sized = true
+		}
+		n, err := read(fd, buf[len(buf):cap(buf)])
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if n == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+func read(fd int, b []byte) (int, error) {
+	for {
+		n, err := syscall.Read(fd, b)
+		if err != syscall.EINTR {
+			if n < 0 {
+				n = 0
+			}
+			return n, err
+		}
+	}
+}
+
+func fstat(fd int, st *syscall.Stat_t) error {
+	for {
+		if err := syscall.Fstat(fd, st); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// open opens name read-only as a plain descriptor. os.Open would register
+// it with the runtime's poller, which a regular file refuses, at the cost
+// of four fcntl calls and an epoll_ctl a file, more than reading a small
+// file costs; errors read as os.Open's.
+func open(name string, flags int) (int, error) {
+	for {
+		fd, err := syscall.Open(name, flags|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err == nil {
+			return fd, nil
+		}
+		if err != syscall.EINTR {
+			return -1, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+	}
+}
+
+// Open opens the file at p inside the root for reading.
+func (h *Host) Open(p string) (*os.File, error) {
+	fd, name, err := h.openFD(p)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// openFD opens the file at p inside the root for reading, and returns the
+// descriptor and the name it was opened under on this machine.
+func (h *Host) openFD(p string) (int, string, error) {
+	if !h.Live() && path.IsAbs(p) {
+		// Resolve the directory, then open the last component without
+		// following it: only when it turns out to be a symlink (ELOOP)
+		// is it resolved inside the root. This spares a system call per
+		// file, most of what reading a fixture's sysfs costs.
+		clean := path.Clean(p)
+		if dir, base := path.Split(clean); base != "" && base != ".." {
+			if rdir, err := h.resolveIn(dir, true); err == nil {
+				name := filepath.Join(h.root, rdir, base)
+				fd, err := open(name, syscall.O_NOFOLLOW)
+				if !errors.Is(err, syscall.ELOOP) {
+					return fd, name, err
+				}
+			}
+		}
+	}
+	rp, err := h.Resolve(p)
+	if err != nil {
+		return -1, "", err
+	}
+	fd, err := open(rp, 0)
+	return fd, rp, err
+}
+
+// ReadDir lists the directory at p inside the root, sorted by name.
+func (h *Host) ReadDir(p string) ([]fs.DirEntry, error) {
+	rp, err := h.Resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	if h.dirs == nil {
+		return os.ReadDir(rp)
+	}
+	h.dirs.mu.Lock()
+	l, ok := h.dirs.m[rp]
+	h.dirs.mu.Unlock()
+	if !ok {
+		l.entries, l.err = os.ReadDir(rp)
+		h.dirs.mu.Lock()
+		h.dirs.m[rp] = l
+		h.dirs.mu.Unlock()
+	}
+	// A copy, so that a caller that sorts or trims its listing does not
+	// change the next caller's.
+	return slices.Clone(l.entries), l.err
+}
+
+// remembers reports whether h is an observation handle on a root other
+// than "/", which answers lstat from what it learnt (see ForObservation).
+func (h *Host) remembers(p string) bool {
+	return h.links != nil && !h.Live() && path.IsAbs(p)
+}
+
+// Stat follows symlinks inside the root.
+func (h *Host) Stat(p string) (fs.FileInfo, error) {
+	if h.remembers(p) {
+		cur, err := h.resolveIn(p, true)
+		if err != nil {
+			return nil, err
+		}
+		// Resolution looked at the last component: when it is not a
+		// symlink, stat and lstat agree. Otherwise (a dangling link, a
+		// missing file) stat itself says how, in its own words.
+		if li, _ := h.component(cur); li.lerr == nil && !li.symlink {
+			return li.fi, nil
+		}
+		return os.Stat(filepath.Join(h.root, cur))
+	}
+	rp, err := h.Resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	return os.Stat(rp)
+}
+
+// Lstat does not follow a symlink in the last component.
+func (h *Host) Lstat(p string) (fs.FileInfo, error) {
+	if h.remembers(p) {
+		cur, err := h.resolveIn(p, false)
+		if err != nil {
+			return nil, err
+		}
+		li, _ := h.component(cur)
+		return li.fi, li.lerr
+	}
+	rp, err := h.resolve(p, false)
+	if err != nil {
+		return nil, err
+	}
+	return os.Lstat(rp)
+}
+
+// Readlink returns a symlink's target as written in the link.
+func (h *Host) Readlink(p string) (string, error) {
+	rp, err := h.resolve(p, false)
+	if err != nil {
+		return "", err
+	}
+	return os.Readlink(rp)
+}
+
+// EvalSymlinks returns the path inside the root that p leads to.
+func (h *Host) EvalSymlinks(p string) (string, error) {
+	if h.remembers(p) {
+		cur, err := h.resolveIn(p, true)
+		if err != nil {
+			return "", err
+		}
+		if li, _ := h.component(cur); li.lerr != nil {
+			return "", li.lerr
+		}
+		return cur, nil
+	}
+	rp, err := h.Resolve(p)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Lstat(rp); err != nil {
+		return "", err
+	}
+	if h.Live() {
+		return filepath.EvalSymlinks(rp)
+	}
+	rel, err := filepath.Rel(h.root, rp)
+	if err != nil {
+		return "", err
+	}
+	return path.Join("/", filepath.ToSlash(rel)), nil
+}
+
+// Glob returns the paths inside the root that match pattern (path.Match
+// syntax in any component), sorted. Symlinked directories on the way are
+// followed inside the root.
+func (h *Host) Glob(pattern string) ([]string, error) {
+	if !path.IsAbs(pattern) {
+		return nil, fmt.Errorf("pattern %q is not absolute", pattern)
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return nil, fmt.Errorf("pattern %q: %w", pattern, err)
+	}
+	comps := strings.Split(strings.TrimPrefix(path.Clean(pattern), "/"), "/")
+	matches := []string{"/"}
+	for _, comp := range comps {
+		var next []string
+		for _, dir := range matches {
+			if !hasMeta(comp) {
+				p := path.Join(dir, comp)
+				if h.exists(p) {
+					next = append(next, p)
+				}
+				continue
+			}
+			entries, err := h.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				if ok, _ := path.Match(comp, e.Name()); ok {
+					next = append(next, path.Join(dir, e.Name()))
+				}
+			}
+		}
+		matches = next
+		if len(matches) == 0 {
+			return nil, nil
+		}
+	}
+	sort.Strings(matches)
+	return matches, nil
+}
+
+// exists reports whether p names something (a dangling symlink included),
+// as Lstat would, through the remembered lookups of an observation handle.
+func (h *Host) exists(p string) bool {
+	if h.Live() || h.links == nil {
+		_, err := h.Lstat(p)
+		return err == nil
+	}
+	dir, err := h.resolveIn(path.Dir(p), true)
+	if err != nil {
+		return false
+	}
+	_, err = h.component(path.Join(dir, path.Base(p)))
+	return err == nil
+}
+
+func hasMeta(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
+// Command is one program run against the host, as an argv slice: gpuenv
+// never builds a shell string.
+type Command struct {
+	Argv   []string
+	Env    []string // added to the runner's environment
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Runner runs commands. Implementations must not interpret Argv through a
+// shell.
+type Runner interface {
+	Run(ctx context.Context, c Command) error
+}
+
+// ExecRunner runs commands as child processes.
+type ExecRunner struct{}
+
+// Run starts c.Argv[0] found on PATH and waits for it.
+func (ExecRunner) Run(ctx context.Context, c Command) error {
+	if len(c.Argv) == 0 {
+		return errors.New("empty command")
+	}
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(c.Argv, " "), err)
+	}
+	return nil
+}
+
+// Run runs c inside the root: as it is on a live root, under chroot(8)
+// otherwise, so that a package manager changes the root and never the
+// machine running gpuenv.
+func (h *Host) Run(ctx context.Context, c Command) error {
+	if !h.Live() {
+		c.Argv = append([]string{"chroot", h.root}, c.Argv...)
+	}
+	return h.runner.Run(ctx, c)
+}

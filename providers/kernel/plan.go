@@ -1,0 +1,219 @@
+// Package kernel plans what the kernel needs for the NVIDIA driver:
+// nouveau blacklisted and kept out of the initramfs ("kernel.nouveau"),
+// and the running kernel's headers for DKMS to build the module
+// ("kernel.headers"). What it observes comes from the driver's
+// observation (facts.Kernel).
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
+)
+
+// BlacklistFile is gpuenv's modprobe configuration for nouveau.
+const BlacklistFile = "/etc/modprobe.d/gpuenv-blacklist-nouveau.conf"
+
+// BlacklistContent keeps nouveau from binding NVIDIA GPUs: blacklist stops
+// loading by alias, and modeset=0 keeps a nouveau loaded by hand from
+// taking the console.
+const BlacklistContent = `# Written by gpuenv: nouveau must not claim NVIDIA GPUs, so that the
+# nvidia module can. The initramfs is rebuilt after this file changes.
+blacklist nouveau
+options nouveau modeset=0
+`
+
+// Provider plans kernel.nouveau and kernel.headers.
+type Provider struct{}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "kernel" }
+
+// Plan compares the blacklist and headers the driver needs with the
+// kernel's observed state.
+func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	if req.Desired == nil || req.Desired.Driver == nil {
+		return resp
+	}
+	d := req.Desired.Driver
+	if s := nouveauStep(req.Facts, d); s != nil {
+		resp.Steps = append(resp.Steps, *s)
+	}
+	if s, w := headersStep(ctx, req); s != nil {
+		resp.Steps = append(resp.Steps, *s)
+	} else if w != nil {
+		resp.Warnings = append(resp.Warnings, *w)
+	}
+	return resp
+}
+
+// nouveauBlacklists are the entries that keep nouveau from loading.
+func nouveauBlacklists(obs *facts.Observation) []facts.Blacklist {
+	var out []facts.Blacklist
+	for _, b := range obs.Kernel.Blacklists {
+		if b.Module == "nouveau" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func nouveauLoaded(obs *facts.Observation) bool {
+	if slices.ContainsFunc(obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nouveau" }) {
+		return true
+	}
+	return slices.ContainsFunc(obs.PCI, func(p facts.PCIDevice) bool { return p.Driver == "nouveau" })
+}
+
+// nouveauStep blacklists nouveau when blacklist_nouveau = true, and takes
+// gpuenv's blacklist away when it is false.
+func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step {
+	b := d.Block
+	if b == nil || !b.BlacklistNouveau.Set || d.Absent {
+		return nil
+	}
+	rebuild := planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "rebuild_initramfs"}}
+	lists := nouveauBlacklists(obs)
+	ours := slices.ContainsFunc(lists, func(l facts.Blacklist) bool { return l.File == BlacklistFile })
+	if !d.BlacklistNouveau {
+		if !ours {
+			return nil
+		}
+		return &planner.Step{
+			Address:    "kernel.nouveau",
+			Action:     planner.Delete,
+			Before:     map[string]string{"blacklist": BlacklistFile},
+			Reason:     "blacklist_nouveau = false removes gpuenv's nouveau blacklist and rebuilds the initramfs without it.",
+			Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: BlacklistFile, Remove: true}}, rebuild},
+			Flags:      planner.Flags{NeedsReboot: true},
+		}
+	}
+	loaded := nouveauLoaded(obs)
+	if len(lists) > 0 {
+		// A blacklist exists (the driver package often brings one); it
+		// works at boot only once the initramfs holds it.
+		stale := staleBlacklist(obs, lists)
+		if stale == nil {
+			return nil
+		}
+		return &planner.Step{
+			Address: "kernel.nouveau",
+			Action:  planner.Update,
+			Before:  map[string]string{"blacklist": stale.File, "initramfs": "older than the blacklist"},
+			After:   map[string]string{"blacklist": stale.File, "initramfs": "rebuilt"},
+			Reason: fmt.Sprintf("%s blacklists nouveau but is newer than the initramfs %s, which still loads nouveau at boot; the initramfs is rebuilt.",
+				stale.File, obs.Kernel.Initramfs.Path),
+			Operations: []planner.Operation{rebuild},
+			Flags:      planner.Flags{NeedsReboot: loaded},
+		}
+	}
+	reason := "blacklist_nouveau = true and nothing blacklists nouveau: " + BlacklistFile + " blacklists it and the initramfs is rebuilt so that it holds the blacklist at boot."
+	if loaded {
+		reason += " nouveau is loaded now, so the change takes effect at the next boot."
+	}
+	return &planner.Step{
+		Address: "kernel.nouveau",
+		Action:  planner.Create,
+		After:   map[string]string{"blacklist": BlacklistFile},
+		Reason:  reason,
+		Operations: []planner.Operation{
+			{Kind: planner.OpFile, File: &planner.FileOp{Path: BlacklistFile, Content: BlacklistContent, Mode: 0o644}},
+			rebuild,
+		},
+		Flags: planner.Flags{NeedsReboot: true},
+	}
+}
+
+// staleBlacklist returns a blacklist file newer than the running kernel's
+// initramfs, or nil when every one is older (or times are unknown).
+func staleBlacklist(obs *facts.Observation, lists []facts.Blacklist) *facts.Blacklist {
+	ird := obs.Kernel.Initramfs
+	if ird == nil || ird.ModTime.IsZero() {
+		return nil
+	}
+	for _, l := range lists {
+		if l.Directive == "modprobe.blacklist" {
+			// The kernel command line works without the initramfs.
+			return nil
+		}
+	}
+	// One blacklist that the initramfs already holds is enough.
+	var newer *facts.Blacklist
+	for i, l := range lists {
+		switch {
+		case l.ModTime.IsZero() || !l.ModTime.After(ird.ModTime):
+			return nil
+		case newer == nil:
+			newer = &lists[i]
+		}
+	}
+	return newer
+}
+
+// kernelRelease is what a headers package name may contain.
+var kernelRelease = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+
+// headersPackage names the headers package of a kernel release.
+func headersPackage(obs *facts.Observation, release string) string {
+	if obs.OS.Family == "rpm" {
+		return "kernel-devel-" + release
+	}
+	return "linux-headers-" + release
+}
+
+// headersStep installs the running kernel's headers when a DKMS-built
+// module will be installed and they are missing.
+func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *planner.Warning) {
+	d := req.Desired.Driver
+	obs := req.Facts
+	if d.Absent || d.KernelModules == spec.KernelModulesNone || req.Desired.Manager == "" {
+		return nil, nil
+	}
+	release := obs.Kernel.Release
+	if release == "" || !kernelRelease.MatchString(release) {
+		return nil, nil
+	}
+	for _, k := range obs.Kernel.Installed {
+		if k.Release == release && k.Headers {
+			return nil, nil
+		}
+	}
+	name := headersPackage(obs, release)
+	manager := req.Desired.Manager
+	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{Manager: manager, Packages: []planner.PackageName{{Name: name}}})
+	if err != nil {
+		return nil, &planner.Warning{
+			Summary:  "Kernel headers for the running kernel are missing",
+			Detail:   fmt.Sprintf("DKMS needs the headers of kernel %s to build the nvidia module, and %s cannot be planned: %v. Install them before applying, or boot a kernel whose headers are installed.", release, name, err),
+			Evidence: []string{fmt.Sprintf("/lib/modules/%s/build does not lead to a directory", release)},
+		}
+	}
+	return &planner.Step{
+		Address:    "kernel.headers",
+		Action:     planner.Create,
+		After:      map[string]string{"package": name, "version": picked.Version},
+		Reason:     fmt.Sprintf("DKMS builds the nvidia module against the running kernel's headers, which are not installed (/lib/modules/%s/build): installs %s %s.", release, name, picked.Version),
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: name, Version: picked.Version, Constraint: picked.Constraint}}}}},
+		DependsOn:  deps(req),
+	}, nil
+}
+
+func deps(req *planner.Request) []string {
+	var out []string
+	for _, r := range req.Spec.Repositories {
+		out = append(out, "repository."+r.Name)
+	}
+	if len(req.Desired.Components) > 0 {
+		out = append(out, repository.ComponentsAddress)
+	}
+	return out
+}

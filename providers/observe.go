@@ -1,0 +1,136 @@
+// Package providers holds one sub-package per resource kind; this file is
+// the observation that runs them all, in the order their facts feed each
+// other, so that every file of the host is read once.
+package providers
+
+import (
+	"context"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/cuda"
+	"github.com/gpuenv/gpuenv/providers/cudnn"
+	"github.com/gpuenv/gpuenv/providers/driver"
+	"github.com/gpuenv/gpuenv/providers/environment"
+	"github.com/gpuenv/gpuenv/providers/framework"
+	"github.com/gpuenv/gpuenv/providers/groups"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/packages"
+	"github.com/gpuenv/gpuenv/providers/system"
+)
+
+// ObserveOptions are what an observation needs besides the host.
+type ObserveOptions struct {
+	// Pythons are interpreters, as paths inside the root, whose
+	// environments are observed besides the system's: --python and the
+	// spec's.
+	Pythons []string
+	// NVML replaces the host's own (host.Host.NVML); tests hand in
+	// go-nvml's mock through host.NewNVML. Nil: the host's.
+	NVML host.NVML
+}
+
+// Observe reads everything gpuenv knows how to see on h. It never fails:
+// what could not be read is a warning in the result, and the rest stands.
+// It starts no process on a Debian-family host and changes nothing.
+func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Observation {
+	// Nothing changes the root while it is observed, so path resolution
+	// may be remembered for the length of this pass.
+	h = h.ForObservation()
+	obs := &facts.Observation{SchemaVersion: facts.SchemaVersion, Root: h.Root()}
+	n := opts.NVML
+	if n == nil {
+		n = h.NVML()
+	}
+	// The OS and the running kernel come first: the package family and
+	// the kernel release decide what the others read.
+	system.Observe(ctx, h, obs)
+	driver.Observe(ctx, h, n, obs)
+
+	var warns []facts.Warning
+	add := func(w []facts.Warning) { obs.Warnings = append(obs.Warnings, w...) }
+	obs.Packages, warns = packages.Observe(ctx, h, obs.OS.Family)
+	add(warns)
+	// The toolkit and cuDNN observers take the package list rather than
+	// read the database again.
+	obs.CUDA, warns = cuda.Observe(h, obs.Packages)
+	add(warns)
+	obs.CuDNN, warns = cudnn.Observe(h, obs.Packages)
+	add(warns)
+	obs.Python, warns = framework.Observe(h, obs.Packages, opts.Pythons)
+	add(warns)
+	obs.Groups, warns = groups.Observe(h)
+	add(warns)
+	obs.Environment, warns = environment.Observe(h)
+	add(warns)
+
+	nameDeviceGroups(obs)
+	unfinishedPackages(obs)
+	pathsInsideRoot(obs, h.Root())
+	normalize(obs)
+	return obs
+}
+
+// unfinishedPackages flags packages a package manager left half done: an
+// install or upgrade that was interrupted, whose files or configuration
+// are not what any version expects.
+func unfinishedPackages(obs *facts.Observation) {
+	var names []string
+	for _, p := range obs.Packages.Packages {
+		switch p.State {
+		case "half-installed", "unpacked", "half-configured":
+			names = append(names, p.Name+" ("+p.State+")")
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	fix := "run dpkg --configure -a"
+	if obs.Packages.Manager == "rpm" {
+		fix = "finish or undo the transaction with dnf"
+	}
+	obs.Problems = append(obs.Problems, facts.Problem{Layer: "packages", Message: "an install or upgrade did not finish: " + strings.Join(names, ", ") + " — " + fix})
+}
+
+// pathsInsideRoot rewrites the host paths that error texts carry ("open
+// /mnt/img/var/lib/dpkg/status: …") as paths inside the root, which is how
+// every path in the document is meant.
+func pathsInsideRoot(obs *facts.Observation, root string) {
+	if root == "/" {
+		return
+	}
+	prefix := strings.TrimSuffix(root, "/") + "/"
+	for i := range obs.Warnings {
+		obs.Warnings[i].Message = strings.ReplaceAll(obs.Warnings[i].Message, prefix, "/")
+	}
+}
+
+// nameDeviceGroups gives each device node its group's name from the
+// groups already read, rather than reading /etc/group a second time.
+func nameDeviceGroups(obs *facts.Observation) {
+	names := make(map[uint32]string, len(obs.Groups))
+	for _, g := range obs.Groups {
+		names[g.GID] = g.Name
+	}
+	for i := range obs.DeviceNodes {
+		obs.DeviceNodes[i].Group = names[obs.DeviceNodes[i].GID]
+	}
+}
+
+// normalize makes empty lists print as [] rather than null, so that a
+// consumer of the JSON document can tell "none" from a missing section.
+func normalize(obs *facts.Observation) {
+	empty(&obs.PCI)
+	empty(&obs.DeviceNodes)
+	empty(&obs.Kernel.Loaded)
+	empty(&obs.Kernel.Blacklists)
+	empty(&obs.Kernel.Installed)
+	empty(&obs.Problems)
+	empty(&obs.Warnings)
+}
+
+func empty[T any](s *[]T) {
+	if *s == nil {
+		*s = []T{}
+	}
+}

@@ -1,0 +1,367 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// aptPolicy is apt-cache policy's output on a Debian 12 machine with
+// bookworm, bookworm-updates and bookworm-security (main, contrib,
+// non-free) configured: nvidia-driver, libnvidia-ml1 and the toolkit, the open module only in
+// contrib, a virtual package, a name apt does not know (it prints
+// nothing for it) and an installed package whose installed version no
+// archive has any more.
+const aptPolicy = `nvidia-driver:
+  Installed: (none)
+  Candidate: 535.309.01-0+deb12u1
+  Version table:
+     535.309.01-0+deb12u1 500
+        500 http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
+     535.261.03-1 500
+        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
+libnvidia-ml1:
+  Installed: (none)
+  Candidate: 535.309.01-0+deb12u1
+  Version table:
+     535.309.01-0+deb12u1 500
+        500 http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
+     535.261.03-1 500
+        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
+nvidia-cuda-toolkit:
+  Installed: (none)
+  Candidate: 11.8.89~11.8.0-5~deb12u1
+  Version table:
+     11.8.89~11.8.0-5~deb12u1 500
+        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
+nvidia-open-kernel-dkms:
+  Installed: (none)
+  Candidate: 535.261.03-1
+  Version table:
+     535.261.03-1 500
+        500 http://deb.debian.org/debian bookworm/contrib amd64 Packages
+mail-transport-agent:
+  Installed: (none)
+  Candidate: (none)
+  Version table:
+bash:
+  Installed: 5.2.15-2+b8
+  Candidate: 5.2.15-2+b13
+  Version table:
+     5.2.15-2+b13 500
+        500 http://deb.debian.org/debian bookworm/main amd64 Packages
+ *** 5.2.15-2+b8 100
+        100 /var/lib/dpkg/status
+`
+
+// aptMadison is apt-cache madison's output on the same machine.
+const aptMadison = `nvidia-driver | 535.309.01-0+deb12u1 | http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
+nvidia-driver | 535.261.03-1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages
+nvidia-cuda-toolkit | 11.8.89~11.8.0-5~deb12u1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages
+python3-torch | 1.13.1+dfsg-4 | http://deb.debian.org/debian bookworm/main amd64 Packages
+`
+
+func TestParseAptPolicy(t *testing.T) {
+	pols, err := ParseAptPolicy([]byte(aptPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pols {
+		names = append(names, p.Name)
+	}
+	if want := []string{"nvidia-driver", "libnvidia-ml1", "nvidia-cuda-toolkit", "nvidia-open-kernel-dkms", "mail-transport-agent", "bash"}; !slices.Equal(names, want) {
+		t.Fatalf("packages %v, want %v", names, want)
+	}
+	driver := pols[0]
+	want := AptPolicy{
+		Name:      "nvidia-driver",
+		Candidate: "535.309.01-0+deb12u1",
+		Versions: []AptVersion{
+			{Version: "535.309.01-0+deb12u1", Priority: 500, Sources: []AptSource{{500, "http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages"}}},
+			{Version: "535.261.03-1", Priority: 500, Sources: []AptSource{{500, "http://deb.debian.org/debian bookworm/non-free amd64 Packages"}}},
+		},
+	}
+	if diff := cmp.Diff(want, driver); diff != "" {
+		t.Errorf("nvidia-driver (-want +got):\n%s", diff)
+	}
+	if got := driver.Installable(); !slices.Equal(got, []string{"535.309.01-0+deb12u1", "535.261.03-1"}) {
+		t.Errorf("installable %v", got)
+	}
+	if got := pols[3].Versions[0].Suites(); !slices.Equal(got, []string{"bookworm/contrib"}) {
+		t.Errorf("open module suites %v", got)
+	}
+	if v := pols[4]; v.Candidate != "" || len(v.Versions) != 0 {
+		t.Errorf("virtual package %+v", v)
+	}
+	bash := pols[5]
+	if bash.Installed != "5.2.15-2+b8" || !bash.Versions[1].Installed || bash.Versions[1].Archive() {
+		t.Errorf("bash %+v", bash)
+	}
+	if got := bash.Installable(); !slices.Equal(got, []string{"5.2.15-2+b13"}) {
+		t.Errorf("a version only the package database has is not installable: %v", got)
+	}
+}
+
+func TestParseAptPolicyRejects(t *testing.T) {
+	for _, in := range []string{"  Installed: (none)\n", "nvidia-driver:\n  Version table:\n     535.309.01-0+deb12u1 high\n"} {
+		if _, err := ParseAptPolicy([]byte(in)); err == nil {
+			t.Errorf("ParseAptPolicy(%q) succeeded", in)
+		}
+	}
+}
+
+func TestParseMadison(t *testing.T) {
+	lines, err := ParseMadison([]byte(aptMadison))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MadisonLine{
+		{"nvidia-driver", "535.309.01-0+deb12u1", "http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages"},
+		{"nvidia-driver", "535.261.03-1", "http://deb.debian.org/debian bookworm/non-free amd64 Packages"},
+		{"nvidia-cuda-toolkit", "11.8.89~11.8.0-5~deb12u1", "http://deb.debian.org/debian bookworm/non-free amd64 Packages"},
+		{"python3-torch", "1.13.1+dfsg-4", "http://deb.debian.org/debian bookworm/main amd64 Packages"},
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := ParseMadison([]byte("nvidia-driver 535\n")); err == nil {
+		t.Error("a line without separators parsed")
+	}
+}
+
+// dnfList is dnf 4's list --showduplicates layout (no dnf runs on the
+// Debian machine these tests were written on): an installed section, an
+// available one, an epoch, and a name.arch too long for its column, which
+// dnf wraps onto a line of its own.
+const dnfList = `Last metadata expiration check: 0:12:03 ago on Mon 02 Sep 2024 10:00:00 AM UTC.
+Installed Packages
+cuda-toolkit-12-4.x86_64                12.4.1-1                 @cuda-rhel9-x86_64
+Available Packages
+cuda-toolkit-12-4.x86_64                12.4.0-1                 cuda-rhel9-x86_64
+cuda-toolkit-12-4.x86_64                12.4.1-1                 cuda-rhel9-x86_64
+kmod-nvidia-open-dkms.x86_64
+                                        3:550.54.15-1.el9        cuda-rhel9-x86_64
+nvidia-open.noarch                      3:570.86.15-1.el9        cuda-rhel9-x86_64
+nvidia-open.noarch                      3:570.124.06-1.el9       cuda-rhel9-x86_64
+`
+
+func TestParseDnfList(t *testing.T) {
+	got := ParseDnfList([]byte(dnfList))
+	want := []DnfPackage{
+		{Name: "cuda-toolkit-12-4", Arch: "x86_64", Version: "12.4.1-1", Repo: "cuda-rhel9-x86_64", Installed: true},
+		{Name: "cuda-toolkit-12-4", Arch: "x86_64", Version: "12.4.0-1", Repo: "cuda-rhel9-x86_64"},
+		{Name: "cuda-toolkit-12-4", Arch: "x86_64", Version: "12.4.1-1", Repo: "cuda-rhel9-x86_64"},
+		{Name: "kmod-nvidia-open-dkms", Arch: "x86_64", Version: "3:550.54.15-1.el9", Repo: "cuda-rhel9-x86_64"},
+		{Name: "nvidia-open", Arch: "noarch", Version: "3:570.86.15-1.el9", Repo: "cuda-rhel9-x86_64"},
+		{Name: "nvidia-open", Arch: "noarch", Version: "3:570.124.06-1.el9", Repo: "cuda-rhel9-x86_64"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestCompareRPM(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"3:570.124.06-1.el9", "3:570.86.15-1.el9", 1},
+		{"12.4.1-1", "12.4.0-1", 1},
+		{"1:1.0-1", "2.0-1", 1},
+		{"1.0~rc1-1", "1.0-1", -1},
+		{"1.0a-1", "1.0-1", 1},
+		{"1.0-1.el9", "1.0-1.el9", 0},
+		{"1.01-1", "1.1-1", 0},
+	}
+	for _, tt := range tests {
+		if got := CompareRPM(tt.a, tt.b); got != tt.want {
+			t.Errorf("CompareRPM(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+		if got := CompareRPM(tt.b, tt.a); got != -tt.want {
+			t.Errorf("CompareRPM(%q, %q) = %d, want %d", tt.b, tt.a, got, -tt.want)
+		}
+	}
+}
+
+// recorder answers commands with canned output and records them.
+type recorder struct {
+	out  map[string]string // by argv[0] after chroot
+	err  error
+	runs []host.Command
+}
+
+func (r *recorder) Run(_ context.Context, c host.Command) error {
+	r.runs = append(r.runs, c)
+	argv := c.Argv
+	if argv[0] == "chroot" {
+		argv = argv[2:]
+	}
+	if c.Stdout != nil {
+		io.WriteString(c.Stdout, r.out[argv[0]])
+	}
+	return r.err
+}
+
+func newHost(t *testing.T, r host.Runner) *host.Host {
+	t.Helper()
+	h, err := host.New(t.TempDir(), host.WithRunner(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestCandidatesApt(t *testing.T) {
+	rec := &recorder{out: map[string]string{"apt-cache": aptPolicy}}
+	h := newHost(t, rec)
+	c := NewCandidates(h)
+	c.Expect("apt", "nvidia-cuda-toolkit", "libnvidia-ml1", "bad name; rm -rf /")
+	ctx := context.Background()
+	got, err := c.Versions(ctx, "apt", "nvidia-driver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"535.309.01-0+deb12u1", "535.261.03-1"}) {
+		t.Errorf("versions %v", got)
+	}
+	wantArgv := []string{"chroot", h.Root(), "apt-cache", "policy", "nvidia-driver", "nvidia-cuda-toolkit", "libnvidia-ml1"}
+	if len(rec.runs) != 1 || !slices.Equal(rec.runs[0].Argv, wantArgv) || !slices.Contains(rec.runs[0].Env, "LC_ALL=C") {
+		t.Fatalf("runs %+v, want one run of %v under LC_ALL=C", rec.runs, wantArgv)
+	}
+	// The expected names were answered by the same command.
+	if got, _ := c.Versions(ctx, "apt", "nvidia-cuda-toolkit"); !slices.Equal(got, []string{"11.8.89~11.8.0-5~deb12u1"}) {
+		t.Errorf("toolkit %v", got)
+	}
+	if got, _ := c.Versions(ctx, "apt", "libnvidia-ml1"); len(got) != 2 {
+		t.Errorf("libnvidia-ml1 %v", got)
+	}
+	if c.Runs() != 1 {
+		t.Errorf("%d runs, want 1: answers are cached", c.Runs())
+	}
+	if _, err := c.Versions(ctx, "apt", "nvidia-driver; reboot"); err == nil || c.Runs() != 1 {
+		t.Errorf("an invalid name must fail without a run: %v, %d runs", err, c.Runs())
+	}
+	if got, err := c.Versions(ctx, "apt", "no-such-package"); err != nil || len(got) != 0 {
+		t.Errorf("unknown package: %v, %v", got, err)
+	}
+}
+
+func TestCandidatesDnf(t *testing.T) {
+	rec := &recorder{out: map[string]string{"dnf": dnfList}}
+	c := NewCandidates(newHost(t, rec))
+	got, err := c.Versions(context.Background(), "dnf", "nvidia-open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"3:570.124.06-1.el9", "3:570.86.15-1.el9"}) {
+		t.Errorf("versions %v, want newest first", got)
+	}
+	if got, _ := c.Versions(context.Background(), "dnf", "cuda-toolkit-12-4"); !slices.Equal(got, []string{"12.4.1-1", "12.4.0-1"}) {
+		t.Errorf("toolkit %v", got)
+	}
+	rec = &recorder{out: map[string]string{"dnf": "Error: No matching Packages to list\n"}, err: errors.New("exit status 1")}
+	if got, err := NewCandidates(newHost(t, rec)).Versions(context.Background(), "dnf", "nvidia-open"); err != nil || len(got) != 0 {
+		t.Errorf("dnf's answer for an unknown name: %v, %v", got, err)
+	}
+	rec = &recorder{err: errors.New("exit status 100")}
+	if _, err := NewCandidates(newHost(t, rec)).Versions(context.Background(), "apt", "nvidia-open"); err == nil {
+		t.Error("a failing apt-cache must be an error")
+	}
+}
+
+// table is a planner.Candidates with fixed answers.
+type table map[string][]string
+
+func (tb table) Versions(_ context.Context, _, name string) ([]string, error) { return tb[name], nil }
+
+var _ planner.Candidates = table{}
+
+func TestPick(t *testing.T) {
+	pkgs := func(names ...string) []planner.PackageName {
+		var out []planner.PackageName
+		for _, n := range names {
+			out = append(out, planner.PackageName{Name: n})
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		cands   table
+		q       PickQuery
+		want    string
+		note    string
+		wantErr string
+	}{
+		{
+			name:  "newest within the constraint",
+			cands: table{"nvidia-driver": {"550.54.15-1", "535.309.01-0+deb12u1", "535.261.03-1"}},
+			q:     PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint("535.*")},
+			want:  "535.309.01-0+deb12u1",
+		},
+		{
+			name:  "a version every package of the set has",
+			cands: table{"nvidia-driver": {"535.309.01-0+deb12u1", "535.261.03-1"}, "nvidia-open-kernel-dkms": {"535.261.03-1"}},
+			q:     PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver", "nvidia-open-kernel-dkms")},
+			want:  "535.261.03-1",
+		},
+		{
+			name:  "the archive table when apt lists nothing yet",
+			cands: table{},
+			q:     PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint("535.*"), OS: "debian", OSVersion: "12"},
+			want:  "535.309.01-0+deb12u1",
+			note:  "apt-cache does not list nvidia-driver yet, so the version comes from gpuenv's table of the archive (bookworm-security/non-free",
+		},
+		{
+			name:  "the derived version when neither knows",
+			cands: table{},
+			q:     PickQuery{Manager: "apt", Packages: []planner.PackageName{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1", From: "packages row x"}}},
+			want:  "12.4.1-1",
+			note:  "apt-cache does not list cuda-toolkit-12-4 yet, so the version is the one gpuenv's package tables derive (packages row x)",
+		},
+		{
+			name:    "nothing fits",
+			cands:   table{"nvidia-driver": {"535.309.01-0+deb12u1"}},
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 550")},
+			wantErr: `no version of nvidia-driver fits ">= 550": apt-cache lists 535.309.01-0+deb12u1`,
+		},
+		{
+			name:    "nothing known",
+			cands:   table{},
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-open")},
+			wantErr: "apt-cache lists no version of nvidia-open, and gpuenv's tables know none either (is its repository configured?)",
+		},
+		{
+			name:  "dnf versions compare by their upstream part",
+			cands: table{"nvidia-open": {"3:580.95.05-1.el9", "3:570.124.06-1.el9"}},
+			q:     PickQuery{Manager: "dnf", Packages: pkgs("nvidia-open"), Versions: version.MustParseConstraint("570.*")},
+			want:  "3:570.124.06-1.el9",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Pick(context.Background(), tt.cands, tt.q)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Version != tt.want || !strings.HasPrefix(got.Note, tt.note) || (tt.note == "") != (got.Note == "") {
+				t.Errorf("picked %+v, want %s with note %q", got, tt.want, tt.note)
+			}
+		})
+	}
+}

@@ -1,0 +1,477 @@
+// Package repository plans the package repositories a spec configures,
+// and enables the archive components (Debian's contrib and non-free)
+// that the spec's distribution packages come from. Its Candidates asks
+// the package managers which versions they can install.
+package repository
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// Files gpuenv writes for repositories.
+const (
+	SourcesDir     = "/etc/apt/sources.list.d"
+	PreferencesDir = "/etc/apt/preferences.d"
+	YumReposDir    = "/etc/yum.repos.d"
+	SourcesList    = "/etc/apt/sources.list"
+	// ComponentsAddress is the step that enables archive components the
+	// spec's distribution packages need and the host's sources lack.
+	ComponentsAddress = "repository.distro-components"
+	ComponentsFile    = SourcesDir + "/gpuenv-distro-components.sources"
+	// DebianKeyring signs Debian's archive; debian-archive-keyring
+	// installs it on every Debian system.
+	DebianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+)
+
+// Provider plans repository.<name> steps and the components step. It
+// reads the root's package sources through Host, which must be set.
+type Provider struct {
+	Host *host.Host
+}
+
+// Expecter is the optional capability of a planner.Candidates to learn
+// in advance which packages providers may ask about (Candidates.Expect).
+type Expecter interface {
+	Expect(manager string, names ...string)
+}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "repository" }
+
+// Plan compares each repository's files with the root's.
+func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	family := req.Facts.OS.Family
+	p.expect(req)
+	for _, r := range req.Spec.Repositories {
+		files, diags := p.repositoryFiles(r, family)
+		resp.Diagnostics = append(resp.Diagnostics, diags...)
+		if diags.HasErrors() {
+			continue
+		}
+		if s := p.fileStep("repository."+r.Name, r.IsAbsent(), files, fmt.Sprintf("repository %q (%s)", r.Name, r.URL.Value)); s != nil {
+			if s.After != nil {
+				s.After = repositoryValues(r)
+			}
+			resp.Steps = append(resp.Steps, *s)
+		}
+		if !r.IsAbsent() && strings.HasPrefix(r.Keyring.Value, "/") {
+			if _, err := p.Host.Stat(r.Keyring.Value); err != nil {
+				resp.Warnings = append(resp.Warnings, planner.Warning{
+					Summary:  fmt.Sprintf("The keyring of repository %q is missing", r.Name),
+					Detail:   fmt.Sprintf("apt refuses a repository whose Signed-By key it cannot read. Put the repository's key at %s before applying (for NVIDIA's repositories, the cuda-keyring package installs it).", r.Keyring.Value),
+					Evidence: []string{fmt.Sprintf("%s: %v", r.Keyring.Value, err)},
+				})
+			}
+		}
+	}
+	if s := p.componentsStep(req); s != nil {
+		resp.Steps = append(resp.Steps, *s)
+	}
+	return resp
+}
+
+// expect tells the request's Candidates, when it can learn them, which
+// packages the spec installs. It runs first among the providers and
+// starts nothing.
+func (p Provider) expect(req *planner.Request) {
+	d := req.Desired
+	ex, ok := req.Candidates.(Expecter)
+	if !ok || d == nil || d.Manager == "" {
+		return
+	}
+	var names []string
+	add := func(pns []planner.PackageName) {
+		for _, pn := range pns {
+			names = append(names, pn.Name)
+		}
+	}
+	if d.Driver != nil && !d.Driver.Absent {
+		add(d.Driver.Packages)
+		if rel := req.Facts.Kernel.Release; rel != "" && d.Driver.KernelModules != spec.KernelModulesNone {
+			if req.Facts.OS.Family == "rpm" {
+				names = append(names, "kernel-devel-"+rel)
+			} else {
+				names = append(names, "linux-headers-"+rel)
+			}
+		}
+	}
+	if d.CUDA != nil && !d.CUDA.Absent {
+		add(d.CUDA.Packages)
+	}
+	if d.CuDNN != nil && !d.CuDNN.Absent {
+		add(d.CuDNN.Packages)
+	}
+	for _, f := range d.Frameworks {
+		if f.Source == spec.SourceDistro && f.Package != "" {
+			names = append(names, f.Package)
+		}
+	}
+	ex.Expect(d.Manager, names...)
+}
+
+// repositoryValues are a repository's attributes as a step shows them.
+func repositoryValues(r *spec.Repository) map[string]string {
+	v := map[string]string{
+		"url":    r.URL.Value,
+		"suites": strings.Join(r.Suites.Or(spec.DefaultSuites), " "),
+	}
+	if len(r.Components.Value) > 0 {
+		v["components"] = strings.Join(r.Components.Value, " ")
+	}
+	if r.Keyring.Value != "" {
+		v["keyring"] = r.Keyring.Value
+	}
+	if r.Priority.Set {
+		v["priority"] = strconv.Itoa(r.Priority.Value)
+	}
+	return v
+}
+
+// repoFile is one file a repository is made of.
+type repoFile struct {
+	Path, Content string
+	After         []string
+}
+
+// repositoryFiles returns the files of a repository for the host's
+// package family: a deb822 sources file (and a pin file for a priority),
+// or a dnf .repo file.
+func (p Provider) repositoryFiles(r *spec.Repository, family string) ([]repoFile, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	keyring := r.Keyring.Value
+	if strings.HasPrefix(keyring, "https://") || strings.HasPrefix(keyring, "http://") {
+		if family != "rpm" {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Keyring URL not usable for apt",
+				Detail:   "A plan is data that says exactly what each file will hold, and gpuenv does not reach the network to plan: fetch the key into the root (for NVIDIA's repositories, install cuda-keyring) and set keyring to its path.",
+				Subject:  r.Keyring.Range.Ptr(),
+			})
+			return nil, diags
+		}
+	}
+	if u, err := url.Parse(keyring); err == nil && u.Scheme == "file" && family != "rpm" {
+		keyring = u.Path
+	}
+	if family == "rpm" {
+		var b strings.Builder
+		fmt.Fprintf(&b, "# Written by gpuenv for repository %q.\n[gpuenv-%s]\nname=gpuenv repository %s\nbaseurl=%s\nenabled=1\n", r.Name, r.Name, r.Name, r.URL.Value)
+		if keyring != "" {
+			if strings.HasPrefix(keyring, "/") {
+				keyring = "file://" + keyring
+			}
+			fmt.Fprintf(&b, "gpgcheck=1\ngpgkey=%s\n", keyring)
+		}
+		return []repoFile{{Path: path.Join(YumReposDir, "gpuenv-"+r.Name+".repo"), Content: b.String(), After: []string{"dnf", "makecache"}}}, nil
+	}
+	suites := r.Suites.Or(spec.DefaultSuites)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by gpuenv for repository %q.\nTypes: deb\nURIs: %s\nSuites: %s\n", r.Name, r.URL.Value, strings.Join(suites, " "))
+	if len(r.Components.Value) > 0 {
+		fmt.Fprintf(&b, "Components: %s\n", strings.Join(r.Components.Value, " "))
+	}
+	if keyring != "" {
+		fmt.Fprintf(&b, "Signed-By: %s\n", keyring)
+	}
+	files := []repoFile{{Path: path.Join(SourcesDir, "gpuenv-"+r.Name+".sources"), Content: b.String(), After: []string{"apt-get", "update"}}}
+	pin := path.Join(PreferencesDir, "gpuenv-"+r.Name+".pref")
+	if r.Priority.Set && r.Priority.Value != spec.DefaultPriority {
+		origin := ""
+		if u, err := url.Parse(r.URL.Value); err == nil {
+			origin = u.Hostname()
+		}
+		files = append(files, repoFile{Path: pin, Content: fmt.Sprintf("# Written by gpuenv for repository %q.\nPackage: *\nPin: origin %s\nPin-Priority: %d\n", r.Name, strconv.Quote(origin), r.Priority.Value)})
+	} else {
+		// No pin wanted: an earlier one is removed.
+		files = append(files, repoFile{Path: pin})
+	}
+	return files, nil
+}
+
+// fileStep plans writing files (or removing them when absent, or when a
+// file has no content); nil when the root already has them so.
+func (p Provider) fileStep(address string, absent bool, files []repoFile, what string) *planner.Step {
+	var ops []planner.Operation
+	before, after := map[string]string{}, map[string]string{}
+	created := true
+	var changed []string
+	for _, f := range files {
+		cur, err := p.Host.ReadFile(f.Path)
+		exists := err == nil
+		if exists {
+			created = false
+			before[f.Path] = "present"
+		}
+		remove := absent || f.Content == ""
+		switch {
+		case remove && !exists:
+			continue
+		case remove:
+			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Remove: true, After: f.After}})
+			changed = append(changed, "removes "+f.Path)
+		case exists && string(cur) == f.Content:
+			after[f.Path] = "present"
+			continue
+		default:
+			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Content: f.Content, Mode: 0o644, After: f.After}})
+			after[f.Path] = "present"
+			if exists {
+				changed = append(changed, "rewrites "+f.Path+", which differs from the spec")
+			} else {
+				changed = append(changed, "writes "+f.Path)
+			}
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	action := planner.Update
+	switch {
+	case absent:
+		action = planner.Delete
+		after = nil
+	case created:
+		action = planner.Create
+		before = nil
+	}
+	s := &planner.Step{Address: address, Action: action, Before: before, After: after, Operations: ops}
+	if absent {
+		s.Reason = fmt.Sprintf("absent = true removes %s: %s.", what, strings.Join(changed, "; "))
+	} else {
+		s.Reason = fmt.Sprintf("The spec configures %s: %s.", what, strings.Join(changed, "; "))
+	}
+	if len(s.Before) == 0 {
+		s.Before = nil
+	}
+	if len(s.After) == 0 {
+		s.After = nil
+	}
+	return s
+}
+
+// SourceEntry is one enabled "deb" line or deb822 stanza.
+type SourceEntry struct {
+	File       string
+	URIs       []string
+	Suites     []string
+	Components []string
+}
+
+// ParseSourcesList reads one-line sources ("deb [opts] uri suite comp…"),
+// keeping "deb" lines (not deb-src, not commented out).
+func ParseSourcesList(file string, data []byte) []SourceEntry {
+	var out []SourceEntry
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "deb" {
+			continue
+		}
+		f = f[1:]
+		if strings.HasPrefix(f[0], "[") {
+			for len(f) > 0 && !strings.HasSuffix(f[0], "]") {
+				f = f[1:]
+			}
+			if len(f) == 0 {
+				continue
+			}
+			f = f[1:]
+		}
+		if len(f) < 2 {
+			continue
+		}
+		out = append(out, SourceEntry{File: file, URIs: f[:1], Suites: f[1:2], Components: f[2:]})
+	}
+	return out
+}
+
+// ParseDeb822 reads deb822 .sources stanzas of Types "deb" that are not
+// disabled.
+func ParseDeb822(file string, data []byte) []SourceEntry {
+	var out []SourceEntry
+	fields := map[string]string{}
+	last := ""
+	flush := func() {
+		if len(fields) > 0 && slices.Contains(strings.Fields(fields["types"]), "deb") && !strings.EqualFold(fields["enabled"], "no") {
+			out = append(out, SourceEntry{File: file, URIs: strings.Fields(fields["uris"]), Suites: strings.Fields(fields["suites"]), Components: strings.Fields(fields["components"])})
+		}
+		fields, last = map[string]string{}, ""
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		if strings.TrimSpace(l) == "" {
+			flush()
+			continue
+		}
+		if (l[0] == ' ' || l[0] == '\t') && last != "" {
+			fields[last] += " " + strings.TrimSpace(l)
+			continue
+		}
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		last = strings.ToLower(strings.TrimSpace(k))
+		fields[last] = strings.TrimSpace(v)
+	}
+	flush()
+	return out
+}
+
+// Sources reads every enabled source of the root's apt configuration.
+func (p Provider) Sources() []SourceEntry {
+	var out []SourceEntry
+	if data, err := p.Host.ReadFile(SourcesList); err == nil {
+		out = append(out, ParseSourcesList(SourcesList, data)...)
+	}
+	entries, _ := p.Host.ReadDir(SourcesDir)
+	for _, e := range entries {
+		f := path.Join(SourcesDir, e.Name())
+		data, err := p.Host.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(e.Name(), ".list"):
+			out = append(out, ParseSourcesList(f, data)...)
+		case strings.HasSuffix(e.Name(), ".sources"):
+			out = append(out, ParseDeb822(f, data)...)
+		}
+	}
+	return out
+}
+
+// componentsStep enables the archive components the distribution's
+// packages need, for the suites the host uses, where neither the host's
+// sources nor the spec's repositories enable them.
+func (p Provider) componentsStep(req *planner.Request) *planner.Step {
+	need := req.Desired.Components
+	os := req.Facts.OS
+	if len(need) == 0 || os.ID != "debian" || os.Codename == "" {
+		return nil
+	}
+	entries := p.Sources()
+	for _, r := range req.Spec.Repositories {
+		if !r.IsAbsent() {
+			entries = append(entries, SourceEntry{File: "repository " + r.Name, URIs: []string{r.URL.Value}, Suites: r.Suites.Value, Components: r.Components.Value})
+		}
+	}
+	// The suites the packages come from: the release itself, and its
+	// updates and security suites where the host uses them.
+	suites := []string{os.Codename}
+	for _, e := range entries {
+		for _, s := range e.Suites {
+			if (s == os.Codename+"-updates" || s == os.Codename+"-security") && !slices.Contains(suites, s) {
+				suites = append(suites, s)
+			}
+		}
+	}
+	var missing []string
+	byURI := map[string][]string{}
+	for _, s := range suites {
+		var have []string
+		uri := ""
+		for _, e := range entries {
+			if slices.Contains(e.Suites, s) {
+				have = append(have, e.Components...)
+				if uri == "" && len(e.URIs) > 0 && slices.Contains(e.Components, "main") {
+					uri = e.URIs[0]
+				}
+			}
+		}
+		for _, c := range need {
+			if !slices.Contains(have, c) {
+				missing = append(missing, s+"/"+c)
+				if uri == "" {
+					uri = defaultDebianURI(s)
+				}
+				if !slices.Contains(byURI[uri], s) {
+					byURI[uri] = append(byURI[uri], s)
+				}
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("# Written by gpuenv: the archive components the spec's Debian packages come from.\n")
+	uris := sortedKeys(byURI)
+	for i, uri := range uris {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "Types: deb\nURIs: %s\nSuites: %s\nComponents: %s\nSigned-By: %s\n", uri, strings.Join(byURI[uri], " "), strings.Join(need, " "), DebianKeyring)
+	}
+	return &planner.Step{
+		Address: ComponentsAddress,
+		Action:  planner.Create,
+		After:   map[string]string{"components": strings.Join(need, " "), "suites": strings.Join(suites, " ")},
+		Reason: fmt.Sprintf("The spec's Debian packages are in %s, which the host's package sources do not enable (%s missing); %s adds them for the suites the host uses.",
+			strings.Join(need, " and "), strings.Join(missing, ", "), ComponentsFile),
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: ComponentsFile, Content: b.String(), Mode: 0o644, After: []string{"apt-get", "update"}}}},
+	}
+}
+
+func defaultDebianURI(suite string) string {
+	if strings.HasSuffix(suite, "-security") {
+		return "https://security.debian.org/debian-security"
+	}
+	return "https://deb.debian.org/debian"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// OSID is the package tables' name for the host's system: RHEL and its
+// rebuilds (Rocky, Alma) share NVIDIA's rhel repositories and names.
+func OSID(o facts.OS) string {
+	if o.ID == "rhel" || slices.Contains(o.IDLike, "rhel") {
+		return "rhel"
+	}
+	return o.ID
+}
+
+// Deps are the addresses of the steps that configure package sources in a
+// plan: a package step runs after them, as apt cannot see the packages
+// before.
+func Deps(req *planner.Request) []string {
+	var out []string
+	for _, r := range req.Spec.Repositories {
+		out = append(out, "repository."+r.Name)
+	}
+	if len(req.Desired.Components) > 0 {
+		out = append(out, ComponentsAddress)
+	}
+	return out
+}

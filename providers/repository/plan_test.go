@@ -1,0 +1,243 @@
+package repository
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plantest"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+func write(t *testing.T, root, p, content string) {
+	t.Helper()
+	full := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applyFiles writes and removes files as apply would.
+func applyFiles(t *testing.T, root string, steps []planner.Step) {
+	for _, s := range steps {
+		for _, op := range s.Operations {
+			if f := op.File; f != nil {
+				if f.Remove {
+					os.Remove(filepath.Join(root, f.Path))
+				} else {
+					write(t, root, f.Path, f.Content)
+				}
+			}
+		}
+	}
+}
+
+// bookwormSources is Debian 12's default deb822 sources: main only.
+const bookwormSources = `Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+`
+
+const nvidiaRepo = `repository "cuda" {
+  url      = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+  keyring  = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+  priority = 600
+}
+`
+
+func TestPlanRepositories(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "/usr/share/keyrings/cuda-archive-keyring.gpg", "key")
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}}
+	s := plantest.LoadSpec(t, nvidiaRepo)
+	pl := planner.New(Provider{Host: h})
+	plan, diags := pl.Plan(context.Background(), s, obs)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if len(plan.Steps) != 1 || plan.Steps[0].Address != "repository.cuda" || plan.Steps[0].Action != planner.Create {
+		t.Fatalf("steps %+v", plan.Steps)
+	}
+	var files []planner.FileOp
+	for _, op := range plan.Steps[0].Operations {
+		files = append(files, *op.File)
+	}
+	want := []planner.FileOp{
+		{Path: "/etc/apt/sources.list.d/gpuenv-cuda.sources", Mode: 0o644, After: []string{"apt-get", "update"}, Content: `# Written by gpuenv for repository "cuda".
+Types: deb
+URIs: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/
+Suites: /
+Signed-By: /usr/share/keyrings/cuda-archive-keyring.gpg
+`},
+		{Path: "/etc/apt/preferences.d/gpuenv-cuda.pref", Mode: 0o644, Content: `# Written by gpuenv for repository "cuda".
+Package: *
+Pin: origin "developer.download.nvidia.com"
+Pin-Priority: 600
+`},
+	}
+	if diff := cmp.Diff(want, files); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	if got := plan.Steps[0].After["priority"]; got != "600" {
+		t.Errorf("after %v", plan.Steps[0].After)
+	}
+	applyFiles(t, root, plan.Steps)
+	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
+		t.Errorf("after applying: %+v", again.Steps)
+	}
+
+	// A changed priority rewrites the pin; absent removes both files.
+	s2 := plantest.LoadSpec(t, strings.Replace(nvidiaRepo, "priority = 600", "priority = 700", 1))
+	plan, _ = pl.Plan(context.Background(), s2, obs)
+	if len(plan.Steps) != 1 || plan.Steps[0].Action != planner.Update || len(plan.Steps[0].Operations) != 1 {
+		t.Errorf("priority change: %+v", plan.Steps)
+	}
+	s3 := plantest.LoadSpec(t, "repository \"cuda\" {\n  absent = true\n}\n")
+	plan, _ = pl.Plan(context.Background(), s3, obs)
+	if len(plan.Steps) != 1 || plan.Steps[0].Action != planner.Delete || len(plan.Steps[0].Operations) != 2 {
+		t.Fatalf("absent: %+v", plan.Steps)
+	}
+	applyFiles(t, root, plan.Steps)
+	if again, _ := pl.Plan(context.Background(), s3, obs); len(again.Steps) != 0 {
+		t.Errorf("after removing: %+v", again.Steps)
+	}
+}
+
+func TestPlanKeyringURL(t *testing.T) {
+	h, _ := host.New(t.TempDir())
+	s := plantest.LoadSpec(t, "repository \"cuda\" {\n  url = \"https://example.com/repo/\"\n  keyring = \"https://example.com/key.gpg\"\n}\n")
+	_, diags := planner.New(Provider{Host: h}).Plan(context.Background(), s, &facts.Observation{OS: facts.OS{ID: "ubuntu", Family: "deb"}})
+	if !diags.HasErrors() || diags[0].Summary != "Keyring URL not usable for apt" || diags[0].Subject.Start.Line != 3 {
+		t.Errorf("diagnostics %v", diags)
+	}
+}
+
+func TestPlanComponents(t *testing.T) {
+	debian := facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Family: "deb"}
+	driver := "driver {\n  version = \"535.*\"\n  kernel_modules = \"proprietary\"\n}\n"
+	tests := []struct {
+		name    string
+		sources map[string]string
+		src     string
+		want    string // the components file, "" for no step
+	}{
+		{
+			name:    "default Debian 12 sources",
+			sources: map[string]string{"/etc/apt/sources.list.d/debian.sources": bookwormSources},
+			src:     driver,
+			want: `# Written by gpuenv: the archive components the spec's Debian packages come from.
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: contrib non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: contrib non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+`,
+		},
+		{
+			name:    "one-line sources that already enable non-free",
+			sources: map[string]string{"/etc/apt/sources.list": "deb http://deb.debian.org/debian bookworm main contrib non-free non-free-firmware\n# deb-src http://deb.debian.org/debian bookworm main\ndeb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security bookworm-security main contrib non-free\n"},
+			src:     driver,
+		},
+		{
+			name:    "the spec's own repositories enable them",
+			sources: map[string]string{"/etc/apt/sources.list.d/debian.sources": bookwormSources},
+			src: driver + `repository "nf" {
+  url        = "https://deb.debian.org/debian"
+  suites     = ["bookworm", "bookworm-updates"]
+  components = ["contrib", "non-free"]
+}
+repository "nfs" {
+  url        = "https://security.debian.org/debian-security"
+  suites     = ["bookworm-security"]
+  components = ["contrib", "non-free"]
+}
+`,
+		},
+		{
+			name:    "open modules also need contrib, and no sources at all",
+			sources: map[string]string{},
+			src:     "driver {\n  kernel_modules = \"open\"\n}\n",
+			want: `# Written by gpuenv: the archive components the spec's Debian packages come from.
+Types: deb
+URIs: https://deb.debian.org/debian
+Suites: bookworm
+Components: contrib non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for p, c := range tt.sources {
+				write(t, root, p, c)
+			}
+			h, _ := host.New(root)
+			obs := &facts.Observation{OS: debian}
+			s := plantest.LoadSpec(t, tt.src)
+			pl := planner.New(Provider{Host: h})
+			plan, diags := pl.Plan(context.Background(), s, obs)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			st := plan.Step(ComponentsAddress)
+			if tt.want == "" {
+				if st != nil {
+					t.Fatalf("unexpected %+v", st)
+				}
+				return
+			}
+			if st == nil {
+				t.Fatalf("no components step in %+v", plan.Steps)
+			}
+			if diff := cmp.Diff(tt.want, st.Operations[0].File.Content); diff != "" {
+				t.Errorf("file (-want +got):\n%s", diff)
+			}
+			applyFiles(t, root, []planner.Step{*st})
+			again, _ := pl.Plan(context.Background(), s, obs)
+			if again.Step(ComponentsAddress) != nil {
+				t.Error("the components are enabled after applying, and still planned")
+			}
+		})
+	}
+}
+
+func TestParseSources(t *testing.T) {
+	got := ParseDeb822("d.sources", []byte(bookwormSources+"\nTypes: deb-src\nURIs: http://x\nSuites: bookworm\nComponents: main\n\nTypes: deb\nURIs: http://y\nSuites: sid\nComponents: main\nEnabled: no\n"))
+	if len(got) != 2 || !slices.Equal(got[0].Suites, []string{"bookworm", "bookworm-updates"}) || got[1].URIs[0] != "http://deb.debian.org/debian-security" {
+		t.Errorf("deb822 %+v", got)
+	}
+	one := ParseSourcesList("s.list", []byte("deb [arch=amd64 signed-by=/k.gpg] https://r/ / \n#deb http://x bookworm main\ndeb-src http://x bookworm main\n"))
+	if len(one) != 1 || one[0].URIs[0] != "https://r/" || one[0].Suites[0] != "/" || len(one[0].Components) != 0 {
+		t.Errorf("one-line %+v", one)
+	}
+}

@@ -1,0 +1,232 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+// Files this package reads, inside the root.
+const (
+	OSReleasePath    = "/etc/os-release"
+	OSReleaseDefault = "/usr/lib/os-release" // os-release(5): the fallback
+	KernelRelease    = "/proc/sys/kernel/osrelease"
+	KernelArch       = "/proc/sys/kernel/arch"
+	SecureBootVar    = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+)
+
+// Observe fills obs.OS, obs.Kernel.Release and obs.Kernel.SecureBoot, and
+// appends a warning for each file it could not use.
+func Observe(ctx context.Context, h *host.Host, obs *facts.Observation) {
+	obs.OS = observeOS(h, &obs.Warnings)
+	obs.Kernel.Release = readLine(h, KernelRelease, &obs.Warnings)
+	if data, err := h.ReadFile(KernelArch); err == nil {
+		obs.OS.Arch = strings.TrimSpace(string(data))
+	} else if h.Live() {
+		// Kernels before 6.1 have no kernel.arch sysctl; gpuenv runs on
+		// the machine it observes, so its own architecture is the one.
+		obs.OS.Arch = unameArch(runtime.GOARCH)
+	}
+	obs.Kernel.SecureBoot = secureBoot(h, &obs.Warnings)
+}
+
+func observeOS(h *host.Host, warns *[]facts.Warning) facts.OS {
+	p := OSReleasePath
+	data, err := h.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		p = OSReleaseDefault
+		data, err = h.ReadFile(p)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			*warns = append(*warns, facts.Warning{Path: OSReleasePath, Message: "no os-release file: the distribution is unknown"})
+		} else {
+			*warns = append(*warns, facts.Warning{Path: p, Message: err.Error()})
+		}
+		return facts.OS{}
+	}
+	kv, errs := ParseOSRelease(data)
+	for _, e := range errs {
+		*warns = append(*warns, facts.Warning{Path: p, Message: e.Error()})
+	}
+	o := facts.OS{
+		ID:        kv["ID"],
+		VersionID: kv["VERSION_ID"],
+		Codename:  kv["VERSION_CODENAME"],
+		Name:      kv["PRETTY_NAME"],
+	}
+	if like := strings.Fields(kv["ID_LIKE"]); len(like) > 0 {
+		o.IDLike = like
+	}
+	if o.ID == "" {
+		*warns = append(*warns, facts.Warning{Path: p, Message: "no ID= line: the distribution is unknown"})
+	}
+	if o.Codename == "" {
+		o.Codename = kv["UBUNTU_CODENAME"]
+	}
+	o.Family = Family(o.ID, o.IDLike)
+	return o
+}
+
+// Family is the package family of a distribution: "deb", "rpm", or ""
+// when neither its ID nor its ID_LIKE names one gpuenv knows.
+func Family(id string, like []string) string {
+	for _, w := range append([]string{id}, like...) {
+		switch w {
+		case "debian", "ubuntu":
+			return "deb"
+		case "rhel", "fedora", "centos", "rocky", "almalinux", "ol", "amzn", "suse", "opensuse", "sles":
+			return "rpm"
+		}
+	}
+	return ""
+}
+
+// ParseOSRelease reads os-release(5) assignments: KEY=value, the value
+// optionally quoted with shell quoting rules. Malformed lines are skipped
+// and reported; the rest is still returned.
+func ParseOSRelease(data []byte) (map[string]string, []error) {
+	kv := make(map[string]string)
+	var errs []error
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		key, raw, ok := strings.Cut(line, "=")
+		if !ok || key == "" || strings.ContainsAny(key, " \t\"'") {
+			errs = append(errs, fmt.Errorf("line %d: not a KEY=value assignment: %q", n+1, clip(line)))
+			continue
+		}
+		val, err := unquote(raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("line %d: %s: %v", n+1, key, err))
+			continue
+		}
+		kv[key] = val
+	}
+	return kv, errs
+}
+
+// unquote undoes shell quoting as os-release(5) allows it: double quotes
+// (with \ escaping $ " \ `), single quotes, or a bare word.
+func unquote(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch c := s[i]; c {
+		case '"':
+			end := -1
+			for j := i + 1; j < len(s); j++ {
+				if s[j] == '\\' && j+1 < len(s) && strings.IndexByte("$\"\\`", s[j+1]) >= 0 {
+					b.WriteByte(s[j+1])
+					j++
+					continue
+				}
+				if s[j] == '"' {
+					end = j
+					break
+				}
+				b.WriteByte(s[j])
+			}
+			if end < 0 {
+				return "", errors.New("unterminated double quote")
+			}
+			i = end + 1
+		case '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return "", errors.New("unterminated single quote")
+			}
+			b.WriteString(s[i+1 : i+1+j])
+			i += j + 2
+		case '\\':
+			if i+1 < len(s) {
+				b.WriteByte(s[i+1])
+			}
+			i += 2
+		case ' ', '\t':
+			return "", errors.New("unquoted space in value")
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String(), nil
+}
+
+func readLine(h *host.Host, p string, warns *[]facts.Warning) string {
+	data, err := h.ReadFile(p)
+	if err != nil {
+		*warns = append(*warns, facts.Warning{Path: p, Message: err.Error()})
+		return ""
+	}
+	s := strings.TrimSpace(string(data))
+	if s == "" || strings.ContainsAny(s, " \t\n") {
+		*warns = append(*warns, facts.Warning{Path: p, Message: fmt.Sprintf("not a kernel release: %q", clip(s))})
+		return ""
+	}
+	return s
+}
+
+// SecureBoot reads the UEFI SecureBoot variable as efivarfs presents it:
+// four attribute bytes, then the value (1 enabled, 0 disabled).
+func SecureBoot(data []byte) (string, error) {
+	if len(data) != 5 {
+		return "unknown", fmt.Errorf("%d bytes, want 4 attribute bytes and 1 value byte", len(data))
+	}
+	switch data[4] {
+	case 0:
+		return "disabled", nil
+	case 1:
+		return "enabled", nil
+	}
+	return "unknown", fmt.Errorf("value %d, want 0 or 1", data[4])
+}
+
+func secureBoot(h *host.Host, warns *[]facts.Warning) string {
+	data, err := h.ReadFile(SecureBootVar)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			*warns = append(*warns, facts.Warning{Path: SecureBootVar, Message: err.Error()})
+		}
+		// No variable: a BIOS boot, efivarfs not mounted, a container or
+		// an image. Secure Boot cannot be told from here.
+		return "unknown"
+	}
+	state, err := SecureBoot(data)
+	if err != nil {
+		*warns = append(*warns, facts.Warning{Path: SecureBootVar, Message: err.Error()})
+	}
+	return state
+}
+
+// unameArch names a Go architecture as uname -m does.
+func unameArch(goarch string) string {
+	switch goarch {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	case "ppc64le":
+		return "ppc64le"
+	}
+	return goarch
+}
+
+// clip shortens text quoted in a warning, so that a binary file read by
+// mistake does not flood the output.
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}

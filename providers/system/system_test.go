@@ -1,0 +1,184 @@
+package system_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/providers/system"
+)
+
+func observe(t *testing.T, root string) *facts.Observation {
+	t.Helper()
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &facts.Observation{}
+	system.Observe(context.Background(), h, obs)
+	return obs
+}
+
+func TestObserveFixtures(t *testing.T) {
+	cases := []struct {
+		fixture string
+		os      facts.OS
+		release string
+		sb      string
+	}{
+		{"ubuntu2204-h100-fresh", facts.OS{ID: "ubuntu", IDLike: []string{"debian"}, VersionID: "22.04", Codename: "jammy", Name: "Ubuntu 22.04.4 LTS", Family: "deb"}, "5.15.0-105-generic", "enabled"},
+		{"debian12-distro", facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Name: "Debian GNU/Linux 12 (bookworm)", Family: "deb"}, "6.1.0-28-amd64", "disabled"},
+		{"rhel9", facts.OS{ID: "rhel", IDLike: []string{"fedora"}, VersionID: "9.4", Name: "Red Hat Enterprise Linux 9.4 (Plow)", Family: "rpm"}, "5.14.0-427.13.1.el9_4.x86_64", "unknown"},
+	}
+	for _, c := range cases {
+		t.Run(c.fixture, func(t *testing.T) {
+			obs := observe(t, hosttest.Build(t, c.fixture))
+			if diff := cmp.Diff(c.os, obs.OS); diff != "" {
+				t.Errorf("OS (-want +got):\n%s", diff)
+			}
+			if obs.Kernel.Release != c.release || obs.Kernel.SecureBoot != c.sb {
+				t.Errorf("kernel %q, Secure Boot %q; want %q, %q", obs.Kernel.Release, obs.Kernel.SecureBoot, c.release, c.sb)
+			}
+			if len(obs.Warnings) != 0 {
+				t.Errorf("warnings: %v", obs.Warnings)
+			}
+		})
+	}
+}
+
+// TestBrokenFiles: a truncated os-release, a garbage kernel release and a
+// short efivar each give a warning naming the file, and what can still be
+// read is kept.
+func TestBrokenFiles(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, data string) {
+		t.Helper()
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\nPRETTY_NAME=\"Ubuntu 22.")
+	write("proc/sys/kernel/osrelease", "\x00\x01 garbage here\n")
+	write("sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c", "\x06\x00")
+	obs := observe(t, root)
+	if obs.OS.ID != "ubuntu" || obs.OS.VersionID != "22.04" || obs.OS.Family != "deb" || obs.OS.Name != "" {
+		t.Errorf("OS = %+v; want the lines before the truncation", obs.OS)
+	}
+	want := map[string]string{
+		system.OSReleasePath: "unterminated double quote",
+		system.KernelRelease: "not a kernel release",
+		system.SecureBootVar: "2 bytes",
+	}
+	for _, w := range obs.Warnings {
+		if frag, ok := want[w.Path]; ok && strings.Contains(w.Message, frag) {
+			delete(want, w.Path)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing warnings %v; got %v", want, obs.Warnings)
+	}
+	if obs.Kernel.Release != "" || obs.Kernel.SecureBoot != "unknown" {
+		t.Errorf("kernel %q, Secure Boot %q", obs.Kernel.Release, obs.Kernel.SecureBoot)
+	}
+}
+
+func TestNoOSRelease(t *testing.T) {
+	obs := observe(t, t.TempDir())
+	if obs.OS.Family != "" || len(obs.Warnings) == 0 || obs.Warnings[0].Path != system.OSReleasePath {
+		t.Errorf("OS %+v, warnings %v", obs.OS, obs.Warnings)
+	}
+}
+
+func TestOSReleaseFallback(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "usr/lib"), 0o755)
+	os.WriteFile(filepath.Join(root, "usr/lib/os-release"), []byte("ID=debian\n"), 0o644)
+	if obs := observe(t, root); obs.OS.ID != "debian" {
+		t.Errorf("/usr/lib/os-release not read: %+v", obs.OS)
+	}
+}
+
+func TestParseOSRelease(t *testing.T) {
+	kv, errs := system.ParseOSRelease([]byte(`# comment
+NAME="Debian GNU/Linux"
+ID=debian
+QUOTED='single "q"'
+ESC="a \"b\" \$c \\d"
+EMPTY=
+bad line
+=novalue
+UNQUOTED=two words
+`))
+	want := map[string]string{"NAME": "Debian GNU/Linux", "ID": "debian", "QUOTED": `single "q"`, "ESC": `a "b" $c \d`, "EMPTY": ""}
+	if diff := cmp.Diff(want, kv); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(errs) != 3 {
+		t.Errorf("errors %v, want 3 (lines 8, 9, 10)", errs)
+	}
+}
+
+func TestFamily(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		like []string
+		want string
+	}{
+		{"ubuntu", []string{"debian"}, "deb"},
+		{"linuxmint", []string{"ubuntu", "debian"}, "deb"},
+		{"rocky", []string{"rhel", "centos", "fedora"}, "rpm"},
+		{"rhel", []string{"fedora"}, "rpm"},
+		{"arch", nil, ""},
+	} {
+		if got := system.Family(c.id, c.like); got != c.want {
+			t.Errorf("Family(%q, %q) = %q, want %q", c.id, c.like, got, c.want)
+		}
+	}
+}
+
+func TestSecureBoot(t *testing.T) {
+	for in, want := range map[string]string{"\x06\x00\x00\x00\x01": "enabled", "\x06\x00\x00\x00\x00": "disabled", "\x06\x00\x00\x00\x07": "unknown", "": "unknown"} {
+		got, err := system.SecureBoot([]byte(in))
+		if got != want || (want == "unknown") != (err != nil) {
+			t.Errorf("SecureBoot(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestLiveRoot(t *testing.T) {
+	if _, err := os.Stat("/etc/os-release"); err != nil {
+		t.Skip("this machine has no /etc/os-release")
+	}
+	obs := observe(t, "/")
+	if obs.OS.ID == "" || obs.Kernel.Release == "" || obs.OS.Arch == "" {
+		t.Errorf("live root: OS %+v, kernel %q", obs.OS, obs.Kernel.Release)
+	}
+}
+
+func FuzzParseOSRelease(f *testing.F) {
+	for _, s := range []string{
+		"NAME=\"Ubuntu\"\nID=ubuntu\n", "A='b'\nC=\"d\\\"e\"", "X=\"unterminated", "=", "A=\\", "A='", "K=v\\\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		kv, errs := system.ParseOSRelease(data)
+		for k := range kv {
+			if k == "" || strings.ContainsAny(k, "\n=") {
+				t.Errorf("bad key %q", k)
+			}
+		}
+		_ = errs
+	})
+}

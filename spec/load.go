@@ -1,0 +1,175 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// LoadOptions carries values for the spec's input variables from outside the
+// spec. When several give a value for the same variable, the later one in
+// this list wins: a variable's default, then Environ, then VarFiles in order,
+// then Vars.
+type LoadOptions struct {
+	// Vars are --var name=value assignments.
+	Vars map[string]string
+	// VarFiles are --var-file files: HCL files of name = value attributes.
+	VarFiles []string
+	// Environ is the process environment as os.Environ returns it;
+	// GPUENV_VAR_<name>=value sets variable <name>.
+	Environ []string
+}
+
+// EnvPrefix starts the name of an environment variable that sets an input
+// variable.
+const EnvPrefix = "GPUENV_VAR_"
+
+// FileExt is the extension of spec files read from a directory.
+const FileExt = ".hcl"
+
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "locals"},
+		{Type: "driver"},
+		{Type: "cuda"},
+		{Type: "cudnn"},
+		{Type: "framework", LabelNames: []string{"name"}},
+		{Type: "repository", LabelNames: []string{"name"}},
+		{Type: "group", LabelNames: []string{"name"}},
+		{Type: "environment"},
+		{Type: "device", LabelNames: []string{"selector"}},
+	},
+}
+
+// Load reads the spec at path: a spec file, or a directory whose *.hcl files
+// (sorted by name, hidden files skipped) form one spec together.
+//
+// It reports every problem it finds. The returned Spec is never nil, and its
+// Files always hold what was parsed, for rendering the diagnostics; when the
+// diagnostics contain errors, the rest of the Spec is incomplete and must not
+// be acted on.
+func Load(path string, opts LoadOptions) (*Spec, hcl.Diagnostics) {
+	l := &loader{
+		parser: hclparse.NewParser(),
+		spec:   &Spec{Locals: map[string]cty.Value{}},
+		opts:   opts,
+	}
+	l.load(path)
+	l.spec.Files = l.parser.Files()
+	return l.spec, l.diags
+}
+
+type loader struct {
+	parser *hclparse.Parser
+	spec   *Spec
+	opts   LoadOptions
+	diags  hcl.Diagnostics
+	ctx    *hcl.EvalContext
+
+	vars      map[string]*Variable
+	localDefs map[string]*hcl.Attribute
+}
+
+func (l *loader) errorf(subject *hcl.Range, summary, detail string, args ...any) {
+	l.diags = append(l.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(detail, args...),
+		Subject:  subject,
+	})
+}
+
+func (l *loader) warnf(subject *hcl.Range, summary, detail string, args ...any) {
+	l.diags = append(l.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(detail, args...),
+		Subject:  subject,
+	})
+}
+
+func (l *loader) load(path string) {
+	paths, ok := l.specFiles(path)
+	if !ok {
+		return
+	}
+	l.spec.Paths = paths
+
+	var files []*hcl.File
+	for _, p := range paths {
+		f, diags := l.parser.ParseHCLFile(p)
+		l.diags = append(l.diags, diags...)
+		if f != nil {
+			files = append(files, f)
+		}
+	}
+	// A file with syntax errors is only partly parsed; anything said about
+	// its blocks would be noise next to the real problem.
+	if l.diags.HasErrors() {
+		return
+	}
+
+	var blocks hcl.Blocks
+	for _, f := range files {
+		content, diags := f.Body.Content(rootSchema)
+		l.diags = append(l.diags, diags...)
+		blocks = append(blocks, content.Blocks...)
+	}
+
+	l.declareVariables(blocks.OfType("variable"))
+	l.assignVariables()
+	l.ctx = &hcl.EvalContext{
+		Variables: map[string]cty.Value{"var": l.varObject()},
+		Functions: functions(),
+	}
+	l.evalLocals(blocks.OfType("locals"))
+	l.decodeResources(blocks)
+}
+
+// specFiles lists the files that make up the spec at path.
+func (l *loader) specFiles(path string) ([]string, bool) {
+	info, err := os.Stat(path)
+	if err != nil {
+		l.errorf(nil, "Cannot read spec", "Reading %s: %s.", path, plainErr(err))
+		return nil, false
+	}
+	if !info.IsDir() {
+		return []string{path}, true
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		l.errorf(nil, "Cannot read spec", "Reading the directory %s: %s.", path, plainErr(err))
+		return nil, false
+	}
+	var paths []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, FileExt) || e.IsDir() {
+			continue
+		}
+		paths = append(paths, filepath.Join(path, name))
+	}
+	sort.Strings(paths)
+	if len(paths) == 0 {
+		l.errorf(nil, "No spec files", "The directory %s contains no %s files. A spec is a %s file, or a directory of them that gpuenv reads together.", path, FileExt, FileExt)
+		return nil, false
+	}
+	return paths, true
+}
+
+// plainErr drops the Go operation and path from an *os.PathError, which the
+// diagnostic's own text already names.
+func plainErr(err error) string {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

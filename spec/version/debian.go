@@ -1,0 +1,46 @@
+package version
+
+import (
+	"fmt"
+
+	debversion "pault.ag/go/debian/version"
+)
+
+// CompareDebian orders two Debian package versions (epoch:upstream-revision)
+// as dpkg does, returning -1, 0 or +1. Debian versions are not Versions:
+// "~" sorts before everything and "-0+deb12u1" is a revision, not a
+// pre-release.
+func CompareDebian(a, b string) (int, error) {
+	x, err := debversion.Parse(a)
+	if err != nil {
+		return 0, fmt.Errorf("invalid debian version %q: %w", a, err)
+	}
+	y, err := debversion.Parse(b)
+	if err != nil {
+		return 0, fmt.Errorf("invalid debian version %q: %w", b, err)
+	}
+	return max(-1, min(1, debversion.Compare(x, y))), nil
+}
+
+// FromDebian returns the numeric start of the upstream part of a Debian
+// version, so that package versions compare with spec versions: without the
+// epoch, the revision and what follows the numbers ("~", "+dfsg").
+// "535.309.01-0+deb12u1" gives 535.309.01, "11.8.89~11.8.0-5~deb12u1"
+// gives 11.8.89 and "1:2.0-1" gives 2.0.
+func FromDebian(s string) (Version, error) {
+	d, err := debversion.Parse(s)
+	if err != nil {
+		return Version{}, fmt.Errorf("invalid debian version %q: %w", s, err)
+	}
+	// dpkg guarantees a leading digit, so end > 0.
+	up := d.Version
+	end := 0
+	for end < len(up) && (isDigit(up[end]) || up[end] == '.' && end+1 < len(up) && isDigit(up[end+1])) {
+		end++
+	}
+	v, err := Parse(up[:end])
+	if err != nil {
+		return Version{}, fmt.Errorf("debian version %q: %w", s, err)
+	}
+	return v, nil
+}
