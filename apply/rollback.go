@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -104,6 +105,20 @@ func remaining(id int, journals map[int][]Record) []undoItem {
 func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result, error) {
 	if err := checkRoot(h); err != nil {
 		return nil, err
+	}
+	if _, err := h.Lstat(opts.StateDir); errors.Is(err, fs.ErrNotExist) {
+		// Nothing was ever applied on this root: say so without leaving
+		// a state directory behind.
+		rp, _, err := planRollback(nil, nil, opts.To)
+		if err != nil {
+			return nil, err
+		}
+		if len(rp.Generations) == 0 {
+			if opts.Out != nil {
+				fmt.Fprintln(opts.Out, "Nothing to roll back.")
+			}
+			return &Result{Kind: KindRollback, Status: StatusDone}, nil
+		}
 	}
 	store, err := OpenStore(h, opts.StateDir)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // twoPlans splits the standard plan in two applies: the packages and
@@ -366,4 +367,25 @@ func TestRollbackAfterPrune(t *testing.T) {
 		t.Errorf("no word of the fallback:\n%s", fx.out.String())
 	}
 	fx.same(s1, "after a rollback from the index")
+}
+
+// A rollback on a root where nothing was ever applied changes nothing,
+// not even by creating the state directory.
+func TestRollbackWithoutStateLeavesNoTrace(t *testing.T) {
+	root := t.TempDir()
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	res, err := apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: "/var/lib/gpuenv", To: -1, Out: &out})
+	if err != nil || res.Status != apply.StatusDone || out.String() != "Nothing to roll back.\n" {
+		t.Fatalf("Rollback = %+v, %v, output %q", res, err, out.String())
+	}
+	if _, err := os.Lstat(filepath.Join(root, "var/lib/gpuenv")); !os.IsNotExist(err) {
+		t.Errorf("the state directory was created: %v", err)
+	}
+	if _, err := apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: "/var/lib/gpuenv", To: 3}); err == nil {
+		t.Error("--to 3 with no generations was accepted")
+	}
 }
