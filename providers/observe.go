@@ -37,6 +37,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	// Nothing changes the root while it is observed, so path resolution
 	// may be remembered for the length of this pass.
 	h = h.ForObservation()
+	defer h.Close()
 	obs := &facts.Observation{SchemaVersion: facts.SchemaVersion, Root: h.Root()}
 	n := opts.NVML
 	if n == nil {

@@ -78,11 +78,13 @@ reverted; 3 failed and the revert is incomplete: run "gpuenv rollback".`,
 			if len(args) == 1 {
 				target = args[0]
 			}
-			return runApply(cmd.Context(), g, &o, target)
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
+			return runApply(ctx, g, &o, target)
 		},
 	}
 	o.vars.register(cmd)
-	cmd.Flags().StringArrayVar(&o.pythons, "python", nil, "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	repeatable(cmd.Flags(), &o.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking for confirmation")
 	cmd.Flags().BoolVar(&o.noRevert, "no-revert", false, "on failure, leave the operations already done in place (gpuenv rollback undoes them)")
 	addJSONFlag(cmd, g)

@@ -69,7 +69,7 @@ doctor could not run.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVar(&pythons, "python", nil, "also check the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	repeatable(cmd.Flags(), &pythons, "python", "also check the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	addJSONFlag(cmd, g)
 	return cmd
 }

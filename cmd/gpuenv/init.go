@@ -71,7 +71,7 @@ inside --root), which must not exist yet.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVar(&pythons, "python", nil, "also capture the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
+	repeatable(cmd.Flags(), &pythons, "python", "also capture the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().StringVar(&out, "out", "", "write the spec to `FILE` instead of standard output; FILE must not exist")
 	return cmd
 }

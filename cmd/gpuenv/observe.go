@@ -56,7 +56,7 @@ apply and doctor work from.`,
 				return v.err
 			},
 		}
-		cmd.Flags().StringArrayVar(&pythons, "python", nil, "a Python `INTERPRETER` (path inside --root) whose environment to observe; repeatable")
+		repeatable(cmd.Flags(), &pythons, "python", "a Python `INTERPRETER` (path inside --root) whose environment to observe; repeatable")
 		addJSONFlag(cmd, g)
 		return cmd
 	})

@@ -68,7 +68,7 @@ Exit status: 0 success (with or without changes), 1 error; with
 		},
 	}
 	o.vars.register(cmd)
-	cmd.Flags().StringArrayVar(&o.pythons, "python", nil, "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	repeatable(cmd.Flags(), &o.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
 	addJSONFlag(cmd, g)

@@ -375,3 +375,14 @@ func TestPythonsToObserve(t *testing.T) {
 		t.Errorf("interpreters (-want +got):\n%s", diff)
 	}
 }
+
+// BenchmarkStartup is what every invocation pays before its command runs:
+// building the command tree and parsing the arguments ("gpuenv version").
+func BenchmarkStartup(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if code := run(context.Background(), []string{"version"}, nil, io.Discard, io.Discard, nil); code != exitOK {
+			b.Fatalf("exit %d", code)
+		}
+	}
+}

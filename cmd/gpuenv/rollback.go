@@ -51,7 +51,9 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 				defer c.Close()
 			}
 			var confirmErr error
-			res, err := apply.Rollback(cmd.Context(), h, apply.RollbackOptions{
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
+			res, err := apply.Rollback(ctx, h, apply.RollbackOptions{
 				StateDir: g.stateDir(),
 				To:       to,
 				Out:      g.Stdout,

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
 
@@ -128,6 +131,33 @@ attention (a failed apply or rollback whose revert is incomplete).`,
 	}
 	return root
 }
+
+// interruptible returns ctx cancelled by SIGINT or SIGTERM, for the
+// commands that change the host: cancelled, they stop at the next safe
+// point and revert instead of dying half done. Commands that only read
+// leave the signals' default, ending at once, and so do without the
+// goroutine and thread that watching for signals costs at start-up.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// repeatable adds to fs a flag that may be given many times, each time
+// adding one value to *p. pflag's StringArrayVar does the same, but renders
+// its default through a CSV writer with a 4 KiB buffer for every such flag
+// of every command at every start, which a command that runs for a few
+// milliseconds notices.
+func repeatable(fs *pflag.FlagSet, p *[]string, name, usage string) {
+	fs.Var((*stringList)(p), name, usage)
+}
+
+// stringList is the pflag.Value behind repeatable.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// Type names the flag's kind as pflag's own repeatable string flag does.
+func (l *stringList) Type() string { return "stringArray" }
 
 // addJSONFlag gives a command whose output is data the --json flag.
 func addJSONFlag(cmd *cobra.Command, g *globalOptions) {

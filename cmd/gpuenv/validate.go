@@ -22,8 +22,8 @@ type varFlags struct {
 }
 
 func (v *varFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringArrayVar(&v.vars, "var", nil, "set an input variable, as `NAME=VALUE` (repeatable; overrides --var-file and GPUENV_VAR_NAME)")
-	cmd.Flags().StringArrayVar(&v.varFiles, "var-file", nil, "read input variable values from an HCL `FILE` of NAME = VALUE lines (repeatable)")
+	repeatable(cmd.Flags(), &v.vars, "var", "set an input variable, as `NAME=VALUE` (repeatable; overrides --var-file and GPUENV_VAR_NAME)")
+	repeatable(cmd.Flags(), &v.varFiles, "var-file", "read input variable values from an HCL `FILE` of NAME = VALUE lines (repeatable)")
 }
 
 // loadOptions turns the flags into spec.LoadOptions. A malformed --var is a

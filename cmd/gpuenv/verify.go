@@ -55,7 +55,7 @@ run.`,
 			return runVerify(cmd, g, pythons, timeout)
 		},
 	}
-	cmd.Flags().StringArrayVar(&pythons, "python", nil, "also verify the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
+	repeatable(cmd.Flags(), &pythons, "python", "also verify the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().DurationVar(&timeout, "timeout", verify.DefaultTimeout, "kill a workload that has not finished after `D`")
 	addJSONFlag(cmd, g)
 	return cmd

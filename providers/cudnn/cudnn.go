@@ -83,8 +83,9 @@ func Observe(h *host.Host, pkgs facts.Packages) (facts.CuDNN, []facts.Warning) {
 
 	seen := make(map[string]bool)
 	versionDirs := make(map[string]bool) // directories with a cudnn_version*.h
+	toolkits := toolkitDirs(h)
 	for _, g := range headerGlobs {
-		matches, _ := h.Glob(g)
+		matches := glob(h, g, toolkits)
 		for _, m := range matches {
 			real, err := h.EvalSymlinks(m)
 			if err != nil || seen[real] {
@@ -121,7 +122,7 @@ func Observe(h *host.Host, pkgs facts.Packages) (facts.CuDNN, []facts.Warning) {
 	}
 
 	for _, g := range libraryDirs {
-		dirs, _ := h.Glob(g)
+		dirs := glob(h, g, toolkits)
 		for _, d := range dirs {
 			real, err := h.EvalSymlinks(d)
 			if err != nil || seen[real] {
@@ -171,6 +172,58 @@ func Observe(h *host.Host, pkgs facts.Packages) (facts.CuDNN, []facts.Warning) {
 		out.Installs = append(out.Installs, *in)
 	}
 	return out, warns
+}
+
+// toolkitPrefix begins the patterns that look inside CUDA toolkits.
+const toolkitPrefix = "/usr/local/cuda*/"
+
+// toolkitDirs returns the directories /usr/local/cuda* lead to, each
+// once. NVIDIA's packages make /usr/local/cuda and /usr/local/cuda-12
+// links to /usr/local/cuda-12.4: looking through every name would look
+// at the same files three times, and only the paths they lead to are
+// reported.
+func toolkitDirs(h *host.Host) []string {
+	var dirs []string
+	seen := make(map[string]bool)
+	matches, _ := h.Glob(strings.TrimSuffix(toolkitPrefix, "/"))
+	for _, m := range matches {
+		if real, err := h.EvalSymlinks(m); err == nil && !seen[real] {
+			seen[real] = true
+			dirs = append(dirs, real)
+		}
+	}
+	return dirs
+}
+
+// glob is h.Glob, but a pattern under toolkitPrefix is matched in each of
+// toolkits instead.
+func glob(h *host.Host, pattern string, toolkits []string) []string {
+	rest, ok := strings.CutPrefix(pattern, toolkitPrefix)
+	if !ok {
+		matches, _ := h.Glob(pattern)
+		return matches
+	}
+	var matches []string
+	for _, dir := range toolkits {
+		m, _ := h.Glob(escapeMeta(dir) + "/" + rest)
+		matches = append(matches, m...)
+	}
+	return matches
+}
+
+// escapeMeta quotes what path.Match would read as a pattern in s.
+func escapeMeta(s string) string {
+	if !strings.ContainsAny(s, `*?[\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // majors are the cuDNN major versions probed for; a release's libraries

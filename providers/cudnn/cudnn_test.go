@@ -142,6 +142,27 @@ symlink usr/local/cuda-10.2/lib64/libcudnn.so.7 libcudnn.so.7.6.5
 	}
 }
 
+// TestToolkitLinks: a toolkit is looked through once whatever links
+// lead to it, from anywhere, under a name path.Match would read as a
+// pattern; a link that leads nowhere finds nothing.
+func TestToolkitLinks(t *testing.T) {
+	h := hosttest.Host(t, `-- opt/cuda[12]/include/cudnn_version.h --
+`+header9+`-- opt/cuda[12]/lib64/libcudnn.so.9.1.0 --
+-- .manifest --
+symlink opt/cuda[12]/lib64/libcudnn.so.9 libcudnn.so.9.1.0
+symlink usr/local/cuda /opt/cuda[12]
+symlink usr/local/cuda-12 /usr/local/cuda
+symlink usr/local/cuda-11 /nowhere
+`)
+	got, warns := Observe(h, facts.Packages{})
+	want := facts.CuDNN{Installs: []facts.CuDNNInstall{
+		{Version: "9.1.0", Header: "/opt/cuda[12]/include/cudnn_version.h", Libraries: []string{"/opt/cuda[12]/lib64/libcudnn.so.9.1.0"}},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" || len(warns) != 0 {
+		t.Errorf("Observe (-want +got):\n%s%v", diff, warns)
+	}
+}
+
 func TestTruncatedHeader(t *testing.T) {
 	h := hosttest.Host(t, `-- usr/include/cudnn_version.h --
 #define CUDNN_MAJOR 9

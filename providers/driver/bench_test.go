@@ -29,6 +29,7 @@ func BenchmarkObserveHardware(b *testing.B) {
 		obs := &facts.Observation{}
 		system.Observe(ctx, o, obs)
 		driver.Observe(ctx, o, nil, obs)
+		o.Close()
 	}
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }

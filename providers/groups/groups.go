@@ -5,6 +5,7 @@
 package groups
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ func Observe(h *host.Host) ([]facts.Group, []facts.Warning) {
 	groups, problems := ParseGroup(data)
 	warns = append(warns, capped(GroupPath, problems)...)
 
-	byGID := make(map[uint32][]int)
+	byGID := make(map[uint32][]int, len(groups))
 	for i, g := range groups {
 		byGID[g.GID] = append(byGID[g.GID], i)
 	}
@@ -51,7 +52,10 @@ func Observe(h *host.Host) ([]facts.Group, []facts.Warning) {
 			}
 		}
 	}
-	return append(out, groups...), warns
+	if len(groups) > 0 {
+		out = groups
+	}
+	return out, warns
 }
 
 func capped(file string, problems []string) []facts.Warning {
@@ -70,30 +74,55 @@ func capped(file string, problems []string) []facts.Warning {
 // Comment lines and NIS "+"/"-" entries are skipped, as the C library
 // does with files it cannot resolve.
 func ParseGroup(data []byte) (groups []facts.Group, problems []string) {
-	for n, line := range strings.Split(string(data), "\n") {
+	n := 0
+	for line := range strings.SplitSeq(string(data), "\n") {
+		n++
 		line = strings.TrimRight(line, "\r")
 		if skip(line) {
 			continue
 		}
-		f := strings.Split(line, ":")
-		if len(f) != 4 || f[0] == "" {
-			problems = append(problems, fmt.Sprintf("line %d: %d fields where group(5) has 4", n+1, len(f)))
+		var f [4]string
+		if k := fields(line, f[:]); k != len(f) || f[0] == "" {
+			problems = append(problems, fmt.Sprintf("line %d: %d fields where group(5) has 4", n, k))
 			continue
 		}
 		gid, err := strconv.ParseUint(f[2], 10, 32)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("line %d: group %s has GID %q", n+1, f[0], f[2]))
+			problems = append(problems, fmt.Sprintf("line %d: group %s has GID %q", n, f[0], f[2]))
 			continue
 		}
 		members := []string{}
-		for _, m := range strings.Split(f[3], ",") {
+		if f[3] != "" {
+			members = make([]string, 0, strings.Count(f[3], ",")+1)
+		}
+		for m := range strings.SplitSeq(f[3], ",") {
 			if m = strings.TrimSpace(m); m != "" {
 				members = append(members, m)
 			}
 		}
+		if groups == nil {
+			groups = make([]facts.Group, 0, bytes.Count(data, []byte("\n"))+1)
+		}
 		groups = append(groups, facts.Group{Name: f[0], GID: uint32(gid), Members: members})
 	}
 	return groups, problems
+}
+
+// fields cuts line at its colons into f, and returns how many fields
+// the line has, which may be more than f holds.
+func fields(line string, f []string) int {
+	n := 0
+	for {
+		v, rest, more := strings.Cut(line, ":")
+		if n < len(f) {
+			f[n] = v
+		}
+		n++
+		if !more {
+			return n
+		}
+		line = rest
+	}
 }
 
 // User is the part of a passwd(5) entry groups need.
@@ -105,21 +134,26 @@ type User struct {
 
 // ParsePasswd reads passwd(5) lines, "name:password:uid:gid:gecos:home:shell".
 func ParsePasswd(data []byte) (users []User, problems []string) {
-	for n, line := range strings.Split(string(data), "\n") {
+	n := 0
+	for line := range strings.SplitSeq(string(data), "\n") {
+		n++
 		line = strings.TrimRight(line, "\r")
 		if skip(line) {
 			continue
 		}
-		f := strings.Split(line, ":")
-		if len(f) != 7 || f[0] == "" {
-			problems = append(problems, fmt.Sprintf("line %d: %d fields where passwd(5) has 7", n+1, len(f)))
+		var f [7]string
+		if k := fields(line, f[:]); k != len(f) || f[0] == "" {
+			problems = append(problems, fmt.Sprintf("line %d: %d fields where passwd(5) has 7", n, k))
 			continue
 		}
 		uid, err1 := strconv.ParseUint(f[2], 10, 32)
 		gid, err2 := strconv.ParseUint(f[3], 10, 32)
 		if err1 != nil || err2 != nil {
-			problems = append(problems, fmt.Sprintf("line %d: user %s has UID %q, GID %q", n+1, f[0], f[2], f[3]))
+			problems = append(problems, fmt.Sprintf("line %d: user %s has UID %q, GID %q", n, f[0], f[2], f[3]))
 			continue
+		}
+		if users == nil {
+			users = make([]User, 0, bytes.Count(data, []byte("\n"))+1)
 		}
 		users = append(users, User{Name: f[0], UID: uint32(uid), GID: uint32(gid)})
 	}

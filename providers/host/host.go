@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -26,11 +28,15 @@ type Host struct {
 	root   string
 	runner Runner
 	nvml   NVML
+	// fds resolves paths through directory descriptors, in a handle made
+	// by ForObservation where the kernel can; nil otherwise.
+	fds *dirfds
 	// links remembers how path components resolved, in a handle made by
-	// ForObservation; nil otherwise.
+	// ForObservation: for every lookup where fds is nil, for EvalSymlinks
+	// where it is not. Nil otherwise.
 	links *linkCache
 	// dirs remembers directory listings, in a handle made by
-	// ForObservation; nil otherwise.
+	// ForObservation where fds is nil; nil otherwise.
 	dirs *dirCache
 }
 
@@ -77,14 +83,29 @@ func (h *Host) component(p string) (linkInfo, error) {
 		}
 	}
 	var li linkInfo
-	fi, err := os.Lstat(filepath.Join(h.root, p))
-	li.fi, li.lerr = fi, err
-	switch {
-	case err != nil:
-		li.err = err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		li.symlink = true
-		li.target, li.err = os.Readlink(filepath.Join(h.root, p))
+	if c := h.fds.lock(); c != nil {
+		// Through the pass's directories, which other lookups share. Only
+		// EvalSymlinks walks while they are open, and it needs no fi.
+		var mode uint32
+		mode, li.lerr = c.mode(p)
+		switch {
+		case li.lerr != nil:
+			li.err = li.lerr
+		case mode&syscall.S_IFMT == syscall.S_IFLNK:
+			li.symlink = true
+			li.target, li.err = c.readlink(p)
+		}
+		c.mu.Unlock()
+	} else {
+		fi, err := os.Lstat(filepath.Join(h.root, p))
+		li.fi, li.lerr = fi, err
+		switch {
+		case err != nil:
+			li.err = err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			li.symlink = true
+			li.target, li.err = os.Readlink(filepath.Join(h.root, p))
+		}
 	}
 	if h.links != nil {
 		h.links.mu.Lock()
@@ -94,20 +115,40 @@ func (h *Host) component(p string) (linkInfo, error) {
 	return li, li.err
 }
 
-// ForObservation returns a handle on the same root, runner and NVML that
-// remembers how every path component it met resolved, so that walking
-// /sys/bus/pci/devices/X/... a hundred times costs one look at each
-// component rather than one per read. Observation reads a root other than
-// "/" component by component (symlinks must stay inside it), which
-// without this makes up most of its system calls. Use the handle for one
-// read-only pass only: it does not notice a symlink changed after it
-// looked, nor a directory's entries changed after it listed them.
+// ForObservation returns a handle on the same root, runner and NVML for
+// one read-only pass, which Close ends. Observation makes hundreds of
+// lookups, most of them in a few directories, and on a root other than
+// "/" every symlink must be resolved inside the root. The handle keeps
+// the directories it met open and has the kernel resolve paths inside
+// the root (openat2 with RESOLVE_IN_ROOT); where the kernel cannot, it
+// resolves them component by component and remembers how each
+// component resolved. Either way it may not notice a file, symlink or
+// directory that changes during the pass.
 func (h *Host) ForObservation() *Host {
 	c := *h
 	c.nvml = h.NVML()
 	c.links = &linkCache{m: make(map[string]linkInfo)}
-	c.dirs = &dirCache{m: make(map[string]dirListing)}
+	c.fds = openDirfds(h.root)
+	if c.fds != nil {
+		// A handle dropped without Close must not keep its
+		// descriptors for the life of the process.
+		runtime.AddCleanup(&c, (*dirfds).close, c.fds)
+	} else {
+		c.dirs = &dirCache{m: make(map[string]dirListing)}
+	}
 	return &c
+}
+
+// Close ends an observation handle's pass: it releases the directories
+// the handle holds open and forgets what it learnt, so that it goes on as
+// a handle from New would. On other handles it does nothing. It must not
+// run concurrently with the handle's other methods.
+func (h *Host) Close() error {
+	if h.fds != nil {
+		h.fds.close()
+	}
+	h.links, h.dirs = nil, nil
+	return nil
 }
 
 // Option configures a Host.
@@ -263,59 +304,40 @@ func (h *Host) ReadFile(p string) ([]byte, error) {
 	return readAll(fd, name)
 }
 
-// MapFile returns the content of the file at p inside the root, and a
-// function that releases it; data must not be used after release. A large
-// regular file is mapped rather than read: the dpkg database is close to a
-// megabyte, and reading it means faulting in as much fresh memory and
-// copying the file into it, which costs more than parsing it. Small and
-// special files are read as ReadFile reads them.
-//
-// A mapped file that shrinks while mapped faults when read past its new
-// end; a caller that cannot rule that out reads the data under
-// debug.SetPanicOnFault and falls back to ReadFile.
-func (h *Host) MapFile(p string) (data []byte, release func(), err error) {
-	fd, name, err := h.openFD(p)
-	if err != nil {
-		return nil, func() {}, err
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Size >= mapThreshold && st.Size == int64(int(st.Size)) {
-		m, err := syscall.Mmap(fd, 0, int(st.Size), syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
-		if err == nil {
-			return m, func() { syscall.Munmap(m) }, nil
-		}
-	}
-	data, err = readAll(fd, name)
-	return data, func() {}, err
-}
-
-// mapThreshold is the size from which MapFile maps a file: below it, one
-// read into a small buffer is cheaper than setting up a mapping.
-const mapThreshold = 64 << 10
-
 // readAll reads fd, opened as name, to its end. Most files gpuenv reads
 // are small, and sysfs and procfs report a size of 4096 or 0 anyway, so
-// the first read goes into a small buffer without asking for the size.
-// Only a file that fills it is measured, so that a large one (the dpkg
+// the file is first read into a buffer on the stack without asking for
+// its size, and what it held copied into memory of just its size. Only a
+// file that fills the buffer is measured, so that a large one (the dpkg
 // database is close to a megabyte) is read into one buffer of its size
 // rather than one grown, and copied, a dozen times over.
 func readAll(fd int, name string) ([]byte, error) {
-	buf := make([]byte, 0, 512)
-	sized := false
+	var small [512]byte
+	for n := 0; n < len(small); {
+		m, err := read(fd, small[n:])
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if m == 0 {
+			return bytes.Clone(small[:n]), nil
+		}
+		n += m
+	}
+	var buf []byte
+	size := int64(-1) // a regular file's size, once known
+	var st syscall.Stat_t
+	if fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Size >= int64(len(small)) {
+		// One byte more than the size, so that a file that grew since is
+		// noticed and read to its end.
+		buf = make([]byte, len(small), st.Size+1)
+		size = st.Size
+	} else {
+		buf = make([]byte, len(small), 2*len(small))
+	}
+	copy(buf, small[:])
 	for {
 		if len(buf) == cap(buf) {
-			var st syscall.Stat_t
-			if !sized && fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Size >= int64(len(buf)) {
-				// One byte more than the size, so that a file that grew
-				// since is noticed and read to its end.
-				grown := make([]byte, len(buf), st.Size+1)
-				copy(grown, buf)
-				buf = grown
-			} else {
-				buf = append(buf, 0)[:len(buf)]
-			}
-			sized = true
+			buf = append(buf, 0)[:len(buf)]
 		}
 		n, err := read(fd, buf[len(buf):cap(buf)])
 		if err != nil {
@@ -325,6 +347,13 @@ func readAll(fd int, name string) ([]byte, error) {
 			return buf, nil
 		}
 		buf = buf[:len(buf)+n]
+		if int64(len(buf)) == size {
+			// A regular file read to the size it has: asking again
+			// would only return its end. (Files of procfs and sysfs
+			// report a size of 0 or 4096 whatever they hold, so they
+			// are read to the end.)
+			return buf, nil
+		}
 	}
 }
 
@@ -376,6 +405,12 @@ func (h *Host) Open(p string) (*os.File, error) {
 // openFD opens the file at p inside the root for reading, and returns the
 // descriptor and the name it was opened under on this machine.
 func (h *Host) openFD(p string) (int, string, error) {
+	if path.IsAbs(p) {
+		if c := h.fds.lock(); c != nil {
+			defer c.mu.Unlock()
+			return c.open(path.Clean(p))
+		}
+	}
 	if !h.Live() && path.IsAbs(p) {
 		// Resolve the directory, then open the last component without
 		// following it: only when it turns out to be a symlink (ELOOP)
@@ -402,6 +437,12 @@ func (h *Host) openFD(p string) (int, string, error) {
 
 // ReadDir lists the directory at p inside the root, sorted by name.
 func (h *Host) ReadDir(p string) ([]fs.DirEntry, error) {
+	if path.IsAbs(p) {
+		if c := h.fds.lock(); c != nil {
+			defer c.mu.Unlock()
+			return c.readDir(h, path.Clean(p))
+		}
+	}
 	rp, err := h.Resolve(p)
 	if err != nil {
 		return nil, err
@@ -423,14 +464,29 @@ func (h *Host) ReadDir(p string) ([]fs.DirEntry, error) {
 	return slices.Clone(l.entries), l.err
 }
 
-// remembers reports whether h is an observation handle on a root other
-// than "/", which answers lstat from what it learnt (see ForObservation).
+// remembers reports whether h is an observation handle that answers
+// lstat from what it learnt (see ForObservation): on a root other than
+// "/", or on "/" where it resolves the rest through descriptors.
 func (h *Host) remembers(p string) bool {
-	return h.links != nil && !h.Live() && path.IsAbs(p)
+	return h.links != nil && (!h.Live() || h.fds != nil) && path.IsAbs(p)
+}
+
+// nilIfErr keeps a nil *fileInfo from becoming a non-nil fs.FileInfo.
+func nilIfErr(fi *fileInfo, err error) (fs.FileInfo, error) {
+	if err != nil {
+		return nil, err
+	}
+	return fi, nil
 }
 
 // Stat follows symlinks inside the root.
 func (h *Host) Stat(p string) (fs.FileInfo, error) {
+	if path.IsAbs(p) {
+		if c := h.fds.lock(); c != nil {
+			defer c.mu.Unlock()
+			return nilIfErr(c.stat(path.Clean(p), true))
+		}
+	}
 	if h.remembers(p) {
 		cur, err := h.resolveIn(p, true)
 		if err != nil {
@@ -453,6 +509,12 @@ func (h *Host) Stat(p string) (fs.FileInfo, error) {
 
 // Lstat does not follow a symlink in the last component.
 func (h *Host) Lstat(p string) (fs.FileInfo, error) {
+	if path.IsAbs(p) {
+		if c := h.fds.lock(); c != nil {
+			defer c.mu.Unlock()
+			return nilIfErr(c.stat(path.Clean(p), false))
+		}
+	}
 	if h.remembers(p) {
 		cur, err := h.resolveIn(p, false)
 		if err != nil {
@@ -470,6 +532,12 @@ func (h *Host) Lstat(p string) (fs.FileInfo, error) {
 
 // Readlink returns a symlink's target as written in the link.
 func (h *Host) Readlink(p string) (string, error) {
+	if path.IsAbs(p) {
+		if c := h.fds.lock(); c != nil {
+			defer c.mu.Unlock()
+			return c.readlink(path.Clean(p))
+		}
+	}
 	rp, err := h.resolve(p, false)
 	if err != nil {
 		return "", err
@@ -516,40 +584,92 @@ func (h *Host) Glob(pattern string) ([]string, error) {
 	if _, err := path.Match(pattern, ""); err != nil {
 		return nil, fmt.Errorf("pattern %q: %w", pattern, err)
 	}
-	comps := strings.Split(strings.TrimPrefix(path.Clean(pattern), "/"), "/")
+	rest := strings.TrimPrefix(path.Clean(pattern), "/")
 	matches := []string{"/"}
-	for _, comp := range comps {
-		var next []string
-		for _, dir := range matches {
-			if !hasMeta(comp) {
-				p := path.Join(dir, comp)
-				if h.exists(p) {
+	for {
+		end := strings.IndexByte(rest, '/')
+		if end < 0 {
+			end = len(rest)
+		}
+		if comp := rest[:end]; hasMeta(comp) {
+			var next []string
+			for _, dir := range matches {
+				next = h.appendMatches(next, dir, comp)
+			}
+			matches = next
+		} else {
+			// A run of plain components is one lookup: the path is there
+			// only if every directory on the way is. Before a pattern it
+			// needs none: listing a directory that is not there finds
+			// nothing either.
+			for end < len(rest) {
+				next := strings.IndexByte(rest[end+1:], '/')
+				if next < 0 {
+					next = len(rest)
+				} else {
+					next += end + 1
+				}
+				if hasMeta(rest[end+1 : next]) {
+					break
+				}
+				end = next
+			}
+			run, last := rest[:end], end == len(rest)
+			next := matches[:0]
+			for _, dir := range matches {
+				if p := join(dir, run); !last || h.exists(p) {
 					next = append(next, p)
 				}
-				continue
 			}
-			entries, err := h.ReadDir(dir)
-			if err != nil {
-				continue
-			}
-			for _, e := range entries {
-				if ok, _ := path.Match(comp, e.Name()); ok {
-					next = append(next, path.Join(dir, e.Name()))
-				}
-			}
+			matches = next
 		}
-		matches = next
 		if len(matches) == 0 {
 			return nil, nil
 		}
+		if end == len(rest) {
+			break
+		}
+		rest = rest[end+1:]
 	}
 	sort.Strings(matches)
 	return matches, nil
 }
 
+// join is path.Join for a cleaned absolute dir and a cleaned relative
+// name, without cleaning them again.
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// appendMatches appends to matches the paths of the entries of dir whose
+// names match pattern.
+func (h *Host) appendMatches(matches []string, dir, pattern string) []string {
+	if c := h.fds.lock(); c != nil {
+		defer c.mu.Unlock()
+		return c.appendMatches(matches, dir, pattern)
+	}
+	entries, err := h.ReadDir(dir)
+	if err != nil {
+		return matches
+	}
+	for _, e := range entries {
+		if ok, _ := path.Match(pattern, e.Name()); ok {
+			matches = append(matches, join(dir, e.Name()))
+		}
+	}
+	return matches
+}
+
 // exists reports whether p names something (a dangling symlink included),
 // as Lstat would, through the remembered lookups of an observation handle.
 func (h *Host) exists(p string) bool {
+	if c := h.fds.lock(); c != nil {
+		defer c.mu.Unlock()
+		return c.exists(p)
+	}
 	if h.Live() || h.links == nil {
 		_, err := h.Lstat(p)
 		return err == nil

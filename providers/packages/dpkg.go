@@ -3,10 +3,11 @@ package packages
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"path"
-	"runtime/debug"
+	"slices"
 	"strings"
-	"unsafe"
+	"sync"
 
 	"pault.ag/go/debian/control"
 
@@ -76,7 +77,9 @@ func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
 	}
 	warns = append(warns, db.warnings(StatusPath)...)
 	out.Total = db.total
-	out.Packages = append(out.Packages, db.packages...)
+	if db.packages != nil {
+		out.Packages = db.packages
+	}
 	for _, k := range updated {
 		pkg := updates[k]
 		if pkg.State == "not-installed" {
@@ -92,48 +95,58 @@ func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
 	return out, warns
 }
 
-// parseStatusFile parses the status database at p. The file is mapped
-// rather than read (host.MapFile says why); nothing parseStatus returns
-// points into it. Should the file shrink while it is mapped, reading the
-// lost pages faults: that is caught, and the file read instead.
-func parseStatusFile(h *host.Host, p string, replaced map[string]bool) (db statusDB, err error) {
-	data, release, err := h.MapFile(p)
+// parseStatusFile parses the status database at p. It is read through a
+// buffer kept from one observation to the next rather than whole: the
+// database is close to a megabyte, and reading it whole means touching
+// as much fresh memory, and mapping it as many pages to map, fault in
+// and unmap, either of which costs more than parsing it.
+func parseStatusFile(h *host.Host, p string, replaced map[string]bool) (statusDB, error) {
+	f, err := h.Open(p)
 	if err != nil {
 		return statusDB{}, err
 	}
-	faulted := func() (faulted bool) {
-		defer release()
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				if !faultIn(r, data) {
-					panic(r)
-				}
-				faulted = true
-			}
-		}()
-		db = parseStatus(data, replaced, false)
-		return false
-	}()
-	if !faulted {
-		return db, nil
-	}
-	data, err = h.ReadFile(p)
-	if err != nil {
-		return statusDB{}, err
-	}
-	return parseStatus(data, replaced, false), nil
+	defer f.Close()
+	buf := statusBufs.Get().(*[]byte)
+	defer statusBufs.Put(buf)
+	return readStatus(f, buf, replaced)
 }
 
-// faultIn reports whether r, a recovered panic, is a memory fault inside
-// data.
-func faultIn(r any, data []byte) bool {
-	f, ok := r.(interface{ Addr() uintptr })
-	if !ok || len(data) == 0 {
-		return false
+var statusBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readStatus parses a status-format file from r through the buffer *buf,
+// which it grows when one paragraph does not fit in it.
+func readStatus(r io.Reader, buf *[]byte, replaced map[string]bool) (statusDB, error) {
+	p := statusParser{replaced: replaced}
+	b := *buf
+	n := 0 // bytes at the start of b not parsed yet
+	var last byte
+	read := false
+	for {
+		if n == len(b) {
+			grown := make([]byte, 2*len(b))
+			copy(grown, b)
+			b, *buf = grown, grown
+		}
+		m, err := r.Read(b[n:])
+		if m > 0 {
+			n += m
+			last, read = b[n-1], true
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return statusDB{}, err
+		}
+		parsed := p.parse(b[:n], false)
+		n = copy(b, b[parsed:n])
 	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
-	return f.Addr() >= start && f.Addr() < start+uintptr(len(data))
+	p.parse(b[:n], true)
+	p.flush()
+	if read {
+		p.finish(last)
+	}
+	return p.db, nil
 }
 
 // isJournalName reports whether name is one of dpkg's journal entries,
@@ -176,88 +189,166 @@ func (db statusDB) warnings(file string) []facts.Warning {
 	return ws
 }
 
-// parseStatus reads a file in dpkg's status format. Paragraphs for
-// packages that are not relevant are only counted: their name and status
-// are found with two byte searches and nothing is allocated for them.
-// Relevant paragraphs (all of them when every is set, as for the journal,
-// whose entries may concern any package) are parsed fully with the
-// control-file parser. replaced names packages ("name:arch") whose
-// paragraph is superseded and must be neither counted nor reported.
+// parseStatus reads a file in dpkg's status format; see statusParser.
 func parseStatus(data []byte, replaced map[string]bool, every bool) statusDB {
-	db := statusDB{every: every}
-	var batch []byte
-	batched := 0
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		db.problems = append(db.problems, "the file does not end with a newline: it was truncated, or is being written")
+	p := statusParser{db: statusDB{every: every}, replaced: replaced}
+	p.parse(data, true)
+	p.flush()
+	if len(data) > 0 {
+		p.finish(data[len(data)-1])
 	}
-	n := 0
-	for len(data) > 0 {
+	return p.db
+}
+
+// statusParser reads a file in dpkg's status format, in as many pieces as
+// it comes in. Paragraphs for packages that are not relevant are only
+// counted: their name and status are found with two byte searches and
+// nothing is allocated for them. Relevant paragraphs (all of them when
+// db.every is set, as for the journal, whose entries may concern any
+// package) are parsed fully with the control-file parser: one by one when
+// malformed, so that its error names the paragraph, and the well-formed
+// ones, which real ones are, together when the file ends (flush). replaced names packages ("name:arch") whose paragraph is
+// superseded and must be neither counted nor reported. Nothing the
+// parser keeps points into the data it is given.
+type statusParser struct {
+	db       statusDB
+	replaced map[string]bool
+	n        int // paragraphs so far, for problems to name
+	// batch holds copies of the well-formed relevant paragraphs, each
+	// ended by a blank line, for flush.
+	batch   []byte
+	batched int
+}
+
+// parse parses the paragraphs at the start of data and returns how many
+// bytes they took. Unless final, a paragraph that may go on past the end
+// of data is left for a call with more.
+func (p *statusParser) parse(data []byte, final bool) int {
+	off := 0
+	for {
 		// Blank lines between paragraphs, any number of them.
-		for len(data) > 0 && (data[0] == '\n' || data[0] == '\r') {
-			data = data[1:]
+		for off < len(data) && (data[off] == '\n' || data[off] == '\r') {
+			off++
 		}
-		if len(data) == 0 {
-			break
+		if off == len(data) {
+			return off
 		}
-		end := nextParagraph(data)
-		para := data[:end]
-		data = data[end:]
-		n++
-		name := field(para, "Package")
-		if len(name) == 0 {
-			db.problems = append(db.problems, fmt.Sprintf("paragraph %d has no Package field", n))
-			continue
+		end := nextParagraph(data[off:])
+		if end == len(data)-off && !final {
+			return off
 		}
-		status := field(para, "Status")
-		if replaced != nil && replaced[key(string(name), string(field(para, "Architecture")))] {
-			continue
+		p.paragraph(data[off : off+end])
+		off += end
+	}
+}
+
+// finish ends a file whose last byte is last.
+func (p *statusParser) finish(last byte) {
+	if last != '\n' {
+		p.db.problems = append([]string{"the file does not end with a newline: it was truncated, or is being written"}, p.db.problems...)
+	}
+}
+
+func (p *statusParser) paragraph(para []byte) {
+	db := &p.db
+	p.n++
+	name := field(para, "Package")
+	if len(name) == 0 {
+		db.problems = append(db.problems, fmt.Sprintf("paragraph %d has no Package field", p.n))
+		return
+	}
+	status := field(para, "Status")
+	if p.replaced != nil && p.replaced[key(string(name), string(field(para, "Architecture")))] {
+		return
+	}
+	if !db.every && !relevantBytes(name) {
+		switch {
+		case len(status) == 0:
+			db.problems = append(db.problems, fmt.Sprintf("package %s has no Status field", name))
+			db.total++
+		case !bytes.HasSuffix(status, []byte(" not-installed")):
+			db.total++
 		}
-		if !every && !relevantBytes(name) {
-			switch {
-			case len(status) == 0:
-				db.problems = append(db.problems, fmt.Sprintf("package %s has no Status field", name))
-				db.total++
-			case !bytes.HasSuffix(status, []byte(" not-installed")):
-				db.total++
+		return
+	}
+	// The chunk runs to the next package's paragraph; a blank line
+	// inside it (a corrupt file) ends this paragraph there, and what
+	// follows has no Package field.
+	para = bytes.TrimRight(para, "\n")
+	if i := bytes.Index(para, []byte("\n\n")); i >= 0 {
+		db.problems = append(db.problems, fmt.Sprintf("package %s: a blank line inside its paragraph leaves lines without a Package field", name))
+		para = para[:i]
+	}
+	if !wellFormed(para) {
+		// The parser's own error names what is wrong.
+		db.add(parseParagraph(para))
+		return
+	}
+	p.batch = appendKept(p.batch, para)
+	p.batch = append(p.batch, '\n')
+	p.batched++
+}
+
+// kept are the fields toPackage reads.
+var kept = map[string]bool{"Package": true, "Architecture": true, "Version": true, "Config-Version": true, "Source": true, "Status": true}
+
+// appendKept appends to dst the lines of the well-formed paragraph para
+// that make up the fields toPackage reads, continuation lines included.
+// The rest (a long Description, Conffiles, dependencies) would cost the
+// control-file parser a string per line for nothing. A paragraph that
+// repeats a field, or has too many to check, goes in whole, so that the
+// parser refuses it as dpkg does.
+func appendKept(dst, para []byte) []byte {
+	var seen [48][]byte
+	keys := seen[:0]
+	start := len(dst)
+	keep := false
+	for rest := para; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i+1], rest[i+1:]
+		} else {
+			line, rest = append(rest[:len(rest):len(rest)], '\n'), nil
+		}
+		if line[0] != ' ' && line[0] != '\t' {
+			k, _, _ := bytes.Cut(line, []byte(":"))
+			k = bytes.TrimSpace(k)
+			if len(keys) == cap(keys) || slices.ContainsFunc(keys, func(s []byte) bool { return bytes.Equal(s, k) }) {
+				dst = append(dst[:start], para...)
+				return append(dst, '\n')
 			}
-			continue
+			keys = append(keys, k)
+			keep = kept[string(k)]
 		}
-		// The chunk runs to the next package's paragraph; a blank line
-		// inside it (a corrupt file) ends this paragraph there, and what
-		// follows has no Package field.
-		para = bytes.TrimRight(para, "\n")
-		if i := bytes.Index(para, []byte("\n\n")); i >= 0 {
-			db.problems = append(db.problems, fmt.Sprintf("package %s: a blank line inside its paragraph leaves lines without a Package field", name))
-			para = para[:i]
+		if keep {
+			dst = append(dst, line...)
 		}
-		if !wellFormed(para) {
-			// The parser's own error names what is wrong.
-			db.add(parseParagraph(para))
-			continue
-		}
-		batch = append(batch, para...)
-		batch = append(batch, "\n\n"...)
-		batched++
 	}
-	if batched == 0 {
-		return db
+	return dst
+}
+
+// flush parses the well-formed relevant paragraphs kept so far with the
+// control-file parser, through one reader: a reader per paragraph would
+// allocate its buffer fifty times over.
+func (p *statusParser) flush() {
+	if p.batched == 0 {
+		return
 	}
-	// The relevant paragraphs go through one reader: a reader per
-	// paragraph would allocate its buffer fifty times over.
-	r, err := control.NewParagraphReader(bytes.NewReader(batch), nil)
+	db := &p.db
+	r, err := control.NewParagraphReader(bytes.NewReader(p.batch), nil)
 	if err != nil {
 		db.problems = append(db.problems, err.Error())
-		return db
+		return
 	}
-	for range batched {
-		p, err := r.Next()
+	for range p.batched {
+		cp, err := r.Next()
 		if err != nil {
 			db.problems = append(db.problems, err.Error())
 			break
 		}
-		db.add(toPackage(p))
+		db.add(toPackage(cp))
 	}
-	return db
+	p.batch, p.batched = p.batch[:0], 0
 }
 
 // add records one parsed paragraph.
@@ -272,6 +363,11 @@ func (db *statusDB) add(pkg facts.Package, ok bool, problem string) {
 		db.total++
 	}
 	if pkg.State != "not-installed" || db.every {
+		if db.packages == nil && !db.every {
+			// A real database has a few dozen relevant packages: one
+			// allocation rather than seven.
+			db.packages = make([]facts.Package, 0, 64)
+		}
 		db.packages = append(db.packages, pkg)
 	}
 }
@@ -367,9 +463,10 @@ func indexField(para []byte, name string) int {
 	}
 }
 
-// parseParagraph turns one status paragraph into a Package. ok is false
-// when the paragraph cannot stand for a package at all; problem, when not
-// empty, says what is wrong with it either way.
+// parseParagraph turns one status paragraph into a Package with the
+// control-file parser. ok is false when the paragraph cannot stand for a
+// package at all; problem, when not empty, says what is wrong with it
+// either way.
 func parseParagraph(para []byte) (pkg facts.Package, ok bool, problem string) {
 	r, err := control.NewParagraphReader(bytes.NewReader(para), nil)
 	if err != nil {

@@ -439,3 +439,27 @@ func TestUpstream(t *testing.T) {
 		}
 	}
 }
+
+// TestReadStatusInPieces: the real-size database read through buffers of
+// every kind of size (smaller than one paragraph, than two, and the one
+// observation uses) parses as it does whole.
+func TestReadStatusInPieces(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(hosttest.Build(t, "ubuntu2204-working"), StatusPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := parseStatus(data, map[string]bool{"libcudnn9-cuda-12:amd64": true}, false)
+	if len(want.packages) < 40 || want.total < 900 {
+		t.Fatalf("the fixture's database has %d packages, %d relevant: too few to test with", want.total, len(want.packages))
+	}
+	for _, size := range []int{100, 1000, 32 << 10} {
+		buf := make([]byte, size)
+		got, err := readStatus(strings.NewReader(string(data)), &buf, map[string]bool{"libcudnn9-cuda-12:amd64": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(statusDB{})); diff != "" {
+			t.Errorf("read through %d bytes (-whole +in pieces):\n%s", size, diff)
+		}
+	}
+}
