@@ -25,6 +25,7 @@ const (
 	FactsDevices     = "devices" // NVML device settings
 	FactsDeviceNodes = "device_nodes"
 	FactsPackages    = "packages"
+	FactsRepos       = "repositories"
 	FactsCUDA        = "cuda"
 	FactsCuDNN       = "cudnn"
 	FactsPython      = "python"
@@ -35,14 +36,14 @@ const (
 // allSections is every section, in the order digests are listed.
 var allSections = []string{
 	FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsDevices, FactsDeviceNodes,
-	FactsPackages, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment,
+	FactsPackages, FactsRepos, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment,
 }
 
 // sectionsFor lists the sections a step's resource is decided from.
 func sectionsFor(address string) []string {
 	switch LayerOf(address) {
 	case LayerRepositories:
-		return []string{FactsOS, FactsPackages}
+		return []string{FactsOS, FactsPackages, FactsRepos}
 	case LayerPurge, LayerNouveau, LayerKernelHeaders, LayerDriver, LayerHold, LayerDriverSettings:
 		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages}
 	case LayerCUDA:
@@ -151,6 +152,8 @@ func section(name string, obs *facts.Observation) any {
 		p := obs.Packages
 		p.Total = 0
 		return p
+	case FactsRepos:
+		return obs.Repositories
 	case FactsCUDA:
 		return obs.CUDA
 	case FactsCuDNN:

@@ -25,6 +25,7 @@ func fingerprintFacts() *facts.Observation {
 	obs.NVML.Devices[0].MemoryUsed = 1 << 30
 	obs.NVML.Devices[0].PersistenceMode = "disabled"
 	obs.Groups = []facts.Group{{Name: "video", GID: 44, Members: []string{"alice"}}}
+	obs.Repositories = []facts.Repository{{File: "/etc/apt/sources.list", URIs: []string{"http://archive.ubuntu.com/ubuntu/"}, Suites: []string{"jammy"}, Components: []string{"main", "restricted"}}}
 	return obs
 }
 
@@ -33,6 +34,7 @@ func TestFingerprintStaleness(t *testing.T) {
 	groupPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "group.video", Action: Update}}}
 	devicePlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "device.all", Action: Update}}}
 	emptyPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{}}
+	repoPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "repository.cuda", Action: Create}}}
 	tests := []struct {
 		name   string
 		plan   *Plan
@@ -57,6 +59,10 @@ func TestFingerprintStaleness(t *testing.T) {
 		{"a package a group plan does not use", groupPlan, func(o *facts.Observation) { o.Packages.Packages = nil }, nil},
 		{"a device setting", devicePlan, func(o *facts.Observation) { o.NVML.Devices[0].PersistenceMode = "enabled" }, []string{FactsDevices}},
 		{"a package under an empty plan", emptyPlan, func(o *facts.Observation) { o.Packages.Packages = nil }, []string{FactsPackages}},
+		{"a package source a repository plan adds", repoPlan, func(o *facts.Observation) {
+			o.Repositories = append(o.Repositories, facts.Repository{File: "/etc/apt/sources.list.d/cuda.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}, Suites: []string{"/"}})
+		}, []string{FactsRepos}},
+		{"a package source a driver plan does not use", driverPlan, func(o *facts.Observation) { o.Repositories = nil }, nil},
 		{"memory under an empty plan", emptyPlan, func(o *facts.Observation) { o.NVML.Devices[1].MemoryUsed = 5 }, nil},
 	}
 	for _, tt := range tests {

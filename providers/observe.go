@@ -16,6 +16,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/groups"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/packages"
+	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
 
@@ -51,6 +52,8 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	var warns []facts.Warning
 	add := func(w []facts.Warning) { obs.Warnings = append(obs.Warnings, w...) }
 	obs.Packages, warns = packages.Observe(ctx, h, obs.OS.Family)
+	add(warns)
+	obs.Repositories, warns = repository.Observe(h, obs.OS.Family)
 	add(warns)
 	// The toolkit and cuDNN observers take the package list rather than
 	// read the database again.
@@ -123,6 +126,7 @@ func nameDeviceGroups(obs *facts.Observation) {
 func normalize(obs *facts.Observation) {
 	empty(&obs.PCI)
 	empty(&obs.DeviceNodes)
+	empty(&obs.Repositories)
 	empty(&obs.Kernel.Loaded)
 	empty(&obs.Kernel.Blacklists)
 	empty(&obs.Kernel.Installed)

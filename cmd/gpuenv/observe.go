@@ -116,6 +116,7 @@ func (v *observeView) render(obs *facts.Observation, root string) {
 	v.driver(obs)
 	v.devices(obs)
 	v.packages(obs)
+	v.repositories(obs)
 	v.cuda(obs)
 	v.cudnn(obs)
 	v.python(obs)
@@ -352,6 +353,22 @@ func (v *observeView) packages(obs *facts.Observation) {
 		v.item("%s", line)
 	}
 	v.flag("packages")
+}
+
+func (v *observeView) repositories(obs *facts.Observation) {
+	v.section("Package repositories")
+	if len(obs.Repositories) == 0 {
+		v.item("none enabled")
+	}
+	for _, r := range obs.Repositories {
+		where := r.File
+		if r.ID != "" {
+			where += " [" + r.ID + "]"
+		}
+		what := slices.Concat(r.URIs, r.Suites, r.Components)
+		v.item("%s: %s", where, strings.Join(what, " "))
+	}
+	v.flag("repositories")
 }
 
 func (v *observeView) cuda(obs *facts.Observation) {

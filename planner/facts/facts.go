@@ -16,12 +16,13 @@ type Observation struct {
 	Driver      Driver       `json:"driver"`
 	DeviceNodes []DeviceNode `json:"device_nodes"`
 
-	Packages    Packages    `json:"packages"`
-	CUDA        CUDA        `json:"cuda"`
-	CuDNN       CuDNN       `json:"cudnn"`
-	Python      []PythonEnv `json:"python_environments"`
-	Groups      []Group     `json:"groups"`
-	Environment Environment `json:"environment"`
+	Packages     Packages     `json:"packages"`
+	Repositories []Repository `json:"repositories"`
+	CUDA         CUDA         `json:"cuda"`
+	CuDNN        CuDNN        `json:"cudnn"`
+	Python       []PythonEnv  `json:"python_environments"`
+	Groups       []Group      `json:"groups"`
+	Environment  Environment  `json:"environment"`
 
 	// Problems are what the observation shows to be wrong with the GPU
 	// stack as it stands, each found from facts above.

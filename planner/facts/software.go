@@ -34,6 +34,20 @@ type Package struct {
 	ReinstallRequired bool `json:"reinstall_required,omitempty"`
 }
 
+// Repository is one enabled package source: an apt "deb" entry, from a
+// one-line sources.list file or a deb822 .sources stanza, or a dnf
+// repository section.
+type Repository struct {
+	// File is where it is configured, inside the root.
+	File string `json:"file"`
+	// ID is a dnf repository's section name.
+	ID   string   `json:"id,omitempty"`
+	URIs []string `json:"uris"`
+	// Suites and Components are apt's ("bookworm", "main contrib").
+	Suites     []string `json:"suites,omitempty"`
+	Components []string `json:"components,omitempty"`
+}
+
 // CUDA lists the installed CUDA toolkits.
 type CUDA struct {
 	Toolkits []Toolkit `json:"toolkits"`

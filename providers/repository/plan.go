@@ -342,29 +342,6 @@ func ParseDeb822(file string, data []byte) []SourceEntry {
 	return out
 }
 
-// Sources reads every enabled source of the root's apt configuration.
-func (p Provider) Sources() []SourceEntry {
-	var out []SourceEntry
-	if data, err := p.Host.ReadFile(SourcesList); err == nil {
-		out = append(out, ParseSourcesList(SourcesList, data)...)
-	}
-	entries, _ := p.Host.ReadDir(SourcesDir)
-	for _, e := range entries {
-		f := path.Join(SourcesDir, e.Name())
-		data, err := p.Host.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		switch {
-		case strings.HasSuffix(e.Name(), ".list"):
-			out = append(out, ParseSourcesList(f, data)...)
-		case strings.HasSuffix(e.Name(), ".sources"):
-			out = append(out, ParseDeb822(f, data)...)
-		}
-	}
-	return out
-}
-
 // componentsStep enables the archive components the distribution's
 // packages need, for the suites the host uses, where neither the host's
 // sources nor the spec's repositories enable them.
@@ -374,7 +351,10 @@ func (p Provider) componentsStep(req *planner.Request) *planner.Step {
 	if len(need) == 0 || os.ID != "debian" || os.Codename == "" {
 		return nil
 	}
-	entries := p.Sources()
+	var entries []SourceEntry
+	for _, r := range req.Facts.Repositories {
+		entries = append(entries, SourceEntry{File: r.File, URIs: r.URIs, Suites: r.Suites, Components: r.Components})
+	}
 	for _, r := range req.Spec.Repositories {
 		if !r.IsAbsent() {
 			entries = append(entries, SourceEntry{File: "repository " + r.Name, URIs: []string{r.URL.Value}, Suites: r.Suites.Value, Components: r.Components.Value})

@@ -202,7 +202,11 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 				write(t, root, p, c)
 			}
 			h, _ := host.New(root)
-			obs := &facts.Observation{OS: debian}
+			repos, warns := Observe(h, "deb")
+			if len(warns) > 0 {
+				t.Fatal(warns)
+			}
+			obs := &facts.Observation{OS: debian, Repositories: repos}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(Provider{Host: h})
 			plan, diags := pl.Plan(context.Background(), s, obs)
@@ -223,6 +227,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 				t.Errorf("file (-want +got):\n%s", diff)
 			}
 			applyFiles(t, root, []planner.Step{*st})
+			obs.Repositories, _ = Observe(h, "deb")
 			again, _ := pl.Plan(context.Background(), s, obs)
 			if again.Step(ComponentsAddress) != nil {
 				t.Error("the components are enabled after applying, and still planned")
