@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 	"testing/iotest"
-
 )
 
 func FuzzParseStatus(f *testing.F) {
