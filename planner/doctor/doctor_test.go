@@ -450,6 +450,22 @@ func TestChecks(t *testing.T) {
 			},
 		},
 		{
+			// pip install tensorflow[and-cuda] brings cuDNN and the CUDA
+			// libraries as NVIDIA's wheels, which TensorFlow loads from
+			// the environment: nothing is missing.
+			name: "TensorFlow with its [and-cuda] wheels",
+			machine: machine{fixture: "tensorflow-no-cudnn", pythons: []string{"/opt/tf/bin/python"}, change: func(t *testing.T, root string) {
+				site := "opt/tf/lib/python3.10/site-packages/"
+				for _, w := range []string{"nvidia_cudnn_cu12-8.9.7.29", "nvidia_cuda_runtime_cu12-12.3.101", "nvidia_cublas_cu12-12.3.4.1"} {
+					writeFile(site+w+".dist-info/INSTALLER", "pip\n")(t, root)
+				}
+				writeFile(site+"nvidia/cudnn/lib/libcudnn.so.8", "")(t, root)
+			}},
+			want: []finding{
+				{id: "framework:/opt/tf/bin/python:tensorflow", status: doctor.OK, summary: "tensorflow 2.17.0 in /opt/tf/bin/python is built for CUDA 12.3"},
+			},
+		},
+		{
 			name:    "no framework named",
 			machine: machine{fixture: "ubuntu2204-working"},
 			want:    []finding{{id: "framework", status: doctor.Skipped, summary: "--python"}},

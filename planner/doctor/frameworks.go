@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
@@ -341,11 +342,18 @@ func (d *doctor) variantCoversGPUs(rel version.Version, variant string) bool {
 // brings them only with its [and-cuda] extra.
 func (d *doctor) tensorflowLibraries(c Check, env facts.PythonEnv, fw facts.Framework, what string) (Check, bool) {
 	var missing []string
+	// wheel reports whether the environment has NVIDIA's wheel of lib
+	// for the given major, as [and-cuda] installs it.
+	wheel := func(lib, major string) bool {
+		return slices.ContainsFunc(fw.Plugins, func(l facts.Library) bool {
+			return path.Base(l.Path) == lib && strings.SplitN(l.Version, ".", 2)[0] == major
+		})
+	}
 	if fw.CuDNN != "" {
 		want := strings.SplitN(fw.CuDNN, ".", 2)[0]
 		has := slices.ContainsFunc(d.obs.CuDNN.Installs, func(in facts.CuDNNInstall) bool {
 			return strings.SplitN(in.Version, ".", 2)[0] == want
-		})
+		}) || wheel("cudnn", want)
 		if !has {
 			missing = append(missing, fmt.Sprintf("cuDNN %s (libcudnn.so.%s)", want, want))
 			var seen []string
@@ -363,7 +371,7 @@ func (d *doctor) tensorflowLibraries(c Check, env facts.PythonEnv, fw facts.Fram
 		has := slices.ContainsFunc(d.obs.CUDA.Toolkits, func(tk facts.Toolkit) bool {
 			v, ok := toolkitVersion(tk)
 			return ok && v.Major() == cv.Major()
-		})
+		}) || (wheel("cuda_runtime", strconv.FormatUint(cv.Major(), 10)) && wheel("cublas", strconv.FormatUint(cv.Major(), 10)))
 		if !has {
 			missing = append(missing, fmt.Sprintf("the CUDA %d libraries (libcudart.so.%d, libcublas.so.%d)", cv.Major(), cv.Major(), cv.Major()))
 			c.Evidence = append(c.Evidence, fmt.Sprintf("no CUDA %d toolkit installed", cv.Major()))

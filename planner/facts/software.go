@@ -127,7 +127,9 @@ type Framework struct {
 	// CUDAArchs are the compute capabilities the build carries, when its
 	// files say ("sm_80", "compute_90").
 	CUDAArchs []string `json:"cuda_archs,omitempty"`
-	// Plugins are companion packages: jax's jax-cuda12-plugin and pjrt.
+	// Plugins are companion packages: jax's jax-cuda12-plugin and pjrt;
+	// the NVIDIA wheels (nvidia-cudnn-cu12 …) TensorFlow's [and-cuda]
+	// extra brings, each as its nvidia/<lib> directory.
 	Plugins []Library `json:"plugins,omitempty"`
 	// Installer is the dist-info's INSTALLER ("pip", "uv", "conda"),
 	// "debian" or "rpm" for a distribution package, or "" when unknown;

@@ -491,8 +491,29 @@ func (o *observer) tensorflow(dir string, dists map[string]dist, distro bool) fa
 	if _, local, ok := strings.Cut(fw.Version, "+"); ok && variant.MatchString(local) {
 		fw.Variant = local
 	}
+	fw.Plugins = nvidiaWheels(dir, dists)
 	o.provenance(&fw, dir, d, haveDist, distro, "python3-tensorflow")
 	return fw
+}
+
+// tensorflowWheels are the NVIDIA wheels TensorFlow's [and-cuda] extra
+// installs whose libraries it loads at import: cuDNN, the CUDA runtime
+// and cuBLAS, as nvidia-<lib>-cu<major>. They sit in the site directory
+// under nvidia/<lib>/lib, where TensorFlow looks before the loader's path.
+var tensorflowWheels = []string{"cudnn", "cuda_runtime", "cublas"}
+
+// nvidiaWheels lists the tensorflowWheels installed in dir, each as the
+// directory of its libraries and the wheel's version.
+func nvidiaWheels(dir string, dists map[string]dist) []facts.Library {
+	var out []facts.Library
+	for _, lib := range tensorflowWheels {
+		for _, cu := range []string{"cu11", "cu12", "cu13"} {
+			if d, ok := dists["nvidia_"+lib+"_"+cu]; ok {
+				out = append(out, facts.Library{Path: path.Join(dir, "nvidia", lib), Version: d.version})
+			}
+		}
+	}
+	return out
 }
 
 var (

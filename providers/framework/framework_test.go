@@ -160,6 +160,9 @@ symlink srv/ml/bin/python python3.11
 			{
 				Name: "tensorflow", Version: "2.17.0", CUDA: "12.3", CuDNN: "8",
 				CUDAArchs: []string{"sm_50", "sm_60", "sm_70", "sm_80", "compute_90"},
+				// The cuDNN wheel of the environment, which TensorFlow
+				// loads too (its cuDNN 9 is not the 8 it was built for).
+				Plugins:   []facts.Library{{Path: site + "/nvidia/cudnn", Version: "9.5.1.17"}},
 				Installer: "pip", Location: site + "/tensorflow",
 			},
 			{
