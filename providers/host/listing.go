@@ -176,11 +176,7 @@ func (c *dirfds) appendMatches(matches []string, p, pattern string) []string {
 			return
 		}
 		if ok, _ := path.Match(pattern, string(name)); ok {
-			if p == "/" {
-				matches = append(matches, "/"+string(name))
-			} else {
-				matches = append(matches, p+"/"+string(name))
-			}
+			matches = append(matches, join(p, string(name)))
 		}
 	})
 	return matches

@@ -118,9 +118,8 @@ var statusBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &
 func readStatus(r io.Reader, buf *[]byte, replaced map[string]bool) (statusDB, error) {
 	p := statusParser{replaced: replaced}
 	b := *buf
-	n := 0 // bytes at the start of b not parsed yet
-	var last byte
-	read := false
+	n := 0     // bytes at the start of b not parsed yet
+	last := -1 // the file's last byte, once there is one
 	for {
 		if n == len(b) {
 			grown := make([]byte, 2*len(b))
@@ -130,7 +129,7 @@ func readStatus(r io.Reader, buf *[]byte, replaced map[string]bool) (statusDB, e
 		m, err := r.Read(b[n:])
 		if m > 0 {
 			n += m
-			last, read = b[n-1], true
+			last = int(b[n-1])
 		}
 		if err == io.EOF {
 			break
@@ -141,11 +140,7 @@ func readStatus(r io.Reader, buf *[]byte, replaced map[string]bool) (statusDB, e
 		parsed := p.parse(b[:n], false)
 		n = copy(b, b[parsed:n])
 	}
-	p.parse(b[:n], true)
-	p.flush()
-	if read {
-		p.finish(last)
-	}
+	p.finish(b[:n], last)
 	return p.db, nil
 }
 
@@ -192,11 +187,11 @@ func (db statusDB) warnings(file string) []facts.Warning {
 // parseStatus reads a file in dpkg's status format; see statusParser.
 func parseStatus(data []byte, replaced map[string]bool, every bool) statusDB {
 	p := statusParser{db: statusDB{every: every}, replaced: replaced}
-	p.parse(data, true)
-	p.flush()
+	last := -1
 	if len(data) > 0 {
-		p.finish(data[len(data)-1])
+		last = int(data[len(data)-1])
 	}
+	p.finish(data, last)
 	return p.db
 }
 
@@ -207,9 +202,10 @@ func parseStatus(data []byte, replaced map[string]bool, every bool) statusDB {
 // db.every is set, as for the journal, whose entries may concern any
 // package) are parsed fully with the control-file parser: one by one when
 // malformed, so that its error names the paragraph, and the well-formed
-// ones, which real ones are, together when the file ends (flush). replaced names packages ("name:arch") whose paragraph is
-// superseded and must be neither counted nor reported. Nothing the
-// parser keeps points into the data it is given.
+// ones, which real ones are, together when the file ends (flush).
+// replaced names packages ("name:arch") whose paragraph is superseded and
+// must be neither counted nor reported. Nothing the parser keeps points
+// into the data it is given.
 type statusParser struct {
 	db       statusDB
 	replaced map[string]bool
@@ -242,9 +238,13 @@ func (p *statusParser) parse(data []byte, final bool) int {
 	}
 }
 
-// finish ends a file whose last byte is last.
-func (p *statusParser) finish(last byte) {
-	if last != '\n' {
+// finish parses rest, the end of the file, and the paragraphs kept for
+// the control-file parser; last is the file's last byte, -1 when it is
+// empty.
+func (p *statusParser) finish(rest []byte, last int) {
+	p.parse(rest, true)
+	p.flush()
+	if last >= 0 && last != '\n' {
 		p.db.problems = append([]string{"the file does not end with a newline: it was truncated, or is being written"}, p.db.problems...)
 	}
 }

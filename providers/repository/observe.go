@@ -1,9 +1,12 @@
 package repository
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -27,64 +30,129 @@ func Observe(h *host.Host, family string) ([]facts.Repository, []facts.Warning) 
 func observeApt(h *host.Host) ([]facts.Repository, []facts.Warning) {
 	var out []facts.Repository
 	var warns []facts.Warning
-	add := func(entries []SourceEntry) {
-		for _, e := range entries {
-			out = append(out, facts.Repository{File: e.File, URIs: orNil(e.URIs), Suites: orNil(e.Suites), Components: orNil(e.Components)})
-		}
-	}
 	data, err := h.ReadFile(SourcesList)
 	switch {
 	case err == nil:
-		add(ParseSourcesList(SourcesList, data))
+		out = ParseSourcesList(SourcesList, data)
 	case !errors.Is(err, fs.ErrNotExist):
 		warns = append(warns, facts.Warning{Path: SourcesList, Message: err.Error()})
 	}
-	entries, err := h.ReadDir(SourcesDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		warns = append(warns, facts.Warning{Path: SourcesDir, Message: err.Error()})
-	}
-	for _, e := range entries {
+	more, moreWarns := readDir(h, SourcesDir, func(name string) parser {
 		// apt reads only these two kinds, and ignores the rest
 		// (.save, .distUpgrade, .dpkg-old) without a word.
-		parse := ParseSourcesList
 		switch {
-		case strings.HasSuffix(e.Name(), ".list"):
-		case strings.HasSuffix(e.Name(), ".sources"):
-			parse = ParseDeb822
-		default:
+		case strings.HasSuffix(name, ".list"):
+			return ParseSourcesList
+		case strings.HasSuffix(name, ".sources"):
+			return ParseDeb822
+		}
+		return nil
+	})
+	return append(out, more...), append(warns, moreWarns...)
+}
+
+func observeDnf(h *host.Host) ([]facts.Repository, []facts.Warning) {
+	return readDir(h, YumReposDir, func(name string) parser {
+		if strings.HasSuffix(name, ".repo") {
+			return ParseRepoFile
+		}
+		return nil
+	})
+}
+
+// A parser reads the repositories a configuration file enables.
+type parser func(file string, data []byte) []facts.Repository
+
+// readDir parses the files of dir that parserFor has a parser for; a
+// missing dir has none, and a file that cannot be read is a warning.
+func readDir(h *host.Host, dir string, parserFor func(name string) parser) ([]facts.Repository, []facts.Warning) {
+	var out []facts.Repository
+	var warns []facts.Warning
+	entries, err := h.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		warns = append(warns, facts.Warning{Path: dir, Message: err.Error()})
+	}
+	for _, e := range entries {
+		parse := parserFor(e.Name())
+		if parse == nil {
 			continue
 		}
-		f := path.Join(SourcesDir, e.Name())
+		f := path.Join(dir, e.Name())
 		data, err := h.ReadFile(f)
 		if err != nil {
 			warns = append(warns, facts.Warning{Path: f, Message: err.Error()})
 			continue
 		}
-		add(parse(f, data))
+		out = append(out, parse(f, data)...)
 	}
 	return out, warns
 }
 
-func observeDnf(h *host.Host) ([]facts.Repository, []facts.Warning) {
+// ParseSourcesList reads one-line sources ("deb [opts] uri suite comp…"),
+// keeping "deb" lines (not deb-src, not commented out).
+func ParseSourcesList(file string, data []byte) []facts.Repository {
 	var out []facts.Repository
-	var warns []facts.Warning
-	entries, err := h.ReadDir(YumReposDir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		warns = append(warns, facts.Warning{Path: YumReposDir, Message: err.Error()})
-	}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".repo") {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "deb" {
 			continue
 		}
-		f := path.Join(YumReposDir, e.Name())
-		data, err := h.ReadFile(f)
-		if err != nil {
-			warns = append(warns, facts.Warning{Path: f, Message: err.Error()})
+		f = f[1:]
+		if strings.HasPrefix(f[0], "[") {
+			for len(f) > 0 && !strings.HasSuffix(f[0], "]") {
+				f = f[1:]
+			}
+			if len(f) == 0 {
+				continue
+			}
+			f = f[1:]
+		}
+		if len(f) < 2 {
 			continue
 		}
-		out = append(out, ParseRepoFile(f, data)...)
+		out = append(out, facts.Repository{File: file, URIs: f[:1], Suites: f[1:2], Components: orNil(f[2:])})
 	}
-	return out, warns
+	return out
+}
+
+// ParseDeb822 reads deb822 .sources stanzas of Types "deb" that are not
+// disabled.
+func ParseDeb822(file string, data []byte) []facts.Repository {
+	var out []facts.Repository
+	fields := map[string]string{}
+	last := ""
+	flush := func() {
+		if len(fields) > 0 && slices.Contains(strings.Fields(fields["types"]), "deb") && !strings.EqualFold(fields["enabled"], "no") {
+			out = append(out, facts.Repository{File: file, URIs: orNil(strings.Fields(fields["uris"])), Suites: orNil(strings.Fields(fields["suites"])), Components: orNil(strings.Fields(fields["components"]))})
+		}
+		fields, last = map[string]string{}, ""
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		if strings.TrimSpace(l) == "" {
+			flush()
+			continue
+		}
+		if (l[0] == ' ' || l[0] == '\t') && last != "" {
+			fields[last] += " " + strings.TrimSpace(l)
+			continue
+		}
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		last = strings.ToLower(strings.TrimSpace(k))
+		fields[last] = strings.TrimSpace(v)
+	}
+	flush()
+	return out
 }
 
 // ParseRepoFile reads the enabled repositories of a dnf .repo file, an

@@ -5,8 +5,6 @@
 package repository
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net/url"
@@ -267,81 +265,6 @@ func (p Provider) fileStep(address string, absent bool, files []repoFile, what s
 	return s
 }
 
-// SourceEntry is one enabled "deb" line or deb822 stanza.
-type SourceEntry struct {
-	File       string
-	URIs       []string
-	Suites     []string
-	Components []string
-}
-
-// ParseSourcesList reads one-line sources ("deb [opts] uri suite comp…"),
-// keeping "deb" lines (not deb-src, not commented out).
-func ParseSourcesList(file string, data []byte) []SourceEntry {
-	var out []SourceEntry
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		f := strings.Fields(line)
-		if len(f) < 3 || f[0] != "deb" {
-			continue
-		}
-		f = f[1:]
-		if strings.HasPrefix(f[0], "[") {
-			for len(f) > 0 && !strings.HasSuffix(f[0], "]") {
-				f = f[1:]
-			}
-			if len(f) == 0 {
-				continue
-			}
-			f = f[1:]
-		}
-		if len(f) < 2 {
-			continue
-		}
-		out = append(out, SourceEntry{File: file, URIs: f[:1], Suites: f[1:2], Components: f[2:]})
-	}
-	return out
-}
-
-// ParseDeb822 reads deb822 .sources stanzas of Types "deb" that are not
-// disabled.
-func ParseDeb822(file string, data []byte) []SourceEntry {
-	var out []SourceEntry
-	fields := map[string]string{}
-	last := ""
-	flush := func() {
-		if len(fields) > 0 && slices.Contains(strings.Fields(fields["types"]), "deb") && !strings.EqualFold(fields["enabled"], "no") {
-			out = append(out, SourceEntry{File: file, URIs: strings.Fields(fields["uris"]), Suites: strings.Fields(fields["suites"]), Components: strings.Fields(fields["components"])})
-		}
-		fields, last = map[string]string{}, ""
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "#") {
-			continue
-		}
-		if strings.TrimSpace(l) == "" {
-			flush()
-			continue
-		}
-		if (l[0] == ' ' || l[0] == '\t') && last != "" {
-			fields[last] += " " + strings.TrimSpace(l)
-			continue
-		}
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		last = strings.ToLower(strings.TrimSpace(k))
-		fields[last] = strings.TrimSpace(v)
-	}
-	flush()
-	return out
-}
-
 // componentsStep enables the archive components the distribution's
 // packages need, for the suites the host uses, where neither the host's
 // sources nor the spec's repositories enable them.
@@ -351,13 +274,10 @@ func (p Provider) componentsStep(req *planner.Request) *planner.Step {
 	if len(need) == 0 || os.ID != "debian" || os.Codename == "" {
 		return nil
 	}
-	var entries []SourceEntry
-	for _, r := range req.Facts.Repositories {
-		entries = append(entries, SourceEntry{File: r.File, URIs: r.URIs, Suites: r.Suites, Components: r.Components})
-	}
+	entries := slices.Clone(req.Facts.Repositories)
 	for _, r := range req.Spec.Repositories {
 		if !r.IsAbsent() {
-			entries = append(entries, SourceEntry{File: "repository " + r.Name, URIs: []string{r.URL.Value}, Suites: r.Suites.Value, Components: r.Components.Value})
+			entries = append(entries, facts.Repository{File: "repository " + r.Name, URIs: []string{r.URL.Value}, Suites: r.Suites.Value, Components: r.Components.Value})
 		}
 	}
 	// The suites the packages come from: the release itself, and its
