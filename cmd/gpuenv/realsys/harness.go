@@ -84,6 +84,7 @@ type Harness struct {
 	Archives string // bind-mounted as every root's /var/cache/apt/archives
 
 	bin     string // this run's directory for the binary
+	repo    string // the module gpuenv is built from
 	mu      sync.Mutex
 	layers  map[string]*layerBuild
 	reports []string
@@ -106,7 +107,7 @@ func NewHarness(dir, repo string) (*Harness, error) {
 			return nil, fmt.Errorf("the real-system tier needs %s (see README.md's \"Real-system tests\"): %w", tool, err)
 		}
 	}
-	h := &Harness{Dir: dir, Archives: filepath.Join(dir, "archives"), layers: map[string]*layerBuild{}}
+	h := &Harness{Dir: dir, Archives: filepath.Join(dir, "archives"), repo: repo, layers: map[string]*layerBuild{}}
 	if err := os.MkdirAll(filepath.Join(h.Archives, "partial"), 0o755); err != nil {
 		return nil, err
 	}
@@ -119,17 +120,29 @@ func NewHarness(dir, repo string) (*Harness, error) {
 	h.bin = bin
 	h.Gpuenv = filepath.Join(bin, "gpuenv")
 	start := time.Now()
-	build := exec.Command("go", "build", "-o", h.Gpuenv, "./cmd/gpuenv")
-	build.Dir = repo
-	// go-nvml's header marks old calls deprecated; the warnings are not
-	// gpuenv's to fix and would bury a real error.
-	build.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
+	if err := h.build(h.Gpuenv); err != nil {
 		os.RemoveAll(bin)
-		return nil, fmt.Errorf("building gpuenv: %v\n%s", err, out)
+		return nil, err
 	}
 	h.Report("built gpuenv in %s", since(start))
 	return h, nil
+}
+
+// build builds gpuenv from the module into out, with the given build tags.
+func (h *Harness) build(out string, tags ...string) error {
+	args := []string{"build", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	build := exec.Command("go", append(args, "./cmd/gpuenv")...)
+	build.Dir = h.repo
+	// go-nvml's header marks old calls deprecated; the warnings are not
+	// gpuenv's to fix and would bury a real error.
+	build.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building gpuenv %v: %v\n%s", tags, err, b)
+	}
+	return nil
 }
 
 // Close removes this run's binary; the layers and .debs stay for the
@@ -438,11 +451,16 @@ type Result struct {
 	Args           []string
 	Stdout, Stderr string
 	Code           int
+	Signal         string // set, with Code -1, when a signal ended it
 	Took           time.Duration
 }
 
 func (res Result) String() string {
-	return fmt.Sprintf("%q exited %d after %s\nstdout:\n%s\nstderr:\n%s", res.Args, res.Code, res.Took, res.Stdout, res.Stderr)
+	how := fmt.Sprintf("exited %d", res.Code)
+	if res.Signal != "" {
+		how = "was killed (" + res.Signal + ")"
+	}
+	return fmt.Sprintf("%q %s after %s\nstdout:\n%s\nstderr:\n%s", res.Args, how, res.Took, res.Stdout, res.Stderr)
 }
 
 // userEnv is the environment of a root login shell: what gpuenv meets when

@@ -15,15 +15,88 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // Deb is a small package built with dpkg-deb: a name and version as
-// NVIDIA's CUDA repository has them, a few files, and optionally a
-// postinst script.
+// NVIDIA's CUDA repository has them, a few files, the relations and the
+// maintainer scripts it needs. Files under /etc/ are conffiles, as
+// debhelper makes them.
 type Deb struct {
 	Name, Version string
 	Files         map[string]string // absolute path inside the package → content
-	Postinst      string
+	Depends       string            // the control file's Depends field, as written there
+	// Maintainer scripts (whole scripts, "#!/bin/sh" first) and the
+	// triggers file ("interest /path").
+	Preinst, Postinst, Prerm, Postrm string
+	Triggers                         string
+}
+
+// control is the package's DEBIAN/ tree: the control file, the
+// conffiles list, the scripts and the triggers file, by path.
+func (d Deb) control() map[string]string {
+	control := fmt.Sprintf("Package: %s\nVersion: %s\nArchitecture: amd64\nMaintainer: gpuenv tests <tests@gpuenv.invalid>\n", d.Name, d.Version)
+	if d.Depends != "" {
+		control += "Depends: " + d.Depends + "\n"
+	}
+	control += fmt.Sprintf("Description: %s test package, laid out like NVIDIA's\n", d.Name)
+	out := map[string]string{"/DEBIAN/control": control}
+	var conffiles []string
+	for p := range d.Files {
+		if strings.HasPrefix(p, "/etc/") {
+			conffiles = append(conffiles, p)
+		}
+	}
+	if len(conffiles) > 0 {
+		sort.Strings(conffiles)
+		out["/DEBIAN/conffiles"] = strings.Join(conffiles, "\n") + "\n"
+	}
+	for name, script := range map[string]string{"preinst": d.Preinst, "postinst": d.Postinst, "prerm": d.Prerm, "postrm": d.Postrm, "triggers": d.Triggers} {
+		if script != "" {
+			out["/DEBIAN/"+name] = script
+		}
+	}
+	return out
+}
+
+// isScript says which DEBIAN/ files dpkg runs, and so must be executable.
+func isScript(p string) bool {
+	switch p {
+	case "/DEBIAN/preinst", "/DEBIAN/postinst", "/DEBIAN/prerm", "/DEBIAN/postrm":
+		return true
+	}
+	return false
+}
+
+// Build writes the package file into dir (on this machine) and returns
+// its path.
+func (d Deb) Build(t testing.TB, dir string) string {
+	t.Helper()
+	tree := filepath.Join(t.TempDir(), d.Name+"_"+d.Version)
+	files := d.control()
+	for p, c := range d.Files {
+		files[p] = c
+	}
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		full := filepath.Join(tree, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if isScript(p) {
+			mode = 0o755
+		}
+		if err := os.WriteFile(full, []byte(files[p]), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, dir).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb --build %s: %v\n%s", d.Name, err, b)
+	}
+	return filepath.Join(dir, d.Name+"_"+d.Version+"_amd64.deb")
 }
 
 // AddRepository builds debs into a flat repository at dir inside the root
@@ -33,40 +106,17 @@ type Deb struct {
 // refreshes apt's lists for that source only.
 func (r *Root) AddRepository(dir string, debs []Deb) {
 	r.t.Helper()
+	r.BuildRepository(dir, debs)
+	r.UseRepository(filepath.Base(dir), "file://"+dir)
+}
+
+// BuildRepository builds debs into a flat repository at dir inside the
+// root and indexes it, without telling apt about it.
+func (r *Root) BuildRepository(dir string, debs []Deb) {
+	r.t.Helper()
 	out := r.Path(dir)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	src := r.t.TempDir()
 	for _, d := range debs {
-		tree := filepath.Join(src, d.Name+"_"+d.Version)
-		control := fmt.Sprintf("Package: %s\nVersion: %s\nArchitecture: amd64\nMaintainer: gpuenv tests <tests@gpuenv.invalid>\nDescription: %s test package, laid out like NVIDIA's\n", d.Name, d.Version, d.Name)
-		files := map[string]string{"/DEBIAN/control": control}
-		for p, c := range d.Files {
-			files[p] = c
-		}
-		if d.Postinst != "" {
-			files["/DEBIAN/postinst"] = d.Postinst
-		}
-		paths := make([]string, 0, len(files))
-		for p := range files {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
-		for _, p := range paths {
-			full := filepath.Join(tree, p)
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				r.t.Fatal(err)
-			}
-			mode := os.FileMode(0o644)
-			if p == "/DEBIAN/postinst" {
-				mode = 0o755
-			}
-			if err := os.WriteFile(full, []byte(files[p]), mode); err != nil {
-				r.t.Fatal(err)
-			}
-		}
-		r.host("dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out)
+		d.Build(r.t, out)
 	}
 	scan := exec.Command("dpkg-scanpackages", "--multiversion", ".")
 	scan.Dir = out
@@ -77,8 +127,15 @@ func (r *Root) AddRepository(dir string, debs []Deb) {
 	if err := os.WriteFile(filepath.Join(out, "Packages"), packages, 0o644); err != nil {
 		r.t.Fatal(err)
 	}
-	list := "/etc/apt/sources.list.d/" + filepath.Base(dir) + ".list"
-	r.WriteFile(list, fmt.Sprintf("deb [trusted=yes] file://%s ./\n", dir))
+}
+
+// UseRepository lists the flat repository at uri in the root's apt
+// sources, as name.list, trusted, and refreshes apt's lists for that
+// source only.
+func (r *Root) UseRepository(name, uri string) {
+	r.t.Helper()
+	list := "/etc/apt/sources.list.d/" + name + ".list"
+	r.WriteFile(list, fmt.Sprintf("deb [trusted=yes] %s ./\n", uri))
 	r.MustSh("apt-get update -o Dir::Etc::sourcelist=" + strings.TrimPrefix(list, "/etc/apt/") +
 		" -o Dir::Etc::sourceparts=- -o APT::Get::List-Cleanup=0")
 }

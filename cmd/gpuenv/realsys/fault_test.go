@@ -1,0 +1,346 @@
+//go:build realsystem
+
+package realsys
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The fault matrix (design "Testing tiers", 5; issue 11): with real apt
+// and dpkg, a power cut (SIGKILL of every process in the root) at each of
+// dpkg's phases of an install, an upgrade and their rollbacks, a full disk
+// at each journal write of an apply and of a rollback, the network gone
+// during a download and during a rollback, and a rollback that needs a
+// package no archive has. Every cell ends, after at most one `gpuenv
+// rollback` (with `gpuenv force-unlock` first where the holder died), with
+// the host as it was before (Snapshot) and `dpkg --audit` silent.
+//
+// Cells run two at a time (they share nothing; the machine has two
+// cores), and the matrix is printed at the end of the run.
+func TestFaultMatrix(t *testing.T) {
+	m := &matrix{}
+	start := time.Now()
+	applyPoints, rollbackPoints := countJournalPoints(t)
+	h.Report("fault matrix: an uninterrupted apply of the upgrade writes %d journal records, its rollback %d", applyPoints, rollbackPoints)
+
+	type entry struct {
+		name string
+		run  func(c *cell)
+	}
+	var cells []entry
+	for _, k := range killCells {
+		cells = append(cells, entry{"kill/" + k.name, k.run})
+	}
+	for n := 0; n <= applyPoints; n++ {
+		cells = append(cells, entry{fmt.Sprintf("diskfull/apply-at-%d", n), func(c *cell) { diskFullCell(c, faultedApply, n) }})
+	}
+	for n := 0; n <= rollbackPoints; n++ {
+		cells = append(cells, entry{fmt.Sprintf("diskfull/rollback-at-%d", n), func(c *cell) { diskFullCell(c, faultedRollback, n) }})
+	}
+	cells = append(cells,
+		entry{"network/cut-during-download", networkDownloadCell},
+		entry{"network/offline-rollback", networkRollbackCell},
+		entry{"rebuild/old-version-in-no-archive", rebuildCell},
+		entry{"kill/debian-driver-upgrade-unpack-libcuda1", driverKillCell},
+	)
+	t.Run("cell", func(t *testing.T) {
+		for _, e := range cells {
+			t.Run(e.name, func(t *testing.T) {
+				t.Parallel()
+				c := &cell{t: t}
+				begin := time.Now()
+				defer func() {
+					m.add(cellOutcome{name: e.name, ok: !t.Failed(), took: since(begin), detail: c.detail()})
+				}()
+				e.run(c)
+			})
+		}
+	})
+	slices.SortFunc(m.cells, func(a, b cellOutcome) int { return strings.Compare(a.name, b.name) })
+	passed := 0
+	for _, c := range m.cells {
+		if c.ok {
+			passed++
+		}
+	}
+	h.Report("fault matrix: %d cells, %d pass, %d fail, in %s", len(m.cells), passed, len(m.cells)-passed, since(start))
+	for _, c := range m.cells {
+		result := "pass"
+		if !c.ok {
+			result = "FAIL"
+		}
+		h.Report("  %-48s %s %7s  %s", c.name, result, c.took, c.detail)
+	}
+}
+
+// countJournalPoints runs the disk-full cells' apply and rollback once,
+// uninterrupted, and counts the records each writes: the journal points
+// the cells fill the disk at are 0 (the journal just opened) to these.
+func countJournalPoints(t *testing.T) (apply, rollback int) {
+	t.Helper()
+	r := newFaultRoot(t, faultRootOptions{StateTmpfs: true})
+	r.mustApply(installSpec())
+	r.mustApply(upgradeSpec())
+	_, apply = r.journalLines()
+	if res := r.Gpuenv("rollback", "--auto-approve"); res.Code != 0 {
+		t.Fatalf("counting journal points: rollback: %s", res)
+	}
+	_, rollback = r.journalLines()
+	return apply, rollback
+}
+
+// A killCell kills every process in the root while a maintainer script of
+// one of the transaction's packages runs: stopped at phase by faultHook.
+type killCell struct {
+	name  string
+	when  string // apply-install, apply-upgrade, rollback-upgrade, rollback-install
+	phase string // the marker: PACKAGE.SCRIPT-ARG
+}
+
+// The kill cells. dpkg's order in these transactions (as apt runs them):
+// install unpacks libraries then toolkit, configures them in that order,
+// and runs config-common's trigger between them; an upgrade unpacks
+// toolkit then libraries; a purge removes toolkit then libraries, then
+// purges them in that order.
+var killCells = []killCell{
+	// The toolkit's preinst: the libraries are unpacked already.
+	{"install/unpack", "apply-install", toolkitPkg + ".preinst-install"},
+	// The libraries' postinst: the toolkit is unpacked, not configured.
+	{"install/configure", "apply-install", librariesPkg + ".postinst-configure"},
+	{"install/trigger", "apply-install", configPkg + ".postinst-triggered"},
+	// The libraries' preinst: the toolkit is at its new version, unpacked.
+	{"upgrade/unpack", "apply-upgrade", librariesPkg + ".preinst-upgrade"},
+	{"upgrade/configure", "apply-upgrade", librariesPkg + ".postinst-configure"},
+	{"upgrade/trigger", "apply-upgrade", configPkg + ".postinst-triggered"},
+	// The rollback of the upgrade installs the saved 12.4.0 packages:
+	// their scripts run "upgrade" (a downgrade) and "configure".
+	{"rollback-of-upgrade/unpack", "rollback-upgrade", librariesPkg + ".preinst-upgrade"},
+	{"rollback-of-upgrade/configure", "rollback-upgrade", librariesPkg + ".postinst-configure"},
+	// The rollback of the install purges what it installed.
+	{"rollback-of-install/remove", "rollback-install", librariesPkg + ".prerm-remove"},
+	{"rollback-of-install/purge", "rollback-install", toolkitPkg + ".postrm-purge"},
+}
+
+func (k killCell) run(c *cell) {
+	t := c.t
+	r := newFaultRoot(t, faultRootOptions{})
+	c.r = r
+	var before *Snapshot
+	var p *Process
+	kind := faultedApply
+	switch k.when {
+	case "apply-install":
+		before = r.Snapshot()
+		r.writeSpec(installSpec())
+		r.arm(k.phase)
+		p = r.StartGpuenv(nil, "apply", "--auto-approve", specDir)
+	case "apply-upgrade":
+		r.mustApply(installSpec())
+		before = r.Snapshot()
+		r.writeSpec(upgradeSpec())
+		r.arm(k.phase)
+		p = r.StartGpuenv(nil, "apply", "--auto-approve", specDir)
+	case "rollback-upgrade":
+		r.mustApply(installSpec())
+		before = r.Snapshot()
+		r.mustApply(upgradeSpec())
+		r.arm(k.phase)
+		p = r.StartGpuenv(nil, "rollback", "--auto-approve")
+		kind = faultedRollback
+	case "rollback-install":
+		before = r.Snapshot()
+		r.mustApply(installSpec())
+		r.arm(k.phase)
+		p = r.StartGpuenv(nil, "rollback", "--auto-approve")
+		kind = faultedRollback
+	default:
+		t.Fatalf("unknown kill cell %q", k.when)
+	}
+	what := strings.SplitN(k.when, "-", 2)[0]
+	if !r.waitReached(p, k.phase, 3*time.Minute) {
+		res := p.Wait()
+		c.step("%s %s", what, describe(res))
+		c.fail(fmt.Sprintf("the %s never reached %s", what, k.phase), res.String())
+		c.finish(before, kind, res)
+		return
+	}
+	killed := r.PowerCut()
+	res := p.Wait()
+	c.step("%s killed at %s", what, k.phase)
+	t.Logf("power cut at %s killed:\n  %s", k.phase, strings.Join(killed, "\n  "))
+	t.Logf("gpuenv %s before the kill:\n%s%s", what, res.Stdout, res.Stderr)
+	left := r.dpkgStates(toolkitPkg, librariesPkg, configPkg)
+	c.step("left: %s", left)
+	c.finish(before, kind, res)
+}
+
+// diskFullCell fills the state directory's filesystem at journal point n
+// of the upgrade's apply or of its rollback; the test then frees the
+// space, and recovery must work from what was written.
+func diskFullCell(c *cell, kind faultedBy, n int) {
+	t := c.t
+	r := newFaultRoot(t, faultRootOptions{StateTmpfs: true})
+	c.r = r
+	r.useFaultBinary()
+	r.mustApply(installSpec())
+	before := r.Snapshot()
+	env := []string{fmt.Sprintf("GPUENV_FAULT_FILL_AT=%d", n)}
+	var res Result
+	what := "apply"
+	if kind == faultedApply {
+		r.writeSpec(upgradeSpec())
+		res = r.RunGpuenv(env, "apply", "--auto-approve", specDir)
+	} else {
+		r.mustApply(upgradeSpec())
+		what = "rollback"
+		res = r.RunGpuenv(env, "rollback", "--auto-approve")
+	}
+	c.step("%s %s", what, describe(res))
+	filler := r.Path("/var/lib/gpuenv/gpuenv-fault-filler")
+	if _, err := os.Stat(filler); err != nil {
+		c.fail(fmt.Sprintf("journal point %d was never called: the disk was not filled", n), res.String())
+	} else {
+		t.Logf("the disk filled at journal point %d; gpuenv %s:\n%s%s", n, what, res.Stdout, res.Stderr)
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.finish(before, kind, res)
+}
+
+// networkDownloadCell: the repository is served over HTTP, and the
+// connection drops in the middle of the first package file apt downloads,
+// after which nothing answers. The apply must fail and revert by itself
+// (exit 1), leaving the host as before.
+func networkDownloadCell(c *cell) {
+	t := c.t
+	r := newFaultRoot(t, faultRootOptions{HTTP: true})
+	c.r = r
+	before := r.Snapshot()
+	r.writeSpec(installSpec())
+	r.server.cutNext.Store(true)
+	res := r.Gpuenv("apply", "--auto-approve", specDir)
+	c.step("apply %s", describe(res))
+	r.server.mu.Lock()
+	cut := r.server.cut
+	r.server.mu.Unlock()
+	if cut == "" {
+		c.fail("no package file was requested: the network was never cut", res.String()+"\nrequests:\n"+r.server.log())
+	} else {
+		c.step("cut during %s", path.Base(cut))
+	}
+	if res.Code != 1 {
+		c.fail(fmt.Sprintf("apply with the network cut: %s, want exit 1 (failed, fully reverted)", describe(res)), res.String())
+	}
+	c.finish(before, faultedApply, res)
+}
+
+// networkRollbackCell: the upgrade is applied online; then the server
+// stops and the package cache is emptied, the lists kept. The rollback
+// must restore 12.4.0 from the files the generation saved, with no
+// network, by itself.
+func networkRollbackCell(c *cell) {
+	t := c.t
+	r := newFaultRoot(t, faultRootOptions{HTTP: true})
+	c.r = r
+	r.mustApply(installSpec())
+	before := r.Snapshot()
+	r.mustApply(upgradeSpec())
+	r.server.Stop()
+	r.MustSh("rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*")
+	res := r.Gpuenv("rollback", "--auto-approve")
+	c.step("offline rollback %s", describe(res))
+	if res.Code != 0 {
+		c.fail(fmt.Sprintf("offline rollback: %s: %s", describe(res), lastLine(res.Stderr+res.Stdout)), res.String())
+	}
+	c.compare(before)
+}
+
+// rebuildCell: the installed 12.4.0 packages came from files (dpkg -i),
+// and the repository has only 12.4.1. Before upgrading, gpuenv must
+// rebuild the installed version from dpkg's own records with dpkg-deb
+// (the root has no dpkg-repack), and the rollback must restore it exactly:
+// files, conffiles, maintainer scripts, status.
+func rebuildCell(c *cell) {
+	t := c.t
+	r := newFaultRoot(t, faultRootOptions{Packages: []Deb{faultConfigCommon, faultLibraries(faultCUDANew), faultToolkit(faultCUDANew)}})
+	c.r = r
+	dir := r.Path("/root/downloaded")
+	faultLibraries(faultCUDAOld).Build(t, dir)
+	faultToolkit(faultCUDAOld).Build(t, dir)
+	r.MustSh("dpkg -i /root/downloaded/*.deb && rm -r /root/downloaded")
+	if r.Sh("command -v dpkg-repack").Code == 0 {
+		t.Fatal("the root has dpkg-repack; the cell needs a root without it")
+	}
+	before := r.Snapshot()
+	r.writeSpec(upgradeSpec())
+	res := r.Gpuenv("apply", "--auto-approve", specDir)
+	c.step("apply %s", describe(res))
+	if res.Code != 0 {
+		c.fail(fmt.Sprintf("apply of the upgrade: %s: %s", describe(res), lastLine(res.Stderr+res.Stdout)), res.String())
+		c.compare(before)
+		return
+	}
+	if saved := r.savedPackages(); !containsPrefix(saved, librariesPkg+"_"+debVersion(faultCUDAOld)+"_") || !containsPrefix(saved, toolkitPkg+"_"+debVersion(faultCUDAOld)+"_") {
+		c.fail("the generation saved no package file of the 12.4.0 packages", fmt.Sprint(saved))
+	}
+	rb := r.Gpuenv("rollback", "--auto-approve")
+	c.step("rollback %s", describe(rb))
+	if rb.Code != 0 {
+		c.fail(fmt.Sprintf("rollback: %s: %s", describe(rb), lastLine(rb.Stderr+rb.Stdout)), rb.String())
+	}
+	c.compare(before)
+}
+
+// driverKillCell: Debian's own driver packages (as TestDistroDriverInstall
+// UpgradeRollback), upgraded from 535.261.03 to 535.309.01 and killed
+// while dpkg unpacks libcuda1, caught in /var/log/dpkg.log.
+func driverKillCell(c *cell) {
+	t := c.t
+	r := &faultRoot{Root: h.NewRoot(t, Base, Mounts{Proc: true, Sys: true})}
+	c.r = r
+	r.writeSpec(driverSpec("535.261.03"))
+	if res := r.Gpuenv("apply", "--auto-approve", specDir); res.Code != 0 {
+		t.Fatalf("setup: apply of the driver: %s", res)
+	}
+	before := r.Snapshot()
+	logFile := r.Path("/var/log/dpkg.log")
+	fi, err := os.Stat(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offset := fi.Size()
+	r.writeSpec(driverSpec("535.309.01"))
+	p := r.StartGpuenv(nil, "apply", "--auto-approve", specDir)
+	const want = "status half-installed libcuda1:amd64 "
+	hit := false
+	deadline := time.Now().Add(10 * time.Minute)
+	for !hit && !p.Exited() && time.Now().Before(deadline) {
+		data, _ := os.ReadFile(logFile)
+		if int64(len(data)) > offset && strings.Contains(string(data[offset:]), want) {
+			hit = true
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if !hit {
+		res := p.Wait()
+		c.step("apply %s", describe(res))
+		c.fail("dpkg never logged libcuda1 half-installed during the upgrade", res.String())
+		c.finish(before, faultedApply, res)
+		return
+	}
+	killed := r.PowerCut()
+	res := p.Wait()
+	t.Logf("power cut while libcuda1 was half-installed killed:\n  %s", strings.Join(killed, "\n  "))
+	t.Logf("gpuenv apply before the kill:\n%s%s", res.Stdout, res.Stderr)
+	c.step("apply killed while libcuda1 unpacked")
+	c.step("left: %s", r.dpkgStates("libcuda1", "libnvidia-ml1", "nvidia-smi"))
+	c.finish(before, faultedApply, res)
+}
