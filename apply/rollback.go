@@ -137,6 +137,9 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	if err := store.repair(gens); err != nil {
+		return nil, err
+	}
 	journals, err := store.loadJournals(gens)
 	if err != nil {
 		return nil, err
