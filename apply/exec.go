@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -198,6 +199,17 @@ func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectat
 		var exp []expectedDeb
 		if e.Op != nil {
 			exp = expectOp(e.Op)
+			// A hold or release of a package the transaction does not
+			// pin changes only the hold of what an earlier one left.
+			for _, names := range [][]string{e.Op.Hold, e.Op.Unhold} {
+				for _, n := range names {
+					if d, ok := byName[n]; ok && d.Version != "" && !slices.ContainsFunc(exp, func(x expectedDeb) bool { return x.Name == n }) {
+						held := slices.Contains(e.Op.Hold, n)
+						d.Held = &held
+						byName[n] = d
+					}
+				}
+			}
 		} else {
 			exp = expectPrior(e.Inverse.Packages)
 		}

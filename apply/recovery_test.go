@@ -244,3 +244,31 @@ func TestMetaWriteFailureKeepsJournalsEnding(t *testing.T) {
 		t.Errorf("status.json still says unfinished: %+v", st)
 	}
 }
+
+// A rollback whose own transaction is cut while dpkg unpacks is resumed
+// by the next rollback, which repairs dpkg first instead of stopping at
+// apt's "dpkg was interrupted" or "needs to be reinstalled".
+func TestInterruptedRollbackIsResumed(t *testing.T) {
+	fx := newFixture(t)
+	before := fx.snapshot()
+	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
+		t.Fatalf("apply: %s", res.Status)
+	}
+	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:install@reinstreq")
+	res := fx.rollback(-1)
+	if res.Status != apply.StatusFailed || res.ExitCode() != 3 {
+		t.Fatalf("the cut rollback: %s exit %d\n%s", res.Status, res.ExitCode(), fx.out.String())
+	}
+	if !strings.Contains(fx.read("/var/lib/dpkg/status"), "reinstreq") {
+		t.Fatal("the fake left no package needing reinstallation")
+	}
+	res = fx.rollback(-1)
+	if res.Status != apply.StatusDone {
+		t.Fatalf("the resumed rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+	}
+	fx.same(before, "after a resumed rollback")
+	gens, _ := apply.History(fx.h, stateDir)
+	if len(gens) != 2 || gens[1].Status != apply.StatusDone || gens[0].UndoneBy != 2 {
+		t.Errorf("history: %+v", gens)
+	}
+}
