@@ -299,17 +299,17 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		return nil, err
 	}
 	defer e.close()
+	res := &Result{Generation: gen.Meta.ID, Kind: KindApply, LogPath: gen.LogPath(), NeedsReboot: plan.NeedsReboot}
 	if err := gen.writeJSON(planName, plan); err != nil {
-		return nil, err
+		return e.abort(res, err)
 	}
 	if opts.Before != nil {
 		if err := gen.writeJSON(observeName, opts.Before); err != nil {
-			return nil, err
+			return e.abort(res, err)
 		}
 	}
-	res := &Result{Generation: gen.Meta.ID, Kind: KindApply, LogPath: gen.LogPath(), NeedsReboot: plan.NeedsReboot}
 	if err := e.j.append(Record{Event: EventStart, Kind: KindApply, Ops: len(items)}); err != nil {
-		return nil, err
+		return e.abort(res, err)
 	}
 	e.say("Applying generation %d: %d operations. Package managers' output: %s", gen.Meta.ID, len(items), gen.LogPath())
 
@@ -423,7 +423,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		}
 	}
 	if err := e.finish(res.Status, res.NeedsReboot, failure); err != nil {
-		return res, err
+		return e.abort(res, err)
 	}
 	if res.Status == StatusApplied && opts.Recheck != nil {
 		rc, err := opts.Recheck(run)
@@ -487,6 +487,10 @@ func (e *engine) close() {
 }
 
 // finish closes the journal with the status and records it in meta.
+// An error means the end record could not be written: the generation is
+// unfinished. Once the end record is durable the run is over whatever
+// happens to meta.json, a summary that the journal overrules (see
+// reconcile); failing to write it is only reported.
 func (e *engine) finish(st Status, reboot bool, failure error) error {
 	if err := e.j.append(Record{Event: EventEnd, Status: st}); err != nil {
 		return err
@@ -499,7 +503,10 @@ func (e *engine) finish(st Status, reboot bool, failure error) error {
 	if failure != nil {
 		e.gen.Meta.Error = failure.Error()
 	}
-	return e.gen.save()
+	if err := e.gen.save(); err != nil {
+		e.say("Warning: the generation's summary could not be updated (%v); its journal records how it ended, and the next apply or rollback updates the summary.", err)
+	}
+	return nil
 }
 
 // abort ends a run whose journal cannot be written: the generation stays

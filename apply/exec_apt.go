@@ -424,7 +424,9 @@ func (x *HostExecutor) saveDeb(ctx context.Context, ws *Workspace, seq int, name
 	}
 	// apt-get download writes into the working directory; env -C sets it
 	// without a shell.
-	if err := x.run(ctx, ws, aptEnv, "env", "-C", inRoot, "apt-get", "download", name+"="+version); err == nil {
+	// As root: apt's sandbox user cannot write into the private
+	// generation directory.
+	if err := x.run(ctx, ws, aptEnv, "env", "-C", inRoot, "apt-get", "-o", "APT::Sandbox::User=root", "download", "--", name+"="+version); err == nil {
 		if f := find(); f != "" {
 			return f, syncDir(dir)
 		}
