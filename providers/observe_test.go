@@ -34,6 +34,7 @@ var fixtures = []string{
 	"rhel9",
 	"tensorflow-no-cudnn",
 	"nouveau",
+	"ubuntu2204-container",
 }
 
 // pythons are the interpreters a spec for the fixture would name: the
