@@ -221,16 +221,45 @@ func (x *HostExecutor) checkApt(want []expectedDeb) error {
 }
 
 // readDpkg reads every package's version and status from the root's dpkg
-// database. Packages of a foreign architecture are keyed name:arch.
+// database, as dpkg itself would: the status file, then the journal of
+// changes dpkg made since it last rewrote that file (updates/0000, 0001,
+// …, each holding whole paragraphs). After a power cut in the middle of
+// dpkg the journal is where the half-installed packages are. Packages of
+// a foreign architecture are keyed name:arch.
 func (x *HostExecutor) readDpkg() (map[string]debState, error) {
 	data, err := x.Host.ReadFile(dpkgStatus)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]debState{}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	return parseDpkgStatus(data), nil
+	db := parseDpkgStatus(data)
+	for _, f := range x.dpkgUpdateFiles() {
+		data, err := x.Host.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range parseDpkgStatus(data) {
+			db[k] = v
+		}
+	}
+	return db, nil
+}
+
+// dpkgUpdateFiles lists dpkg's journal files in the order dpkg applies
+// them; tmp.i is one being written and is not part of the journal yet.
+func (x *HostExecutor) dpkgUpdateFiles() []string {
+	m, _ := x.Host.Glob(dpkgUpdates + "/*")
+	var out []string
+	for _, f := range m {
+		if b := path.Base(f); b != "" && strings.Trim(b, "0123456789") == "" {
+			out = append(out, f)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := strconv.Atoi(path.Base(out[i]))
+		b, _ := strconv.Atoi(path.Base(out[j]))
+		return a < b
+	})
+	return out
 }
 
 func parseDpkgStatus(data []byte) map[string]debState {
@@ -749,13 +778,7 @@ func (x *HostExecutor) dpkgInterrupted(db map[string]debState) bool {
 			return true
 		}
 	}
-	m, _ := x.Host.Glob(dpkgUpdates + "/*")
-	for _, f := range m {
-		if b := path.Base(f); b != "tmp.i" && strings.Trim(b, "0123456789") == "" {
-			return true
-		}
-	}
-	return false
+	return len(x.dpkgUpdateFiles()) > 0
 }
 
 // repairDpkg is the recovery a person does by hand after a power cut in
