@@ -269,6 +269,9 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	if err != nil {
 		return nil, err
 	}
+	if err := store.repair(gens); err != nil {
+		return nil, err
+	}
 	for _, g := range gens {
 		if g.Status.Unfinished() {
 			return nil, &UnfinishedError{g}
@@ -296,21 +299,22 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		return nil, err
 	}
 	defer e.close()
+	res := &Result{Generation: gen.Meta.ID, Kind: KindApply, LogPath: gen.LogPath(), NeedsReboot: plan.NeedsReboot}
 	if err := gen.writeJSON(planName, plan); err != nil {
-		return nil, err
+		return e.abort(res, err)
 	}
 	if opts.Before != nil {
 		if err := gen.writeJSON(observeName, opts.Before); err != nil {
-			return nil, err
+			return e.abort(res, err)
 		}
 	}
-	res := &Result{Generation: gen.Meta.ID, Kind: KindApply, LogPath: gen.LogPath(), NeedsReboot: plan.NeedsReboot}
 	if err := e.j.append(Record{Event: EventStart, Kind: KindApply, Ops: len(items)}); err != nil {
-		return nil, err
+		return e.abort(res, err)
 	}
 	e.say("Applying generation %d: %d operations. Package managers' output: %s", gen.Meta.ID, len(items), gen.LogPath())
 
 	var begun []undoItem
+	var done []Expectation
 	var failure error
 	// An operation, once started, runs to its end even when the user
 	// interrupts: killing a package manager half-way leaves dpkg's
@@ -372,6 +376,34 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		}
 		fmt.Fprintf(out, " done (%s)\n", elapsed(start))
 		res.Done = append(res.Done, it.step+": "+what)
+		if it.op.Packages != nil {
+			done = append(done, Expectation{Op: it.op.Packages})
+		}
+	}
+	if failure == nil && len(done) > 0 {
+		// A package manager that exits 0 is not the last word: the
+		// database must show every pin at its version and nothing left
+		// half-configured.
+		if err := e.exec.Check(run, e.ws, done); err != nil {
+			failure = err
+			res.Failed = &Failure{Step: "packages", What: "checking the package database", Error: err.Error(), LogTail: e.logTail()}
+			e.say("The package database does not show what the plan installed: %v", err)
+			if jerr := e.j.append(Record{Event: EventFailed, Note: "package check: " + err.Error()}); jerr != nil {
+				return e.abort(res, jerr)
+			}
+		}
+	}
+	if failure == nil && ctx.Err() != nil {
+		// The signal came while the last operation ran: the apply is
+		// not finished until its end record is written, so it reverts
+		// like one interrupted earlier.
+		failure = fmt.Errorf("interrupted during the last operation: %w", ctx.Err())
+		last := items[len(items)-1]
+		res.Failed = &Failure{Step: last.step, What: Describe(last.op), Error: failure.Error()}
+		e.say("Interrupted: the apply did not finish.")
+		if jerr := e.j.append(Record{Event: EventFailed, Note: failure.Error()}); jerr != nil {
+			return e.abort(res, jerr)
+		}
 	}
 
 	switch {
@@ -391,7 +423,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		}
 	}
 	if err := e.finish(res.Status, res.NeedsReboot, failure); err != nil {
-		return res, err
+		return e.abort(res, err)
 	}
 	if res.Status == StatusApplied && opts.Recheck != nil {
 		rc, err := opts.Recheck(run)
@@ -455,6 +487,10 @@ func (e *engine) close() {
 }
 
 // finish closes the journal with the status and records it in meta.
+// An error means the end record could not be written: the generation is
+// unfinished. Once the end record is durable the run is over whatever
+// happens to meta.json, a summary that the journal overrules (see
+// reconcile); failing to write it is only reported.
 func (e *engine) finish(st Status, reboot bool, failure error) error {
 	if err := e.j.append(Record{Event: EventEnd, Status: st}); err != nil {
 		return err
@@ -467,7 +503,10 @@ func (e *engine) finish(st Status, reboot bool, failure error) error {
 	if failure != nil {
 		e.gen.Meta.Error = failure.Error()
 	}
-	return e.gen.save()
+	if err := e.gen.save(); err != nil {
+		e.say("Warning: the generation's summary could not be updated (%v); its journal records how it ended, and the next apply or rollback updates the summary.", err)
+	}
+	return nil
 }
 
 // abort ends a run whose journal cannot be written: the generation stays
@@ -558,6 +597,19 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 		}
 		if f := run(it); f != nil {
 			return done, f
+		}
+	}
+	var want []Expectation
+	for _, it := range items {
+		if it.inv.Packages != nil {
+			want = append(want, Expectation{Inverse: it.inv.Packages})
+		}
+	}
+	if len(want) > 0 {
+		if err := e.exec.Check(ctx, e.ws, want); err != nil {
+			fmt.Fprintf(e.out, "  the package database is not as it was: %v\n", err)
+			e.j.append(Record{Event: EventUndoFailed, Note: "package check: " + err.Error()})
+			return done, &Failure{Step: "packages", What: "checking the package database", Error: err.Error(), LogTail: e.logTail()}
 		}
 	}
 	return done, nil

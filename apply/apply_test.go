@@ -147,7 +147,7 @@ func TestApplyStandardPlan(t *testing.T) {
 		}
 	}
 	// The saved files: libnvidia-ml1's old version is not in the archive
-	// and was rebuilt with dpkg-repack; nvidia-smi's was downloaded.
+	// and was rebuilt from dpkg's records with dpkg-deb; nvidia-smi's was downloaded.
 	gen := filepath.Join(fx.Root, stateDir, "generations", "1")
 	for _, pat := range []string{"packages/1-libnvidia-ml1/libnvidia-ml1_535.261.03-1_amd64.deb", "packages/1-nvidia-smi/nvidia-smi_535.261.03-1_amd64.deb", "packages/12-torch/torch-2.4.1+cu121-py3-none-any.whl", "files/2", "plan.json", "journal", "log", "meta.json"} {
 		if _, err := os.Stat(filepath.Join(gen, pat)); err != nil {
@@ -268,7 +268,7 @@ func TestApplyToolFailureReverts(t *testing.T) {
 	}{
 		{fail: "apt-get:install", want: "apt-get"},
 		{fail: "apt-get:install@half", want: "apt-get"},
-		{fail: "dpkg-repack", want: "cannot save libnvidia-ml1 535.261.03-1"},
+		{fail: "dpkg-deb", want: "cannot save libnvidia-ml1 535.261.03-1"},
 		{fail: "apt-get:download,apt-get:download", applied: true},
 		{fail: "gpasswd", want: "gpasswd"},
 		{fail: "groupadd", want: "groupadd"},
@@ -286,12 +286,12 @@ func TestApplyToolFailureReverts(t *testing.T) {
 			res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil))
 			if tc.applied {
 				// nvidia-smi's old version could not be downloaded and
-				// was rebuilt with dpkg-repack instead.
+				// was rebuilt with dpkg-deb instead.
 				if res.Status != apply.StatusApplied {
 					t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
 				}
 				if !strings.Contains(fx.out.String(), "nvidia-smi 535.261.03-1 is not in the archive any more") {
-					t.Errorf("no fallback to dpkg-repack:\n%s", fx.out.String())
+					t.Errorf("no fallback to rebuilding the package:\n%s", fx.out.String())
 				}
 				fx.rollback(-1)
 				fx.same(before, "after rolling back from repacked packages")

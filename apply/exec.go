@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,12 +30,32 @@ import (
 //     finished, failed half-way or never started, and safe to run twice.
 //   - Recover brings a package manager interrupted mid-transaction back to
 //     a consistent state, before any Undo of such a transaction.
+//   - Check confirms, at the end of an apply, a revert or a rollback, that
+//     the package databases show what the journal expects and that no
+//     package manager left anything half-done.
 //   - All of them honour ctx and run commands as argv, never via a shell.
 type Executor interface {
 	Prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation) (*Inverse, error)
 	Run(ctx context.Context, ws *Workspace, op planner.Operation) error
 	Undo(ctx context.Context, ws *Workspace, inv *Inverse) error
 	Recover(ctx context.Context, ws *Workspace, manager string) error
+	Check(ctx context.Context, ws *Workspace, want []Expectation) error
+}
+
+// Expectation is what one package transaction must have left: its
+// operation's result (Op) once it ran, or the state before it (Inverse)
+// once it was undone. A list of them is read in order, a later one
+// saying what becomes of a package an earlier one named.
+type Expectation struct {
+	Op      *planner.PackagesOp
+	Inverse *PackagesInverse
+}
+
+func (e Expectation) manager() string {
+	if e.Op != nil {
+		return e.Op.Manager
+	}
+	return e.Inverse.Manager
 }
 
 // Workspace is what an executor may use of the generation being run.
@@ -155,14 +176,58 @@ func (x *HostExecutor) Recover(ctx context.Context, ws *Workspace, manager strin
 	if manager != "apt" {
 		return nil
 	}
-	if err := x.waitDpkgLock(ctx, ws); err != nil {
-		return err
-	}
-	// --audit lists what an interrupted dpkg left half-done; it exits
-	// non-zero when it found something, which is what --configure -a is
-	// for, so its status is only logged.
+	// dpkg's own recovery (`dpkg --configure -a`) cannot repair a package
+	// a power cut left half-unpacked, and stops there; undoing the
+	// transaction repairs dpkg from the package files saved for it (see
+	// undoApt). Here what dpkg left is only recorded in the log.
 	_ = x.run(ctx, ws, nil, "dpkg", "--audit")
-	return x.run(ctx, ws, aptEnv, "dpkg", "--configure", "-a")
+	return nil
+}
+
+// Check implements Executor. apt transactions are checked against dpkg's
+// database; dnf and pip transactions are checked by their undo, which
+// compares each package with its prior version.
+func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectation) error {
+	byName := map[string]expectedDeb{}
+	var order []string
+	apt := false
+	for _, e := range want {
+		if e.manager() != "apt" {
+			continue
+		}
+		apt = true
+		var exp []expectedDeb
+		if e.Op != nil {
+			exp = expectOp(e.Op)
+			// A hold or release of a package the transaction does not
+			// pin changes only the hold of what an earlier one left.
+			for _, names := range [][]string{e.Op.Hold, e.Op.Unhold} {
+				for _, n := range names {
+					if d, ok := byName[n]; ok && d.Version != "" && !slices.ContainsFunc(exp, func(x expectedDeb) bool { return x.Name == n }) {
+						held := slices.Contains(e.Op.Hold, n)
+						d.Held = &held
+						byName[n] = d
+					}
+				}
+			}
+		} else {
+			exp = expectPrior(e.Inverse.Packages)
+		}
+		for _, d := range exp {
+			if _, ok := byName[d.Name]; !ok {
+				order = append(order, d.Name)
+			}
+			byName[d.Name] = d
+		}
+	}
+	if !apt {
+		return nil
+	}
+	exp := make([]expectedDeb, 0, len(order))
+	for _, n := range order {
+		exp = append(exp, byName[n])
+	}
+	return x.checkApt(exp)
 }
 
 func validateOp(op planner.Operation) error {

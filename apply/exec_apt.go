@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,9 @@ import (
 const (
 	dpkgStatus       = "/var/lib/dpkg/status"
 	dpkgLockFrontend = "/var/lib/dpkg/lock-frontend"
+	// dpkgUpdates holds dpkg's journal of changes not yet folded into
+	// the status file.
+	dpkgUpdates = "/var/lib/dpkg/updates"
 )
 
 // debState is one package in dpkg's database.
@@ -43,17 +47,219 @@ func (s debState) installed() bool {
 
 func (s debState) held() bool { return strings.HasPrefix(s.Status, "hold ") }
 
+// state is dpkg's package state ("installed", "half-installed", …);
+// a package dpkg does not know is "not-installed".
+func (s debState) state() string {
+	if f := strings.Fields(s.Status); len(f) == 3 {
+		return f[2]
+	}
+	return "not-installed"
+}
+
+// stable reports whether dpkg finished with the package: installed,
+// config-files or not installed, and not marked as needing
+// reinstallation.
+func (s debState) stable() bool {
+	f := strings.Fields(s.Status)
+	if len(f) != 3 {
+		return true
+	}
+	return f[1] == "ok" && (f[2] == "installed" || f[2] == "config-files" || f[2] == "not-installed")
+}
+
+// present reports whether anything of the package is on the system, its
+// configuration files included.
+func (s debState) present() bool { return s.state() != "not-installed" }
+
+func (s debState) String() string {
+	if !s.present() {
+		return "not installed"
+	}
+	f := strings.Fields(s.Status)
+	out := s.Version + " " + f[2]
+	if f[1] != "ok" {
+		out += " (" + f[1] + ")"
+	}
+	if s.held() {
+		out += ", held"
+	}
+	return out
+}
+
+// expectedDeb is what dpkg's database must show of one package once an
+// operation or its inverse is done.
+type expectedDeb struct {
+	Name string
+	// Version: installed, configured, at exactly this version. Empty:
+	// not installed, which may mean absent, only the configuration files
+	// left, or either.
+	Version     string
+	Absent      bool
+	ConfigFiles bool
+	// Held, when set, is whether the package must be held.
+	Held *bool
+}
+
+func (e expectedDeb) matches(c debState) bool {
+	if e.Version != "" {
+		return c.Version == e.Version && c.state() == "installed" && c.stable() && (e.Held == nil || *e.Held == c.held())
+	}
+	switch c.state() {
+	case "not-installed":
+		return e.Absent
+	case "config-files":
+		return e.ConfigFiles && c.stable()
+	}
+	return false
+}
+
+func (e expectedDeb) String() string {
+	switch {
+	case e.Version != "" && e.Held != nil && *e.Held:
+		return e.Version + " installed, held"
+	case e.Version != "" && e.Held != nil:
+		return e.Version + " installed, not held"
+	case e.Version != "":
+		return e.Version + " installed"
+	case e.Absent && e.ConfigFiles:
+		return "removed"
+	case e.ConfigFiles:
+		return "removed with its configuration files kept"
+	}
+	return "not installed"
+}
+
+// expectPrior is what an inverse restores: each package as it was.
+func expectPrior(pkgs []PriorPackage) []expectedDeb {
+	out := make([]expectedDeb, 0, len(pkgs))
+	for _, p := range pkgs {
+		out = append(out, expectedOf(p))
+	}
+	return out
+}
+
+func expectedOf(p PriorPackage) expectedDeb {
+	e := expectedDeb{Name: p.Name, Version: p.Version}
+	switch {
+	case p.Version != "":
+		held := p.Held
+		e.Held = &held
+	case debState{Status: p.Status}.state() == "config-files":
+		e.ConfigFiles = true
+	default:
+		e.Absent = true
+	}
+	return e
+}
+
+// expectOp is what an apt transaction leaves: its pins installed, held
+// when it holds them, its removals gone.
+func expectOp(op *planner.PackagesOp) []expectedDeb {
+	var out []expectedDeb
+	for _, p := range op.Install {
+		held := slices.Contains(op.Hold, p.Name)
+		out = append(out, expectedDeb{Name: p.Name, Version: p.Version, Held: &held})
+	}
+	for _, r := range op.Remove {
+		out = append(out, expectedDeb{Name: r, Absent: true, ConfigFiles: !op.Purge})
+	}
+	return out
+}
+
+// differing lists the packages whose version or status is not what they
+// were before (holds aside).
+func differing(pkgs []PriorPackage, cur map[string]debState) []PriorPackage {
+	var out []PriorPackage
+	for _, p := range pkgs {
+		e := expectedOf(p)
+		e.Held = nil
+		if !e.matches(cur[p.Name]) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PackageMismatchError says that the package database does not show what
+// an apply, revert or rollback should have left, naming each package.
+type PackageMismatchError struct {
+	Packages []string
+}
+
+func (e *PackageMismatchError) Error() string {
+	return "the package database does not show the expected state: " + strings.Join(e.Packages, "; ")
+}
+
+// checkApt compares dpkg's database with what is expected, and with
+// dpkg having finished: a package left half-done anywhere is a mismatch
+// too, whoever's it is, since the host is not in a state to build on.
+func (x *HostExecutor) checkApt(want []expectedDeb) error {
+	cur, err := x.readDpkg()
+	if err != nil {
+		return err
+	}
+	var bad []string
+	named := map[string]bool{}
+	for _, e := range want {
+		named[e.Name] = true
+		if c := cur[e.Name]; !e.matches(c) {
+			bad = append(bad, fmt.Sprintf("%s is %s, expected %s", e.Name, c, e))
+		}
+	}
+	var unfinished []string
+	for n, s := range cur {
+		if !named[n] && !s.stable() {
+			unfinished = append(unfinished, fmt.Sprintf("%s is %s", n, s))
+		}
+	}
+	sort.Strings(unfinished)
+	bad = append(bad, unfinished...)
+	if len(bad) > 0 {
+		return &PackageMismatchError{Packages: bad}
+	}
+	return nil
+}
+
 // readDpkg reads every package's version and status from the root's dpkg
-// database. Packages of a foreign architecture are keyed name:arch.
+// database, as dpkg itself would: the status file, then the journal of
+// changes dpkg made since it last rewrote that file (updates/0000, 0001,
+// …, each holding whole paragraphs). After a power cut in the middle of
+// dpkg the journal is where the half-installed packages are. Packages of
+// a foreign architecture are keyed name:arch.
 func (x *HostExecutor) readDpkg() (map[string]debState, error) {
 	data, err := x.Host.ReadFile(dpkgStatus)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]debState{}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	return parseDpkgStatus(data), nil
+	db := parseDpkgStatus(data)
+	for _, f := range x.dpkgUpdateFiles() {
+		data, err := x.Host.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range parseDpkgStatus(data) {
+			db[k] = v
+		}
+	}
+	return db, nil
+}
+
+// dpkgUpdateFiles lists dpkg's journal files in the order dpkg applies
+// them; tmp.i is one being written and is not part of the journal yet.
+func (x *HostExecutor) dpkgUpdateFiles() []string {
+	m, _ := x.Host.Glob(dpkgUpdates + "/*")
+	var out []string
+	for _, f := range m {
+		if b := path.Base(f); b != "" && strings.Trim(b, "0123456789") == "" {
+			out = append(out, f)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := strconv.Atoi(path.Base(out[i]))
+		b, _ := strconv.Atoi(path.Base(out[j]))
+		return a < b
+	})
+	return out
 }
 
 func parseDpkgStatus(data []byte) map[string]debState {
@@ -115,6 +321,9 @@ func aptTransaction(op *planner.PackagesOp, simulate bool) []string {
 	if op.Purge {
 		argv = append(argv, "--purge")
 	}
+	// Names and versions are validated before a plan runs; "--" keeps a
+	// name that slipped through from being read as an option.
+	argv = append(argv, "--")
 	for _, p := range op.Install {
 		argv = append(argv, p.Name+"="+p.Version)
 	}
@@ -242,22 +451,180 @@ func (x *HostExecutor) saveDeb(ctx context.Context, ws *Workspace, seq int, name
 		}
 		return ""
 	}
-	// apt-get download and dpkg-repack write into the working directory;
-	// env -C sets it without a shell.
-	if err := x.run(ctx, ws, aptEnv, "env", "-C", inRoot, "apt-get", "download", name+"="+version); err == nil {
+	// apt-get download writes into the working directory; env -C sets it
+	// without a shell.
+	// As root: apt's sandbox user cannot write into the private
+	// generation directory.
+	if err := x.run(ctx, ws, aptEnv, "env", "-C", inRoot, "apt-get", "-o", "APT::Sandbox::User=root", "download", "--", name+"="+version); err == nil {
 		if f := find(); f != "" {
 			return f, syncDir(dir)
 		}
 	}
-	ws.say("%s %s is not in the archive any more: rebuilding it from the installed files with dpkg-repack", name, version)
-	if err := x.run(ctx, ws, aptEnv, "env", "-C", inRoot, "dpkg-repack", name); err != nil {
-		return "", fmt.Errorf("cannot save %s %s for rollback (apt-get download and dpkg-repack failed; see %s): %w", name, version, ws.Dir+"/"+logName, err)
+	ws.say("%s %s is not in the archive any more: rebuilding it from dpkg's records of the installed package", name, version)
+	if err := x.rebuildDeb(ctx, ws, dir, inRoot, name, version); err != nil {
+		return "", fmt.Errorf("cannot save %s %s for rollback (apt-get download failed and rebuilding it did too; see %s): %w", name, version, ws.Dir+"/"+logName, err)
 	}
 	f := find()
 	if f == "" {
-		return "", fmt.Errorf("cannot save %s %s for rollback: dpkg-repack wrote no package file", name, version)
+		return "", fmt.Errorf("cannot save %s %s for rollback: dpkg-deb wrote no package file", name, version)
 	}
 	return f, syncDir(dir)
+}
+
+// Control files dpkg keeps in /var/lib/dpkg/info for an installed
+// package, by the name they have in a package's DEBIAN directory.
+var controlFiles = []string{"preinst", "postinst", "prerm", "postrm", "config", "templates", "triggers", "shlibs", "symbols", "conffiles", "md5sums"}
+
+// rebuildDeb makes a package file of an installed package from dpkg's own
+// records, as dpkg-repack does but with only dpkg-deb, which every Debian
+// system has: the control fields from the status database, the
+// maintainer scripts and control files dpkg kept, and the installed files
+// its file list names, with their current contents, modes, owners and
+// link targets. The tree is built inside the generation (private) and
+// removed afterwards.
+func (x *HostExecutor) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoot, name, version string) error {
+	para, arch, err := x.statusParagraph(name, version)
+	if err != nil {
+		return err
+	}
+	info := "/var/lib/dpkg/info/" + name
+	if _, err := x.Host.Stat(info + ".list"); err != nil && arch != "" {
+		info += ":" + arch
+	}
+	list, err := x.Host.ReadFile(info + ".list")
+	if err != nil {
+		return fmt.Errorf("dpkg's file list of %s: %w", name, err)
+	}
+	tree := filepath.Join(dir, "tree")
+	os.RemoveAll(tree)
+	defer os.RemoveAll(tree)
+	if err := os.MkdirAll(filepath.Join(tree, "DEBIAN"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tree, "DEBIAN", "control"), para, 0o644); err != nil {
+		return err
+	}
+	for _, c := range controlFiles {
+		data, err := x.Host.ReadFile(info + "." + c)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if c == "preinst" || c == "postinst" || c == "prerm" || c == "postrm" || c == "config" {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(tree, "DEBIAN", c), data, mode); err != nil {
+			return err
+		}
+	}
+	for _, p := range strings.Split(string(list), "\n") {
+		if p == "" || p == "/." || !path.IsAbs(p) {
+			continue
+		}
+		if err := x.copyInstalled(p, filepath.Join(tree, filepath.FromSlash(p))); err != nil {
+			return fmt.Errorf("copying %s of %s: %w", p, name, err)
+		}
+	}
+	return x.run(ctx, ws, nil, "dpkg-deb", "-Zgzip", "--build", "--", path.Join(inRoot, "tree"), inRoot)
+}
+
+// statusParagraph returns the control fields of an installed package as
+// dpkg recorded them in its status file, less the fields that describe
+// the installation rather than the package, and its architecture.
+func (x *HostExecutor) statusParagraph(name, version string) ([]byte, string, error) {
+	data, err := x.Host.ReadFile(dpkgStatus)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, para := range bytes.Split(data, []byte("\n\n")) {
+		var out bytes.Buffer
+		var pkg, ver, arch, field string
+		for _, line := range strings.Split(string(para), "\n") {
+			if line == "" {
+				continue
+			}
+			if line[0] != ' ' && line[0] != '\t' {
+				k, v, _ := strings.Cut(line, ":")
+				field = k
+				v = strings.TrimSpace(v)
+				switch k {
+				case "Package":
+					pkg = v
+				case "Version":
+					ver = v
+				case "Architecture":
+					arch = v
+				}
+			}
+			switch field {
+			case "Status", "Config-Version", "Conffiles":
+				continue
+			}
+			out.WriteString(line + "\n")
+		}
+		if pkg == name && ver == version {
+			return out.Bytes(), arch, nil
+		}
+	}
+	return nil, "", fmt.Errorf("dpkg's database has no record of %s %s", name, version)
+}
+
+// copyInstalled copies one installed path (inside the root) to dst on
+// this machine as it is: a directory, a file with its bytes, or a
+// symbolic link, with mode and owner. A path that is gone is skipped, as
+// dpkg-repack does.
+func (x *HostExecutor) copyInstalled(p, dst string) error {
+	rp, err := x.real(p)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(rp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.IsDir():
+		if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(rp)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(target, dst); err != nil {
+			return err
+		}
+		return os.Lchown(dst, int(st.Uid), int(st.Gid))
+	case fi.Mode().IsRegular():
+		data, err := os.ReadFile(rp)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			return err
+		}
+	default:
+		// Device nodes and pipes are not package contents dpkg ships.
+		return nil
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(dst, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+	}
+	// After the owner: chown clears setuid and setgid bits.
+	return os.Chmod(dst, fileMode(st.Mode&0o7777))
 }
 
 // waitDpkgLock waits, up to the timeout, for another package manager
@@ -344,7 +711,7 @@ func (x *HostExecutor) runApt(ctx context.Context, ws *Workspace, op *planner.Pa
 		}
 	}
 	if len(unhold) > 0 {
-		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold"}, unhold...)...); err != nil {
+		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
 			return err
 		}
 	}
@@ -356,31 +723,122 @@ func (x *HostExecutor) runApt(ctx context.Context, ws *Workspace, op *planner.Pa
 		}
 	}
 	if len(op.Hold) > 0 {
-		return x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "hold"}, op.Hold...)...)
+		return x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, op.Hold...)...)
 	}
 	return nil
 }
 
 // undoApt puts every package the transaction could change back to its
-// version, presence and hold from before: saved package files are
-// installed (offline), packages that were absent are removed, holds set
-// as they were. Only what differs now is touched.
+// version, status and hold from before, working from dpkg's state as it
+// finds it: after a power cut dpkg may have left packages half-installed
+// (reinstreq), unpacked, half-configured or awaiting triggers, and apt
+// refuses to act until that is repaired. Saved package files are installed
+// directly (offline), packages that were absent are purged, holds set as
+// they were; only what differs is touched. The inverse is done when dpkg's
+// database shows exactly the prior state and no package is left
+// half-done; anything else is an error naming the packages.
 func (x *HostExecutor) undoApt(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
 	cur, err := x.readDpkg()
 	if err != nil {
 		return err
 	}
-	var debs, remove, purge, unhold []string
-	for _, p := range inv.Packages {
+	interrupted := x.dpkgInterrupted(cur)
+	if len(differing(inv.Packages, cur)) == 0 && !interrupted {
+		// Already as it was: nothing to wait for or run.
+		return nil
+	}
+	if err := x.waitDpkgLock(ctx, ws); err != nil {
+		return err
+	}
+	if interrupted {
+		if cur, err = x.repairDpkg(ctx, ws, inv, cur); err != nil {
+			return err
+		}
+	}
+	if err := x.restoreWithApt(ctx, ws, inv, cur); err != nil {
+		return err
+	}
+	if cur, err = x.readDpkg(); err != nil {
+		return err
+	}
+	if err := x.setHolds(ctx, ws, inv.Packages, cur); err != nil {
+		return err
+	}
+	return x.checkApt(expectPrior(inv.Packages))
+}
+
+// dpkgInterrupted reports whether dpkg was stopped part-way: a package in
+// a state other than installed, config-files or not-installed, or with
+// the reinstreq flag, or journal entries dpkg has not yet folded into its
+// database (/var/lib/dpkg/updates), which is what makes apt say "dpkg was
+// interrupted".
+func (x *HostExecutor) dpkgInterrupted(db map[string]debState) bool {
+	for _, s := range db {
+		if !s.stable() {
+			return true
+		}
+	}
+	return len(x.dpkgUpdateFiles()) > 0
+}
+
+// repairDpkg is the recovery a person does by hand after a power cut in
+// the middle of dpkg, done with dpkg itself since apt refuses to run:
+// the saved package files of every package not at its prior version and
+// status are installed with dpkg -i (a half-installed package is simply
+// reinstalled), packages that were absent before are purged, forcing the
+// removal of ones dpkg marked as needing reinstallation, and then dpkg
+// finishes whatever else it left unconfigured (triggers included). Each
+// step's failure is only logged: what is left is for apt to resolve, and
+// the check that ends the inverse says whether the state is right.
+func (x *HostExecutor) repairDpkg(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState) (map[string]debState, error) {
+	ws.say("dpkg was interrupted: repairing its database from the package files saved in the generation")
+	var debs, purge, remove []string
+	for _, p := range differing(inv.Packages, cur) {
 		c := cur[p.Name]
 		switch {
-		case p.Version == "" && c.installed():
-			if strings.HasSuffix(p.Status, "config-files") {
+		case p.Version != "":
+			if p.Saved != "" {
+				if _, err := x.Host.Stat(p.Saved); err == nil {
+					debs = append(debs, p.Saved)
+				}
+			}
+		case c.present():
+			if (debState{Status: p.Status}).state() == "config-files" {
 				remove = append(remove, p.Name)
 			} else {
 				purge = append(purge, p.Name)
 			}
-		case p.Version != "" && (!c.installed() || c.Version != p.Version):
+		}
+	}
+	if len(debs) > 0 {
+		argv := append([]string{"dpkg", "--force-confdef", "--force-confold", "--install", "--"}, debs...)
+		_ = x.run(ctx, ws, aptEnv, argv...)
+	}
+	for _, set := range []struct {
+		verb  string
+		names []string
+	}{{"--purge", purge}, {"--remove", remove}} {
+		if len(set.names) > 0 {
+			argv := append([]string{"dpkg", "--force-remove-reinstreq", set.verb, "--"}, set.names...)
+			_ = x.run(ctx, ws, aptEnv, argv...)
+		}
+	}
+	_ = x.run(ctx, ws, aptEnv, "dpkg", "--force-confdef", "--force-confold", "--configure", "--pending")
+	_ = x.run(ctx, ws, nil, "dpkg", "--audit")
+	return x.readDpkg()
+}
+
+// restoreWithApt resolves what still differs with apt: saved package files
+// (read as root: apt's unprivileged download user cannot enter the
+// generation's private directory, and would fetch the version again from
+// the network), versions whose saved file was pruned from the archive,
+// and removals, with apt's dependency resolution.
+func (x *HostExecutor) restoreWithApt(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState) error {
+	var debs, remove, purge, unhold []string
+	for _, p := range differing(inv.Packages, cur) {
+		c := cur[p.Name]
+		switch {
+		case p.Version != "":
 			if _, err := x.Host.Stat(p.Saved); p.Saved == "" || err != nil {
 				// Pruned by history --keep: the archive may still have it.
 				ws.say("the saved package file of %s %s is gone; installing it from the archive", p.Name, p.Version)
@@ -388,28 +846,19 @@ func (x *HostExecutor) undoApt(ctx context.Context, ws *Workspace, inv *Packages
 			} else {
 				debs = append(debs, p.Saved)
 			}
-		default:
+		case !c.present():
 			continue
+		case (debState{Status: p.Status}).state() == "config-files":
+			remove = append(remove, p.Name)
+		default:
+			purge = append(purge, p.Name)
 		}
 		if c.held() {
 			unhold = append(unhold, p.Name)
 		}
 	}
-	holdsDiffer := false
-	for _, p := range inv.Packages {
-		if c := cur[p.Name]; c.installed() && p.Held != c.held() {
-			holdsDiffer = true
-		}
-	}
-	if len(debs)+len(remove)+len(purge) == 0 && !holdsDiffer {
-		// Already as it was: nothing to wait for or run.
-		return nil
-	}
-	if err := x.waitDpkgLock(ctx, ws); err != nil {
-		return err
-	}
 	if len(unhold) > 0 {
-		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold"}, unhold...)...); err != nil {
+		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
 			return err
 		}
 	}
@@ -417,8 +866,8 @@ func (x *HostExecutor) undoApt(ctx context.Context, ws *Workspace, inv *Packages
 	// package removed next.
 	if len(debs) > 0 {
 		argv := append([]string{"apt-get"}, x.aptLockOption()...)
-		argv = append(argv, "-y", "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold",
-			"install", "--no-install-recommends", "--allow-downgrades", "--allow-change-held-packages")
+		argv = append(argv, "-o", "APT::Sandbox::User=root", "-y", "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold",
+			"install", "--no-install-recommends", "--allow-downgrades", "--allow-change-held-packages", "--")
 		if err := x.run(ctx, ws, aptEnv, append(argv, debs...)...); err != nil {
 			return err
 		}
@@ -431,18 +880,18 @@ func (x *HostExecutor) undoApt(ctx context.Context, ws *Workspace, inv *Packages
 			continue
 		}
 		argv := append([]string{"apt-get"}, x.aptLockOption()...)
-		argv = append(argv, "-y", set.verb)
+		argv = append(argv, "-y", "--allow-change-held-packages", set.verb, "--")
 		if err := x.run(ctx, ws, aptEnv, append(argv, set.names...)...); err != nil {
 			return err
 		}
 	}
-	cur, err = x.readDpkg()
-	if err != nil {
-		return err
-	}
-	var hold []string
-	unhold = nil
-	for _, p := range inv.Packages {
+	return nil
+}
+
+// setHolds holds and releases packages until their holds are as listed.
+func (x *HostExecutor) setHolds(ctx context.Context, ws *Workspace, pkgs []PriorPackage, cur map[string]debState) error {
+	var hold, unhold []string
+	for _, p := range pkgs {
 		c := cur[p.Name]
 		if !c.installed() {
 			continue
@@ -454,12 +903,12 @@ func (x *HostExecutor) undoApt(ctx context.Context, ws *Workspace, inv *Packages
 		}
 	}
 	if len(unhold) > 0 {
-		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold"}, unhold...)...); err != nil {
+		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
 			return err
 		}
 	}
 	if len(hold) > 0 {
-		return x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "hold"}, hold...)...)
+		return x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, hold...)...)
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ type journal struct {
 }
 
 func openJournal(p string, existing []Record, point func(int)) (*journal, error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,53 @@ func openJournal(p string, existing []Record, point func(int)) (*journal, error)
 			return nil, err
 		}
 	}
-	return &journal{f: f, next: len(existing) + 1, point: point}, nil
+	// A journal continued after a write that failed half-way (the disk
+	// was full) ends in a torn record: cut it off, so that the records
+	// appended now follow the last whole one.
+	if err := cutTornTail(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("repairing the journal's torn last record: %w", err)
+	}
+	j := &journal{f: f, next: len(existing) + 1, point: point}
+	if point != nil {
+		// Point 0: the journal is open and nothing is written yet.
+		point(0)
+	}
+	return j, nil
+}
+
+// cutTornTail truncates f after its last newline: whatever follows it is
+// a record whose write did not finish.
+func cutTornTail(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	const chunk = 64 * 1024
+	buf := make([]byte, chunk)
+	end := fi.Size()
+	for end > 0 {
+		start := max(end-chunk, 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && n < int(end-start) {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			whole := start + int64(i) + 1
+			if whole == fi.Size() {
+				return nil
+			}
+			if err := f.Truncate(whole); err != nil {
+				return err
+			}
+			return f.Sync()
+		}
+		end = start
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 func (j *journal) append(r Record) error {
@@ -147,9 +193,13 @@ func (e *CorruptJournalError) Error() string {
 
 // ReadJournal reads and verifies a journal. Every line must be a complete
 // record with the right number and checksum: a record is written in one
-// write, so a kill cannot leave half of one, and anything else means the
-// file was damaged. finished says the generation's meta claims it ended,
-// in which case the journal must end with an end record.
+// write, so a kill cannot leave half of one. Only a write that failed
+// (the disk full) can: a generation that did not finish may end in bytes
+// without a newline, the torn record of that write, and it is left out —
+// the operation it announced was not started, or its outcome is unknown
+// and the operation counts as interrupted. Anything else means the file
+// was damaged. finished says the generation's meta claims it ended, in
+// which case the journal must end with an end record and nothing torn.
 func ReadJournal(p string, finished bool) ([]Record, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) && !finished {
@@ -159,6 +209,9 @@ func ReadJournal(p string, finished bool) ([]Record, error) {
 		return nil, err
 	}
 	var out []Record
+	if i := bytes.LastIndexByte(data, '\n'); !finished && i+1 < len(data) {
+		data = data[:i+1]
+	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
 	line := 0

@@ -137,6 +137,9 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 	if err != nil {
 		return nil, err
 	}
+	if err := store.repair(gens); err != nil {
+		return nil, err
+	}
 	journals, err := store.loadJournals(gens)
 	if err != nil {
 		return nil, err
@@ -182,12 +185,12 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 		return nil, err
 	}
 	defer e.close()
+	res := &Result{Generation: gen.Meta.ID, Kind: KindRollback, LogPath: gen.LogPath()}
 	if cont == nil {
 		if err := e.j.append(Record{Event: EventStart, Kind: KindRollback, Ops: len(rp.items)}); err != nil {
-			return nil, err
+			return e.abort(res, err)
 		}
 	}
-	res := &Result{Generation: gen.Meta.ID, Kind: KindRollback, LogPath: gen.LogPath()}
 	e.say("Rolling back (generation %d): %d inverses. Package managers' output: %s", gen.Meta.ID, len(rp.items), gen.LogPath())
 	res.Reverted, res.RevertFailed = e.undo(context.WithoutCancel(ctx), rp.items)
 	res.Status = StatusDone
@@ -202,20 +205,24 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 		}
 	}
 	if err := e.finish(res.Status, res.NeedsReboot, failure); err != nil {
-		return res, err
+		return e.abort(res, err)
 	}
 	if res.Status == StatusDone {
+		// Summaries only: the rollback's journal already says which
+		// applies it undid, and reconcile reads it from there when these
+		// writes fail.
 		for _, id := range rp.Generations {
 			m, err := store.Meta(id)
 			if err != nil {
-				return res, err
+				e.say("Warning: generation %d's summary: %v", id, err)
+				continue
 			}
 			m.UndoneBy = gen.Meta.ID
 			if m.Status.Unfinished() {
 				m.Status = StatusReverted
 			}
 			if err := store.writeMeta(m); err != nil {
-				return res, err
+				e.say("Warning: generation %d's summary could not be updated (%v); the next apply or rollback updates it.", id, err)
 			}
 		}
 	}

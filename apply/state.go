@@ -185,6 +185,7 @@ func (s *Store) Generations() ([]Meta, error) {
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	s.reconcile(out)
 	return out, nil
 }
 

@@ -77,23 +77,42 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 
 // unfinishedPackages flags packages a package manager left half done: an
 // install or upgrade that was interrupted, whose files or configuration
-// are not what any version expects.
+// are not what any version expects. Each gets the fix that works for its
+// state: dpkg --configure -a finishes configuring unpacked packages and
+// runs pending triggers, but passes over a package whose unpack was cut
+// short (half-installed, or flagged reinstreq): only reinstalling it,
+// removing it, or gpuenv rollback where a gpuenv run was cut short, mends
+// that one.
 func unfinishedPackages(obs *facts.Observation) {
-	var names []string
+	var reinstall, names, configure []string
 	for _, p := range obs.Packages.Packages {
-		switch p.State {
-		case "half-installed", "unpacked", "half-configured":
-			names = append(names, p.Name+" ("+p.State+")")
+		switch {
+		case p.ReinstallRequired || p.State == "half-installed":
+			state := p.State
+			if p.ReinstallRequired {
+				state += ", reinstall required"
+			}
+			reinstall = append(reinstall, p.Name)
+			names = append(names, p.Name+" ("+state+")")
+		case p.State == "unpacked", p.State == "half-configured", p.State == "triggers-awaited", p.State == "triggers-pending":
+			configure = append(configure, p.Name+" ("+p.State+")")
 		}
 	}
-	if len(names) == 0 {
+	if len(reinstall) > 0 {
+		pkgs := strings.Join(reinstall, " ")
+		obs.Problems = append(obs.Problems, facts.Problem{Layer: "packages", Message: "an install or upgrade stopped while unpacking, and dpkg --configure -a does not mend it: " +
+			strings.Join(names, ", ") + " — if a gpuenv apply or rollback was cut short (gpuenv history shows it running or failed), run gpuenv rollback; " +
+			"otherwise reinstall them (apt-get install --reinstall " + pkgs + ", or dpkg -i of their .deb files), " +
+			"or remove those that should not be installed (dpkg --remove --force-remove-reinstreq " + pkgs + ")"})
+	}
+	if len(configure) == 0 {
 		return
 	}
 	fix := "run dpkg --configure -a"
 	if obs.Packages.Manager == "rpm" {
 		fix = "finish or undo the transaction with dnf"
 	}
-	obs.Problems = append(obs.Problems, facts.Problem{Layer: "packages", Message: "an install or upgrade did not finish: " + strings.Join(names, ", ") + " — " + fix})
+	obs.Problems = append(obs.Problems, facts.Problem{Layer: "packages", Message: "an install or upgrade did not finish: " + strings.Join(configure, ", ") + " — " + fix})
 }
 
 // pathsInsideRoot rewrites the host paths that error texts carry ("open

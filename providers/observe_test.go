@@ -34,6 +34,7 @@ var fixtures = []string{
 	"rhel9",
 	"tensorflow-no-cudnn",
 	"nouveau",
+	"ubuntu2204-container",
 }
 
 // pythons are the interpreters a spec for the fixture would name: the
@@ -211,26 +212,62 @@ func TestDebianFamilyStartsNoProcess(t *testing.T) {
 	}
 }
 
-// TestUnfinishedUpgrade: a package dpkg left half-configured is a problem
-// of the packages layer.
-func TestUnfinishedUpgrade(t *testing.T) {
+// observeStatuses observes the working DGX with the dpkg status of some of
+// its packages changed, as an interrupted dpkg run leaves them.
+func observeStatuses(t *testing.T, status map[string]string) *facts.Observation {
+	t.Helper()
 	root := hosttest.Build(t, "ubuntu2204-working")
-	status := filepath.Join(root, "var/lib/dpkg/status")
-	data, err := os.ReadFile(status)
+	file := filepath.Join(root, "var/lib/dpkg/status")
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := "Package: nvidia-dkms-550-open\nStatus: install ok installed\n"
-	if !bytes.Contains(data, []byte(old)) {
-		t.Fatal("the fixture's status database changed; this test needs nvidia-dkms-550-open installed")
+	for name, st := range status {
+		old := "Package: " + name + "\nStatus: install ok installed\n"
+		if !bytes.Contains(data, []byte(old)) {
+			t.Fatalf("the fixture's status database changed; this test needs %s installed", name)
+		}
+		data = bytes.Replace(data, []byte(old), []byte("Package: "+name+"\nStatus: "+st+"\n"), 1)
 	}
-	data = bytes.Replace(data, []byte(old), []byte("Package: nvidia-dkms-550-open\nStatus: install ok half-configured\n"), 1)
-	if err := os.WriteFile(status, data, 0o644); err != nil {
+	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	h, _ := host.New(root)
-	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
+	return providers.Observe(context.Background(), h, providers.ObserveOptions{})
+}
+
+// TestUnfinishedUpgrade: a package dpkg left half-configured, unpacked or
+// with triggers pending is a problem of the packages layer, which dpkg
+// --configure -a mends.
+func TestUnfinishedUpgrade(t *testing.T) {
+	obs := observeStatuses(t, map[string]string{"nvidia-dkms-550-open": "install ok half-configured"})
 	want := []facts.Problem{{Layer: "packages", Message: "an install or upgrade did not finish: nvidia-dkms-550-open (half-configured) — run dpkg --configure -a"}}
+	if diff := cmp.Diff(want, obs.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	obs = observeStatuses(t, map[string]string{"nvidia-dkms-550-open": "install ok unpacked", "libnvidia-compute-550": "install ok triggers-pending"})
+	want = []facts.Problem{{Layer: "packages", Message: "an install or upgrade did not finish: libnvidia-compute-550 (triggers-pending), nvidia-dkms-550-open (unpacked) — run dpkg --configure -a"}}
+	if diff := cmp.Diff(want, obs.Problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnfinishedUnpack: a package whose unpack was cut short (dpkg's
+// reinstreq flag, state half-installed) is passed over by dpkg
+// --configure -a; the problem says what does mend it, apart from the
+// packages that command does finish.
+func TestUnfinishedUnpack(t *testing.T) {
+	obs := observeStatuses(t, map[string]string{
+		"nvidia-dkms-550-open":  "install reinstreq half-installed",
+		"libnvidia-compute-550": "install ok half-configured",
+	})
+	want := []facts.Problem{
+		{Layer: "packages", Message: "an install or upgrade stopped while unpacking, and dpkg --configure -a does not mend it: nvidia-dkms-550-open (half-installed, reinstall required)" +
+			" — if a gpuenv apply or rollback was cut short (gpuenv history shows it running or failed), run gpuenv rollback;" +
+			" otherwise reinstall them (apt-get install --reinstall nvidia-dkms-550-open, or dpkg -i of their .deb files)," +
+			" or remove those that should not be installed (dpkg --remove --force-remove-reinstreq nvidia-dkms-550-open)"},
+		{Layer: "packages", Message: "an install or upgrade did not finish: libnvidia-compute-550 (half-configured) — run dpkg --configure -a"},
+	}
 	if diff := cmp.Diff(want, obs.Problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}

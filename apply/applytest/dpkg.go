@@ -367,6 +367,12 @@ func fakeAptGet(c *Call) int {
 	default:
 		return c.errorf(100, "E: Invalid operation %s", sub)
 	}
+	for _, n := range d.order {
+		if _, flag, _ := d.status(n); flag == "reinstreq" {
+			// What apt says of a package a power cut left half-unpacked.
+			return c.errorf(100, "E: The package %s needs to be reinstalled, but I can't find an archive for it.", n)
+		}
+	}
 	type change struct {
 		name string
 		deb  *debFile // nil: removal
@@ -499,11 +505,17 @@ func fakeAptGet(c *Call) int {
 	if !opts["-y"] {
 		return c.errorf(1, "Do you want to continue? [Y/n] Abort.")
 	}
-	half := false
-	if _, f := c.shouldFail("half"); f {
-		half = true
-	}
+	// "@half": the last package's postinst fails, leaving it
+	// half-configured, and apt-get exits non-zero; "@quiet": the same,
+	// but apt-get exits 0, as it does when a trigger fails after the
+	// transaction; "@reinstreq": the power is cut while dpkg unpacks the
+	// last package, which stays half-installed and needing reinstallation
+	// (at its old version on an upgrade), and apt-get dies.
+	_, half := c.shouldFail("half")
+	_, quiet := c.shouldFail("quiet")
+	_, cut := c.shouldFail("reinstreq")
 	for i, ch := range changes {
+		last := i == len(changes)-1
 		if ch.deb == nil {
 			fmt.Fprintf(c.Stdout, "Removing %s (%s) ...\n", ch.name, d.installedVersion(ch.name))
 			d.remove(ch.name)
@@ -512,8 +524,25 @@ func fakeAptGet(c *Call) int {
 		if d.installedVersion(ch.name) == ch.deb.control.get("Version") {
 			continue
 		}
+		if cut && last {
+			fmt.Fprintf(c.Stdout, "Unpacking %s (%s) ...\n", ch.name, ch.deb.control.get("Version"))
+			old, had := d.pkgs[ch.name]
+			if err := d.install(ch.deb, "half-installed"); err != nil {
+				return c.errorf(100, "E: %v", err)
+			}
+			p := d.pkgs[ch.name]
+			if had {
+				p = p.set("Version", old.get("Version"))
+			}
+			sel, _, _ := d.status(ch.name)
+			d.pkgs[ch.name] = p.set("Status", sel+" reinstreq half-installed")
+			if err := d.save(); err != nil {
+				return c.errorf(100, "E: %v", err)
+			}
+			return c.errorf(137, "Killed")
+		}
 		state := "installed"
-		if half && i == len(changes)-1 {
+		if (half || quiet) && last {
 			state = "half-configured"
 		}
 		fmt.Fprintf(c.Stdout, "Setting up %s (%s) ...\n", ch.name, ch.deb.control.get("Version"))
@@ -552,6 +581,9 @@ func fakeAptMark(c *Call) int {
 			sel = "install"
 		}
 		for _, n := range c.Args[1:] {
+			if n == "--" {
+				continue
+			}
 			p, ok := d.pkgs[n]
 			if !ok {
 				return c.errorf(100, "E: Unable to locate package %s", n)
@@ -572,19 +604,39 @@ func fakeAptMark(c *Call) int {
 	return c.errorf(1, "E: Invalid operation %s", c.Args[0])
 }
 
+// dpkgArgs splits a dpkg command line into its action, its --force
+// options and its operands ("--" ends the options).
+func dpkgArgs(args []string) (action string, force map[string]bool, operands []string) {
+	force = map[string]bool{}
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return action, force, append(operands, args[i+1:]...)
+		case strings.HasPrefix(a, "--force-"):
+			force[strings.TrimPrefix(a, "--force-")] = true
+		case strings.HasPrefix(a, "-") && action == "":
+			action = a
+		case strings.HasPrefix(a, "-"):
+		default:
+			operands = append(operands, a)
+		}
+	}
+	return action, force, operands
+}
+
 func fakeDpkg(c *Call) int {
 	d, err := openDB(c)
 	if err != nil {
 		return c.errorf(2, "dpkg: error: %v", err)
 	}
-	if len(c.Args) == 0 {
+	action, force, operands := dpkgArgs(c.Args)
+	switch action {
+	case "":
 		return c.errorf(2, "dpkg: error: need an action option")
-	}
-	switch c.Args[0] {
 	case "--audit", "-C":
 		bad := 0
 		for _, n := range d.order {
-			if _, _, st := d.status(n); st != "installed" && st != "config-files" && st != "not-installed" {
+			if _, flag, st := d.status(n); flag != "ok" || st != "installed" && st != "config-files" && st != "not-installed" {
 				fmt.Fprintf(c.Stdout, " %s  (%s)\n", n, st)
 				bad++
 			}
@@ -594,8 +646,14 @@ func fakeDpkg(c *Call) int {
 		}
 		return 0
 	case "--configure":
+		failed := false
 		for _, n := range d.order {
 			sel, flag, st := d.status(n)
+			if flag == "reinstreq" {
+				fmt.Fprintf(c.Stderr, "dpkg: error processing package %s (--configure):\n package is in a very bad inconsistent state; you should\n reinstall it before attempting configuration\n", n)
+				failed = true
+				continue
+			}
 			if st == "half-configured" || st == "unpacked" || st == "triggers-pending" || st == "triggers-awaited" {
 				d.pkgs[n] = d.pkgs[n].set("Status", sel+" "+flag+" installed")
 				fmt.Fprintf(c.Stdout, "Setting up %s (%s) ...\n", n, d.pkgs[n].get("Version"))
@@ -604,9 +662,12 @@ func fakeDpkg(c *Call) int {
 		if err := d.save(); err != nil {
 			return c.errorf(2, "dpkg: error: %v", err)
 		}
+		if failed {
+			return 1
+		}
 		return 0
 	case "-i", "--install":
-		for _, f := range c.Args[1:] {
+		for _, f := range operands {
 			data, err := c.readFile(f)
 			if err != nil {
 				return c.errorf(2, "dpkg: error: cannot access archive '%s'", f)
@@ -618,39 +679,82 @@ func fakeDpkg(c *Call) int {
 			if err := d.install(deb, "installed"); err != nil {
 				return c.errorf(2, "dpkg: error: %v", err)
 			}
+			// A reinstall clears what an interrupted dpkg left.
+			sel, _, st := d.status(deb.control.get("Package"))
+			d.pkgs[deb.control.get("Package")] = d.pkgs[deb.control.get("Package")].set("Status", sel+" ok "+st)
+		}
+		if err := d.save(); err != nil {
+			return c.errorf(2, "dpkg: error: %v", err)
+		}
+		return 0
+	case "-r", "--remove", "-P", "--purge":
+		for _, n := range operands {
+			_, flag, st := d.status(n)
+			if st == "not-installed" {
+				fmt.Fprintf(c.Stderr, "dpkg: warning: ignoring request to remove %s which isn't installed\n", n)
+				continue
+			}
+			if flag == "reinstreq" && !force["remove-reinstreq"] {
+				return c.errorf(1, "dpkg: error processing package %s (%s):\n package is in a very bad inconsistent state; you should\n reinstall it before attempting a removal", n, action)
+			}
+			fmt.Fprintf(c.Stdout, "Removing %s (%s) ...\n", n, d.pkgs[n].get("Version"))
+			d.remove(n)
 		}
 		if err := d.save(); err != nil {
 			return c.errorf(2, "dpkg: error: %v", err)
 		}
 		return 0
 	}
-	return c.errorf(2, "dpkg: error: unknown option %s", c.Args[0])
+	return c.errorf(2, "dpkg: error: unknown option %s", action)
 }
 
-// fakeDpkgRepack rebuilds the installed version of each named package
-// from its installed files into the working directory.
-func fakeDpkgRepack(c *Call) int {
-	d, err := openDB(c)
+// fakeDpkgDeb builds a package from a tree as `dpkg-deb --build TREE DIR`
+// does: the control file from TREE/DEBIAN, every other file as a
+// member, written as DIR/NAME_VERSION_ARCH.deb.
+func fakeDpkgDeb(c *Call) int {
+	var operands []string
+	build := false
+	for _, a := range c.Args {
+		switch {
+		case a == "--build" || a == "-b":
+			build = true
+		case strings.HasPrefix(a, "-"):
+		default:
+			operands = append(operands, a)
+		}
+	}
+	if !build || len(operands) != 2 {
+		return c.errorf(2, "dpkg-deb: error: only --build TREE DIR is faked")
+	}
+	tree, dir := operands[0], operands[1]
+	ctl, err := c.readFile(path.Join(tree, "DEBIAN/control"))
 	if err != nil {
-		return c.errorf(1, "dpkg-repack: %v", err)
+		return c.errorf(2, "dpkg-deb: error: %v", err)
 	}
-	for _, name := range c.Args {
-		if d.installedVersion(name) == "" {
-			return c.errorf(1, "dpkg-repack: package %s is not installed", name)
-		}
-		p := d.pkgs[name]
-		deb := Deb{Name: name, Version: p.get("Version"), Arch: p.get("Architecture"), Depends: p.get("Depends"), Files: map[string]string{}}
-		for _, f := range d.files(name) {
-			data, err := c.readFile(f)
-			if err != nil {
-				return c.errorf(1, "dpkg-repack: %s: %v", f, err)
-			}
-			deb.Files[f] = string(data)
-		}
-		if err := c.writeFile(path.Join(c.Dir, deb.FileName()), deb.Bytes(), 0o644); err != nil {
-			return c.errorf(1, "dpkg-repack: %v", err)
-		}
-		fmt.Fprintf(c.Stdout, "dpkg-deb: building package '%s' in './%s'.\n", name, deb.FileName())
+	p := parseParagraphs(ctl)
+	if len(p) != 1 {
+		return c.errorf(2, "dpkg-deb: error: bad control file")
 	}
+	deb := Deb{Name: p[0].get("Package"), Version: p[0].get("Version"), Arch: p[0].get("Architecture"), Depends: p[0].get("Depends"), Files: map[string]string{}}
+	root := c.path(tree)
+	err = filepath.WalkDir(root, func(f string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, f)
+		if strings.HasPrefix(rel, "DEBIAN") {
+			return nil
+		}
+		data, err := os.ReadFile(f)
+		deb.Files["/"+filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	if err != nil {
+		return c.errorf(2, "dpkg-deb: error: %v", err)
+	}
+	if err := c.writeFile(path.Join(dir, deb.FileName()), deb.Bytes(), 0o644); err != nil {
+		return c.errorf(2, "dpkg-deb: error: %v", err)
+	}
+	fmt.Fprintf(c.Stdout, "dpkg-deb: building package '%s' in '%s'.\n", deb.Name, path.Join(dir, deb.FileName()))
 	return 0
 }

@@ -1,5 +1,5 @@
 // Package applytest is the fake-host tier of apply's tests: programs that
-// stand in for apt-get, apt-cache, apt-mark, dpkg, dpkg-repack, groupadd,
+// stand in for apt-get, apt-cache, apt-mark, dpkg, dpkg-deb, groupadd,
 // groupdel, gpasswd, systemctl, ldconfig, python/pip and chroot, changing
 // a fixture root the way the real tools change a real one; fixtures
 // (package archives, wheels); and the "same host" comparison.
@@ -72,7 +72,7 @@ func init() {
 	Programs["apt-mark"] = fakeAptMark
 	Programs["apt-cache"] = fakeAptCache
 	Programs["dpkg"] = fakeDpkg
-	Programs["dpkg-repack"] = fakeDpkgRepack
+	Programs["dpkg-deb"] = fakeDpkgDeb
 	Programs["groupadd"] = fakeGroupadd
 	Programs["groupdel"] = fakeGroupdel
 	Programs["gpasswd"] = fakeGpasswd

@@ -159,7 +159,25 @@ func (v *observeView) os(obs *facts.Observation) {
 	if o.Arch != "" {
 		v.item("architecture %s", o.Arch)
 	}
+	v.initProcess(obs.Init)
 	v.flag("os")
+}
+
+// initProcess says what process 1 is, and so whether systemd takes a
+// changed setting now or at the next boot.
+func (v *observeView) initProcess(in facts.Init) {
+	switch {
+	case in.Systemd:
+		v.item("init: systemd, process 1 of the running system")
+	case !in.Live && in.PID1 != "":
+		v.item("init: %s per /proc/1/comm; not the running system, so systemd settings take effect at its next boot", in.PID1)
+	case !in.Live:
+		v.item("init: none; not the running system, so systemd settings take effect at its next boot")
+	case in.PID1 == "":
+		v.item("init: unknown (no /proc/1/comm), so systemd settings take effect at the next boot with systemd")
+	default:
+		v.item("init: %s, not systemd, so systemd settings take effect only at a boot with systemd", in.PID1)
+	}
 }
 
 func (v *observeView) kernel(obs *facts.Observation) {

@@ -73,6 +73,13 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 				fmt.Fprintln(g.Stderr, "Rollback cancelled: nothing was changed.")
 				return &exitCodeError{code: exitError}
 			}
+			if err != nil && res != nil && res.ExitCode() == exitAttention {
+				// The journal could not be written part-way (the disk
+				// full): the next rollback, once there is space, goes on
+				// from its last whole record.
+				fmt.Fprintf(g.Stderr, "Error: %v\nThe host needs attention: free space in the state directory, then run gpuenv rollback again.\n", err)
+				return &exitCodeError{code: exitAttention}
+			}
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ type Observation struct {
 
 	OS          OS           `json:"os"`
 	Kernel      Kernel       `json:"kernel"`
+	Init        Init         `json:"init"`
 	PCI         []PCIDevice  `json:"pci_gpus"`
 	NVML        NVML         `json:"nvml"`
 	Driver      Driver       `json:"driver"`

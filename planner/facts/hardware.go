@@ -32,6 +32,25 @@ type Kernel struct {
 	Installed []InstalledKernel `json:"installed"`
 }
 
+// Init is the root's process 1, as far as steps need it: whether a
+// service manager runs the system being changed, so that a changed unit or
+// manager setting is loaded now rather than at the next boot.
+type Init struct {
+	// PID1 is process 1's command name as /proc/1/comm inside the root
+	// says: "systemd" on a host booted with systemd; a container's entry
+	// point ("bash", "tini", "sleep") otherwise; "" when the root has no
+	// /proc/1 (a disk image, a root without /proc mounted).
+	PID1 string `json:"pid1"`
+	// Live is true when the root is the running system ("/"), whose
+	// process 1 commands started by gpuenv can reach.
+	Live bool `json:"live"`
+	// Systemd is true when systemd is process 1 of the running system
+	// (Live, and PID1 is "systemd"): only then can systemctl reload units
+	// and manager settings, and start or stop services, now. Otherwise
+	// they take effect when the root next boots with systemd.
+	Systemd bool `json:"systemd"`
+}
+
 // LoadedModule is one line of /proc/modules.
 type LoadedModule struct {
 	Name     string   `json:"name"`

@@ -100,6 +100,18 @@ func bootUnit(devs []facts.GPUDevice, modes map[int]string) (string, map[string]
 	return b.String(), set
 }
 
+// reload is the follow-up of a change to the unit file: systemd reads
+// unit files when told to, where it runs the root. Elsewhere (a root that
+// is not the running system, a container whose process 1 is not systemd)
+// systemctl reaches no manager, and the unit is read when the root boots
+// with systemd.
+func reload(in facts.Init) []string {
+	if !in.Systemd {
+		return nil
+	}
+	return []string{"systemctl", "daemon-reload"}
+}
+
 // bootStep writes and enables the boot-time unit, or disables and removes
 // it once no block asks for a mode other than the default. It is planned
 // only when some block manages compute modes: without one the unit is
@@ -142,7 +154,7 @@ func (p Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.
 			step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: BootUnit}})
 		}
 		if exists {
-			step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Remove: true, After: []string{"systemctl", "daemon-reload"}}})
+			step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Remove: true, After: reload(req.Facts.Init)}})
 		}
 		step.Reason = fmt.Sprintf("No device block asks for a compute mode other than default, so %s, which set the modes at boot, is disabled and removed.", BootUnit)
 		return &step
@@ -162,10 +174,7 @@ func (p Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.
 	}
 	var why []string
 	if !same {
-		// systemd reads unit files when told to; in a root that is not
-		// the running system, systemctl skips the reload and the unit is
-		// read when that system boots.
-		step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Content: content, Mode: 0o644, After: []string{"systemctl", "daemon-reload"}}})
+		step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Content: content, Mode: 0o644, After: reload(req.Facts.Init)}})
 		why = append(why, "writes "+BootUnitPath)
 	}
 	if !enabled {

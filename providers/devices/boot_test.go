@@ -93,8 +93,12 @@ var mixedUnit = wantUnit(
 	execStart("4", "EXCLUSIVE_PROCESS"), execStart("5", "EXCLUSIVE_PROCESS"), execStart("6", "EXCLUSIVE_PROCESS"),
 	execStart("7", "PROHIBITED"))
 
+// systemd is the init of a host booted with systemd, as observed on "/".
+var systemd = facts.Init{PID1: "systemd", Live: true, Systemd: true}
+
 func TestBootUnitCreated(t *testing.T) {
 	h, obs := dgxH100(t)
+	obs.Init = systemd
 	s := bootStep(t, h, obs, mixedSpec)
 	if s == nil {
 		t.Fatal("no device.boot step")
@@ -121,6 +125,18 @@ func TestBootUnitCreated(t *testing.T) {
 	if sv := s.Operations[1].Service; *sv != (planner.ServiceOp{Unit: devices.BootUnit, Enable: true}) {
 		t.Errorf("service %+v", sv)
 	}
+
+	// Where systemd does not run the root (a container whose process 1 is
+	// bash, an image), systemctl daemon-reload fails or does nothing: the
+	// unit is read when the root boots with systemd.
+	for _, in := range []facts.Init{{PID1: "bash", Live: true}, {PID1: "systemd"}, {}} {
+		obs.Init = in
+		s := bootStep(t, h, obs, mixedSpec)
+		if s == nil || len(s.Operations) != 2 || s.Operations[0].File == nil || s.Operations[0].File.After != nil {
+			t.Errorf("init %+v: %+v", in, s)
+		}
+	}
+	obs.Init = systemd
 
 	// The same spec writes the same bytes whatever order NVML lists the
 	// GPUs in.
@@ -195,9 +211,14 @@ func TestBootUnitRemoved(t *testing.T) {
 		if sv := s.Operations[0].Service; sv == nil || *sv != (planner.ServiceOp{Unit: devices.BootUnit}) {
 			t.Errorf("first operation %+v", s.Operations[0])
 		}
-		if f := s.Operations[1].File; f == nil || f.Path != devices.BootUnitPath || !f.Remove {
+		if f := s.Operations[1].File; f == nil || f.Path != devices.BootUnitPath || !f.Remove || f.After != nil {
 			t.Errorf("second operation %+v", s.Operations[1])
 		}
+		obs.Init = systemd
+		if f := bootStep(t, h, obs, src).Operations[1].File; !slices.Equal(f.After, []string{"systemctl", "daemon-reload"}) {
+			t.Errorf("with systemd running the root, removing the unit is followed by %q", f.After)
+		}
+		obs.Init = facts.Init{}
 
 		// A unit that is no longer enabled is only removed.
 		install(t, h, mixedUnit, false)

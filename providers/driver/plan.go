@@ -393,18 +393,39 @@ func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriv
 		Address:    "driver.persistence",
 		Action:     planner.Update,
 		After:      map[string]string{"persistence_mode": state[want]},
-		Operations: []planner.Operation{{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: PersistencedUnit, Enable: want, Now: true}}},
+		Operations: []planner.Operation{{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: PersistencedUnit, Enable: want, Now: obs.Init.Systemd}}},
 		DependsOn:  []string{"driver"},
 	}
 	if known {
 		step.Before = map[string]string{"persistence_mode": state[enabled]}
 	}
-	if want {
+	switch {
+	case want:
 		step.Reason = "persistence_mode = true: nvidia-persistenced keeps the driver initialised while no program uses the GPU, so that each program does not pay for initialising it."
-	} else {
+	case obs.Init.Systemd:
 		step.Reason = "persistence_mode = false: nvidia-persistenced is stopped and disabled."
+	default:
+		step.Reason = "persistence_mode = false: nvidia-persistenced is disabled."
+	}
+	// Only systemd can start or stop the service now; elsewhere
+	// systemctl fails to, and changes only what the root's next boot
+	// with systemd starts.
+	if !obs.Init.Systemd {
+		step.Reason += " " + withoutSystemd(obs.Init) + ", so the change takes effect at the next boot with systemd."
 	}
 	return step
+}
+
+// withoutSystemd says why systemd cannot be told to act now, as the start
+// of a sentence.
+func withoutSystemd(in facts.Init) string {
+	switch {
+	case !in.Live:
+		return "The root is not the running system"
+	case in.PID1 == "":
+		return "Process 1 is unknown (no /proc/1/comm)"
+	}
+	return fmt.Sprintf("systemd is not process 1 here (%s is)", in.PID1)
 }
 
 // persistencedEnabled tells whether persistence is on: from NVML when it

@@ -238,8 +238,28 @@ func TestPersistence(t *testing.T) {
 	if st == nil || len(plan.Steps) != 1 {
 		t.Fatalf("steps %+v, want only driver.persistence", plan.Steps)
 	}
-	if sv := st.Operations[0].Service; sv == nil || sv.Unit != driver.PersistencedUnit || !sv.Enable || !sv.Now {
+	// The fixture is not the running system: the unit is enabled for its
+	// next boot, and not started now.
+	if sv := st.Operations[0].Service; sv == nil || sv.Unit != driver.PersistencedUnit || !sv.Enable || sv.Now {
 		t.Errorf("operation %+v", st.Operations[0])
+	}
+	if !strings.HasSuffix(st.Reason, " The root is not the running system, so the change takes effect at the next boot with systemd.") {
+		t.Errorf("reason %q", st.Reason)
+	}
+	// Only where systemd is process 1 of the running system can systemctl
+	// start the service now; in a container whose process 1 is bash,
+	// enable --now fails.
+	for _, in := range []facts.Init{{PID1: "systemd", Live: true, Systemd: true}, {PID1: "bash", Live: true}} {
+		o := *obs
+		o.Init = in
+		p, _ := pl.Plan(context.Background(), s, &o)
+		st := p.Step("driver.persistence")
+		if st == nil || st.Operations[0].Service.Now != in.Systemd {
+			t.Errorf("init %+v: %+v", in, st)
+		}
+		if in.Systemd == strings.Contains(st.Reason, "next boot") {
+			t.Errorf("init %+v: reason %q", in, st.Reason)
+		}
 	}
 	// systemctl enable makes the link; then nothing is left to do.
 	link := filepath.Join(h.Root(), "etc/systemd/system/multi-user.target.wants")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -67,7 +68,11 @@ func planVariables(e *spec.Environment) [][2]string {
 }
 
 // planFiles returns gpuenv's environment files as the spec wants them;
-// files the spec does not manage are left out.
+// files the spec does not manage are left out. The systemd drop-in is
+// followed by daemon-reexec, which makes the manager read it again, only
+// where systemd runs the root: elsewhere (a container whose process 1 is
+// not systemd, an image) systemctl cannot reach a manager and fails, and
+// the drop-in is read when the root next boots with systemd.
 func planFiles(req *planner.Request) []managedFile {
 	var files []managedFile
 	env := req.Spec.Environment
@@ -112,7 +117,10 @@ func planFiles(req *planner.Request) []managedFile {
 		files = append(files, f)
 	}
 	if envManaged {
-		f := managedFile{Path: ManagedSystemd, What: "services' variables", After: []string{"systemctl", "daemon-reexec"}, Remove: len(vars) == 0}
+		f := managedFile{Path: ManagedSystemd, What: "services' variables", Remove: len(vars) == 0}
+		if req.Facts.Init.Systemd {
+			f.After = []string{"systemctl", "daemon-reexec"}
+		}
 		if len(vars) > 0 {
 			words := make([]string, len(vars))
 			for i, v := range vars {
@@ -136,6 +144,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	before, after := map[string]string{}, map[string]string{}
 	var why []string
 	existed, removes := 0, 0
+	changed := map[string]bool{}
 	for _, f := range files {
 		exists, same := p.current(req, f)
 		if exists {
@@ -147,6 +156,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			continue
 		case f.Remove:
 			removes++
+			changed[f.Path] = true
 			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Remove: true, After: f.After}})
 			why = append(why, fmt.Sprintf("removes %s: the spec sets nothing for %s", f.Path, f.What))
 			continue
@@ -155,6 +165,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		if same {
 			continue
 		}
+		changed[f.Path] = true
 		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Content: f.Content, Mode: 0o644, After: f.After}})
 		if exists {
 			why = append(why, fmt.Sprintf("rewrites %s, which differs from the spec (%s)", f.Path, f.What))
@@ -172,10 +183,14 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	case removes == len(ops) && len(after) == 0:
 		action = planner.Delete
 	}
+	reason := strings.ToUpper(why[0][:1]) + strings.Join(why, "; ")[1:] + "."
+	if changed[ManagedSystemd] && !req.Facts.Init.Systemd {
+		reason += " " + nextBoot(req.Facts.Init, changed[ManagedProfile])
+	}
 	s := planner.Step{
 		Address:    "environment",
 		Action:     action,
-		Reason:     strings.ToUpper(why[0][:1]) + strings.Join(why, "; ")[1:] + ".",
+		Reason:     reason,
 		Operations: ops,
 		DependsOn:  []string{"cuda"},
 	}
@@ -187,6 +202,25 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	}
 	resp.Steps = append(resp.Steps, s)
 	return resp
+}
+
+// nextBoot says when a changed systemd drop-in reaches services on a root
+// that systemd does not run now, and, when the profile script changed with
+// it, when login shells see the change.
+func nextBoot(in facts.Init, profile bool) string {
+	var s string
+	switch {
+	case !in.Live:
+		s = "The root is not the running system, so services see the change when it next boots"
+	case in.PID1 == "":
+		s = "Process 1 is unknown (no /proc/1/comm), so services see the change at the next boot with systemd"
+	default:
+		s = fmt.Sprintf("systemd is not process 1 here (%s is), so services see the change at the next boot with systemd", in.PID1)
+	}
+	if profile {
+		s += ", and login shells at their next login"
+	}
+	return s + "."
 }
 
 // contentLines are a file's lines without comments, for the step's

@@ -711,6 +711,10 @@ func (ExecRunner) Run(ctx context.Context, c Command) error {
 	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	// A process group of its own: Ctrl-C on the terminal reaches gpuenv,
+	// which stops between operations and reverts, and not a package
+	// manager in the middle of dpkg's work.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(c.Argv, " "), err)
 	}

@@ -19,10 +19,11 @@ const (
 	KernelRelease    = "/proc/sys/kernel/osrelease"
 	KernelArch       = "/proc/sys/kernel/arch"
 	SecureBootVar    = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+	InitComm         = "/proc/1/comm" // process 1's command name
 )
 
-// Observe fills obs.OS, obs.Kernel.Release and obs.Kernel.SecureBoot, and
-// appends a warning for each file it could not use.
+// Observe fills obs.OS, obs.Kernel.Release, obs.Kernel.SecureBoot and
+// obs.Init, and appends a warning for each file it could not use.
 func Observe(ctx context.Context, h *host.Host, obs *facts.Observation) {
 	obs.OS = observeOS(h, &obs.Warnings)
 	obs.Kernel.Release = readLine(h, KernelRelease, &obs.Warnings)
@@ -34,6 +35,25 @@ func Observe(ctx context.Context, h *host.Host, obs *facts.Observation) {
 		obs.OS.Arch = unameArch(runtime.GOARCH)
 	}
 	obs.Kernel.SecureBoot = secureBoot(h, &obs.Warnings)
+	obs.Init = observeInit(h, &obs.Warnings)
+}
+
+// observeInit reads which program is process 1 of the root. systemd names
+// itself "systemd" there, whatever path started it (/sbin/init is a link
+// to it on most distributions).
+func observeInit(h *host.Host, warns *[]facts.Warning) facts.Init {
+	in := facts.Init{Live: h.Live()}
+	data, err := h.ReadFile(InitComm)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A disk image, or a root without /proc: no process runs it.
+	case err != nil:
+		*warns = append(*warns, facts.Warning{Path: InitComm, Message: err.Error()})
+	default:
+		in.PID1 = strings.TrimSpace(string(data))
+	}
+	in.Systemd = in.Live && in.PID1 == "systemd"
+	return in
 }
 
 func observeOS(h *host.Host, warns *[]facts.Warning) facts.OS {

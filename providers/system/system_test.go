@@ -32,10 +32,14 @@ func TestObserveFixtures(t *testing.T) {
 		os      facts.OS
 		release string
 		sb      string
+		pid1    string
 	}{
-		{"ubuntu2204-h100-fresh", facts.OS{ID: "ubuntu", IDLike: []string{"debian"}, VersionID: "22.04", Codename: "jammy", Name: "Ubuntu 22.04.4 LTS", Family: "deb"}, "5.15.0-105-generic", "enabled"},
-		{"debian12-distro", facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Name: "Debian GNU/Linux 12 (bookworm)", Family: "deb"}, "6.1.0-28-amd64", "disabled"},
-		{"rhel9", facts.OS{ID: "rhel", IDLike: []string{"fedora"}, VersionID: "9.4", Name: "Red Hat Enterprise Linux 9.4 (Plow)", Family: "rpm"}, "5.14.0-427.13.1.el9_4.x86_64", "unknown"},
+		{"ubuntu2204-h100-fresh", facts.OS{ID: "ubuntu", IDLike: []string{"debian"}, VersionID: "22.04", Codename: "jammy", Name: "Ubuntu 22.04.4 LTS", Family: "deb"}, "5.15.0-105-generic", "enabled", "systemd"},
+		{"debian12-distro", facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Name: "Debian GNU/Linux 12 (bookworm)", Family: "deb"}, "6.1.0-28-amd64", "disabled", "systemd"},
+		{"rhel9", facts.OS{ID: "rhel", IDLike: []string{"fedora"}, VersionID: "9.4", Name: "Red Hat Enterprise Linux 9.4 (Plow)", Family: "rpm"}, "5.14.0-427.13.1.el9_4.x86_64", "unknown", "systemd"},
+		// A container: process 1 is its shell, and /proc is the host's
+		// kernel's otherwise.
+		{"ubuntu2204-container", facts.OS{ID: "ubuntu", IDLike: []string{"debian"}, VersionID: "22.04", Codename: "jammy", Name: "Ubuntu 22.04.4 LTS", Family: "deb"}, "5.15.0-105-generic", "unknown", "bash"},
 	}
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
@@ -46,10 +50,35 @@ func TestObserveFixtures(t *testing.T) {
 			if obs.Kernel.Release != c.release || obs.Kernel.SecureBoot != c.sb {
 				t.Errorf("kernel %q, Secure Boot %q; want %q, %q", obs.Kernel.Release, obs.Kernel.SecureBoot, c.release, c.sb)
 			}
+			// A fixture root is not the running system, whatever its
+			// /proc says: systemd runs it only once it boots.
+			if want := (facts.Init{PID1: c.pid1}); obs.Init != want {
+				t.Errorf("init %+v, want %+v", obs.Init, want)
+			}
 			if len(obs.Warnings) != 0 {
 				t.Errorf("warnings: %v", obs.Warnings)
 			}
 		})
+	}
+}
+
+// TestInitUnreadable: a /proc/1/comm that cannot be read is a warning
+// naming it, and systemd is not taken to run the root.
+func TestInitUnreadable(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, system.InitComm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	obs := observe(t, root)
+	if obs.Init != (facts.Init{}) {
+		t.Errorf("init %+v", obs.Init)
+	}
+	found := false
+	for _, w := range obs.Warnings {
+		found = found || w.Path == system.InitComm
+	}
+	if !found {
+		t.Errorf("no warning for %s: %v", system.InitComm, obs.Warnings)
 	}
 }
 
@@ -163,6 +192,16 @@ func TestLiveRoot(t *testing.T) {
 	obs := observe(t, "/")
 	if obs.OS.ID == "" || obs.Kernel.Release == "" || obs.OS.Arch == "" {
 		t.Errorf("live root: OS %+v, kernel %q", obs.OS, obs.Kernel.Release)
+	}
+	// Process 1 of this machine is whatever runs the tests' container or
+	// host: systemd or not, the observation says what /proc says.
+	comm, err := os.ReadFile("/proc/1/comm")
+	if err != nil {
+		t.Skipf("no /proc/1/comm: %v", err)
+	}
+	pid1 := strings.TrimSpace(string(comm))
+	if want := (facts.Init{PID1: pid1, Live: true, Systemd: pid1 == "systemd"}); obs.Init != want {
+		t.Errorf("live root: init %+v, want %+v", obs.Init, want)
 	}
 }
 

@@ -1,0 +1,108 @@
+package apply
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+// What dpkg 1.21 left in a Debian 12 root killed (SIGKILL of every
+// process) while the preinst of fa 2.0 ran, fa and fb being upgraded from
+// 1.0 together: the status file still says both are installed at 1.0;
+// the journal in updates/ says fb 2.0 is unpacked and fa half-installed
+// and needing reinstallation.
+const (
+	cutStatus = `Package: fa
+Status: install ok installed
+Maintainer: t <t@t>
+Architecture: amd64
+Version: 1.0
+Description: t
+
+Package: fb
+Status: install ok installed
+Maintainer: t <t@t>
+Architecture: amd64
+Version: 1.0
+Depends: fa (= 1.0)
+Description: t
+`
+	cutUpdate4 = `Package: fb
+Status: install ok unpacked
+Maintainer: t <t@t>
+Architecture: amd64
+Version: 2.0
+Config-Version: 1.0
+Depends: fa (= 2.0)
+Description: t
+`
+	cutUpdate8 = `Package: fa
+Status: install reinstreq half-installed
+Maintainer: t <t@t>
+Architecture: amd64
+Version: 1.0
+Config-Version: 1.0
+Description: t
+`
+)
+
+func TestReadDpkgFoldsInTheJournal(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, s string) {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("var/lib/dpkg/status", cutStatus)
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &HostExecutor{Host: h}
+	db, err := x.readDpkg()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.dpkgInterrupted(db) {
+		t.Fatal("a consistent database is taken for an interrupted one")
+	}
+	write("var/lib/dpkg/updates/0004", cutUpdate4)
+	write("var/lib/dpkg/updates/0008", cutUpdate8)
+	write("var/lib/dpkg/updates/tmp.i", "Package: fa\nStatus: install ok installed\nVersion: 9\n")
+	if db, err = x.readDpkg(); err != nil {
+		t.Fatal(err)
+	}
+	if got := db["fa"]; got.Version != "1.0" || got.Status != "install reinstreq half-installed" || got.stable() {
+		t.Errorf("fa: %+v, want 1.0 half-installed needing reinstallation", got)
+	}
+	if got := db["fb"]; got.Version != "2.0" || got.state() != "unpacked" {
+		t.Errorf("fb: %+v, want 2.0 unpacked", got)
+	}
+	if !x.dpkgInterrupted(db) {
+		t.Error("the cut is not seen as an interrupted dpkg")
+	}
+	prior := []PriorPackage{
+		{Name: "fa", Version: "1.0", Status: "install ok installed"},
+		{Name: "fb", Version: "1.0", Status: "install ok installed"},
+		{Name: "fc", Status: ""},
+	}
+	if d := differing(prior, db); len(d) != 2 || d[0].Name != "fa" || d[1].Name != "fb" {
+		t.Errorf("differing: %+v, want fa (right version, wrong status) and fb", d)
+	}
+	err = x.checkApt(expectPrior(prior))
+	if err == nil {
+		t.Fatal("the check passed a half-installed package")
+	}
+	for _, want := range []string{"fa is 1.0 half-installed (reinstreq), expected 1.0 installed, not held", "fb is 2.0 unpacked"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("check: %v; want it to say %q", err, want)
+		}
+	}
+}
