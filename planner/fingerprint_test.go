@@ -181,3 +181,33 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 		t.Error("a spec taken for a saved plan")
 	}
 }
+
+func TestIsPlanDocument(t *testing.T) {
+	var saved bytes.Buffer
+	if err := WriteSavedPlan(&saved, samplePlan(), fingerprintFacts()); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(saved.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "gpuenv_saved_plan")
+	unmarked, _ := json.Marshal(m)
+	plain, _ := json.Marshal(samplePlan())
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"a plan --json document", plain, true},
+		{"a saved plan without its marker", unmarked, true},
+		{"a saved plan", saved.Bytes(), false},
+		{"a spec", []byte("driver {\n  version = \"550\"\n}\n"), false},
+		{"other JSON", []byte(`{"driver": {"version": "550"}}`), false},
+		{"broken JSON", []byte(`{"format_version": "1.0",`), false},
+	} {
+		if got := IsPlanDocument(tt.data); got != tt.want {
+			t.Errorf("%s: IsPlanDocument = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
