@@ -90,7 +90,7 @@ func TestNonRootRefused(t *testing.T) {
 		}
 	}
 	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "environment", Action: planner.Update,
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/gpuenv-test", Content: "x\n"}}}}}}
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/gpuenv-test.sh", Content: "x\n"}}}}}}
 	fx.apply(p, fx.opts(nil))
 
 	cmd := exec.Command(bin, "-test.run=^TestNonRootHelper$", "-test.count=1", "-test.v")

@@ -78,13 +78,27 @@ type SectionDigest struct {
 	Digest string `json:"digest"`
 }
 
+// stepSections lists the sections a step depends on: its resource's, and
+// the package sources when it installs or removes with apt or dnf, whose
+// candidate versions (and what a transaction pulls in with them) come
+// from the sources enabled when the plan was made.
+func stepSections(s *Step) []string {
+	secs := sectionsFor(s.Address)
+	for _, op := range s.Operations {
+		if op.Packages != nil && op.Packages.Manager != "pip" && !slices.Contains(secs, FactsRepos) {
+			secs = append(slices.Clone(secs), FactsRepos)
+		}
+	}
+	return secs
+}
+
 // Fingerprint digests the sections of obs that p's steps depend on. A plan
 // without steps depends on every section: it says the host matches the
 // spec, which any change to the host can make untrue.
 func Fingerprint(p *Plan, obs *facts.Observation) FactsDigest {
 	need := map[string]bool{}
-	for _, s := range p.Steps {
-		for _, sec := range sectionsFor(s.Address) {
+	for i := range p.Steps {
+		for _, sec := range stepSections(&p.Steps[i]) {
 			need[sec] = true
 		}
 	}

@@ -188,6 +188,10 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 // at target.
 func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, target string) (*planned, error) {
 	data, err := os.ReadFile(target)
+	if err == nil && planner.IsPlanDocument(data) {
+		// Read as a spec, it would only get HCL's syntax errors.
+		return nil, fmt.Errorf("%s is a plan document, not a saved plan: it lacks the %q marker of a plan saved with the fingerprint of the facts it was made from, so apply cannot tell whether it still fits the host. Save a plan to apply with `gpuenv plan --out FILE`, or apply the spec itself", target, "gpuenv_saved_plan")
+	}
 	if err == nil && planner.IsSavedPlan(data) {
 		sp, err := planner.ReadSavedPlan(strings.NewReader(string(data)))
 		if err != nil {
