@@ -157,8 +157,9 @@ const (
 	// recognised by holding a generations directory and nothing but the
 	// names gpuenv writes there. It is marked when next opened to change.
 	stateLegacy
-	// stateEmpty: an empty directory whose owner and mode gpuenv would
-	// give it: it may be taken, as it is, without changing its mode.
+	// stateEmpty: an empty directory; once its owner is found trusted
+	// and its mode writable by nobody else, it is taken as it is,
+	// without changing its mode.
 	stateEmpty
 )
 
@@ -242,23 +243,27 @@ func (s *Store) kind() (stateKind, error) {
 	if err != nil {
 		return 0, s.access(err)
 	}
-	if len(entries) == 0 {
-		return stateEmpty, nil
-	}
-	generations := false
+	generations, others := false, false
 	for _, e := range entries {
 		switch n := e.Name(); {
+		case strings.HasPrefix(n, "."+statusName+".gpuenv-"), strings.HasPrefix(n, "."+markerName+".gpuenv-"):
+			// A temporary file of writeFileAtomic's that a kill left:
+			// gpuenv's, and nothing.
 		case n == generationsDir && e.IsDir():
 			generations = true
-		case n == statusName, n == lockName, strings.HasPrefix(n, "."+statusName+".gpuenv-"):
+		case n == statusName, n == lockName:
+			others = true
 		default:
 			return 0, &NotStateDirError{Dir: s.dir, Path: s.abs}
 		}
 	}
-	if !generations {
+	switch {
+	case generations:
+		return stateLegacy, nil
+	case others:
 		return 0, &NotStateDirError{Dir: s.dir, Path: s.abs}
 	}
-	return stateLegacy, nil
+	return stateEmpty, nil
 }
 
 // insecure passes err on, unless it says that something is insecure and

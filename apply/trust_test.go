@@ -238,6 +238,23 @@ func TestStateDirNotTakenOver(t *testing.T) {
 	}
 	fx.rollback(-1)
 
+	// What a kill while marking an empty directory leaves is still
+	// empty to gpuenv; a lock file alone is no gpuenv's.
+	half := mkdir("/srv/half-marked", 0o755)
+	if err := os.WriteFile(filepath.Join(half, "..gpuenv-state.gpuenv-123"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.OpenStore(fx.h, "/srv/half-marked"); err != nil {
+		t.Errorf("a directory holding only a half-written marker: %v", err)
+	}
+	lockOnly := mkdir("/srv/lock-only", 0o755)
+	if err := os.WriteFile(filepath.Join(lockOnly, "lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.OpenStore(fx.h, "/srv/lock-only"); !errors.As(err, &ne) {
+		t.Errorf("a directory holding only a lock file: %v", err)
+	}
+
 	// Missing: made, with its missing parents, 0711 and marked.
 	if res := fx.apply(p1, withState("/srv/new/gpuenv")); res.Status != apply.StatusApplied {
 		t.Fatalf("apply into a new directory: %s", res.Status)
