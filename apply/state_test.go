@@ -305,19 +305,34 @@ func TestApplyRemovalsAndOddFiles(t *testing.T) {
 }
 
 // TestOrphanGenerationDirectory is what a kill between creating a
-// generation's directory and writing its meta.json leaves: it is ignored,
-// and its number not reused.
+// generation's directory and writing its meta.json leaves: it is not
+// listed, and, since it holds nothing, it is removed and its number used
+// again, so that an empty generations/99 does not make the next one 100.
 func TestOrphanGenerationDirectory(t *testing.T) {
 	fx := newFixture(t)
 	if err := os.MkdirAll(filepath.Join(fx.Root, stateDir, "generations/1/files"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p1, _ := twoPlans(fx.Index)
+	p1, p2 := twoPlans(fx.Index)
 	res := fx.apply(p1, fx.opts(nil))
-	if res.Generation != 2 || res.Status != apply.StatusApplied {
+	if res.Generation != 1 || res.Status != apply.StatusApplied {
 		t.Fatalf("generation %d %s", res.Generation, res.Status)
 	}
+	for _, d := range []string{"files", "packages"} {
+		if err := os.MkdirAll(filepath.Join(fx.Root, stateDir, "generations/99", d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if gens, err := apply.History(fx.h, stateDir); err != nil || len(gens) != 1 {
+		t.Errorf("history with an empty leftover: %v %v", gens, err)
+	}
+	if res := fx.apply(p2, fx.opts(nil)); res.Generation != 2 {
+		t.Errorf("after an empty generations/99 the next generation is %d, want 2", res.Generation)
+	}
+	if _, err := os.Stat(filepath.Join(fx.Root, stateDir, "generations/99")); !os.IsNotExist(err) {
+		t.Errorf("the empty leftover generations/99 is still there: %v", err)
+	}
+	if gens, err := apply.History(fx.h, stateDir); err != nil || len(gens) != 2 {
 		t.Errorf("history: %v %v", gens, err)
 	}
 }

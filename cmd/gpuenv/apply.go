@@ -108,10 +108,12 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 	if h.Live() && os.Geteuid() != 0 {
 		return apply.ErrNotRoot
 	}
-	// An unfinished generation is said first: until rollback finishes it,
-	// no plan, saved or new, is applied.
-	if st, err := apply.ReadStatus(h, g.stateDir()); err == nil && st.Unfinished {
-		return fmt.Errorf("generation %d (%s) is unfinished: the host may be between two states. Run `gpuenv rollback` to finish reverting it, then apply again", st.Generation, st.Kind)
+	// What would refuse the apply is said first, before a plan is made
+	// and confirmed: a state directory that cannot be trusted, another
+	// gpuenv running (who), an unfinished generation (until rollback
+	// finishes it, no plan, saved or new, is applied).
+	if err := apply.CheckReady(h, g.stateDir()); err != nil {
+		return err
 	}
 	pl, err := loadPlanned(ctx, g, o, h, target)
 	if err != nil {
