@@ -81,6 +81,9 @@ func TestFingerprintStaleness(t *testing.T) {
 		{"the sources a distribution framework comes from", distroTorch, moreSources, []string{FactsRepos}},
 		{"the apt sources under a pip install", pipTorch, moreSources, nil},
 		{"memory under an empty plan", emptyPlan, func(o *facts.Observation) { o.NVML.Devices[1].MemoryUsed = 5 }, nil},
+		{"process 1 under an environment plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "environment", Action: Update}}},
+			func(o *facts.Observation) { o.Init = facts.Init{PID1: "systemd", Live: true, Systemd: true} }, []string{FactsInit}},
+		{"process 1 under a driver plan", driverPlan, func(o *facts.Observation) { o.Init = facts.Init{PID1: "bash", Live: true} }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +127,7 @@ func TestFingerprintSections(t *testing.T) {
 	for _, s := range Fingerprint(p, fingerprintFacts()).Sections {
 		got = append(got, s.Name)
 	}
-	want := []string{FactsDeviceNodes, FactsCUDA, FactsGroups, FactsEnvironment}
+	want := []string{FactsDeviceNodes, FactsCUDA, FactsGroups, FactsEnvironment, FactsInit}
 	slices.Sort(want)
 	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
