@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -230,74 +231,98 @@ func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectat
 	return x.checkApt(exp)
 }
 
+// validateOp checks an operation before it is prepared: exactly its own
+// field set, and every value in it one the planner could have produced
+// (planner.CheckOperation). A plan may come from a file anyone could edit,
+// and its values reach commands run as root.
 func validateOp(op planner.Operation) error {
+	var own bool
+	switch op.Kind {
+	case planner.OpPackages:
+		own = op.Packages != nil
+	case planner.OpFile:
+		own = op.File != nil
+	case planner.OpGroup:
+		own = op.Group != nil
+	case planner.OpKernel:
+		own = op.Kernel != nil
+	case planner.OpService:
+		own = op.Service != nil
+	case planner.OpDevice:
+		own = op.Device != nil
+	default:
+		return fmt.Errorf("unknown operation kind %q", op.Kind)
+	}
 	set := 0
 	for _, p := range []bool{op.Packages != nil, op.File != nil, op.Group != nil, op.Kernel != nil, op.Service != nil, op.Device != nil} {
 		if p {
 			set++
 		}
 	}
-	ok := set == 1
-	switch op.Kind {
-	case planner.OpPackages:
-		ok = ok && op.Packages != nil
-		if ok && op.Packages.Manager != "apt" && op.Packages.Manager != "dnf" && op.Packages.Manager != "pip" {
-			return fmt.Errorf("package manager %q: apply runs apt, dnf and pip transactions only", op.Packages.Manager)
-		}
-	case planner.OpFile:
-		ok = ok && op.File != nil
-		if ok && (!path.IsAbs(op.File.Path) || path.Clean(op.File.Path) == "/") {
-			return fmt.Errorf("file operation: path %q is not an absolute file path", op.File.Path)
-		}
-	case planner.OpGroup:
-		ok = ok && op.Group != nil
-	case planner.OpKernel:
-		ok = ok && op.Kernel != nil
-		if ok {
-			switch op.Kernel.Action {
-			case "rebuild_initramfs":
-			case "load_module", "unload_module":
-				if op.Kernel.Module == "" {
-					return fmt.Errorf("kernel operation %s names no module", op.Kernel.Action)
-				}
-			default:
-				return fmt.Errorf("unknown kernel action %q", op.Kernel.Action)
-			}
-		}
-	case planner.OpService:
-		ok = ok && op.Service != nil
-	case planner.OpDevice:
-		ok = ok && op.Device != nil
-	default:
-		return fmt.Errorf("unknown operation kind %q", op.Kind)
-	}
-	if !ok {
+	if !own || set != 1 {
 		return fmt.Errorf("operation of kind %q must set exactly its own field", op.Kind)
 	}
-	return nil
+	return planner.CheckOperation(op)
 }
 
+// validateInverse checks an inverse read back from a journal before it
+// runs: its data is there, the file it restores is one gpuenv manages, its
+// follow-up command is one gpuenv runs, and no name it passes to a command
+// could be read as an option.
 func validateInverse(inv *Inverse) error {
 	if inv == nil {
 		return fmt.Errorf("no inverse recorded")
 	}
 	ok := false
+	var names []string
 	switch inv.Kind {
 	case planner.OpFile:
 		ok = inv.File != nil
+		if ok {
+			if err := planner.CheckManagedFile(inv.File.Path); err != nil {
+				return fmt.Errorf("inverse of a file operation: %w", err)
+			}
+			if err := planner.CheckFollowUp(inv.File.After); err != nil {
+				return fmt.Errorf("inverse of a file operation on %s: %w", inv.File.Path, err)
+			}
+			for _, d := range inv.File.CreatedDirs {
+				if d != path.Clean(d) || !strings.HasPrefix(inv.File.Path, d+"/") {
+					return fmt.Errorf("inverse of a file operation on %s: %q is not a directory above it", inv.File.Path, d)
+				}
+			}
+		}
 	case planner.OpGroup:
 		ok = inv.Group != nil
+		if ok {
+			names = append([]string{inv.Group.Group}, inv.Group.Members...)
+		}
 	case planner.OpPackages:
 		ok = inv.Packages != nil
+		if ok {
+			for _, p := range inv.Packages.Packages {
+				names = append(names, p.Name, p.Version)
+			}
+		}
 	case planner.OpKernel:
 		ok = inv.Kernel != nil
+		if ok {
+			names = []string{inv.Kernel.Module}
+		}
 	case planner.OpService:
 		ok = inv.Service != nil
+		if ok {
+			names = []string{inv.Service.Unit}
+		}
 	case planner.OpDevice:
 		ok = inv.Device != nil
 	}
 	if !ok {
 		return fmt.Errorf("inverse of kind %q lacks its data", inv.Kind)
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "-") || strings.ContainsFunc(n, unicode.IsSpace) {
+			return fmt.Errorf("inverse of kind %q names %q, which a command would not read as a name", inv.Kind, n)
+		}
 	}
 	return nil
 }

@@ -43,7 +43,10 @@ var dnfEnv = []string{"LC_ALL=C"}
 // dnfBase are the options of every dnf run: no questions, exit rather
 // than wait forever when another dnf holds the RPM database (the wait is
 // done here, bounded, with a message), and no weak dependencies, as apt
-// runs without recommends.
+// runs without recommends. Package arguments follow a "--" in every dnf
+// command, so that dnf's argument parser (argparse) reads none of them as
+// an option: an argument starting with "-" is then an error, never an
+// option.
 var dnfBase = []string{"dnf", "-y", "--setopt=exit_on_lock=True", "--setopt=install_weak_deps=False"}
 
 // dnfOffline keeps dnf off every repository: versionlock and installs
@@ -313,19 +316,19 @@ func (x *HostExecutor) prepareDnf(ctx context.Context, ws *Workspace, seq int, o
 	// dependencies installed, upgraded, downgraded or removed with them.
 	var listed []string
 	if len(op.Remove) > 0 {
-		l, err := x.dnfDryRun(ctx, ws, slices.Concat([]string{dnfOffline, "remove"}, op.Remove))
+		l, err := x.dnfDryRun(ctx, ws, slices.Concat([]string{dnfOffline, "remove", "--"}, op.Remove))
 		if err != nil {
 			return nil, err
 		}
 		listed = append(listed, l...)
 	}
 	if len(op.Install) > 0 {
-		args := []string{"install"}
+		args := []string{"install", "--"}
 		if releasing {
 			// The locks the plan releases are released before the real
 			// transaction; with them in place dnf would not see the
 			// pinned version at all.
-			args = []string{"--disableplugin=versionlock", "install"}
+			args = []string{"--disableplugin=versionlock", "install", "--"}
 		}
 		l, err := x.dnfDryRun(ctx, ws, slices.Concat(args, pinSpecs(op)))
 		if err != nil {
@@ -385,7 +388,7 @@ func (x *HostExecutor) saveRPM(ctx context.Context, ws *Workspace, seq int, p rp
 		vr = p.EVR
 	}
 	file := p.Name + "-" + vr + "." + p.Arch + ".rpm"
-	argv := []string{"dnf", "--setopt=exit_on_lock=True", "download", "--destdir", inRoot, p.nevra()}
+	argv := []string{"dnf", "--setopt=exit_on_lock=True", "download", "--destdir", inRoot, "--", p.nevra()}
 	if err := x.dnfRun(ctx, ws, time.Now().Add(x.lockTimeout()), argv); err != nil {
 		return "", fmt.Errorf("cannot save %s %s for rollback: dnf download failed (see %s; the enabled repositories may not carry that version any more), and a package removed or replaced without its file could not be restored offline. Enable a repository that still carries it, or change the package by hand: %w",
 			p.Name, p.EVR, ws.Dir+"/"+logName, err)
@@ -514,7 +517,7 @@ func (x *HostExecutor) runDnf(ctx context.Context, ws *Workspace, op *planner.Pa
 			}
 		}
 		if len(unlock) > 0 {
-			if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete"}, unlock)); err != nil {
+			if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete", "--"}, unlock)); err != nil {
 				return err
 			}
 		}
@@ -523,19 +526,19 @@ func (x *HostExecutor) runDnf(ctx context.Context, ws *Workspace, op *planner.Pa
 	// with it (one driver flavour for another) must be gone before its
 	// successor goes in.
 	if len(op.Remove) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"remove"}, op.Remove)); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"remove", "--"}, op.Remove)); err != nil {
 			return err
 		}
 	}
 	// dnf install moves an installed package to the pinned version
 	// whichever way it lies: upgrade or downgrade.
 	if len(op.Install) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"install"}, pinSpecs(op))); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"install", "--"}, pinSpecs(op))); err != nil {
 			return err
 		}
 	}
 	if len(op.Hold) > 0 {
-		return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "add"}, op.Hold))
+		return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "add", "--"}, op.Hold))
 	}
 	return nil
 }
@@ -633,24 +636,24 @@ func (x *HostExecutor) undoDnf(ctx context.Context, ws *Workspace, inv *Packages
 	}
 	sort.Strings(unlock)
 	if len(unlock) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete"}, unlock)); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete", "--"}, unlock)); err != nil {
 			return err
 		}
 	}
 	if len(duplicates) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "--noautoremove", "remove"}, duplicates)); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "--noautoremove", "remove", "--"}, duplicates)); err != nil {
 			return err
 		}
 	}
 	// Old versions go back first, so that nothing left depends on a
 	// package removed next. Saved files need no repository.
 	if len(files) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "install"}, files)); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "install", "--"}, files)); err != nil {
 			return err
 		}
 	}
 	if len(specs) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"install"}, specs)); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"install", "--"}, specs)); err != nil {
 			return err
 		}
 	}
@@ -668,12 +671,12 @@ func (x *HostExecutor) undoDnf(ctx context.Context, ws *Workspace, inv *Packages
 	if len(remove) > 0 {
 		// --noautoremove: dependencies the removed packages pulled in
 		// are in the inverse themselves; nothing else may go with them.
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "--noautoremove", "remove"}, remove)); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "--noautoremove", "remove", "--"}, remove)); err != nil {
 			return err
 		}
 	}
 	if len(reinstall) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "reinstall"}, reinstall)); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "reinstall", "--"}, reinstall)); err != nil {
 			return err
 		}
 	}
@@ -704,12 +707,12 @@ func (x *HostExecutor) undoDnf(ctx context.Context, ws *Workspace, inv *Packages
 		return fmt.Errorf("cannot restore the version locks of %s: dnf's versionlock plugin is not installed any more", strings.Join(slices.Concat(lock, release), ", "))
 	}
 	if len(release) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete"}, release)); err != nil {
+		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete", "--"}, release)); err != nil {
 			return err
 		}
 	}
 	if len(lock) > 0 {
-		return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "add"}, lock))
+		return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "add", "--"}, lock))
 	}
 	return nil
 }

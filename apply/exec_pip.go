@@ -64,6 +64,9 @@ func pipPython(op *planner.PackagesOp) string {
 	return "python3"
 }
 
+// pipQuiet are options of every pip run. Package arguments follow a "--"
+// in every pip command (pip's optparse stops reading options there), so
+// that none is read as an option.
 var pipQuiet = []string{"--disable-pip-version-check", "--no-input"}
 
 // pipList is what pip says is installed, by normalised name.
@@ -140,6 +143,7 @@ func (x *HostExecutor) preparePip(ctx context.Context, ws *Workspace, seq int, o
 		// would bring in or change, dependencies included.
 		argv := []string{python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-"}
 		argv = append(append(argv, pipQuiet...), pipIndex(op)...)
+		argv = append(argv, "--")
 		for _, p := range op.Install {
 			argv = append(argv, pipRequirement(p))
 		}
@@ -198,7 +202,7 @@ func (x *HostExecutor) saveWheel(ctx context.Context, ws *Workspace, seq int, op
 	var lastErr error
 	for _, idx := range indexes {
 		argv := append([]string{python, "-m", "pip", "download", "--no-deps", "--dest", inRoot}, pipQuiet...)
-		argv = append(append(argv, idx...), name+"=="+version)
+		argv = append(append(argv, idx...), "--", name+"=="+version)
 		if lastErr = x.run(ctx, ws, nil, argv...); lastErr != nil {
 			continue
 		}
@@ -223,20 +227,20 @@ func (x *HostExecutor) runPip(ctx context.Context, ws *Workspace, op *planner.Pa
 			if base == "" {
 				base = "python3"
 			}
-			if err := x.run(ctx, ws, nil, base, "-m", "venv", op.Venv); err != nil {
+			if err := x.run(ctx, ws, nil, base, "-m", "venv", "--", op.Venv); err != nil {
 				return err
 			}
 		}
 	}
 	if len(op.Remove) > 0 {
 		argv := append([]string{python, "-m", "pip", "uninstall", "--yes"}, pipQuiet...)
-		if err := x.run(ctx, ws, nil, append(argv, op.Remove...)...); err != nil {
+		if err := x.run(ctx, ws, nil, append(append(argv, "--"), op.Remove...)...); err != nil {
 			return err
 		}
 	}
 	if len(op.Install) > 0 {
 		argv := append([]string{python, "-m", "pip", "install"}, pipQuiet...)
-		argv = append(argv, pipIndex(op)...)
+		argv = append(append(argv, pipIndex(op)...), "--")
 		for _, p := range op.Install {
 			argv = append(argv, pipRequirement(p))
 		}
@@ -281,14 +285,14 @@ func (x *HostExecutor) undoPip(ctx context.Context, ws *Workspace, inv *Packages
 	}
 	if len(remove) > 0 {
 		argv := append([]string{inv.Python, "-m", "pip", "uninstall", "--yes"}, pipQuiet...)
-		if err := x.run(ctx, ws, nil, append(argv, remove...)...); err != nil {
+		if err := x.run(ctx, ws, nil, append(append(argv, "--"), remove...)...); err != nil {
 			return err
 		}
 	}
 	if len(wheels) > 0 {
 		// --no-index: rollback works offline, from the saved wheels only.
 		argv := append([]string{inv.Python, "-m", "pip", "install", "--no-deps", "--no-index"}, pipQuiet...)
-		if err := x.run(ctx, ws, nil, append(argv, wheels...)...); err != nil {
+		if err := x.run(ctx, ws, nil, append(append(argv, "--"), wheels...)...); err != nil {
 			return err
 		}
 	}
@@ -297,7 +301,7 @@ func (x *HostExecutor) undoPip(ctx context.Context, ws *Workspace, inv *Packages
 		if inv.IndexURL != "" {
 			argv = append(argv, "--index-url", inv.IndexURL)
 		}
-		return x.run(ctx, ws, nil, append(argv, fetch...)...)
+		return x.run(ctx, ws, nil, append(append(argv, "--"), fetch...)...)
 	}
 	return nil
 }

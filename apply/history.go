@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,19 +12,71 @@ import (
 
 // History lists the generations of the state directory, oldest first. It
 // only reads, and takes no lock: a generation being run shows as running.
+// It refuses a state directory that cannot be trusted (see InsecureError).
 func History(h *host.Host, stateDir string) ([]Meta, error) {
-	abs, err := h.Resolve(stateDir)
+	return ReadHistory(h, stateDir, nil)
+}
+
+// ReadHistory is History for a command that only shows what it reads:
+// what cannot be trusted is given to warn, when set, and reading goes on.
+func ReadHistory(h *host.Host, stateDir string, warn func(error)) ([]Meta, error) {
+	s, kind, err := newStore(h, stateDir, warn)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(abs, generationsDir)); err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, err
+	if kind == stateMissing || kind == stateEmpty {
+		return nil, nil
 	}
-	s := &Store{h: h, dir: stateDir, abs: abs}
+	if _, err := os.Lstat(filepath.Join(s.abs, generationsDir)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	return s.Generations()
+}
+
+// DamagedError stops a rollback at a generation it cannot read: undoing
+// older generations past it could undo what it built on.
+type DamagedError struct{ Meta Meta }
+
+func (e *DamagedError) Error() string {
+	return fmt.Sprintf("generation %d is damaged: %s. gpuenv cannot tell what it changed, so rollback stops there rather than undo older generations past it. "+
+		"Look at %s (its journal says what it did) and put its meta.json back, or undo its changes by hand; then move it aside (mv %s %s.damaged) and run gpuenv rollback again",
+		e.Meta.ID, e.Meta.Damaged, e.Meta.dir, shellQuote(e.Meta.dir), shellQuote(e.Meta.dir))
+}
+
+// damagedInTheWay returns a *DamagedError for the newest damaged
+// generation that the rollback planRollback is asked for would step over
+// or undo: newer than the unfinished generation it finishes, than the
+// generation --to returns to (to >= 0, that one included), or than the
+// newest apply not yet undone.
+func damagedInTheWay(gens []Meta, to int) error {
+	unfinished := 0
+	for _, m := range gens {
+		if m.Status.Unfinished() {
+			unfinished = m.ID
+		}
+	}
+	for i := len(gens) - 1; i >= 0; i-- {
+		m := gens[i]
+		if unfinished == 0 && to >= 0 && m.ID < to {
+			return nil
+		}
+		if m.Status == StatusDamaged {
+			return &DamagedError{Meta: m}
+		}
+		switch {
+		case unfinished != 0:
+			if m.ID == unfinished {
+				return nil
+			}
+		case to >= 0:
+			if m.ID == to {
+				return nil
+			}
+		case m.Kind == KindApply && m.Status == StatusApplied && m.UndoneBy == 0:
+			return nil
+		}
+	}
+	return nil
 }
 
 // Pruned is what Prune removed.
@@ -59,8 +112,9 @@ func Prune(h *host.Host, stateDir string, keep int) (*Pruned, error) {
 	res := &Pruned{}
 	for i := 0; i < len(gens)-keep; i++ {
 		m := gens[i]
-		if m.Pruned || m.Status.Unfinished() {
-			// An unfinished generation's files are what finishes it.
+		if m.Pruned || m.Status.Unfinished() || m.Status == StatusDamaged {
+			// An unfinished generation's files are what finishes it; a
+			// damaged one's may be what mends it by hand.
 			continue
 		}
 		dir := filepath.Join(store.genAbs(m.ID), packagesDir)

@@ -36,10 +36,10 @@ func TestLiveRootCommands(t *testing.T) {
 	}
 	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{
 		{Address: "kernel.gpuenv_test", Action: planner.Update, Operations: []planner.Operation{
-			{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "load_module", Module: "gpuenv_test_no_such_module"}},
+			{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "load_module", Module: "nvidia_peermem"}},
 		}},
 		{Address: "service.gpuenv-test", Action: planner.Update, Operations: []planner.Operation{
-			{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "gpuenv-test-no-such.service", Enable: true, Now: true}},
+			{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "gpuenv-compute-mode.service", Enable: true, Now: true}},
 		}},
 	}}
 	var out bytes.Buffer
@@ -51,7 +51,7 @@ func TestLiveRootCommands(t *testing.T) {
 		t.Fatalf("%v %+v\n%s", err, res, out.String())
 	}
 	got := strings.Join(rec.cmds, "\n")
-	want := "modprobe gpuenv_test_no_such_module\nsystemctl is-active gpuenv-test-no-such.service\nsystemctl enable --now gpuenv-test-no-such.service"
+	want := "modprobe nvidia_peermem\nsystemctl is-active gpuenv-compute-mode.service\nsystemctl enable --now gpuenv-compute-mode.service"
 	if got != want {
 		t.Errorf("commands:\n%s\nwant:\n%s", got, want)
 	}
@@ -86,6 +86,11 @@ func TestValidatePlan(t *testing.T) {
 		{planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "load_module"}}, "names no module"},
 		{planner.Operation{Kind: planner.OpGroup, File: &planner.FileOp{Path: "/x"}}, "exactly its own field"},
 		{planner.Operation{Kind: "reboot"}, "unknown operation kind"},
+		// What an edited saved plan once made apply do.
+		{planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", Install: []planner.PackagePin{{Name: "-oDPkg::Pre-Invoke::=touch /tmp/x", Version: "1.0-1"}}}}, "is not a package name apt accepts"},
+		{planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/ld.so.conf.d/gpuenv.conf", After: []string{"sh", "-c", "touch /tmp/x"}}}, "is not one gpuenv runs"},
+		{planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/../../../../tmp/x"}}, "not an absolute, clean path"},
+		{planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "ssh.service"}}, "not one gpuenv manages"},
 	} {
 		p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "x", Action: planner.Update, Operations: []planner.Operation{tc.op}}}}
 		if err := apply.ValidatePlan(p); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // LockInfo names who holds a state directory's lock.
@@ -20,8 +22,16 @@ type LockInfo struct {
 }
 
 func (l LockInfo) String() string {
+	if l.empty() {
+		return "a gpuenv that died while taking the lock (the lock file is empty)"
+	}
 	return fmt.Sprintf("gpuenv %s (pid %d, started %s)", l.Command, l.PID, l.Started.Local().Format(time.RFC3339))
 }
+
+// empty reports whether the lock file named nobody: its holder creates it,
+// then flocks and writes it, so an empty one that nobody holds was left by
+// a process that died in between.
+func (l LockInfo) empty() bool { return l.PID == 0 && l.Command == "" }
 
 // LockedError is returned when another gpuenv holds the lock, or held it
 // and is gone without releasing it.
@@ -35,6 +45,12 @@ type LockedError struct {
 }
 
 func (e *LockedError) Error() string {
+	switch {
+	case e.Holder.empty() && e.Stale:
+		return fmt.Sprintf("the state directory's lock %s is an empty file left by a gpuenv that died while taking it; nothing holds it now: run `gpuenv force-unlock` to remove it", e.Path)
+	case e.Holder.empty():
+		return fmt.Sprintf("another gpuenv is taking the state directory's lock %s right now (it has not written its name yet); try again in a moment", e.Path)
+	}
 	if e.Stale {
 		return fmt.Sprintf("the state directory is locked by %s, which is no longer running (%s); check `gpuenv history`, then run `gpuenv force-unlock`", e.Holder, e.Path)
 	}
@@ -129,9 +145,81 @@ func inspectLock(p string) (LockInfo, bool, error) {
 	return info, false, nil
 }
 
+// CheckReady says, without taking the lock or changing anything, why an
+// apply on the state directory dir inside h's root would be refused now:
+// a state directory that is not gpuenv's or cannot be trusted, a lock
+// held by a running gpuenv (a *LockedError naming it), or an unfinished
+// generation. The apply command asks before planning, so that nobody is
+// asked to confirm a plan that would be refused; Apply checks it all again
+// under the lock.
+func CheckReady(h *host.Host, dir string) error {
+	s, kind, err := newStore(h, dir, nil)
+	if err != nil || kind == stateMissing || kind == stateEmpty {
+		return err
+	}
+	if _, err := os.Lstat(filepath.Join(s.abs, generationsDir)); err == nil {
+		if _, err := s.Generations(); err != nil {
+			return err
+		}
+	}
+	p := filepath.Join(s.abs, lockName)
+	var stale *LockedError
+	info, live, err := inspectLock(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case live:
+		return &LockedError{Path: s.dir + "/" + lockName, Holder: info}
+	default:
+		stale = &LockedError{Path: s.dir + "/" + lockName, Holder: info, Stale: true}
+	}
+	st, err := ReadStatus(h, dir)
+	if err != nil {
+		return err
+	}
+	if !st.Unfinished {
+		if stale != nil {
+			return stale
+		}
+		return nil
+	}
+	msg := fmt.Sprintf("generation %d (%s) is unfinished: the host may be between two states. Run `gpuenv rollback` to finish reverting it, then apply again", st.Generation, st.Kind)
+	if stale != nil {
+		msg += fmt.Sprintf("; first run `gpuenv force-unlock`: the lock was left by %s, which is no longer running", stale.Holder)
+	}
+	return errors.New(msg)
+}
+
+// ForceUnlock removes the lock of the state directory dir inside h's root
+// as Store.ForceUnlock does, without creating the state directory when
+// there is none.
+func ForceUnlock(h *host.Host, dir string) (LockInfo, bool, error) {
+	if h.Live() && os.Geteuid() != 0 {
+		return LockInfo{}, false, errors.New("removing the state directory's lock needs root: run gpuenv force-unlock as root (sudo)")
+	}
+	s, kind, err := newStore(h, dir, nil)
+	if err != nil {
+		return LockInfo{}, false, err
+	}
+	if kind == stateMissing {
+		return LockInfo{}, false, nil
+	}
+	if s, err = OpenStore(h, dir); err != nil {
+		return LockInfo{}, false, err
+	}
+	return s.ForceUnlock()
+}
+
 // ForceUnlock removes a lock whose holder is gone and says whose it was.
 // It refuses while the holder runs. No lock: ok, nothing removed.
 func (s *Store) ForceUnlock() (LockInfo, bool, error) {
+	// The generations are checked as every command that changes the
+	// state checks them, so that a forged one is found before the lock
+	// is cleared for the rollback that would run it.
+	if _, err := s.Generations(); err != nil {
+		return LockInfo{}, false, err
+	}
 	p := filepath.Join(s.abs, lockName)
 	info, live, err := inspectLock(p)
 	if errors.Is(err, fs.ErrNotExist) {

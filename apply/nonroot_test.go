@@ -36,6 +36,23 @@ func TestNonRootHelper(t *testing.T) {
 	if _, err := apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: "/nonexistent/gpuenv", To: -1}); err != apply.ErrNotRoot {
 		t.Fatalf("rollback as uid %d: %v", os.Getuid(), err)
 	}
+	if _, _, err := apply.ForceUnlock(h, "/nonexistent/gpuenv"); err == nil || !strings.Contains(err.Error(), "needs root: run gpuenv force-unlock as root") {
+		t.Errorf("force-unlock as uid %d: %v", os.Getuid(), err)
+	}
+	// An image root of the user's own: its state directory is theirs,
+	// and trusted.
+	img, err := os.MkdirTemp("", "gpuenv-image-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(img)
+	ih, err := host.New(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.OpenStore(ih, stateDir); err != nil {
+		t.Errorf("a state directory in uid %d's own image root: %v", os.Getuid(), err)
+	}
 	// A state directory made by root: status.json is readable, what the
 	// generations hold is not.
 	if root := os.Getenv(envNonRoot); root != "1" {
@@ -52,6 +69,14 @@ func TestNonRootHelper(t *testing.T) {
 		}
 		if _, err := os.ReadDir(filepath.Join(root, stateDir)); !os.IsPermission(err) {
 			t.Errorf("the state directory is listable by uid %d: %v", os.Getuid(), err)
+		}
+		// history and force-unlock say that the state is root's, not
+		// a bare "open …: permission denied".
+		if _, err := apply.History(fh, stateDir); err == nil || strings.HasPrefix(err.Error(), "open ") || !strings.Contains(err.Error(), "run gpuenv as root (sudo)") {
+			t.Errorf("history as uid %d: %v", os.Getuid(), err)
+		}
+		if _, _, err := apply.ForceUnlock(fh, stateDir); err == nil || strings.HasPrefix(err.Error(), "chmod ") || !strings.Contains(err.Error(), "run gpuenv as root (sudo)") {
+			t.Errorf("force-unlock as uid %d: %v", os.Getuid(), err)
 		}
 	}
 }
@@ -90,7 +115,7 @@ func TestNonRootRefused(t *testing.T) {
 		}
 	}
 	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "environment", Action: planner.Update,
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/gpuenv-test", Content: "x\n"}}}}}}
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/gpuenv-test.sh", Content: "x\n"}}}}}}
 	fx.apply(p, fx.opts(nil))
 
 	cmd := exec.Command(bin, "-test.run=^TestNonRootHelper$", "-test.count=1", "-test.v")

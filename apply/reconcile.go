@@ -16,7 +16,9 @@ func (s *Store) reconcile(gens []Meta) bool {
 	changed := false
 	for i := range gens {
 		m := &gens[i]
-		if m.Finished != nil {
+		if m.Finished != nil || m.Status == StatusDamaged {
+			// A damaged generation has no summary to correct: it is
+			// shown as damaged until a person looks at it.
 			continue
 		}
 		recs, err := ReadJournal(filepath.Join(s.genAbs(m.ID), journalName), false)
@@ -53,6 +55,9 @@ func (s *Store) reconcile(gens []Meta) bool {
 // truth again. gens are as Generations returns them.
 func (s *Store) repair(gens []Meta) error {
 	for _, m := range gens {
+		if m.Status == StatusDamaged {
+			continue
+		}
 		raw, err := s.Meta(m.ID)
 		if err != nil {
 			return err

@@ -232,6 +232,9 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 // planRollback decides what a rollback undoes. It returns the unfinished
 // rollback generation to continue, if that is what is to be done.
 func planRollback(gens []Meta, journals map[int][]Record, to int) (*RollbackPlan, *Meta, error) {
+	if err := damagedInTheWay(gens, to); err != nil {
+		return nil, nil, err
+	}
 	rp := &RollbackPlan{}
 	var cont *Meta
 	var unfinished *Meta

@@ -21,7 +21,8 @@ import (
 // environment first, the groups, service and Python after.
 func twoPlans(index string) (*planner.Plan, *planner.Plan) {
 	all := applytest.StandardPlan(index)
-	first := &planner.Plan{FormatVersion: all.FormatVersion, SpecDigest: "sha256:one", Steps: all.Steps[:4], Transactions: all.Transactions}
+	first := &planner.Plan{FormatVersion: all.FormatVersion, SpecDigest: "sha256:one", Steps: all.Steps[:4]}
+	first.Transactions = planner.Batch(first.Steps)
 	second := &planner.Plan{FormatVersion: all.FormatVersion, SpecDigest: "sha256:two", Steps: all.Steps[4:]}
 	return first, second
 }
@@ -248,12 +249,24 @@ func TestAptWaitsForDpkgLock(t *testing.T) {
 
 // TestApplyRemovalsAndOddFiles covers what the standard plan does not:
 // an apt purge, a pip uninstall, a file written over a symlink, a file
-// with setuid bits and another owner, and a file removal; all undone.
+// with setuid bits and another owner replaced, and a file removal; all
+// undone, the odd file with its bits and owner.
 func TestApplyRemovalsAndOddFiles(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("writing a file owned by another user needs root")
+		t.Skip("a file owned by another user needs root")
 	}
 	fx := newFixture(t)
+	link := filepath.Join(fx.Root, "etc/profile.d/gpuenv.sh")
+	if err := os.Symlink("../../usr/lib/os-release", link); err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(fx.Root, "etc/ld.so.conf.d/x86_64-linux-gnu.conf")
+	if err := os.Chown(odd, 1000, 44); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(odd, 0o4750); err != nil {
+		t.Fatal(err)
+	}
 	before := fx.snapshot()
 	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{
 		{Address: "driver", Action: planner.Delete, Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
@@ -263,8 +276,9 @@ func TestApplyRemovalsAndOddFiles(t *testing.T) {
 			Manager: "pip", Venv: applytest.Venv, IndexURL: fx.Index, Remove: []string{"torch"},
 		}}}},
 		{Address: "environment", Action: planner.Update, Operations: []planner.Operation{
-			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/os-release", Content: "ID=gpuenv\n", Mode: 0o4750, UID: 1000, GID: 44}},
-			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/sudoers.d/README", Remove: true}},
+			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n", Mode: 0o644}},
+			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf", Content: "/usr/lib/x86_64-linux-gnu\n", Mode: 0o644, After: []string{"ldconfig"}}},
+			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/bash_completion.sh", Remove: true}},
 		}},
 	}}
 	res := fx.apply(p, fx.opts(nil))
@@ -277,28 +291,48 @@ func TestApplyRemovalsAndOddFiles(t *testing.T) {
 	if fx.exists(applytest.Venv + "/lib/python3.11/site-packages/torch") {
 		t.Error("torch was not uninstalled")
 	}
-	fi, err := os.Lstat(filepath.Join(fx.Root, "etc/os-release"))
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode()&os.ModeSetuid == 0 || fi.Mode().Perm() != 0o750 {
-		t.Errorf("/etc/os-release: %v %v", fi.Mode(), err)
+	if fi, err := os.Lstat(link); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("/etc/profile.d/gpuenv.sh is not a file written over the link: %v %v", fi.Mode(), err)
+	}
+	if !strings.HasPrefix(fx.read("/usr/lib/os-release"), "PRETTY_NAME") {
+		t.Errorf("the link's target was written through:\n%s", fx.read("/usr/lib/os-release"))
+	}
+	if fi, err := os.Lstat(odd); err != nil || fi.Mode()&os.ModeSetuid != 0 || fi.Mode().Perm() != 0o644 {
+		t.Errorf("%s: %v %v", odd, fi.Mode(), err)
 	}
 	fx.rollback(-1)
 	fx.same(before, "after undoing removals")
 }
 
 // TestOrphanGenerationDirectory is what a kill between creating a
-// generation's directory and writing its meta.json leaves: it is ignored,
-// and its number not reused.
+// generation's directory and writing its meta.json leaves: it is not
+// listed, and, since it holds nothing, it is removed and its number used
+// again, so that an empty generations/99 does not make the next one 100.
 func TestOrphanGenerationDirectory(t *testing.T) {
 	fx := newFixture(t)
 	if err := os.MkdirAll(filepath.Join(fx.Root, stateDir, "generations/1/files"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p1, _ := twoPlans(fx.Index)
+	p1, p2 := twoPlans(fx.Index)
 	res := fx.apply(p1, fx.opts(nil))
-	if res.Generation != 2 || res.Status != apply.StatusApplied {
+	if res.Generation != 1 || res.Status != apply.StatusApplied {
 		t.Fatalf("generation %d %s", res.Generation, res.Status)
 	}
+	for _, d := range []string{"files", "packages"} {
+		if err := os.MkdirAll(filepath.Join(fx.Root, stateDir, "generations/99", d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if gens, err := apply.History(fx.h, stateDir); err != nil || len(gens) != 1 {
+		t.Errorf("history with an empty leftover: %v %v", gens, err)
+	}
+	if res := fx.apply(p2, fx.opts(nil)); res.Generation != 2 {
+		t.Errorf("after an empty generations/99 the next generation is %d, want 2", res.Generation)
+	}
+	if _, err := os.Stat(filepath.Join(fx.Root, stateDir, "generations/99")); !os.IsNotExist(err) {
+		t.Errorf("the empty leftover generations/99 is still there: %v", err)
+	}
+	if gens, err := apply.History(fx.h, stateDir); err != nil || len(gens) != 2 {
 		t.Errorf("history: %v %v", gens, err)
 	}
 }

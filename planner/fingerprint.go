@@ -31,12 +31,15 @@ const (
 	FactsPython      = "python"
 	FactsGroups      = "groups"
 	FactsEnvironment = "environment"
+	// FactsInit is process 1 of the root: whether systemd is there to
+	// reload a unit or start a service now.
+	FactsInit = "init"
 )
 
 // allSections is every section, in the order digests are listed.
 var allSections = []string{
 	FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsDevices, FactsDeviceNodes,
-	FactsPackages, FactsRepos, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment,
+	FactsPackages, FactsRepos, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment, FactsInit,
 }
 
 // sectionsFor lists the sections a step's resource is decided from.
@@ -44,8 +47,10 @@ func sectionsFor(address string) []string {
 	switch LayerOf(address) {
 	case LayerRepositories:
 		return []string{FactsOS, FactsPackages, FactsRepos}
-	case LayerPurge, LayerNouveau, LayerKernelHeaders, LayerDriver, LayerHold, LayerDriverSettings:
+	case LayerPurge, LayerNouveau, LayerKernelHeaders, LayerDriver, LayerHold:
 		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages}
+	case LayerDriverSettings:
+		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages, FactsInit}
 	case LayerCUDA:
 		return []string{FactsOS, FactsPCI, FactsNVML, FactsDriver, FactsPackages, FactsCUDA}
 	case LayerCuDNN:
@@ -55,9 +60,9 @@ func sectionsFor(address string) []string {
 	case LayerGroups:
 		return []string{FactsGroups, FactsDeviceNodes}
 	case LayerEnvironment:
-		return []string{FactsCUDA, FactsEnvironment}
+		return []string{FactsCUDA, FactsEnvironment, FactsInit}
 	case LayerDevices:
-		return []string{FactsPCI, FactsNVML, FactsDevices}
+		return []string{FactsPCI, FactsNVML, FactsDevices, FactsInit}
 	}
 	return allSections
 }
@@ -78,13 +83,27 @@ type SectionDigest struct {
 	Digest string `json:"digest"`
 }
 
+// stepSections lists the sections a step depends on: its resource's, and
+// the package sources when it installs or removes with apt or dnf, whose
+// candidate versions (and what a transaction pulls in with them) come
+// from the sources enabled when the plan was made.
+func stepSections(s *Step) []string {
+	secs := sectionsFor(s.Address)
+	for _, op := range s.Operations {
+		if op.Packages != nil && op.Packages.Manager != "pip" && !slices.Contains(secs, FactsRepos) {
+			secs = append(slices.Clone(secs), FactsRepos)
+		}
+	}
+	return secs
+}
+
 // Fingerprint digests the sections of obs that p's steps depend on. A plan
 // without steps depends on every section: it says the host matches the
 // spec, which any change to the host can make untrue.
 func Fingerprint(p *Plan, obs *facts.Observation) FactsDigest {
 	need := map[string]bool{}
-	for _, s := range p.Steps {
-		for _, sec := range sectionsFor(s.Address) {
+	for i := range p.Steps {
+		for _, sec := range stepSections(&p.Steps[i]) {
 			need[sec] = true
 		}
 	}
@@ -164,6 +183,8 @@ func section(name string, obs *facts.Observation) any {
 		return obs.Groups
 	case FactsEnvironment:
 		return obs.Environment
+	case FactsInit:
+		return obs.Init
 	}
 	return nil
 }

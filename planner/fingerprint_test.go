@@ -35,6 +35,20 @@ func TestFingerprintStaleness(t *testing.T) {
 	devicePlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "device.all", Action: Update}}}
 	emptyPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{}}
 	repoPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "repository.cuda", Action: Create}}}
+	packagePlan := func(s Step) *Plan {
+		p := &Plan{FormatVersion: FormatVersion, Steps: []Step{s}}
+		p.Transactions = Batch(p.Steps)
+		return p
+	}
+	driverInstall := packagePlan(Step{Address: "driver", Action: Update, After: map[string]string{"version": "550.90.07-0ubuntu1"},
+		Operations: []Operation{aptOp("nvidia-driver-550", "550.90.07-0ubuntu1")}})
+	distroTorch := packagePlan(Step{Address: "framework.pytorch", Action: Create, After: map[string]string{"package": "python3-torch=2.0.1-1"},
+		Operations: []Operation{aptOp("python3-torch", "2.0.1-1")}})
+	pipTorch := packagePlan(Step{Address: "framework.pytorch", Action: Create, After: map[string]string{"version": "2.5.1+cu124", "index_url": "https://download.pytorch.org/whl/cu124"},
+		Operations: []Operation{pkgOp(PackagesOp{Manager: "pip", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124", Install: []PackagePin{{Name: "torch", Version: "2.5.1+cu124"}}})}})
+	moreSources := func(o *facts.Observation) {
+		o.Repositories[0].Components = append(o.Repositories[0].Components, "universe")
+	}
 	tests := []struct {
 		name   string
 		plan   *Plan
@@ -63,7 +77,13 @@ func TestFingerprintStaleness(t *testing.T) {
 			o.Repositories = append(o.Repositories, facts.Repository{File: "/etc/apt/sources.list.d/cuda.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}, Suites: []string{"/"}})
 		}, []string{FactsRepos}},
 		{"a package source a driver plan does not use", driverPlan, func(o *facts.Observation) { o.Repositories = nil }, nil},
+		{"the sources a driver install picked its version from", driverInstall, moreSources, []string{FactsRepos}},
+		{"the sources a distribution framework comes from", distroTorch, moreSources, []string{FactsRepos}},
+		{"the apt sources under a pip install", pipTorch, moreSources, nil},
 		{"memory under an empty plan", emptyPlan, func(o *facts.Observation) { o.NVML.Devices[1].MemoryUsed = 5 }, nil},
+		{"process 1 under an environment plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "environment", Action: Update}}},
+			func(o *facts.Observation) { o.Init = facts.Init{PID1: "systemd", Live: true, Systemd: true} }, []string{FactsInit}},
+		{"process 1 under a driver plan", driverPlan, func(o *facts.Observation) { o.Init = facts.Init{PID1: "bash", Live: true} }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +127,7 @@ func TestFingerprintSections(t *testing.T) {
 	for _, s := range Fingerprint(p, fingerprintFacts()).Sections {
 		got = append(got, s.Name)
 	}
-	want := []string{FactsDeviceNodes, FactsCUDA, FactsGroups, FactsEnvironment}
+	want := []string{FactsDeviceNodes, FactsCUDA, FactsGroups, FactsEnvironment, FactsInit}
 	slices.Sort(want)
 	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -162,5 +182,35 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 	}
 	if IsSavedPlan([]byte("driver {\n}\n")) {
 		t.Error("a spec taken for a saved plan")
+	}
+}
+
+func TestIsPlanDocument(t *testing.T) {
+	var saved bytes.Buffer
+	if err := WriteSavedPlan(&saved, samplePlan(), fingerprintFacts()); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(saved.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "gpuenv_saved_plan")
+	unmarked, _ := json.Marshal(m)
+	plain, _ := json.Marshal(samplePlan())
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"a plan --json document", plain, true},
+		{"a saved plan without its marker", unmarked, true},
+		{"a saved plan", saved.Bytes(), false},
+		{"a spec", []byte("driver {\n  version = \"550\"\n}\n"), false},
+		{"other JSON", []byte(`{"driver": {"version": "550"}}`), false},
+		{"broken JSON", []byte(`{"format_version": "1.0",`), false},
+	} {
+		if got := IsPlanDocument(tt.data); got != tt.want {
+			t.Errorf("%s: IsPlanDocument = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func samplePlan() *Plan {
 		{
 			Address: "driver", Action: Replace,
 			Before:    map[string]string{"version": "535.161.07", "kernel_modules": "proprietary"},
-			After:     map[string]string{"version": "550.54.15", "kernel_modules": "open"},
+			After:     map[string]string{"version": "550.54.15-0ubuntu1", "kernel_modules": "open"},
 			Reason:    "The spec asks for >= 550.54.15, < 551.",
 			DependsOn: []string{"repository.cuda"},
 			Operations: []Operation{
@@ -45,7 +45,7 @@ func samplePlan() *Plan {
 		},
 		{
 			Address: "framework.pytorch", Action: Create,
-			After: map[string]string{"version": "2.5.1+cu124"},
+			After: map[string]string{"version": "2.5.1+cu124", "index_url": "https://download.pytorch.org/whl/cu124", "extras": "x"},
 			Operations: []Operation{
 				{Kind: OpPackages, Packages: &PackagesOp{Manager: "pip", Install: []PackagePin{{Name: "torch", Version: "2.5.1+cu124", Extras: []string{"x"}}}, Python: "/usr/bin/python3", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124"}},
 			},
@@ -57,7 +57,7 @@ func samplePlan() *Plan {
 		},
 		{
 			Address: "device.0", Action: Update,
-			Operations: []Operation{{Kind: OpDevice, Device: &DeviceOp{UUID: "GPU-1", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}}},
+			Operations: []Operation{{Kind: OpDevice, Device: &DeviceOp{UUID: "GPU-8b29c1a0-5b3e-4f7a-9d3c-2e1f0a9b8c7d", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}}},
 		},
 		{
 			Address: "environment", Action: Delete,

@@ -99,6 +99,10 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	pruneDependencies(plan.Steps)
 	markInterruptions(plan.Steps, obs)
 	plan.Transactions = Batch(plan.Steps)
+	// The plan must pass what a plan read back from a file must pass.
+	if err := plan.Validate(); err != nil {
+		return nil, append(diags, programmingError(err))
+	}
 	plan.Warnings = append(plan.Warnings, runChecks(&checkInput{
 		spec: s, obs: obs, steps: plan.Steps, status: p.Status, statusPath: p.StatusPath,
 	})...)

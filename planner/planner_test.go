@@ -54,7 +54,7 @@ func TestPlannerCombinesProviders(t *testing.T) {
 		return &Response{
 			Steps: []Step{
 				{Address: "driver", Action: Update, DependsOn: []string{"repository.cuda", "kernel.headers"},
-					Before: map[string]string{"version": "535.161.07"}, After: map[string]string{"version": "550.54.15"},
+					Before: map[string]string{"version": "535.161.07-0ubuntu1"}, After: map[string]string{"version": "550.54.15-0ubuntu1"},
 					Operations: []Operation{aptOp("nvidia-driver-550", v[0])}, Flags: Flags{NeedsReboot: true, NeedsModuleReload: true}},
 				{Address: "driver.hold", Action: Create, DependsOn: []string{"driver"},
 					Operations: []Operation{pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})}},
@@ -65,7 +65,8 @@ func TestPlannerCombinesProviders(t *testing.T) {
 	}}
 	cuda := &testProvider{name: "cuda", PlanFn: respond(&Response{
 		Steps: []Step{
-			{Address: "cuda", Action: Create, DependsOn: []string{"driver"}, Operations: []Operation{aptOp("cuda-toolkit-12-4", "12.4.1-1")}},
+			{Address: "cuda", Action: Create, DependsOn: []string{"driver"}, After: map[string]string{"package": "cuda-toolkit-12-4=12.4.1-1", "version": "12.4.1"},
+				Operations: []Operation{aptOp("cuda-toolkit-12-4", "12.4.1-1")}},
 			{Address: "environment", Action: Create, DependsOn: []string{"cuda"}, Operations: []Operation{fileOp("/etc/profile.d/gpuenv.sh")}},
 		},
 		Inferred: []Inference{{Address: "cuda", Attr: "path", Value: "/usr/local/cuda-12.4", From: "defaults"}},

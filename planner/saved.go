@@ -57,6 +57,22 @@ func IsSavedPlan(data []byte) bool {
 	return json.Unmarshal(data, &probe) == nil && probe.Marker != nil
 }
 
+// IsPlanDocument reports whether data looks like a plan document that is
+// not a saved plan: a JSON object with a plan's format_version or a saved
+// plan's fingerprint but no marker, as plan --json prints or an edited
+// saved plan is. It tells such a file from a spec, which is not JSON.
+func IsPlanDocument(data []byte) bool {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' || IsSavedPlan(data) {
+		return false
+	}
+	var probe struct {
+		FormatVersion *string          `json:"format_version"`
+		Fingerprint   *json.RawMessage `json:"facts_fingerprint"`
+	}
+	return json.Unmarshal(data, &probe) == nil && (probe.FormatVersion != nil || probe.Fingerprint != nil)
+}
+
 // ReadSavedPlan reads a saved plan, refusing a file that is not one, a
 // layout or plan format this gpuenv does not know, and a plan whose
 // operations are not well formed.

@@ -3,10 +3,12 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // validateSteps checks what providers return: each step has an address of
-// its own, a real action, and well-formed operations.
+// its own, a real action, and operations that meet CheckOperation.
 func validateSteps(steps []Step) error {
 	var errs []error
 	seen := map[string]bool{}
@@ -23,7 +25,7 @@ func validateSteps(steps []Step) error {
 			errs = append(errs, fmt.Errorf("step %s: action %v is not a change", s.Address, s.Action))
 		}
 		for i, op := range s.Operations {
-			if err := op.validate(); err != nil {
+			if err := CheckOperation(op); err != nil {
 				errs = append(errs, fmt.Errorf("step %s operation %d: %w", s.Address, i+1, err))
 			}
 		}
@@ -62,14 +64,32 @@ func (op *Operation) validate() error {
 	return nil
 }
 
-// Validate checks a plan read back from a file before it is acted on: the
-// steps as validateSteps does, and that every package operation names a
-// transaction of the plan that lists its step.
+// Validate checks a plan read back from a file before it is acted on, as
+// strictly as the planner's own output: every operation by
+// CheckOperation; every package operation carried out by a transaction
+// that is exactly the union of the package operations naming it, as Batch
+// makes them; and every step's operations doing what its shown values
+// (Before and After) say.
 func (p *Plan) Validate() error {
 	if err := validateSteps(p.Steps); err != nil {
 		return err
 	}
-	txs := map[int]*Transaction{}
+	if err := p.validateTransactions(); err != nil {
+		return err
+	}
+	for i := range p.Steps {
+		if err := p.Steps[i].checkShown(); err != nil {
+			return fmt.Errorf("step %s: %w", p.Steps[i].Address, err)
+		}
+	}
+	return nil
+}
+
+// validateTransactions rebuilds the plan's transactions from its steps'
+// package operations as Batch does and refuses the plan unless they are
+// the ones it carries: apply runs a transaction's operation, so it must
+// change exactly what the steps listing it show, in their place.
+func (p *Plan) validateTransactions() error {
 	for i := range p.Transactions {
 		t := &p.Transactions[i]
 		if t.ID != i+1 {
@@ -78,25 +98,169 @@ func (p *Plan) Validate() error {
 		if t.Op.Manager == "" {
 			return fmt.Errorf("transaction %d has no manager", t.ID)
 		}
-		txs[t.ID] = t
+		if err := checkPackages(&t.Op); err != nil {
+			return fmt.Errorf("transaction %d: %w", t.ID, err)
+		}
 	}
+	union := make([]Transaction, len(p.Transactions))
+	next, last := 1, 0 // the number a new transaction takes; the previous operation's
 	for _, s := range p.Steps {
 		for i, op := range s.Operations {
 			if op.Kind != OpPackages {
+				// Batch ends a transaction at any other operation.
+				last = 0
 				continue
 			}
-			t := txs[op.Transaction]
-			if t == nil {
-				return fmt.Errorf("step %s operation %d: no transaction %d in the plan", s.Address, i+1, op.Transaction)
+			id := op.Transaction
+			if id < 1 || id > len(p.Transactions) {
+				return fmt.Errorf("step %s operation %d: no transaction %d in the plan", s.Address, i+1, id)
 			}
-			found := false
-			for _, a := range t.Steps {
-				found = found || a == s.Address
+			if !slices.Contains(p.Transactions[id-1].Steps, s.Address) {
+				return fmt.Errorf("step %s operation %d: transaction %d does not list the step", s.Address, i+1, id)
 			}
-			if !found {
-				return fmt.Errorf("step %s operation %d: transaction %d does not list the step", s.Address, i+1, t.ID)
+			u := &union[id-1]
+			switch id {
+			case last:
+				if !mergeable(&u.Op, op.Packages) {
+					return fmt.Errorf("step %s operation %d: transaction %d cannot carry it with the operations before it", s.Address, i+1, id)
+				}
+			case next:
+				u.ID = id
+				next++
+			default:
+				return fmt.Errorf("step %s operation %d: transaction %d is out of order (the operations of one transaction follow each other, and transactions are numbered in plan order)", s.Address, i+1, id)
+			}
+			merge(&u.Op, op.Packages)
+			if len(u.Steps) == 0 || u.Steps[len(u.Steps)-1] != s.Address {
+				u.Steps = append(u.Steps, s.Address)
+			}
+			last = id
+		}
+	}
+	for i := range p.Transactions {
+		t, u := &p.Transactions[i], &union[i]
+		if u.ID == 0 {
+			return fmt.Errorf("transaction %d carries out no step's operation", t.ID)
+		}
+		if !slices.Equal(t.Steps, u.Steps) {
+			return fmt.Errorf("transaction %d lists the steps %s, but carries out the operations of %s", t.ID, strings.Join(t.Steps, ", "), strings.Join(u.Steps, ", "))
+		}
+		if !samePackagesOp(&t.Op, &u.Op) {
+			return fmt.Errorf("transaction %d is not the union of the package operations of %s", t.ID, strings.Join(t.Steps, ", "))
+		}
+	}
+	return nil
+}
+
+func samePackagesOp(a, b *PackagesOp) bool {
+	return a.Manager == b.Manager && a.Purge == b.Purge && a.AllowDowngrade == b.AllowDowngrade &&
+		a.Python == b.Python && a.Venv == b.Venv && a.IndexURL == b.IndexURL &&
+		slices.EqualFunc(a.Install, b.Install, func(x, y PackagePin) bool {
+			return x.Name == y.Name && x.Version == y.Version && x.Constraint == y.Constraint && slices.Equal(x.Extras, y.Extras)
+		}) &&
+		slices.Equal(a.Remove, b.Remove) && slices.Equal(a.Hold, b.Hold) && slices.Equal(a.Unhold, b.Unhold)
+}
+
+// knownAfterApply is what a step shows for a version only apply learns
+// (providers/repository.KnownAfterApply); its pins have no version.
+const knownAfterApply = "(known after apply)"
+
+// checkShown refuses a step whose package operations do something else
+// than its shown values say, as providers fill them: the version it
+// installs (After "version", or the "name=version" of After "package"),
+// the packages (After "packages" or "package"), the packages it holds
+// (After "held"), those a deletion removes (Before "packages" or
+// "package") and, for pip, the index and extras.
+func (s *Step) checkShown() error {
+	var ops []*PackagesOp
+	var pins []PackagePin
+	for _, op := range s.Operations {
+		if op.Packages != nil {
+			ops = append(ops, op.Packages)
+			pins = append(pins, op.Packages.Install...)
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	names := make([]string, len(pins))
+	for i, p := range pins {
+		names[i] = p.Name
+	}
+	if len(pins) > 0 {
+		want, ok := s.After["version"]
+		pkg, pkgVersion, pinned := strings.Cut(s.After["package"], "=")
+		if pinned {
+			want, ok = pkgVersion, true
+		}
+		if !ok {
+			return fmt.Errorf("it installs %s but shows no version", strings.Join(names, ", "))
+		}
+		for _, p := range pins {
+			if p.Version != want && !(p.Version == "" && (want == "" || want == knownAfterApply)) {
+				got := p.Version
+				if got == "" {
+					got = knownAfterApply
+				}
+				return fmt.Errorf("it shows version %s but installs %s %s", want, p.Name, got)
+			}
+		}
+		if pkg != "" && !slices.Contains(names, pkg) {
+			return fmt.Errorf("it shows the package %s but installs %s", pkg, strings.Join(names, ", "))
+		}
+		if shown, ok := s.After["packages"]; ok && !sameSet(splitShown(shown), names) {
+			return fmt.Errorf("it shows the packages %s but installs %s", shown, strings.Join(names, ", "))
+		}
+	}
+	if held, ok := s.After["held"]; ok {
+		var hold []string
+		for _, op := range ops {
+			hold = append(hold, op.Hold...)
+		}
+		if !sameSet(splitShown(held), hold) {
+			return fmt.Errorf("it shows %q held but holds %s", held, strings.Join(hold, ", "))
+		}
+	}
+	if s.Action == Delete {
+		var removed []string
+		for _, op := range ops {
+			removed = append(removed, op.Remove...)
+		}
+		shown, ok := s.Before["packages"]
+		if pkg, _, pinned := strings.Cut(s.Before["package"], "="); pinned && !ok {
+			shown, ok = pkg, true
+		}
+		if ok && !sameSet(splitShown(shown), removed) {
+			return fmt.Errorf("it shows %s removed but removes %s", shown, strings.Join(removed, ", "))
+		}
+	}
+	for _, op := range ops {
+		if op.Manager != "pip" {
+			continue
+		}
+		if len(op.Install) > 0 && op.IndexURL != s.After["index_url"] {
+			return fmt.Errorf("it shows the index %q but installs from %q", s.After["index_url"], op.IndexURL)
+		}
+		for _, p := range op.Install {
+			if extras := strings.Join(p.Extras, ","); extras != s.After["extras"] {
+				return fmt.Errorf("it shows the extras %q but installs %s with %q", s.After["extras"], p.Name, extras)
 			}
 		}
 	}
 	return nil
+}
+
+// splitShown splits a list as steps show it ("a, b"); "" is no list.
+func splitShown(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ", ")
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }

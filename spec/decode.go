@@ -474,7 +474,7 @@ func (l *loader) decodeFramework(blk *hcl.Block) *Framework {
 			"The cuda attribute names the CUDA release the framework build targets as major.minor, such as \"12.4\" for PyTorch's cu124 wheels; %q is not of that form.", v)
 		f.CUDA = Attr[version.Version]{}
 	}
-	f.IndexURL = b.url("index_url", "https", "http", "file")
+	f.IndexURL = b.url("index_url", IndexURLSchemes...)
 	f.Extras, _ = b.list("extras", "Invalid extra", checkExtra)
 	b.checkAbsent(f.Absent, "the framework", "source", "python", "venv")
 

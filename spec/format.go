@@ -12,6 +12,9 @@ import (
 // parse, returning the syntax diagnostics and nil, because formatting broken
 // input could move or lose text. filename is used in diagnostics only.
 func Format(src []byte, filename string) ([]byte, hcl.Diagnostics) {
+	if d := checkNesting(src, filename, hcl.InitialPos); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
 	if _, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos); diags.HasErrors() {
 		return nil, diags
 	}

@@ -105,7 +105,7 @@ func (l *loader) load(path string) {
 
 	var files []*hcl.File
 	for _, p := range paths {
-		f, diags := l.parser.ParseHCLFile(p)
+		f, diags := l.parseFile(p)
 		l.diags = append(l.diags, diags...)
 		if f != nil {
 			files = append(files, f)
@@ -132,6 +132,19 @@ func (l *loader) load(path string) {
 	}
 	l.evalLocals(blocks.OfType("locals"))
 	l.decodeResources(blocks)
+}
+
+// parseFile parses one spec file, refusing one nested deeper than the
+// parser can take before the parser sees it.
+func (l *loader) parseFile(path string) (*hcl.File, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read spec", Detail: fmt.Sprintf("Reading %s: %s.", path, plainErr(err))}}
+	}
+	if d := checkNesting(src, path, hcl.InitialPos); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
+	return l.parser.ParseHCL(src, path)
 }
 
 // specFiles lists the files that make up the spec at path.

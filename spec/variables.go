@@ -165,7 +165,14 @@ func (l *loader) assignRaw(v *Variable, raw string, from ValueSource, where stri
 	if v.Type == cty.DynamicPseudoType || v.Type.IsPrimitiveType() {
 		val = cty.StringVal(raw)
 	} else {
-		expr, diags := hclsyntax.ParseExpression([]byte(raw), "<value for var."+v.Name+">", hcl.InitialPos)
+		name := "<value for var." + v.Name + ">"
+		var expr hclsyntax.Expression
+		var diags hcl.Diagnostics
+		if d := checkNesting([]byte(raw), name, hcl.InitialPos); d != nil {
+			diags = hcl.Diagnostics{d}
+		} else {
+			expr, diags = hclsyntax.ParseExpression([]byte(raw), name, hcl.InitialPos)
+		}
 		if !diags.HasErrors() {
 			var more hcl.Diagnostics
 			val, more = expr.Value(nil)
@@ -203,6 +210,10 @@ func (l *loader) readVarFile(path string) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		l.errorf(nil, "Cannot read var file", "Reading %s: %s.", path, plainErr(err))
+		return
+	}
+	if d := checkNesting(src, path, hcl.InitialPos); d != nil {
+		l.diags = append(l.diags, d)
 		return
 	}
 	f, diags := l.parser.ParseHCL(src, path)

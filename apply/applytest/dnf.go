@@ -68,6 +68,21 @@ func parseDnfArgs(args []string) (*dnfOpts, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
+		case a == "--":
+			// As argparse: what follows is arguments, whatever it
+			// looks like; one that looks like an option is refused
+			// by the command's own parser.
+			for _, a := range args[i+1:] {
+				if strings.HasPrefix(a, "-") {
+					return nil, fmt.Errorf("unrecognized arguments: %s", a)
+				}
+				if o.cmd == "" {
+					o.cmd = a
+				} else {
+					o.args = append(o.args, a)
+				}
+			}
+			return o, nil
 		case a == "-y" || a == "--assumeyes":
 			o.yes = true
 		case a == "--assumeno":

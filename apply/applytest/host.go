@@ -145,12 +145,14 @@ func StandardPlan(index string) *planner.Plan {
 	}
 	steps := []planner.Step{
 		{Address: "driver", Action: planner.Update, Reason: "driver 535.261.03 is older than the spec's 535.309.01",
+			After: map[string]string{"version": DriverNew, "packages": "libnvidia-ml1, nvidia-smi"},
 			Operations: []planner.Operation{apt(planner.PackagesOp{
 				Unhold:  []string{"libnvidia-ml1"},
 				Install: []planner.PackagePin{{Name: "libnvidia-ml1", Version: DriverNew}, {Name: "nvidia-smi", Version: DriverNew}},
 				Hold:    []string{"libnvidia-ml1", "nvidia-smi"},
 			})}},
 		{Address: "cuda", Action: planner.Create, Reason: "CUDA 12.4 is not installed",
+			After: map[string]string{"version": "12.4.1", "package": "cuda-toolkit-12-4=12.4.1-1"},
 			Operations: []planner.Operation{apt(planner.PackagesOp{
 				Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
 			})}},
@@ -176,13 +178,15 @@ func StandardPlan(index string) *planner.Plan {
 		{Address: "device.0", Action: planner.Update, Reason: "compute mode",
 			Operations: []planner.Operation{{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: "GPU-00000000-0000-0000-0000-000000000000", Setting: "compute_mode", Value: "exclusive_process"}}}},
 		{Address: "framework.pytorch", Action: planner.Update, Reason: "torch 2.4.1 is older",
+			After: map[string]string{"version": TorchNew, "index_url": index},
 			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
 				Manager: "pip", Venv: Venv, IndexURL: index,
 				Install: []planner.PackagePin{{Name: "torch", Version: TorchNew}},
 			}}}},
 		{Address: "framework.jax", Action: planner.Create, Reason: "missing",
+			After: map[string]string{"version": "0.4.30", "index_url": index},
 			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-				Manager: "pip", Venv: NewVenv, Python: "python3", IndexURL: index,
+				Manager: "pip", Venv: NewVenv, Python: "/usr/bin/python3", IndexURL: index,
 				Install: []planner.PackagePin{{Name: "jax", Version: "0.4.30"}},
 			}}}},
 	}

@@ -24,10 +24,14 @@ func fakePython(c *Call) int {
 	}
 	switch c.Args[1] {
 	case "venv":
-		if len(c.Args) != 3 {
+		args := c.Args[2:]
+		if len(args) > 0 && args[0] == "--" {
+			args = args[1:]
+		}
+		if len(args) != 1 || strings.HasPrefix(args[0], "-") {
 			return c.errorf(2, "usage: venv ENV_DIR")
 		}
-		dir := c.Args[2]
+		dir := args[0]
 		if err := os.MkdirAll(c.path(path.Join(dir, "lib", pyVersion, "site-packages")), 0o755); err != nil {
 			return c.errorf(1, "venv: %v", err)
 		}
@@ -121,6 +125,10 @@ func fakePip(c *Call, args []string) int {
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		switch a {
+		case "--":
+			// optparse: what follows is arguments.
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
 		case "--index-url", "-i", "--report", "--dest", "-d", "--format":
 			if i+1 < len(args) {
 				opts[a] = args[i+1]

@@ -108,10 +108,12 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 	if h.Live() && os.Geteuid() != 0 {
 		return apply.ErrNotRoot
 	}
-	// An unfinished generation is said first: until rollback finishes it,
-	// no plan, saved or new, is applied.
-	if st, err := apply.ReadStatus(h, g.stateDir()); err == nil && st.Unfinished {
-		return fmt.Errorf("generation %d (%s) is unfinished: the host may be between two states. Run `gpuenv rollback` to finish reverting it, then apply again", st.Generation, st.Kind)
+	// What would refuse the apply is said first, before a plan is made
+	// and confirmed: a state directory that cannot be trusted, another
+	// gpuenv running (who), an unfinished generation (until rollback
+	// finishes it, no plan, saved or new, is applied).
+	if err := apply.CheckReady(h, g.stateDir()); err != nil {
+		return err
 	}
 	pl, err := loadPlanned(ctx, g, o, h, target)
 	if err != nil {
@@ -188,6 +190,10 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 // at target.
 func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, target string) (*planned, error) {
 	data, err := os.ReadFile(target)
+	if err == nil && planner.IsPlanDocument(data) {
+		// Read as a spec, it would only get HCL's syntax errors.
+		return nil, fmt.Errorf("%s is a plan document, not a saved plan: it lacks the %q marker of a plan saved with the fingerprint of the facts it was made from, so apply cannot tell whether it still fits the host. Save a plan to apply with `gpuenv plan --out FILE`, or apply the spec itself", target, "gpuenv_saved_plan")
+	}
 	if err == nil && planner.IsSavedPlan(data) {
 		sp, err := planner.ReadSavedPlan(strings.NewReader(string(data)))
 		if err != nil {

@@ -20,7 +20,8 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 		Short: "List the generations: applies and rollbacks",
 		Long: `History lists the generations in the state directory, oldest first: id, start
 time, kind (apply or rollback), status, the digest of the spec applied, and a
-summary. An apply undone by a rollback says which.
+summary. An apply undone by a rollback says which. A generation whose meta.json
+is missing or unreadable is listed as damaged: rollback stops there.
 
 --keep N removes the package files saved for rollback from all but the newest
 N generations. Those generations can still be rolled back as long as the
@@ -40,9 +41,19 @@ package archive or index still has the old versions.`,
 					fmt.Fprintf(g.Stdout, "Removed the saved package files of %d generations (%d bytes).\n\n", len(pr.Generations), pr.Bytes)
 				}
 			}
-			gens, err := apply.History(h, g.stateDir())
+			// History only shows what it reads: a state directory others
+			// could have written is said, not refused, and what is
+			// shown from it is not to be trusted.
+			insecure := false
+			gens, err := apply.ReadHistory(h, g.stateDir(), func(err error) {
+				insecure = true
+				fmt.Fprintf(g.Stderr, "Warning: %v\n", err)
+			})
 			if err != nil {
 				return err
+			}
+			if insecure {
+				fmt.Fprintln(g.Stderr, "Warning: the history below comes from a state directory that others could have written; do not trust it, and fix the state directory before gpuenv rollback (which refuses it until then).")
 			}
 			if g.JSON {
 				if gens == nil {
@@ -59,6 +70,11 @@ package archive or index still has the old versions.`,
 			tw := tabwriter.NewWriter(g.Stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTARTED\tKIND\tSTATUS\tSPEC\tSUMMARY")
 			for _, m := range gens {
+				if m.Status == apply.StatusDamaged {
+					// Nothing in it can be read but its number.
+					fmt.Fprintf(tw, "%d\t-\t?\t%s\t-\t%s; gpuenv rollback stops here\n", m.ID, m.Status, m.Damaged)
+					continue
+				}
 				status := string(m.Status)
 				if m.UndoneBy != 0 {
 					status += fmt.Sprintf(", undone by %d", m.UndoneBy)

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
@@ -99,7 +100,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 	pl := newPlanner(h)
 	statusPath := path.Join(g.stateDir(), planner.StatusFile)
 	pl.StatusPath = statusPath
-	pl.Status, diags = readApplyStatus(h, statusPath, diags)
+	pl.Status, diags = readApplyStatus(h, g.stateDir(), diags)
 
 	p, more := pl.Plan(ctx, s, obs)
 	diags = append(diags, more...)
@@ -152,10 +153,21 @@ func pythonsToObserve(s *spec.Spec, flags []string) []string {
 	return out
 }
 
-// readApplyStatus reads the state directory's status file. A missing file
-// is no status; one that cannot be read is a warning, since plan changes
-// nothing and a user should still see the plan.
-func readApplyStatus(h *host.Host, p string, diags hcl.Diagnostics) (*planner.ApplyStatus, hcl.Diagnostics) {
+// readApplyStatus reads the status file of the state directory stateDir.
+// A missing file is no status; one that cannot be read is a warning, since
+// plan changes nothing and a user should still see the plan. So is one in
+// a state directory that others could have written, which is then not
+// believed: plan acts on nothing it reads there.
+func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*planner.ApplyStatus, hcl.Diagnostics) {
+	p := path.Join(stateDir, planner.StatusFile)
+	var insecure *apply.InsecureError
+	if err := apply.CheckStateDir(h, stateDir); errors.As(err, &insecure) {
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning,
+			Summary:  "Untrusted state directory",
+			Detail:   fmt.Sprintf("The status file %s is not read, so plan cannot tell whether an earlier apply finished: %v. gpuenv apply and rollback refuse this state directory until it is fixed.", p, err),
+		})
+	}
 	data, err := h.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, diags

@@ -28,11 +28,7 @@ warns about it, apply refuses, and gpuenv rollback finishes reverting it.`,
 			if err != nil {
 				return err
 			}
-			store, err := apply.OpenStore(h, g.stateDir())
-			if err != nil {
-				return err
-			}
-			info, removed, err := store.ForceUnlock()
+			info, removed, err := apply.ForceUnlock(h, g.stateDir())
 			if err != nil {
 				return err
 			}
@@ -40,7 +36,11 @@ warns about it, apply refuses, and gpuenv rollback finishes reverting it.`,
 				fmt.Fprintln(g.Stdout, "The state directory is not locked.")
 				return nil
 			}
-			fmt.Fprintf(g.Stdout, "Removed the lock left by %s.\n", info)
+			if info.PID == 0 {
+				fmt.Fprintln(g.Stdout, "Removed an empty lock file, left by a gpuenv that died while taking the lock.")
+			} else {
+				fmt.Fprintf(g.Stdout, "Removed the lock left by %s.\n", info)
+			}
 			st, err := apply.ReadStatus(h, g.stateDir())
 			if err == nil && st.Unfinished {
 				fmt.Fprintf(g.Stdout, "Generation %d is unfinished: run gpuenv rollback to finish reverting it.\n", st.Generation)

@@ -2,8 +2,11 @@ package version
 
 import (
 	"fmt"
+	"strings"
 
 	debversion "pault.ag/go/debian/version"
+
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
 // CompareDebian orders two Debian package versions (epoch:upstream-revision)
@@ -43,4 +46,22 @@ func FromDebian(s string) (Version, error) {
 		return Version{}, fmt.Errorf("debian version %q: %w", s, err)
 	}
 	return v, nil
+}
+
+// debianText is what Debian Policy 5.6.12 allows in a version: an
+// optional numeric epoch, an upstream version starting with a digit, and
+// an optional revision after the last hyphen, all in ASCII letters, digits
+// and . + ~ (and - or : where the revision and epoch make them unambiguous).
+var debianText = lazyregexp.New(`^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~:-]*$`)
+
+// CheckDebian reports whether s is a Debian package version as apt
+// accepts in a name=version pin: nothing else may follow the "=".
+func CheckDebian(s string) error {
+	if !debianText.MatchString(s) || strings.HasSuffix(s, "-") {
+		return fmt.Errorf("invalid debian version %q: a version starts with a digit (after an optional epoch) and holds only letters, digits and . + ~ - :", s)
+	}
+	if _, err := debversion.Parse(s); err != nil {
+		return fmt.Errorf("invalid debian version %q: %w", s, err)
+	}
+	return nil
 }

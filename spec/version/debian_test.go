@@ -109,3 +109,29 @@ func TestFromDebianErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckDebian(t *testing.T) {
+	for _, v := range []string{"535.309.01-0+deb12u1", "1:2.0~rc1-1", "11.8.89~11.8.0-5~deb12u1", "550.127.05-0ubuntu1", "1.0", "2:1.0:1-1"} {
+		if err := CheckDebian(v); err != nil {
+			t.Errorf("CheckDebian(%q) = %v", v, err)
+		}
+	}
+	for _, v := range []string{"", "-1", "-oAPT::Get::Trivial=1", "1.0 foo", " 1.0", "1.0\n", "a1.0", "1.0-", "1:", "1.0-1_2", "1.0/1"} {
+		if err := CheckDebian(v); err == nil {
+			t.Errorf("CheckDebian(%q) accepted", v)
+		}
+	}
+}
+
+func TestCheckRPM(t *testing.T) {
+	for _, v := range []string{"550.54.15-1.el9", "3:550.54.15-1.el9", "12.4.1-1", "1.0~rc1^git1-2", "1.0"} {
+		if err := CheckRPM(v); err != nil {
+			t.Errorf("CheckRPM(%q) = %v", v, err)
+		}
+	}
+	for _, v := range []string{"", "-1", "--setopt=x", "1.0-1 x", "1.0-1-2", "1:", ":1.0-1", "1.0-"} {
+		if err := CheckRPM(v); err == nil {
+			t.Errorf("CheckRPM(%q) accepted", v)
+		}
+	}
+}
