@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +22,18 @@ import (
 // rollback` (with `gpuenv force-unlock` first where the holder died), with
 // the host as it was before (Snapshot) and `dpkg --audit` silent.
 //
-// Cells run two at a time (they share nothing; the machine has two
-// cores), and the matrix is printed at the end of the run.
+// Cells run two at a time (they share nothing; the CI machine has two
+// cores; GPUENV_REALSYS_FAULT_PARALLEL changes it), and the matrix is
+// printed at the end of the run.
 func TestFaultMatrix(t *testing.T) {
+	if n, err := strconv.Atoi(os.Getenv("GPUENV_REALSYS_FAULT_PARALLEL")); err == nil && n > 0 {
+		faultSlots = make(chan struct{}, n)
+	}
 	m := &matrix{}
 	start := time.Now()
-	applyPoints, rollbackPoints := countJournalPoints(t)
-	h.Report("fault matrix: an uninterrupted apply of the upgrade writes %d journal records, its rollback %d", applyPoints, rollbackPoints)
+	applyEnds, rollbackEnds := countJournalPoints(t, upgradeSpec())
+	h.Report("fault matrix: an uninterrupted apply of the upgrade writes %d journal records, its rollback %d", len(applyEnds), len(rollbackEnds))
+	largeApply, largeRollback := countJournalPoints(t, largeUpgradeSpec())
 
 	type entry struct {
 		name string
@@ -37,11 +43,25 @@ func TestFaultMatrix(t *testing.T) {
 	for _, k := range killCells {
 		cells = append(cells, entry{"kill/" + k.name, k.run})
 	}
-	for n := 0; n <= applyPoints; n++ {
-		cells = append(cells, entry{fmt.Sprintf("diskfull/apply-at-%d", n), func(c *cell) { diskFullCell(c, faultedApply, n) }})
+	for n := 0; n <= len(applyEnds); n++ {
+		cells = append(cells, entry{fmt.Sprintf("diskfull/apply-at-%d", n), func(c *cell) { diskFullCell(c, faultedApply, n, upgradeSpec(), false) }})
 	}
-	for n := 0; n <= rollbackPoints; n++ {
-		cells = append(cells, entry{fmt.Sprintf("diskfull/rollback-at-%d", n), func(c *cell) { diskFullCell(c, faultedRollback, n) }})
+	for n := 0; n <= len(rollbackEnds); n++ {
+		cells = append(cells, entry{fmt.Sprintf("diskfull/rollback-at-%d", n), func(c *cell) { diskFullCell(c, faultedRollback, n, upgradeSpec(), false) }})
+	}
+	// The records above all fit in the journal's first page; these two
+	// tear one, with a spec whose journals pass a page boundary.
+	for _, torn := range []struct {
+		kind faultedBy
+		name string
+		ends []int
+	}{{faultedApply, "apply", largeApply}, {faultedRollback, "rollback", largeRollback}} {
+		n, ok := tornPoint(torn.ends)
+		if !ok {
+			t.Errorf("no record of the large spec's %s journal straddles a page boundary: %v", torn.name, torn.ends)
+			continue
+		}
+		cells = append(cells, entry{fmt.Sprintf("diskfull/%s-torn-record-%d", torn.name, n+1), func(c *cell) { diskFullCell(c, torn.kind, n, largeUpgradeSpec(), true) }})
 	}
 	cells = append(cells,
 		entry{"network/cut-during-download", networkDownloadCell},
@@ -53,6 +73,8 @@ func TestFaultMatrix(t *testing.T) {
 		for _, e := range cells {
 			t.Run(e.name, func(t *testing.T) {
 				t.Parallel()
+				faultSlots <- struct{}{}
+				defer func() { <-faultSlots }()
 				c := &cell{t: t}
 				begin := time.Now()
 				defer func() {
@@ -79,21 +101,29 @@ func TestFaultMatrix(t *testing.T) {
 	}
 }
 
-// countJournalPoints runs the disk-full cells' apply and rollback once,
-// uninterrupted, and counts the records each writes: the journal points
-// the cells fill the disk at are 0 (the journal just opened) to these.
-func countJournalPoints(t *testing.T) (apply, rollback int) {
+// countJournalPoints runs the disk-full cells' apply of upgrade (from the
+// install) and its rollback once, uninterrupted, and gives the journal's
+// size after each record of each: the points the cells fill the disk at
+// are 0 (the journal just opened) to the number of records.
+func countJournalPoints(t *testing.T, upgrade string) (apply, rollback []int) {
 	t.Helper()
 	r := newFaultRoot(t, faultRootOptions{StateTmpfs: true})
 	r.mustApply(installSpec())
-	r.mustApply(upgradeSpec())
-	_, apply = r.journalLines()
+	r.mustApply(upgrade)
+	_, _, apply, _ = r.journalLines()
+	t.Logf("the apply's journal: %d records, the file's size after each: %v", len(apply), apply)
 	if res := r.Gpuenv("rollback", "--auto-approve"); res.Code != 0 {
 		t.Fatalf("counting journal points: rollback: %s", res)
 	}
-	_, rollback = r.journalLines()
+	_, _, rollback, _ = r.journalLines()
+	t.Logf("the rollback's journal: %d records, the file's size after each: %v", len(rollback), rollback)
 	return apply, rollback
 }
+
+// faultSlots bounds how many cells run at once, whatever go test's
+// -parallel: each holds a root of about 600 MB in memory and keeps a core
+// busy. GPUENV_REALSYS_FAULT_PARALLEL changes it.
+var faultSlots = make(chan struct{}, 2)
 
 // A killCell kills every process in the root while a maintainer script of
 // one of the transaction's packages runs: stopped at phase by faultHook.
@@ -181,9 +211,14 @@ func (k killCell) run(c *cell) {
 }
 
 // diskFullCell fills the state directory's filesystem at journal point n
-// of the upgrade's apply or of its rollback; the test then frees the
-// space, and recovery must work from what was written.
-func diskFullCell(c *cell, kind faultedBy, n int) {
+// of the apply of upgrade (from the install) or of its rollback; the test
+// then frees the space, and recovery must work from what was written. On
+// a full filesystem a write that fits in the last, partly used page of a
+// file still succeeds, as it would on a real disk: the journal's next
+// record fails only when it needs a new page. The cell's line says which
+// writes met ENOSPC and whether the journal's last record was torn;
+// wantTorn says the cell was chosen so that it must be.
+func diskFullCell(c *cell, kind faultedBy, n int, upgrade string, wantTorn bool) {
 	t := c.t
 	r := newFaultRoot(t, faultRootOptions{StateTmpfs: true})
 	c.r = r
@@ -194,10 +229,10 @@ func diskFullCell(c *cell, kind faultedBy, n int) {
 	var res Result
 	what := "apply"
 	if kind == faultedApply {
-		r.writeSpec(upgradeSpec())
+		r.writeSpec(upgrade)
 		res = r.RunGpuenv(env, "apply", "--auto-approve", specDir)
 	} else {
-		r.mustApply(upgradeSpec())
+		r.mustApply(upgrade)
 		what = "rollback"
 		res = r.RunGpuenv(env, "rollback", "--auto-approve")
 	}
@@ -211,7 +246,76 @@ func diskFullCell(c *cell, kind faultedBy, n int) {
 			t.Fatal(err)
 		}
 	}
+	c.step("ENOSPC in: %s", noSpaceIn(res.Stdout+res.Stderr))
+	gen, records, _, torn := r.journalLines()
+	switch {
+	case torn:
+		c.step("journal of generation %d torn after %d whole records", gen, records)
+	case wantTorn:
+		c.fail(fmt.Sprintf("the fill at point %d did not tear the journal's next record (generation %d has %d whole records): the records' sizes moved; the cell must be chosen again", n, gen, records), res.String())
+	}
+	if bad := r.damagedSavedPackages(); len(bad) > 0 {
+		c.step("saved package files damaged: %s", strings.Join(bad, ", "))
+	}
 	c.finish(before, kind, res)
+}
+
+// noSpaceIn names the files whose writes gpuenv reported failing with
+// ENOSPC, from its output.
+func noSpaceIn(out string) string {
+	var what []string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, "no space left on device") || strings.Contains(line, "(faultinject)") {
+			continue
+		}
+		name := "other"
+		for _, f := range strings.Fields(line) {
+			f = strings.TrimRight(f, ":,;)")
+			if strings.HasPrefix(f, "/var/lib/gpuenv/") {
+				name = strings.TrimLeft(path.Base(f), ".")
+				if i := strings.Index(name, ".gpuenv-"); i > 0 {
+					name = name[:i] // a temporary file: name what it replaces
+				}
+				break
+			}
+		}
+		if !slices.Contains(what, name) {
+			what = append(what, name)
+		}
+	}
+	if len(what) == 0 {
+		return "nothing gpuenv reported"
+	}
+	return strings.Join(what, ", ")
+}
+
+// tornPoint finds the journal point after which the next record straddles
+// a page boundary, so that filling the disk there tears it (a short
+// write), given the journal's size after each record of an uninterrupted
+// run. It wants the boundary well inside the record: sizes move by a few
+// bytes between runs (times, durations).
+func tornPoint(ends []int) (int, bool) {
+	const margin = 48
+	page := os.Getpagesize()
+	prev := 0
+	for k, end := range ends {
+		boundary := (prev/page + 1) * page
+		if boundary-prev >= margin && end-boundary >= margin {
+			return k, true
+		}
+		prev = end
+	}
+	return 0, false
+}
+
+// largeUpgradeSpec is upgradeSpec with enough more groups that its
+// journal, and its rollback's, pass a page boundary.
+func largeUpgradeSpec() string {
+	s := upgradeSpec()
+	for i := 1; i <= 12; i++ {
+		s += fmt.Sprintf("\ngroup \"gpuenv-fault-%02d\" {\n  members = [\"alice\"]\n}\n", i)
+	}
+	return s
 }
 
 // networkDownloadCell: the repository is served over HTTP, and the

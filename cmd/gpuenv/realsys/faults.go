@@ -554,16 +554,26 @@ func (c *cell) compare(before *Snapshot) {
 			strings.Join(diff, "\n")+"\n"+r.dpkgEvidence())
 	}
 	if st, err := os.ReadFile(r.Path("/var/lib/gpuenv/status.json")); err == nil && bytes.Contains(st, []byte(`"unfinished": true`)) {
-		c.fail("gpuenv still reports an unfinished generation", string(st)+"\n"+r.Gpuenv("history").Stdout)
+		// What a user meets next: apply reads status.json.
+		next := r.Gpuenv("apply", "--auto-approve", specDir)
+		c.fail("status.json still says a generation is unfinished; the next apply: "+describe(next)+": "+lastLine(next.Stderr+next.Stdout),
+			string(st)+"\n"+r.Gpuenv("history").Stdout+"\nthe next apply:\n"+next.String())
 	}
 }
 
 // dpkgEvidence is what dpkg and gpuenv's history say about the cell's
-// packages, for a failure's report.
+// packages, and the newest generation's package-manager log and saved
+// files, for a failure's report.
 func (r *faultRoot) dpkgEvidence() string {
-	res := r.Sh("dpkg -l 'cuda-*' 2>&1 | tail -n +6; echo '--- dpkg --audit:'; dpkg --audit 2>&1; echo '--- tail of /var/log/dpkg.log:'; tail -n 25 /var/log/dpkg.log")
+	res := r.Sh(`dpkg -l 'cuda-*' 'libcuda1' 'libnvidia-ml1' 'nvidia-smi' 2>&1 | grep '^[a-zA-Z][a-zA-Z]' | tail -n +2
+echo '--- tail of /var/log/dpkg.log:'; tail -n 25 /var/log/dpkg.log
+gen=$(ls /var/lib/gpuenv/generations 2>/dev/null | sort -n | tail -n 1)
+if [ -n "$gen" ]; then
+	echo "--- saved package files"; find /var/lib/gpuenv/generations -path '*/packages/*' -type f -printf '%M %s %p\n' | sort -k3
+	echo "--- generation $gen: tail of its log"; tail -n 30 /var/lib/gpuenv/generations/$gen/log 2>&1
+fi`)
 	hist := r.Gpuenv("history")
-	return res.Stdout + "--- gpuenv history:\n" + hist.Stdout + hist.Stderr
+	return res.Stdout + res.Stderr + "--- gpuenv history:\n" + hist.Stdout + hist.Stderr
 }
 
 // dpkgStates is the fault packages' state as dpkg reports it, one line.
@@ -591,8 +601,10 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// journalLines counts the records of the newest generation's journal.
-func (r *Root) journalLines() (gen, n int) {
+// journalLines counts the whole records of the newest generation's
+// journal, gives the file's size after each, and says whether something
+// follows the last whole record (a torn one).
+func (r *Root) journalLines() (gen, n int, ends []int, torn bool) {
 	r.t.Helper()
 	ents, err := os.ReadDir(r.Path("/var/lib/gpuenv/generations"))
 	if err != nil {
@@ -612,5 +624,25 @@ func (r *Root) journalLines() (gen, n int) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return gen, bytes.Count(data, []byte("\n"))
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	torn = len(data) > 0 && data[len(data)-1] != '\n'
+	return gen, len(ends), ends, torn
+}
+
+// damagedSavedPackages lists the package files saved in the generations
+// that dpkg-deb cannot read.
+func (r *Root) damagedSavedPackages() []string {
+	debs, _ := filepath.Glob(r.Path("/var/lib/gpuenv/generations/*/packages/*/*.deb"))
+	var bad []string
+	for _, d := range debs {
+		if err := exec.Command("dpkg-deb", "--info", d).Run(); err != nil {
+			fi, _ := os.Stat(d)
+			bad = append(bad, fmt.Sprintf("%s (%d bytes)", strings.TrimPrefix(d, r.Path("/var/lib/gpuenv/generations")+"/"), fi.Size()))
+		}
+	}
+	return bad
 }
