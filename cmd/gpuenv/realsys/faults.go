@@ -512,6 +512,9 @@ func describe(res Result) string {
 func (c *cell) finish(before *Snapshot, kind faultedBy, res Result) {
 	c.t.Helper()
 	r := c.r
+	if res.Code == 0 && res.Signal == "" {
+		c.checkStatus(fmt.Sprintf("after the faulted %s exited 0", res.Args[1]))
+	}
 	_, lockErr := os.Stat(r.Path("/var/lib/gpuenv/lock"))
 	if res.Signal != "" || lockErr == nil {
 		un := r.Gpuenv("force-unlock")
@@ -553,12 +556,43 @@ func (c *cell) compare(before *Snapshot) {
 		c.fail(fmt.Sprintf("the host differs from before in %d ways: %s", len(diff), diff[0]),
 			strings.Join(diff, "\n")+"\n"+r.dpkgEvidence())
 	}
-	if st, err := os.ReadFile(r.Path("/var/lib/gpuenv/status.json")); err == nil && bytes.Contains(st, []byte(`"unfinished": true`)) {
-		// What a user meets next: apply reads status.json.
-		next := r.Gpuenv("apply", "--auto-approve", specDir)
-		c.fail("status.json still says a generation is unfinished; the next apply: "+describe(next)+": "+lastLine(next.Stderr+next.Stdout),
-			string(st)+"\n"+r.Gpuenv("history").Stdout+"\nthe next apply:\n"+next.String())
+	c.checkStatus("at the end")
+}
+
+// checkStatus fails the cell when gpuenv's last word was that its run
+// finished (or the recovery is over) but the next apply refuses because a
+// generation is unfinished: status.json, which apply reads first, was left
+// behind. The apply runs without --auto-approve and without a terminal,
+// so it changes nothing: it refuses at once, or plans and stops.
+func (c *cell) checkStatus(when string) {
+	c.t.Helper()
+	r := c.r
+	st, err := os.ReadFile(r.Path("/var/lib/gpuenv/status.json"))
+	if err != nil || !bytes.Contains(st, []byte(`"unfinished": true`)) {
+		return
 	}
+	next := r.Gpuenv("apply", specDir)
+	if !strings.Contains(next.Stderr+next.Stdout, "unfinished") {
+		return
+	}
+	hist := r.Gpuenv("history")
+	// A plain rollback, without a terminal, shows what it would undo
+	// and refuses: what a user told to run it would get.
+	rb := r.Gpuenv("rollback")
+	c.fail(fmt.Sprintf("%s, the next apply is refused: %s", when, firstErrorLine(next.Stderr+next.Stdout)),
+		"status.json:\n"+string(st)+"\n--- gpuenv history:\n"+hist.Stdout+hist.Stderr+
+			"\n--- gpuenv rollback (no terminal, not approved):\n"+rb.Stdout+rb.Stderr+"\n--- the next apply:\n"+next.String())
+}
+
+// firstErrorLine is the first line of out that reads as a warning or an
+// error, else its last line.
+func firstErrorLine(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "Error") || strings.HasPrefix(l, "Warning") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return lastLine(out)
 }
 
 // dpkgEvidence is what dpkg and gpuenv's history say about the cell's
@@ -567,11 +601,10 @@ func (c *cell) compare(before *Snapshot) {
 func (r *faultRoot) dpkgEvidence() string {
 	res := r.Sh(`dpkg -l 'cuda-*' 'libcuda1' 'libnvidia-ml1' 'nvidia-smi' 2>&1 | grep '^[a-zA-Z][a-zA-Z]' | tail -n +2
 echo '--- tail of /var/log/dpkg.log:'; tail -n 25 /var/log/dpkg.log
-gen=$(ls /var/lib/gpuenv/generations 2>/dev/null | sort -n | tail -n 1)
-if [ -n "$gen" ]; then
-	echo "--- saved package files"; find /var/lib/gpuenv/generations -path '*/packages/*' -type f -printf '%M %s %p\n' | sort -k3
+echo "--- saved package files"; find /var/lib/gpuenv/generations -path '*/packages/*' -type f -printf '%M %s %p\n' 2>&1 | sort -k3
+for gen in $(ls /var/lib/gpuenv/generations 2>/dev/null | sort -n | tail -n 2); do
 	echo "--- generation $gen: tail of its log"; tail -n 30 /var/lib/gpuenv/generations/$gen/log 2>&1
-fi`)
+done`)
 	hist := r.Gpuenv("history")
 	return res.Stdout + res.Stderr + "--- gpuenv history:\n" + hist.Stdout + hist.Stderr
 }
