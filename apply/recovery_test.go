@@ -272,3 +272,23 @@ func TestInterruptedRollbackIsResumed(t *testing.T) {
 		t.Errorf("history: %+v", gens)
 	}
 }
+
+// A download into a full disk can leave an empty package file while
+// apt-get exits 0. The file is checked when it is saved: the cut one is
+// thrown away and the package rebuilt from dpkg's records, so that the
+// rollback has a whole file to restore from.
+func TestCutDownloadIsNotSavedForRollback(t *testing.T) {
+	fx := newFixture(t)
+	before := fx.snapshot()
+	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:download@empty")
+	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
+		t.Fatalf("apply: %s %+v\n%s", res.Status, res.Failed, fx.out.String())
+	}
+	if !strings.Contains(fx.out.String(), "is not whole: rebuilding it") {
+		t.Errorf("the empty download was not noticed:\n%s", fx.out.String())
+	}
+	if res := fx.rollback(-1); res.Status != apply.StatusDone {
+		t.Fatalf("rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+	}
+	fx.same(before, "after a rollback from a rebuilt package")
+}
