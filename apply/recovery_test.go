@@ -230,9 +230,18 @@ func TestMetaWriteFailureKeepsJournalsEnding(t *testing.T) {
 	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	st := filepath.Join(fx.Root, stateDir, "status.json")
+	if err := os.WriteFile(st, []byte(`{"unfinished": true, "generation": 1, "kind": "apply", "status": "running"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	gens, err := apply.History(fx.h, stateDir)
 	if err != nil || len(gens) != 1 || gens[0].Status != apply.StatusApplied || gens[0].Finished == nil {
 		t.Fatalf("history: %+v %v, want generation 1 applied", gens, err)
+	}
+	// Before any command rewrites it, the stale status file is read
+	// through the journal.
+	if st, err := apply.ReadStatus(fx.h, stateDir); err != nil || st.Unfinished || st.Status != apply.StatusApplied {
+		t.Fatalf("status: %+v %v, want generation 1 applied", st, err)
 	}
 	// A locked command writes the truth back, status.json included.
 	_, err = apply.Apply(context.Background(), fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
