@@ -444,12 +444,21 @@ func (x *HostExecutor) saveDeb(ctx context.Context, ws *Workspace, seq int, name
 		return "", err
 	}
 	inRoot := path.Join(ws.Dir, sub)
+	// find returns the package file saved in dir once it is whole; a cut
+	// one is removed, so that the next way of saving it starts afresh.
+	var broken error
 	find := func() string {
 		m, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
-		if len(m) == 1 {
-			return path.Join(inRoot, filepath.Base(m[0]))
+		if len(m) != 1 {
+			return ""
 		}
-		return ""
+		if err := checkDebFile(m[0]); err != nil {
+			broken = err
+			fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
+			os.Remove(m[0])
+			return ""
+		}
+		return path.Join(inRoot, filepath.Base(m[0]))
 	}
 	// apt-get download writes into the working directory; env -C sets it
 	// without a shell.
@@ -460,11 +469,18 @@ func (x *HostExecutor) saveDeb(ctx context.Context, ws *Workspace, seq int, name
 			return f, syncDir(dir)
 		}
 	}
-	ws.say("%s %s is not in the archive any more: rebuilding it from dpkg's records of the installed package", name, version)
+	if broken != nil {
+		ws.say("the downloaded package file of %s %s is not whole: rebuilding it from dpkg's records of the installed package", name, version)
+	} else {
+		ws.say("%s %s is not in the archive any more: rebuilding it from dpkg's records of the installed package", name, version)
+	}
 	if err := x.rebuildDeb(ctx, ws, dir, inRoot, name, version); err != nil {
 		return "", fmt.Errorf("cannot save %s %s for rollback (apt-get download failed and rebuilding it did too; see %s): %w", name, version, ws.Dir+"/"+logName, err)
 	}
 	f := find()
+	if f == "" && broken != nil {
+		return "", fmt.Errorf("cannot save %s %s for rollback: %w", name, version, broken)
+	}
 	if f == "" {
 		return "", fmt.Errorf("cannot save %s %s for rollback: dpkg-deb wrote no package file", name, version)
 	}

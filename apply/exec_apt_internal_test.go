@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,5 +105,40 @@ func TestReadDpkgFoldsInTheJournal(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("check: %v; want it to say %q", err, want)
 		}
+	}
+}
+
+func TestCheckDebFile(t *testing.T) {
+	dir := t.TempDir()
+	member := func(name, data string) string {
+		s := fmt.Sprintf("%-16s%-12d%-6d%-6d%-8s%-10d`\n", name, 0, 0, 0, "100644", len(data)) + data
+		if len(data)%2 == 1 {
+			s += "\n"
+		}
+		return s
+	}
+	whole := "!<arch>\n" + member("debian-binary", "2.0\n") + member("control.tar.xz", "ctl") + member("data.tar.xz", "some data")
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"whole", whole, ""},
+		{"empty", "", "no ar archive header (0 bytes)"},
+		{"cut in the data", whole[:len(whole)-4], "member data.tar.xz is cut"},
+		{"cut in a header", whole[:40], "header is cut"},
+		{"no data member", "!<arch>\n" + member("debian-binary", "2.0\n") + member("control.tar.xz", "ctl"), "want debian-binary, control.tar.*, data.tar.*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name+".deb")
+			if err := os.WriteFile(p, []byte(tc.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := checkDebFile(p)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("a whole file refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error saying %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -230,9 +230,18 @@ func TestMetaWriteFailureKeepsJournalsEnding(t *testing.T) {
 	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	st := filepath.Join(fx.Root, stateDir, "status.json")
+	if err := os.WriteFile(st, []byte(`{"unfinished": true, "generation": 1, "kind": "apply", "status": "running"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	gens, err := apply.History(fx.h, stateDir)
 	if err != nil || len(gens) != 1 || gens[0].Status != apply.StatusApplied || gens[0].Finished == nil {
 		t.Fatalf("history: %+v %v, want generation 1 applied", gens, err)
+	}
+	// Before any command rewrites it, the stale status file is read
+	// through the journal.
+	if st, err := apply.ReadStatus(fx.h, stateDir); err != nil || st.Unfinished || st.Status != apply.StatusApplied {
+		t.Fatalf("status: %+v %v, want generation 1 applied", st, err)
 	}
 	// A locked command writes the truth back, status.json included.
 	_, err = apply.Apply(context.Background(), fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
@@ -271,4 +280,24 @@ func TestInterruptedRollbackIsResumed(t *testing.T) {
 	if len(gens) != 2 || gens[1].Status != apply.StatusDone || gens[0].UndoneBy != 2 {
 		t.Errorf("history: %+v", gens)
 	}
+}
+
+// A download into a full disk can leave an empty package file while
+// apt-get exits 0. The file is checked when it is saved: the cut one is
+// thrown away and the package rebuilt from dpkg's records, so that the
+// rollback has a whole file to restore from.
+func TestCutDownloadIsNotSavedForRollback(t *testing.T) {
+	fx := newFixture(t)
+	before := fx.snapshot()
+	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:download@empty")
+	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
+		t.Fatalf("apply: %s %+v\n%s", res.Status, res.Failed, fx.out.String())
+	}
+	if !strings.Contains(fx.out.String(), "is not whole: rebuilding it") {
+		t.Errorf("the empty download was not noticed:\n%s", fx.out.String())
+	}
+	if res := fx.rollback(-1); res.Status != apply.StatusDone {
+		t.Fatalf("rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+	}
+	fx.same(before, "after a rollback from a rebuilt package")
 }

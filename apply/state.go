@@ -592,7 +592,36 @@ func ReadStatus(h *host.Host, stateDir string) (StatusFile, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return st, fmt.Errorf("%s: %w", path.Join(stateDir, statusName), err)
 	}
+	if st.Unfinished {
+		if ended, ok := EndedAs(h, stateDir, st.Generation); ok {
+			st.Unfinished, st.Status, st.Message = false, ended, ""
+		}
+	}
 	return st, nil
+}
+
+// EndedAs reads how generation id ended from its journal's end record,
+// for a reader of status.json that the run could not rewrite at its end
+// (the disk was full): the journal is written first and is the record of
+// what happened. ok is false when the journal has no end record or cannot
+// be read (by a user other than root, it never can).
+func EndedAs(h *host.Host, stateDir string, id int) (Status, bool) {
+	if id <= 0 {
+		return "", false
+	}
+	p, err := h.Resolve(path.Join(stateDir, generationsDir, strconv.Itoa(id), journalName))
+	if err != nil {
+		return "", false
+	}
+	recs, err := ReadJournal(p, false)
+	if err != nil || len(recs) == 0 {
+		return "", false
+	}
+	last := recs[len(recs)-1]
+	if last.Event != EventEnd || last.Status == "" || last.Status.Unfinished() {
+		return "", false
+	}
+	return last.Status, true
 }
 
 // newGeneration creates the next generation's directory and meta.

@@ -10,14 +10,18 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/tools/txtar"
 	"pault.ag/go/debian/version"
 )
 
-// A fake .deb is a txtar archive: the comment holds the control
-// paragraph, the files are installed at their paths (relative to /).
+// A fake .deb is an ar archive, as a real one is, with the members a
+// real one has — debian-binary, control.tar, data.tar — so that apply's
+// check of a saved package file's structure applies to it; but control.tar
+// holds the control paragraph as text and data.tar a txtar archive of the
+// files, installed at their paths (relative to /).
 
 // Deb is a fake package.
 type Deb struct {
@@ -38,7 +42,7 @@ func (d Deb) Bytes() []byte {
 		ctl += "Depends: " + d.Depends + "\n"
 	}
 	ctl += fmt.Sprintf("Description: %s (gpuenv test package)\n", d.Name)
-	ar := &txtar.Archive{Comment: []byte(ctl)}
+	ar := &txtar.Archive{}
 	names := make([]string, 0, len(d.Files))
 	for n := range d.Files {
 		names = append(names, n)
@@ -47,7 +51,40 @@ func (d Deb) Bytes() []byte {
 	for _, n := range names {
 		ar.Files = append(ar.Files, txtar.File{Name: strings.TrimPrefix(n, "/"), Data: []byte(d.Files[n])})
 	}
-	return txtar.Format(ar)
+	var b bytes.Buffer
+	b.WriteString("!<arch>\n")
+	for _, m := range []struct {
+		name string
+		data []byte
+	}{{"debian-binary", []byte("2.0\n")}, {"control.tar", []byte(ctl)}, {"data.tar", txtar.Format(ar)}} {
+		fmt.Fprintf(&b, "%-16s%-12d%-6d%-6d%-8s%-10d`\n", m.name, 0, 0, 0, "100644", len(m.data))
+		b.Write(m.data)
+		if len(m.data)%2 == 1 {
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}
+
+// arMembers splits an ar archive into its members' data by name.
+func arMembers(data []byte) (map[string][]byte, error) {
+	if !bytes.HasPrefix(data, []byte("!<arch>\n")) {
+		return nil, errors.New("not an ar archive")
+	}
+	out := map[string][]byte{}
+	for off := 8; off < len(data); {
+		if off+60 > len(data) {
+			return nil, errors.New("cut member header")
+		}
+		hdr := data[off : off+60]
+		size, err := strconv.Atoi(strings.TrimSpace(string(hdr[48:58])))
+		if err != nil || off+60+size > len(data) {
+			return nil, errors.New("cut member")
+		}
+		out[strings.TrimSpace(string(hdr[0:16]))] = data[off+60 : off+60+size]
+		off += 60 + size + size%2
+	}
+	return out, nil
 }
 
 // FileName is the name apt gives the package file.
@@ -79,8 +116,12 @@ type debFile struct {
 }
 
 func parseDeb(data []byte) (*debFile, error) {
-	ar := txtar.Parse(data)
-	ctl := parseParagraphs(ar.Comment)
+	members, err := arMembers(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a package file: %w", err)
+	}
+	ar := txtar.Parse(members["data.tar"])
+	ctl := parseParagraphs(members["control.tar"])
 	if len(ctl) != 1 || ctl[0].get("Package") == "" || ctl[0].get("Version") == "" {
 		return nil, errors.New("not a package file (no control paragraph)")
 	}
@@ -357,7 +398,13 @@ func fakeAptGet(c *Call) int {
 				return c.errorf(100, "E: Can't find a source to download version '%s' of '%s:amd64'", ver, name)
 			}
 			fn := Deb{Name: name, Version: found.control.get("Version"), Arch: found.control.get("Architecture")}.FileName()
-			if err := c.writeFile(path.Join(c.Dir, fn), found.data, 0o644); err != nil {
+			data := found.data
+			if _, empty := c.shouldFail("empty"); empty {
+				// The disk was full: the file is created and nothing
+				// written to it, and apt-get still exits 0.
+				data = nil
+			}
+			if err := c.writeFile(path.Join(c.Dir, fn), data, 0o644); err != nil {
 				return c.errorf(100, "E: %v", err)
 			}
 			fmt.Fprintf(c.Stdout, "Get:1 fake %s %s [%d B]\n", name, found.control.get("Version"), len(found.data))

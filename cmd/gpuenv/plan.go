@@ -175,6 +175,14 @@ func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*pla
 	if err == nil {
 		var st *planner.ApplyStatus
 		st, err = planner.ReadApplyStatus(bytes.NewReader(data))
+		if err == nil && st.Unfinished {
+			// The run may have ended with a full disk, unable to
+			// rewrite the status file; its journal says so (when this
+			// user can read it).
+			if _, ok := apply.EndedAs(h, stateDir, st.Generation); ok {
+				st.Unfinished = false
+			}
+		}
 		if err == nil {
 			return st, diags
 		}
