@@ -10,7 +10,7 @@
 //	GPUENV_FAULT_STATE_DIR=dir  the state directory whose filesystem is
 //	                            filled (default /var/lib/gpuenv)
 //
-// At that point a filler file, FaultFillerName in the state directory, is
+// At that point a filler file, faultFillerName in the state directory, is
 // written until the filesystem reports ENOSPC and left there; gpuenv goes on
 // and meets the full disk at its next write. The test removes the filler.
 package main
@@ -24,8 +24,8 @@ import (
 	"syscall"
 )
 
-// FaultFillerName is the filler file's name in the state directory.
-const FaultFillerName = "gpuenv-fault-filler"
+// faultFillerName is the filler file's name in the state directory.
+const faultFillerName = "gpuenv-fault-filler"
 
 func init() {
 	at, ok := os.LookupEnv("GPUENV_FAULT_FILL_AT")
@@ -45,7 +45,7 @@ func init() {
 		if count != n {
 			return
 		}
-		filler := filepath.Join(dir, FaultFillerName)
+		filler := filepath.Join(dir, faultFillerName)
 		written, err := fillDisk(filler)
 		fmt.Fprintf(os.Stderr, "gpuenv (faultinject): journal point %d: wrote %d bytes to %s until: %v\n", count, written, filler, err)
 	}

@@ -194,6 +194,9 @@ func (k killCell) run(c *cell) {
 	}
 	what := strings.SplitN(k.when, "-", 2)[0]
 	if !r.waitReached(p, k.phase, 3*time.Minute) {
+		if !p.Exited() {
+			r.PowerCut()
+		}
 		res := p.Wait()
 		c.step("%s %s", what, describe(res))
 		c.fail(fmt.Sprintf("the %s never reached %s", what, k.phase), res.String())

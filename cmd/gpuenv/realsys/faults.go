@@ -251,16 +251,21 @@ type Process struct {
 func (r *Root) StartGpuenv(env []string, args ...string) *Process {
 	r.t.Helper()
 	argv := append([]string{"/usr/local/bin/gpuenv"}, args...)
-	p := &Process{cmd: exec.Command("chroot", append([]string{r.Dir}, argv...)...), done: make(chan struct{})}
+	// Bounded as Chroot's commands are: a gpuenv that hangs fails its
+	// cell instead of the run.
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	p := &Process{cmd: exec.CommandContext(ctx, "chroot", append([]string{r.Dir}, argv...)...), done: make(chan struct{})}
 	p.cmd.Env = append(slices.Clone(userEnv), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	p.res.Args = argv
 	p.start = time.Now()
 	if err := p.cmd.Start(); err != nil {
+		cancel()
 		r.t.Fatalf("starting %q in the root: %v", argv, err)
 	}
 	go func() {
 		err := p.cmd.Wait()
+		cancel()
 		p.res.Took = since(p.start)
 		p.res.Stdout, p.res.Stderr = p.stdout.String(), p.stderr.String()
 		var exit *exec.ExitError
@@ -612,7 +617,11 @@ done`)
 // dpkgStates is the fault packages' state as dpkg reports it, one line.
 func (r *Root) dpkgStates(names ...string) string {
 	res := r.Sh(`dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}${db:Status-Eflag}\n' ` + strings.Join(names, " ") + ` 2>&1 || true`)
-	return strings.Join(strings.Fields(strings.ReplaceAll(res.Stdout, "\n", ";")), " ")
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		out = append(out, strings.Join(strings.Fields(line), " "))
+	}
+	return strings.Join(out, ", ")
 }
 
 func lastLine(s string) string {
