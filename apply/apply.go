@@ -39,6 +39,9 @@ type Options struct {
 	// ProgressInterval is how often an operation still running says so;
 	// zero: DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// Events, when set, receives the run's events as they happen (the
+	// JSON view); Out still receives the text.
+	Events func(RunEvent)
 }
 
 // Recheck is what a new observation and plan say after an apply.
@@ -168,10 +171,32 @@ type engine struct {
 	j    *journal
 	ws   *Workspace
 	logf *os.File
+	em   *emitter
 }
 
 func (e *engine) say(format string, args ...any) {
 	fmt.Fprintf(e.out, format+"\n", args...)
+	e.em.emit(RunEvent{Type: RunMessage, Line: fmt.Sprintf(format, args...)})
+}
+
+// opEvent names operation n of total for the events.
+func opEvent(n, total int, step string, op planner.Operation) *EventOperation {
+	return &EventOperation{Index: n, Total: total, Step: step, Kind: string(op.Kind), What: Describe(op)}
+}
+
+// started and ended report an operation's start and end.
+func (e *engine) started(op *EventOperation) {
+	e.em.emit(RunEvent{Type: RunOperationStart, Operation: op})
+	e.em.running(op)
+}
+
+func (e *engine) ended(op *EventOperation, outcome string, start time.Time, err error) {
+	e.em.running(nil)
+	ev := RunEvent{Type: RunOperationEnd, Operation: op, Outcome: outcome, Seconds: time.Since(start).Round(time.Millisecond).Seconds()}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	e.em.emit(ev)
 }
 
 func checkRoot(h *host.Host) error {
@@ -294,7 +319,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, nil, opts.JournalPoint)
+	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, nil, opts.JournalPoint, opts.Events)
 	if err != nil {
 		return nil, err
 	}
@@ -335,9 +360,12 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 			break
 		}
 		fmt.Fprintf(out, "[%d/%d] %s: %s …", n, len(items), it.step, what)
+		ev := opEvent(n, len(items), it.step, it.op)
+		e.started(ev)
 		inv, err := safe(func() (*Inverse, error) { return e.exec.Prepare(run, e.ws, n, it.op) })
 		var skip *SkipError
 		if errors.As(err, &skip) {
+			e.ended(ev, "skipped", start, skip)
 			fmt.Fprintf(out, " skipped\n      %s\n", skip.Reason)
 			res.Skipped = append(res.Skipped, it.step+": "+skip.Reason)
 			res.NeedsReboot = true
@@ -349,6 +377,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		if err != nil {
 			fmt.Fprintf(out, " failed\n")
 			failure = fmt.Errorf("preparing: %w", err)
+			e.ended(ev, "failed", start, failure)
 			res.Failed = &Failure{Step: it.step, What: what, Error: failure.Error(), LogTail: e.logTail()}
 			if jerr := e.j.append(Record{Event: EventFailed, Op: n, Step: it.step, Operation: &it.op, Error: failure.Error(), Note: "not started: nothing changed"}); jerr != nil {
 				return e.abort(res, jerr)
@@ -365,6 +394,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		if err != nil {
 			fmt.Fprintf(out, " failed after %s\n", elapsed(start))
 			failure = err
+			e.ended(ev, "failed", start, err)
 			res.Failed = &Failure{Step: it.step, What: what, Error: err.Error(), LogTail: e.logTail()}
 			if jerr := e.j.append(Record{Event: EventFailed, Op: n, Step: it.step, Error: err.Error()}); jerr != nil {
 				return e.abort(res, jerr)
@@ -375,6 +405,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 			return e.abort(res, err)
 		}
 		fmt.Fprintf(out, " done (%s)\n", elapsed(start))
+		e.ended(ev, "done", start, nil)
 		res.Done = append(res.Done, it.step+": "+what)
 		if it.op.Packages != nil {
 			done = append(done, Expectation{Op: it.op.Packages})
@@ -415,7 +446,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	default:
 		e.say("Reverting %d operations, newest first:", len(begun))
 		reverse(begun)
-		res.Reverted, res.RevertFailed = e.undo(context.WithoutCancel(ctx), begun)
+		res.Reverted, res.RevertFailed = e.revert(context.WithoutCancel(ctx), begun)
 		if res.RevertFailed != nil {
 			res.Status = StatusFailed
 		} else {
@@ -462,7 +493,7 @@ func safe(f func() (*Inverse, error)) (inv *Inverse, err error) {
 	return f()
 }
 
-func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, point func(int)) (*engine, error) {
+func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, point func(int), events func(RunEvent)) (*engine, error) {
 	logf, err := os.OpenFile(filepath.Join(gen.Path(), logName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -474,16 +505,38 @@ func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, 
 	}
 	out = &syncWriter{w: out}
 	e := &engine{gen: gen, exec: x, out: out, j: j, logf: logf}
-	e.ws = &Workspace{Dir: gen.Dir(), Path: gen.Path(), Log: logf, Say: func(f string, a ...any) {
+	var log io.Writer = logf
+	if events != nil {
+		e.em = &emitter{fn: events, gen: gen.Meta.ID}
+		// The log's lines are the package managers' output as it
+		// comes, so the events follow it.
+		log = io.MultiWriter(logf, e.em)
+	}
+	e.ws = &Workspace{Dir: gen.Dir(), Path: gen.Path(), Log: log, Say: func(f string, a ...any) {
 		fmt.Fprintf(out, "\n      "+f+"\n", a...)
 		fmt.Fprintf(logf, "gpuenv: "+f+"\n", a...)
+		e.em.emit(RunEvent{Type: RunMessage, Line: fmt.Sprintf(f, a...)})
 	}}
 	return e, nil
 }
 
 func (e *engine) close() {
+	e.em.flush()
 	e.j.close()
 	e.logf.Close()
+}
+
+// revert runs inverses as undo does, between a revert_start and a
+// revert_end event.
+func (e *engine) revert(ctx context.Context, items []undoItem) ([]string, *Failure) {
+	e.em.emit(RunEvent{Type: RunRevertStart, Count: len(items)})
+	done, f := e.undo(ctx, items)
+	ev := RunEvent{Type: RunRevertEnd, Outcome: "reverted", Count: len(done)}
+	if f != nil {
+		ev.Outcome, ev.Error = "failed", f.What+": "+f.Error
+	}
+	e.em.emit(ev)
+	return done, f
 }
 
 // finish closes the journal with the status and records it in meta.
@@ -549,9 +602,19 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 	var done []string
 	recovered := map[string]bool{}
 	var rebuild []undoItem
-	run := func(it undoItem) *Failure {
+	run := func(it undoItem) (fail *Failure) {
 		what := DescribeInverse(it.inv)
 		fmt.Fprintf(e.out, "  undo %d.%d %s: %s …", it.gen, it.op, it.step, what)
+		ev := &EventOperation{Index: it.op, Undoes: it.gen, Step: it.step, Kind: string(it.inv.Kind), What: what}
+		start := time.Now()
+		e.started(ev)
+		defer func() {
+			if fail != nil {
+				e.ended(ev, "failed", start, errors.New(fail.Error))
+			} else {
+				e.ended(ev, "done", start, nil)
+			}
+		}()
 		if it.interrupted && it.inv.Packages != nil && !recovered[it.inv.Packages.Manager] {
 			recovered[it.inv.Packages.Manager] = true
 			if err := e.j.append(Record{Event: EventAudit, Generation: it.gen, Op: it.op, Note: recoveryNote(it.inv.Packages.Manager)}); err != nil {

@@ -30,6 +30,8 @@ type RollbackOptions struct {
 	Confirm func(p *RollbackPlan) bool
 	// JournalPoint is as in Options.
 	JournalPoint func(n int)
+	// Events is as in Options.
+	Events func(RunEvent)
 }
 
 // RollbackPlan is what a rollback will undo.
@@ -180,7 +182,7 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 			return nil, err
 		}
 	}
-	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, existing, opts.JournalPoint)
+	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, existing, opts.JournalPoint, opts.Events)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +194,7 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 		}
 	}
 	e.say("Rolling back (generation %d): %d inverses. Package managers' output: %s", gen.Meta.ID, len(rp.items), gen.LogPath())
-	res.Reverted, res.RevertFailed = e.undo(context.WithoutCancel(ctx), rp.items)
+	res.Reverted, res.RevertFailed = e.revert(context.WithoutCancel(ctx), rp.items)
 	res.Status = StatusDone
 	var failure error
 	if res.RevertFailed != nil {

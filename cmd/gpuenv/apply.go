@@ -101,6 +101,19 @@ type planned struct {
 }
 
 func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target string) error {
+	if !g.JSON {
+		return applyWith(ctx, g, o, target, nil)
+	}
+	st := newEventStream(g.Stdout)
+	if err := applyWith(ctx, g, o, target, st); err != nil {
+		return st.fail(apply.KindApply, err)
+	}
+	return nil
+}
+
+// applyWith runs apply with its human view, or, when st is set, its JSON
+// view: every word goes to the event stream instead.
+func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target string, st *eventStream) error {
 	h, err := openHost(g)
 	if err != nil {
 		return err
@@ -115,11 +128,13 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 	if err := apply.CheckReady(h, g.stateDir()); err != nil {
 		return err
 	}
-	pl, err := loadPlanned(ctx, g, o, h, target)
+	pl, err := loadPlanned(ctx, g, o, h, target, st)
 	if err != nil {
 		return err
 	}
-	if !g.JSON {
+	if st != nil {
+		st.plan(pl.plan)
+	} else {
 		(&humanPlan{w: g.Stdout, color: g.Color()}).render(pl.plan)
 	}
 	if !pl.plan.Empty() {
@@ -128,6 +143,9 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 			return err
 		}
 		if !ok {
+			if st != nil {
+				return errors.New("apply cancelled: nothing was changed")
+			}
 			fmt.Fprintln(g.Stderr, "Apply cancelled: nothing was changed.")
 			return &exitCodeError{code: exitError}
 		}
@@ -136,11 +154,13 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 	if c, ok := devices.(io.Closer); ok {
 		defer c.Close()
 	}
-	progress := g.Stdout
-	if g.JSON {
-		progress = g.Stderr
+	var progress io.Writer = g.Stdout
+	var events func(apply.RunEvent)
+	if st != nil {
+		progress, events = io.Discard, st.run
 	}
 	opts := apply.Options{
+		Events:       events,
 		StateDir:     g.stateDir(),
 		Command:      "apply",
 		NoRevert:     o.noRevert,
@@ -167,11 +187,25 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 	if err != nil && res != nil && res.ExitCode() == exitAttention {
 		// The journal could not be written part-way: the host may be
 		// half-changed, and only rollback knows how far.
+		if st != nil {
+			st.diagnostics(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: err.Error(), Detail: "The host needs attention: run gpuenv rollback."}})
+			return st.summary(res, exitAttention)
+		}
 		fmt.Fprintf(g.Stderr, "Error: %v\nThe host needs attention: run gpuenv rollback.\n", err)
 		return &exitCodeError{code: exitAttention}
 	}
 	if err != nil {
 		return err
+	}
+	if st != nil {
+		code := res.ExitCode()
+		if err := st.summary(res, code); err != nil {
+			return err
+		}
+		if code != 0 {
+			return &exitCodeError{code: code}
+		}
+		return nil
 	}
 	if g.JSON {
 		if err := writeJSON(g, res); err != nil {
@@ -188,7 +222,7 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 
 // loadPlanned reads a saved plan, refusing a stale one, or plans the spec
 // at target.
-func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, target string) (*planned, error) {
+func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, target string, st *eventStream) (*planned, error) {
 	data, err := os.ReadFile(target)
 	if err == nil && planner.IsPlanDocument(data) {
 		// Read as a spec, it would only get HCL's syntax errors.
@@ -211,6 +245,10 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 		if err := sp.CheckFresh(obs); err != nil {
 			var stale *planner.StaleError
 			if errors.As(err, &stale) {
+				if st != nil {
+					st.diagnostics(hcl.Diagnostics{stale.Diagnostic()})
+					return nil, &exitCodeError{code: exitError}
+				}
 				w := hcl.NewDiagnosticTextWriter(g.Stderr, nil, diagnosticsWidth, g.Color())
 				w.WriteDiagnostic(stale.Diagnostic())
 				return nil, &exitCodeError{code: exitError}
@@ -229,6 +267,10 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 		if s != nil {
 			files = s.Files
 		}
+		if st != nil {
+			st.diagnostics(diags)
+			return nil, &exitCodeError{code: exitError}
+		}
 		writeDiagnostics(g, files, diags)
 		return nil, &exitCodeError{code: exitError}
 	}
@@ -238,8 +280,12 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 	p, more := pl.Plan(ctx, s, obs)
 	diags = append(diags, more...)
 	if len(diags) > 0 {
-		w := hcl.NewDiagnosticTextWriter(g.Stderr, s.Files, diagnosticsWidth, g.Color())
-		w.WriteDiagnostics(diags)
+		if st != nil {
+			st.diagnostics(diags)
+		} else {
+			w := hcl.NewDiagnosticTextWriter(g.Stderr, s.Files, diagnosticsWidth, g.Color())
+			w.WriteDiagnostics(diags)
+		}
 	}
 	if p == nil || diags.HasErrors() {
 		return nil, &exitCodeError{code: exitError}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
@@ -46,6 +47,13 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 			} else if to < 0 {
 				return fmt.Errorf("--to %d: generations are numbered from 1, and 0 is before the first", to)
 			}
+			var st *eventStream
+			var progress io.Writer = g.Stdout
+			var events func(apply.RunEvent)
+			if g.JSON {
+				st = newEventStream(g.Stdout)
+				progress, events = io.Discard, st.run
+			}
 			devices := newDeviceSettings(h)
 			if c, ok := devices.(io.Closer); ok {
 				defer c.Close()
@@ -56,16 +64,24 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 			res, err := apply.Rollback(ctx, h, apply.RollbackOptions{
 				StateDir: g.stateDir(),
 				To:       to,
-				Out:      g.Stdout,
+				Out:      progress,
+				Events:   events,
 				Executor: &apply.HostExecutor{Host: h, Devices: devices},
 				Confirm: func(p *apply.RollbackPlan) bool {
-					showRollback(g, p)
+					if st != nil {
+						st.write(map[string]any{"type": "rollback_plan", "rollback": p})
+					} else {
+						showRollback(g, p)
+					}
 					ok, err := confirm(g, autoApprove, "Do you want to roll back?")
 					confirmErr = err
 					return ok
 				},
 				JournalPoint: applyHooks.journalPoint,
 			})
+			if st != nil {
+				return rollbackStream(st, res, err, confirmErr)
+			}
 			if confirmErr != nil {
 				return confirmErr
 			}
@@ -137,4 +153,29 @@ func joinInts(ids []int) string {
 		s += fmt.Sprint(id)
 	}
 	return s
+}
+
+// rollbackStream ends rollback's JSON view: a diagnostic for what refused
+// or stopped it, and the summary.
+func rollbackStream(st *eventStream, res *apply.Result, err, confirmErr error) error {
+	switch {
+	case confirmErr != nil:
+		return st.fail(apply.KindRollback, confirmErr)
+	case errors.Is(err, apply.ErrDeclined):
+		return st.fail(apply.KindRollback, errors.New("rollback cancelled: nothing was changed"))
+	case err != nil && res != nil && res.ExitCode() == exitAttention:
+		st.diagnostics(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: err.Error(), Detail: "The host needs attention: free space in the state directory, then run gpuenv rollback again."}})
+		st.summary(res, exitAttention)
+		return &exitCodeError{code: exitAttention}
+	case err != nil:
+		return st.fail(apply.KindRollback, err)
+	}
+	code := res.ExitCode()
+	if err := st.summary(res, code); err != nil {
+		return err
+	}
+	if code != 0 {
+		return &exitCodeError{code: code}
+	}
+	return nil
 }
