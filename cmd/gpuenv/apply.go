@@ -135,7 +135,9 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	if st != nil {
 		st.plan(pl.plan)
 	} else {
-		(&humanPlan{w: g.Stdout, color: g.Color()}).render(pl.plan)
+		if err := (&humanPlan{w: g.Stdout, color: g.Color()}).render(pl.plan); err != nil {
+			return err
+		}
 	}
 	if !pl.plan.Empty() {
 		ok, err := confirm(g, o.autoApprove, "Do you want to apply these changes?")

@@ -65,9 +65,29 @@ var actionPhrases = map[planner.Action]string{
 	planner.Delete:  "will be removed",
 }
 
+// stickyWriter keeps the first write error and writes nothing after it:
+// the view's many small writes are checked once, at the end, and a closed
+// pipe is reported rather than ignored.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
 // render writes the whole plan: steps, inferred values, warnings and the
-// closing line.
-func (h *humanPlan) render(p *planner.Plan) {
+// closing line, and returns the first write error.
+func (h *humanPlan) render(p *planner.Plan) error {
+	sw := &stickyWriter{w: h.w}
+	h.w = sw
+	defer func() { h.w = sw.w }()
 	if len(p.Steps) > 0 {
 		fmt.Fprintln(h.w, "gpuenv will make these changes, in this order:")
 		txs := map[int]*planner.Transaction{}
@@ -91,6 +111,7 @@ func (h *humanPlan) render(p *planner.Plan) {
 		h.warning(w)
 	}
 	h.closing(p)
+	return sw.err
 }
 
 func (h *humanPlan) step(s *planner.Step, txs map[int]*planner.Transaction) {
@@ -374,7 +395,7 @@ func writePlan(g *globalOptions, files map[string]*hcl.File, p *planner.Plan, di
 		}
 	}
 	if p != nil {
-		(&humanPlan{w: g.Stdout, color: g.Color()}).render(p)
+		return (&humanPlan{w: g.Stdout, color: g.Color()}).render(p)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -232,5 +233,27 @@ func TestWrap(t *testing.T) {
 	}
 	if !strings.HasSuffix(buf.String(), "  second paragraph\n") {
 		t.Errorf("paragraph break lost:\n%s", buf.String())
+	}
+}
+
+// failingWriter fails every write after the first n bytes, as a closed
+// pipe does.
+type failingWriter struct{ n int }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errors.New("write |1: broken pipe")
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+func TestHumanPlanReportsWriteErrors(t *testing.T) {
+	if err := (&humanPlan{w: &failingWriter{n: 40}}).render(viewPlan()); err == nil || !strings.Contains(err.Error(), "broken pipe") {
+		t.Fatalf("render into a closed pipe: %v", err)
+	}
+	var buf bytes.Buffer
+	if err := (&humanPlan{w: &buf}).render(viewPlan()); err != nil {
+		t.Fatalf("render: %v", err)
 	}
 }
