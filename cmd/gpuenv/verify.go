@@ -71,6 +71,23 @@ type verifyReport struct {
 	// Explanation holds doctor's checks that explain a failure: its
 	// problems, and the warnings about a failed framework.
 	Explanation []doctor.Check `json:"explanation"`
+	// CreatedDeviceNodes are the device files (/dev/nvidia*) that were not
+	// there before the workloads ran: the driver's libraries create them
+	// when they run as root. verify, unlike the commands that only look,
+	// may do that, and says so.
+	CreatedDeviceNodes []string `json:"created_device_nodes,omitempty"`
+}
+
+// deviceNodes lists the root's NVIDIA device files.
+func deviceNodes(h *host.Host) map[string]bool {
+	out := map[string]bool{}
+	for _, pat := range []string{"/dev/nvidia*", "/dev/nvidia-caps/*"} {
+		m, _ := h.Glob(pat)
+		for _, p := range m {
+			out[p] = true
+		}
+	}
+	return out
 }
 
 func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout time.Duration) error {
@@ -102,6 +119,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 	}
 	rep := verifyReport{FormatVersion: "1.0", Root: obs.Root, Verified: true}
 	var failed []verify.Result
+	nodesBefore := deviceNodes(h)
 	for _, w := range work {
 		r := verify.Run(ctx, runner, w, timeout)
 		rep.Results = append(rep.Results, r)
@@ -112,6 +130,15 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 		if !g.JSON {
 			writeResult(p, r)
 		}
+	}
+	for p := range deviceNodes(h) {
+		if !nodesBefore[p] {
+			rep.CreatedDeviceNodes = append(rep.CreatedDeviceNodes, p)
+		}
+	}
+	slices.Sort(rep.CreatedDeviceNodes)
+	if len(rep.CreatedDeviceNodes) > 0 && !g.JSON {
+		p.printf("The workloads created device files that were not there: %s (the driver's libraries make them when they run as root).\n", strings.Join(rep.CreatedDeviceNodes, ", "))
 	}
 	rep.Explanation = []doctor.Check{}
 	if len(failed) > 0 {

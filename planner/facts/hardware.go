@@ -143,6 +143,11 @@ type NVML struct {
 	// other than /), "library_not_found", "driver_not_loaded",
 	// "driver_library_mismatch", "no_permission", "other".
 	Status string `json:"status"`
+	// From is "files" when the status was told from the root's files
+	// instead of by starting NVML: no nvidia module is loaded, and NVML,
+	// started as root, would create the device files it talks to
+	// (/dev/nvidiactl), changing the host it was asked to look at.
+	From string `json:"from,omitempty"`
 	// Error is the failure in words, for a person.
 	Error             string      `json:"error,omitempty"`
 	DriverVersion     string      `json:"driver_version,omitempty"`

@@ -23,7 +23,9 @@ const wantsLink = "etc/systemd/system/multi-user.target.wants/" + devices.BootUn
 // H100 mock: eight GPUs in the default compute mode.
 func dgxH100(t *testing.T) (*host.Host, *facts.Observation) {
 	t.Helper()
-	h := hosttest.Host(t, "-- etc/os-release --\nID=ubuntu\nVERSION_ID=\"22.04\"\n")
+	// The loaded module, which is when NVML is asked at all.
+	h := hosttest.Host(t, "-- etc/os-release --\nID=ubuntu\nVERSION_ID=\"22.04\"\n"+
+		"-- proc/driver/nvidia/version --\nNVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Feb 13 01:10:03 UTC 2024\n")
 	obs := &facts.Observation{}
 	driver.Observe(context.Background(), h, host.NewNVML(hosttest.NVMLServer("dgxh100")), obs)
 	if len(obs.NVML.Devices) != 8 || obs.NVML.Devices[0].ComputeMode != "default" {

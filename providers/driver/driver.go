@@ -480,6 +480,23 @@ func (o *observer) nvml(n host.NVML) {
 		r.Error = "the root is not this machine's /: NVML is not loaded and the facts come from the root's files"
 		return
 	}
+	// Looking must change nothing. Started as root while no nvidia
+	// module is loaded, NVML creates the device files it would talk to
+	// (/dev/nvidiactl, and in a root whose /dev is the machine's, on the
+	// machine); and the files already say what it would answer. So NVML
+	// is started only when a module is loaded, and otherwise the status
+	// is told from the files, in NVML's own words.
+	if d := &o.obs.Driver; d.ModuleVersion == "" && !o.loaded("nvidia") {
+		r.From = "files"
+		if d.LibraryVersion == "" && len(d.Libraries) == 0 {
+			r.Status = string(host.NVMLLibraryNotFound)
+			r.Error = "NVML was not started: no libnvidia-ml.so.1 is installed, and no nvidia kernel module is loaded"
+		} else {
+			r.Status = string(host.NVMLDriverNotLoaded)
+			r.Error = "NVML was not started: no nvidia kernel module is loaded (" + ProcVersion + " is absent); started as root, NVML would create /dev/nvidiactl"
+		}
+		return
+	}
 	if err := n.Init(); err != nil {
 		var ne *host.NVMLError
 		if errors.As(err, &ne) {

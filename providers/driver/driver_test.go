@@ -363,24 +363,78 @@ func TestNVMLDGXH100(t *testing.T) {
 }
 
 func TestNVMLFailuresAreProblemsWhenAGPUIsThere(t *testing.T) {
-	for ret, status := range map[nvml.Return]string{
-		nvml.ERROR_LIBRARY_NOT_FOUND: "library_not_found",
-		nvml.ERROR_DRIVER_NOT_LOADED: "driver_not_loaded",
-		nvml.ERROR_NO_PERMISSION:     "no_permission",
-		nvml.ERROR_UNKNOWN:           "other",
+	for _, tc := range []struct {
+		fixture string
+		ret     nvml.Return
+		status  string
+	}{
+		// A loaded module: NVML is asked, and its answer is the status.
+		{"ubuntu2204-working", nvml.ERROR_LIBRARY_NOT_FOUND, "library_not_found"},
+		{"ubuntu2204-working", nvml.ERROR_DRIVER_NOT_LOADED, "driver_not_loaded"},
+		{"ubuntu2204-working", nvml.ERROR_NO_PERMISSION, "no_permission"},
+		{"ubuntu2204-working", nvml.ERROR_UNKNOWN, "other"},
+		// No module and no library: the files answer, whatever NVML
+		// would have said.
+		{"ubuntu2204-h100-fresh", nvml.ERROR_UNKNOWN, "library_not_found"},
 	} {
-		n := host.NewNVML(hosttest.FailingNVML(ret))
-		obs := observe(t, hosttest.Build(t, "ubuntu2204-h100-fresh"), n)
-		if obs.NVML.Status != status || obs.NVML.Error == "" {
-			t.Errorf("%v: NVML %+v", ret, obs.NVML)
+		n := host.NewNVML(hosttest.FailingNVML(tc.ret))
+		obs := observe(t, hosttest.Build(t, tc.fixture), n)
+		if obs.NVML.Status != tc.status || obs.NVML.Error == "" {
+			t.Errorf("%s, %v: NVML %+v", tc.fixture, tc.ret, obs.NVML)
 		}
 		found := false
 		for _, p := range obs.Problems {
 			found = found || (p.Layer == "nvml" && p.Message == obs.NVML.Error)
 		}
 		if !found {
-			t.Errorf("%v: no nvml problem in %v", ret, problems(obs))
+			t.Errorf("%s, %v: no nvml problem in %v", tc.fixture, tc.ret, problems(obs))
 		}
+	}
+}
+
+// countingNVML counts the calls to Init of the NVML it wraps.
+type countingNVML struct {
+	host.NVML
+	inits int
+}
+
+func (c *countingNVML) Init() error {
+	c.inits++
+	return c.NVML.Init()
+}
+
+// NVML, started as root with no module loaded, creates /dev/nvidiactl:
+// observing must not start it then, and must tell its status from the
+// files exactly as NVML would have (issue: observation changes nothing).
+func TestNVMLNotStartedWithoutModule(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		root   func(t *testing.T) string
+		inits  int
+		status string
+		from   string
+	}{
+		{"no module, no library", func(t *testing.T) string { return hosttest.Build(t, "ubuntu2204-h100-fresh") }, 0, "library_not_found", "files"},
+		{"no module, the library installed", func(t *testing.T) string {
+			root := hosttest.Build(t, "ubuntu2204-h100-fresh")
+			lib := filepath.Join(root, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.261.03")
+			if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(lib, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return root
+		}, 0, "driver_not_loaded", "files"},
+		{"the module loaded", func(t *testing.T) string { return hosttest.Build(t, "ubuntu2204-working") }, 1, "ok", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &countingNVML{NVML: host.NewNVML(hosttest.NVMLServer("dgxh100"))}
+			obs := observe(t, tc.root(t), n)
+			if n.inits != tc.inits || obs.NVML.Status != tc.status || obs.NVML.From != tc.from {
+				t.Errorf("NVML started %d times, %+v; want %d, %s from %q", n.inits, obs.NVML, tc.inits, tc.status, tc.from)
+			}
+		})
 	}
 }
 

@@ -3,7 +3,9 @@
 package realsys
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -62,16 +64,69 @@ func TestRealNVMLWithoutGPU(t *testing.T) {
 		t.Errorf("observed package libnvidia-ml1 %+v, dpkg says %+v", p, lib)
 	}
 
+	if obs.NVML.From != "files" {
+		t.Errorf("NVML status told from %q, want the files: no module is loaded, so NVML is not started", obs.NVML.From)
+	}
+
 	// The human view says the same in words.
 	res := r.Gpuenv("observe")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "driver not loaded") || !strings.Contains(res.Stdout, upstream) {
 		t.Errorf("observe: %s", res)
 	}
-	// NVML creates its control node when run as root; the root's own
-	// /dev takes it, never the machine's (Mounts).
-	if _, err := os.Lstat(r.Path("/dev/nvidiactl")); err == nil {
-		t.Logf("libnvidia-ml created /dev/nvidiactl inside the root during observe")
+}
+
+// Looking changes nothing: with the driver's libraries installed and no
+// module loaded, NVML started as root would create /dev/nvidiactl. Every
+// read-only command, run as root, leaves the root's /dev and the
+// machine's exactly as they were.
+func TestReadOnlyCommandsCreateNoDeviceNodes(t *testing.T) {
+	r := h.NewRoot(t, Base, Mounts{Proc: true, Sys: true})
+	r.MustSh("apt-get install -y --no-install-recommends libnvidia-ml1 nvidia-smi")
+	r.WriteFile("/root/spec/gpuenv.hcl", "driver {\n  version        = \"535.*\"\n  source         = \"distro\"\n  kernel_modules = \"none\"\n}\n")
+	rootDev, machineDev := devEntries(t, r.Path("/dev")), devEntries(t, "/dev")
+	for _, args := range [][]string{
+		{"observe"}, {"observe", "--json"}, {"plan", "/root/spec"}, {"plan", "--json", "/root/spec"},
+		{"doctor"}, {"doctor", "--json"}, {"init"}, {"history"}, {"validate", "/root/spec"},
+	} {
+		res := r.Gpuenv(args...)
+		if res.Code != 0 && res.Code != 2 {
+			t.Errorf("gpuenv %s: %s", strings.Join(args, " "), res)
+		}
+		if got := devEntries(t, r.Path("/dev")); !slices.Equal(got, rootDev) {
+			t.Errorf("gpuenv %s changed the root's /dev: %v, was %v", strings.Join(args, " "), got, rootDev)
+			rootDev = got
+		}
+		if got := devEntries(t, "/dev"); !slices.Equal(got, machineDev) {
+			t.Errorf("gpuenv %s changed the machine's /dev: %v, was %v", strings.Join(args, " "), got, machineDev)
+			machineDev = got
+		}
 	}
+	if _, err := os.Lstat(r.Path("/dev/nvidiactl")); err == nil {
+		t.Error("/dev/nvidiactl exists in the root")
+	}
+}
+
+// devEntries lists a /dev directory's entries (recursively, with their
+// types), sorted.
+func devEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			// Entries that come and go under the machine's /dev
+			// (a pty closed meanwhile) are not what is looked for.
+			return nil
+		}
+		if p != dir && d.IsDir() && (d.Name() == "pts" || d.Name() == "shm" || d.Name() == "mqueue" || d.Name() == "hugepages") {
+			return fs.SkipDir
+		}
+		out = append(out, strings.TrimPrefix(p, dir)+" "+d.Type().String())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func findPackage(obs *facts.Observation, name string) *facts.Package {
