@@ -71,9 +71,9 @@ func TestPlanRepositories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}}
+	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, RepositoryFiles: ObserveFiles(h)}
 	s := plantest.LoadSpec(t, nvidiaRepo)
-	pl := planner.New(Provider{Host: h})
+	pl := planner.New(Provider{})
 	plan, diags := pl.Plan(context.Background(), s, obs)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -105,6 +105,7 @@ Pin-Priority: 600
 		t.Errorf("after %v", plan.Steps[0].After)
 	}
 	applyFiles(t, root, plan.Steps)
+	obs.RepositoryFiles = ObserveFiles(h)
 	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
 		t.Errorf("after applying: %+v", again.Steps)
 	}
@@ -121,15 +122,15 @@ Pin-Priority: 600
 		t.Fatalf("absent: %+v", plan.Steps)
 	}
 	applyFiles(t, root, plan.Steps)
+	obs.RepositoryFiles = ObserveFiles(h)
 	if again, _ := pl.Plan(context.Background(), s3, obs); len(again.Steps) != 0 {
 		t.Errorf("after removing: %+v", again.Steps)
 	}
 }
 
 func TestPlanKeyringURL(t *testing.T) {
-	h, _ := host.New(t.TempDir())
 	s := plantest.LoadSpec(t, "repository \"cuda\" {\n  url = \"https://example.com/repo/\"\n  keyring = \"https://example.com/key.gpg\"\n}\n")
-	_, diags := planner.New(Provider{Host: h}).Plan(context.Background(), s, &facts.Observation{OS: facts.OS{ID: "ubuntu", Family: "deb"}})
+	_, diags := planner.New(Provider{}).Plan(context.Background(), s, &facts.Observation{OS: facts.OS{ID: "ubuntu", Family: "deb"}})
 	if !diags.HasErrors() || diags[0].Summary != "Keyring URL not usable for apt" || diags[0].Subject.Start.Line != 3 {
 		t.Errorf("diagnostics %v", diags)
 	}
@@ -206,9 +207,9 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			if len(warns) > 0 {
 				t.Fatal(warns)
 			}
-			obs := &facts.Observation{OS: debian, Repositories: repos}
+			obs := &facts.Observation{OS: debian, Repositories: repos, RepositoryFiles: ObserveFiles(h)}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(Provider{Host: h})
+			pl := planner.New(Provider{})
 			plan, diags := pl.Plan(context.Background(), s, obs)
 			if diags.HasErrors() {
 				t.Fatal(diags)
