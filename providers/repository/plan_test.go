@@ -247,3 +247,32 @@ func TestParseSources(t *testing.T) {
 		t.Errorf("one-line %+v", one)
 	}
 }
+
+// TestObserveFiles: gpuenv's own files are digested and others passed
+// over; keyrings are those of the usual directories and those gpuenv's
+// files name elsewhere, present ones only.
+func TestObserveFiles(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "/etc/apt/sources.list.d/gpuenv-mirror.sources", "Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")
+	write(t, root, "/etc/apt/sources.list.d/other.list", "deb [signed-by=/srv/keys/other.gpg] http://other/ /\n")
+	write(t, root, "/etc/yum.repos.d/gpuenv-cuda.repo", "[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")
+	write(t, root, "/srv/keys/mirror.gpg", "mirror key")
+	write(t, root, "/srv/keys/other.gpg", "other key")
+	write(t, root, "/usr/share/keyrings/debian-archive-keyring.gpg", "debian key")
+	h, _ := host.New(root)
+	got := ObserveFiles(h)
+	sum := func(s string) string { return planner.Digest(s) }
+	want := facts.RepositoryFiles{
+		Files: []facts.FileDigest{
+			{Path: "/etc/apt/sources.list.d/gpuenv-mirror.sources", SHA256: sum("Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")},
+			{Path: "/etc/yum.repos.d/gpuenv-cuda.repo", SHA256: sum("[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")},
+		},
+		Keyrings: []facts.FileDigest{
+			{Path: "/srv/keys/mirror.gpg", SHA256: sum("mirror key")},
+			{Path: "/usr/share/keyrings/debian-archive-keyring.gpg", SHA256: sum("debian key")},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ObserveFiles (-want +got):\n%s", diff)
+	}
+}
