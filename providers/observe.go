@@ -56,7 +56,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Repositories, warns = repository.Observe(h, obs.OS.Family)
 	add(warns)
-	obs.RepositoryFiles = repository.ObserveFiles(h)
+	obs.RepositoryFiles = repository.ObserveFiles(h, obs.OS.Family)
 	// The toolkit and cuDNN observers take the package list rather than
 	// read the database again.
 	obs.CUDA, warns = cuda.Observe(h, obs.Packages)

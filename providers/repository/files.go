@@ -10,26 +10,32 @@ import (
 )
 
 // ownFileDirs are where gpuenv writes repository files, each named
-// gpuenv-*.
-var ownFileDirs = []string{SourcesDir, PreferencesDir, YumReposDir}
+// gpuenv-*, by package family: apt's unless the family is "rpm", as the
+// planner writes them.
+var ownFileDirs = map[bool][]string{false: {SourcesDir, PreferencesDir}, true: {YumReposDir}}
 
-// KeyringDirs are where keyrings usually are: what Debian's and Ubuntu's
-// keyring packages install, the directory apt's documentation gives for
-// third-party keys, apt's trusted.gpg.d, and the RPM distributions' key
-// directory.
-var KeyringDirs = []string{"/usr/share/keyrings", "/etc/apt/keyrings", "/etc/apt/trusted.gpg.d", "/etc/pki/rpm-gpg"}
+// keyringDirs are where keyrings usually are, by package family: what
+// Debian's and Ubuntu's keyring packages install, the directory apt's
+// documentation gives for third-party keys and apt's trusted.gpg.d; the
+// RPM distributions' key directory.
+var keyringDirs = map[bool][]string{false: {"/usr/share/keyrings", "/etc/apt/keyrings", "/etc/apt/trusted.gpg.d"}, true: {"/etc/pki/rpm-gpg"}}
 
-// ObserveFiles digests gpuenv's own repository files and the keyrings:
-// those in KeyringDirs, and any other that one of gpuenv's files names
+// KeyringDirs are every directory whose keyrings ObserveFiles reports.
+var KeyringDirs = append(slices.Clone(keyringDirs[false]), keyringDirs[true]...)
+
+// ObserveFiles digests gpuenv's own repository files and the keyrings of
+// a host of the package family: those in the family's KeyringDirs, and
+// any other that one of gpuenv's files names
 // (Signed-By, gpgkey=file://). The repository planner compares the files
 // with what the spec asks them to hold, and warns about a missing
 // keyring, from these alone. Missing directories and files are simply
 // absent; the observation of sources (Observe) warns about unreadable
 // directories.
-func ObserveFiles(h *host.Host) facts.RepositoryFiles {
+func ObserveFiles(h *host.Host, family string) facts.RepositoryFiles {
+	rpm := family == "rpm"
 	out := facts.RepositoryFiles{Files: []facts.FileDigest{}, Keyrings: []facts.FileDigest{}}
 	var named []string
-	for _, dir := range ownFileDirs {
+	for _, dir := range ownFileDirs[rpm] {
 		entries, _ := h.ReadDir(dir)
 		for _, e := range entries {
 			if !strings.HasPrefix(e.Name(), "gpuenv-") {
@@ -45,7 +51,7 @@ func ObserveFiles(h *host.Host) facts.RepositoryFiles {
 			out.Files = append(out.Files, d)
 		}
 	}
-	for _, dir := range KeyringDirs {
+	for _, dir := range keyringDirs[rpm] {
 		entries, _ := h.ReadDir(dir)
 		for _, e := range entries {
 			if e.IsDir() {

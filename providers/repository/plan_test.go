@@ -71,7 +71,7 @@ func TestPlanRepositories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, RepositoryFiles: ObserveFiles(h)}
+	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, RepositoryFiles: ObserveFiles(h, "deb")}
 	s := plantest.LoadSpec(t, nvidiaRepo)
 	pl := planner.New(Provider{})
 	plan, diags := pl.Plan(context.Background(), s, obs)
@@ -105,7 +105,7 @@ Pin-Priority: 600
 		t.Errorf("after %v", plan.Steps[0].After)
 	}
 	applyFiles(t, root, plan.Steps)
-	obs.RepositoryFiles = ObserveFiles(h)
+	obs.RepositoryFiles = ObserveFiles(h, "deb")
 	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
 		t.Errorf("after applying: %+v", again.Steps)
 	}
@@ -122,7 +122,7 @@ Pin-Priority: 600
 		t.Fatalf("absent: %+v", plan.Steps)
 	}
 	applyFiles(t, root, plan.Steps)
-	obs.RepositoryFiles = ObserveFiles(h)
+	obs.RepositoryFiles = ObserveFiles(h, "deb")
 	if again, _ := pl.Plan(context.Background(), s3, obs); len(again.Steps) != 0 {
 		t.Errorf("after removing: %+v", again.Steps)
 	}
@@ -207,7 +207,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			if len(warns) > 0 {
 				t.Fatal(warns)
 			}
-			obs := &facts.Observation{OS: debian, Repositories: repos, RepositoryFiles: ObserveFiles(h)}
+			obs := &facts.Observation{OS: debian, Repositories: repos, RepositoryFiles: ObserveFiles(h, "deb")}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(Provider{})
 			plan, diags := pl.Plan(context.Background(), s, obs)
@@ -248,9 +248,10 @@ func TestParseSources(t *testing.T) {
 	}
 }
 
-// TestObserveFiles: gpuenv's own files are digested and others passed
-// over; keyrings are those of the usual directories and those gpuenv's
-// files name elsewhere, present ones only.
+// TestObserveFiles: gpuenv's own files of the host's package family are
+// digested and others passed over; keyrings are those of the family's
+// usual directories and those gpuenv's files name elsewhere, present
+// ones only.
 func TestObserveFiles(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "/etc/apt/sources.list.d/gpuenv-mirror.sources", "Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")
@@ -260,12 +261,11 @@ func TestObserveFiles(t *testing.T) {
 	write(t, root, "/srv/keys/other.gpg", "other key")
 	write(t, root, "/usr/share/keyrings/debian-archive-keyring.gpg", "debian key")
 	h, _ := host.New(root)
-	got := ObserveFiles(h)
+	got := ObserveFiles(h, "deb")
 	sum := func(s string) string { return planner.Digest(s) }
 	want := facts.RepositoryFiles{
 		Files: []facts.FileDigest{
 			{Path: "/etc/apt/sources.list.d/gpuenv-mirror.sources", SHA256: sum("Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")},
-			{Path: "/etc/yum.repos.d/gpuenv-cuda.repo", SHA256: sum("[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")},
 		},
 		Keyrings: []facts.FileDigest{
 			{Path: "/srv/keys/mirror.gpg", SHA256: sum("mirror key")},
@@ -274,5 +274,13 @@ func TestObserveFiles(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ObserveFiles (-want +got):\n%s", diff)
+	}
+	// An RPM host: dnf's files and keyrings only.
+	want = facts.RepositoryFiles{
+		Files:    []facts.FileDigest{{Path: "/etc/yum.repos.d/gpuenv-cuda.repo", SHA256: sum("[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")}},
+		Keyrings: []facts.FileDigest{},
+	}
+	if diff := cmp.Diff(want, ObserveFiles(h, "rpm")); diff != "" {
+		t.Errorf("ObserveFiles on RPM (-want +got):\n%s", diff)
 	}
 }
