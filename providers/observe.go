@@ -69,7 +69,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Environment, warns = environment.Observe(h)
 	add(warns)
-	obs.Units = append(driver.ObserveUnits(h), devices.ObserveUnits(h)...)
+	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
 
 	nameDeviceGroups(obs)
 	unfinishedPackages(obs)

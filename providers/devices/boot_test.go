@@ -38,7 +38,7 @@ func bootStep(t *testing.T, h *host.Host, obs *facts.Observation, src string) *p
 	t.Helper()
 	// The unit is observed afresh: the tests change the root between
 	// plans.
-	obs.Units = devices.ObserveUnits(h)
+	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
 	plan, diags := planner.New(devices.Provider{}).Plan(context.Background(), plantest.LoadSpec(t, src), obs)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -259,7 +259,7 @@ func TestPlanPrecedence(t *testing.T) {
 	h, obs := dgxH100(t)
 	// The unit is observed afresh: the tests change the root between
 	// plans.
-	obs.Units = devices.ObserveUnits(h)
+	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
 	plan, diags := planner.New(devices.Provider{}).Plan(context.Background(), plantest.LoadSpec(t, mixedSpec), obs)
 	if diags.HasErrors() {
 		t.Fatal(diags)

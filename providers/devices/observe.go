@@ -5,10 +5,10 @@ import (
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
-// ObserveUnits reports the compute modes' boot-time unit: its file's
+// ObserveUnit reports the compute modes' boot-time unit: its file's
 // digest, when it exists, and whether it is enabled. The device.boot step
 // is decided from them.
-func ObserveUnits(h *host.Host) []facts.Unit {
+func ObserveUnit(h *host.Host) facts.Unit {
 	u := facts.Unit{Name: BootUnit}
 	if _, err := h.Lstat(BootUnitPath); err == nil {
 		// "" when the file cannot be read: it then differs from any
@@ -18,5 +18,5 @@ func ObserveUnits(h *host.Host) []facts.Unit {
 	}
 	_, err := h.Lstat(bootUnitWants)
 	u.Enabled = err == nil
-	return []facts.Unit{u}
+	return u
 }

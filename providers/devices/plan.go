@@ -17,7 +17,7 @@ import (
 )
 
 // Provider plans device.<selector> steps and the device.boot step.
-// The boot-time unit is compared from the observed units (ObserveUnits);
+// The boot-time unit is compared from the observed units (ObserveUnit);
 // an observation without it plans only the NVML settings.
 type Provider struct{}
 

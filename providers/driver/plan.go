@@ -19,7 +19,7 @@ import (
 const PersistencedUnit = "nvidia-persistenced.service"
 
 // persistencedWants is the link systemctl enable creates for the unit,
-// which ObserveUnits looks for.
+// which ObserveUnit looks for.
 const persistencedWants = "/etc/systemd/system/multi-user.target.wants/" + PersistencedUnit
 
 // Provider plans the driver: its packages ("driver"), the removal of

@@ -269,7 +269,7 @@ func TestPersistence(t *testing.T) {
 	if err := os.Symlink("/usr/lib/systemd/system/nvidia-persistenced.service", filepath.Join(link, driver.PersistencedUnit)); err != nil {
 		t.Fatal(err)
 	}
-	obs.Units = driver.ObserveUnits(h)
+	obs.Units = []facts.Unit{driver.ObserveUnit(h)}
 	again, _ := pl.Plan(context.Background(), s, obs)
 	if len(again.Steps) != 0 {
 		t.Errorf("after enabling, steps %+v", again.Steps)

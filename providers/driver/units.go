@@ -5,10 +5,10 @@ import (
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
-// ObserveUnits reports whether nvidia-persistenced is enabled: the link
+// ObserveUnit reports whether nvidia-persistenced is enabled: the link
 // systemctl enable makes for it, which the driver.persistence step
 // decides from where NVML does not report every device's persistence.
-func ObserveUnits(h *host.Host) []facts.Unit {
+func ObserveUnit(h *host.Host) facts.Unit {
 	_, err := h.Lstat(persistencedWants)
-	return []facts.Unit{{Name: PersistencedUnit, Enabled: err == nil}}
+	return facts.Unit{Name: PersistencedUnit, Enabled: err == nil}
 }
