@@ -26,6 +26,9 @@ const (
 	FactsDeviceNodes = "device_nodes"
 	FactsPackages    = "packages"
 	FactsRepos       = "repositories"
+	// FactsRepoFiles are gpuenv's own package-source files and the
+	// keyrings, by digest.
+	FactsRepoFiles   = "repository_files"
 	FactsCUDA        = "cuda"
 	FactsCuDNN       = "cudnn"
 	FactsPython      = "python"
@@ -34,23 +37,27 @@ const (
 	// FactsInit is process 1 of the root: whether systemd is there to
 	// reload a unit or start a service now.
 	FactsInit = "init"
+	// FactsUnits are the systemd units gpuenv manages: their enablement,
+	// and the digest of a unit file gpuenv writes.
+	FactsUnits = "units"
 )
 
 // allSections is every section, in the order digests are listed.
 var allSections = []string{
 	FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsDevices, FactsDeviceNodes,
-	FactsPackages, FactsRepos, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment, FactsInit,
+	FactsPackages, FactsRepos, FactsRepoFiles, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment, FactsInit,
+	FactsUnits,
 }
 
 // sectionsFor lists the sections a step's resource is decided from.
 func sectionsFor(address string) []string {
 	switch LayerOf(address) {
 	case LayerRepositories:
-		return []string{FactsOS, FactsPackages, FactsRepos}
+		return []string{FactsOS, FactsPackages, FactsRepos, FactsRepoFiles}
 	case LayerPurge, LayerNouveau, LayerKernelHeaders, LayerDriver, LayerHold:
 		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages}
 	case LayerDriverSettings:
-		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages, FactsInit}
+		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages, FactsInit, FactsUnits}
 	case LayerCUDA:
 		return []string{FactsOS, FactsPCI, FactsNVML, FactsDriver, FactsPackages, FactsCUDA}
 	case LayerCuDNN:
@@ -62,9 +69,17 @@ func sectionsFor(address string) []string {
 	case LayerEnvironment:
 		return []string{FactsCUDA, FactsEnvironment, FactsInit}
 	case LayerDevices:
-		return []string{FactsPCI, FactsNVML, FactsDevices, FactsInit}
+		return []string{FactsPCI, FactsNVML, FactsDevices, FactsInit, FactsUnits}
 	}
 	return allSections
+}
+
+// Digest returns the hex sha256 of content, as the observation writes the
+// digest of a file's bytes (facts.FileDigest): a planner compares it with
+// the bytes a file must hold.
+func Digest(content string) string {
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:])
 }
 
 // FactsDigest is a fingerprint of the facts a plan depends on.
@@ -84,14 +99,19 @@ type SectionDigest struct {
 }
 
 // stepSections lists the sections a step depends on: its resource's, and
-// the package sources when it installs or removes with apt or dnf, whose
-// candidate versions (and what a transaction pulls in with them) come
-// from the sources enabled when the plan was made.
+// the package sources (and the keyrings that sign them) when it installs
+// or removes with apt or dnf, whose candidate versions (and what a
+// transaction pulls in with them) come from the sources enabled when the
+// plan was made.
 func stepSections(s *Step) []string {
 	secs := sectionsFor(s.Address)
 	for _, op := range s.Operations {
-		if op.Packages != nil && op.Packages.Manager != "pip" && !slices.Contains(secs, FactsRepos) {
-			secs = append(slices.Clone(secs), FactsRepos)
+		if op.Packages != nil && op.Packages.Manager != "pip" {
+			for _, sec := range []string{FactsRepos, FactsRepoFiles} {
+				if !slices.Contains(secs, sec) {
+					secs = append(slices.Clone(secs), sec)
+				}
+			}
 		}
 	}
 	return secs
@@ -173,6 +193,8 @@ func section(name string, obs *facts.Observation) any {
 		return p
 	case FactsRepos:
 		return obs.Repositories
+	case FactsRepoFiles:
+		return obs.RepositoryFiles
 	case FactsCUDA:
 		return obs.CUDA
 	case FactsCuDNN:
@@ -185,6 +207,8 @@ func section(name string, obs *facts.Observation) any {
 		return obs.Environment
 	case FactsInit:
 		return obs.Init
+	case FactsUnits:
+		return obs.Units
 	}
 	return nil
 }

@@ -84,6 +84,29 @@ func TestFingerprintStaleness(t *testing.T) {
 		{"process 1 under an environment plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "environment", Action: Update}}},
 			func(o *facts.Observation) { o.Init = facts.Init{PID1: "systemd", Live: true, Systemd: true} }, []string{FactsInit}},
 		{"process 1 under a driver plan", driverPlan, func(o *facts.Observation) { o.Init = facts.Init{PID1: "bash", Live: true} }, nil},
+		{"a managed file's bytes under an environment plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "environment", Action: Update}}},
+			func(o *facts.Observation) {
+				o.Environment.ManagedDigests = []facts.FileDigest{{Path: "/etc/ld.so.conf.d/gpuenv.conf", SHA256: "00"}}
+			}, []string{FactsEnvironment}},
+		{"gpuenv's sources file under a repository plan", repoPlan, func(o *facts.Observation) {
+			o.RepositoryFiles.Files = []facts.FileDigest{{Path: "/etc/apt/sources.list.d/gpuenv-cuda.sources", SHA256: "00"}}
+		}, []string{FactsRepoFiles}},
+		{"a keyring under a driver install", driverInstall, func(o *facts.Observation) {
+			o.RepositoryFiles.Keyrings = []facts.FileDigest{{Path: "/usr/share/keyrings/cuda-archive-keyring.gpg", SHA256: "00"}}
+		}, []string{FactsRepoFiles}},
+		{"a keyring under a pip install", pipTorch, func(o *facts.Observation) {
+			o.RepositoryFiles.Keyrings = []facts.FileDigest{{Path: "/usr/share/keyrings/cuda-archive-keyring.gpg", SHA256: "00"}}
+		}, nil},
+		{"the boot unit under a device plan", devicePlan, func(o *facts.Observation) {
+			o.Units = []facts.Unit{{Name: "gpuenv-compute-mode.service", Enabled: true}}
+		}, []string{FactsUnits}},
+		{"persistenced under a driver settings plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "driver.persistence", Action: Update}}},
+			func(o *facts.Observation) {
+				o.Units = []facts.Unit{{Name: "nvidia-persistenced.service", Enabled: true}}
+			}, []string{FactsUnits}},
+		{"a unit under a group plan", groupPlan, func(o *facts.Observation) {
+			o.Units = []facts.Unit{{Name: "nvidia-persistenced.service", Enabled: true}}
+		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

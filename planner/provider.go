@@ -18,6 +18,10 @@ import (
 //     only questions it may ask the host beyond req.Facts go through
 //     req.Candidates, and only for a resource that has to change, so that a
 //     host that already matches plans without starting a process.
+//   - Plan reads no file: what a step is decided from (the bytes of a file
+//     it rewrites, as a digest; a unit's enablement) is in req.Facts, so
+//     that a saved plan's fingerprint sees it change. A provider that needs
+//     more observes it, and the fingerprint's sections cover it.
 //   - A resource that already matches the spec yields no step: after an
 //     apply, observing again and planning again gives no steps for it.
 //   - A resource the spec does not name is left alone: no step.

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/cuda"
 	"github.com/gpuenv/gpuenv/providers/cudnn"
+	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/environment"
 	"github.com/gpuenv/gpuenv/providers/framework"
@@ -55,6 +56,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Repositories, warns = repository.Observe(h, obs.OS.Family)
 	add(warns)
+	obs.RepositoryFiles = repository.ObserveFiles(h, obs.OS.Family)
 	// The toolkit and cuDNN observers take the package list rather than
 	// read the database again.
 	obs.CUDA, warns = cuda.Observe(h, obs.Packages)
@@ -67,6 +69,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Environment, warns = environment.Observe(h)
 	add(warns)
+	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
 
 	nameDeviceGroups(obs)
 	unfinishedPackages(obs)

@@ -15,21 +15,20 @@ import (
 )
 
 // Planners returns every provider, for planner.New, in the order they
-// plan (the planner orders their steps itself). h is the root they read
-// their own files from: repository sources, gpuenv's environment files,
-// the persistence daemon's enablement, the compute modes' boot-time
-// unit; they never change it.
-func Planners(h *host.Host) []planner.Provider {
+// plan (the planner orders their steps itself). They plan from the
+// request's facts alone: every file a step depends on is in the
+// observation, so that a saved plan's fingerprint sees it change.
+func Planners() []planner.Provider {
 	return []planner.Provider{
-		repository.Provider{Host: h},
+		repository.Provider{},
 		kernel.Provider{},
-		driver.Provider{Host: h},
+		driver.Provider{},
 		cuda.Provider{},
 		cudnn.Provider{},
 		framework.Provider{},
 		groups.Provider{},
-		environment.Provider{Host: h},
-		devices.Provider{Host: h},
+		environment.Provider{},
+		devices.Provider{},
 	}
 }
 

@@ -96,7 +96,7 @@ func planRoot(t *testing.T, root string, s *spec.Spec, pkgs []facts.Package, mor
 	for _, f := range more {
 		f(obs)
 	}
-	pl := planner.New(Planners(h)...)
+	pl := planner.New(Planners()...)
 	pl.Candidates = Candidates(h)
 	plan, diags := pl.Plan(context.Background(), s, obs)
 	if diags.HasErrors() {

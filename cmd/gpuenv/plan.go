@@ -227,7 +227,7 @@ func savePlan(name string, p *planner.Plan, obs *facts.Observation) error {
 
 // newPlanner wires the concrete providers into the planner.
 func newPlanner(h *host.Host) *planner.Planner {
-	pl := planner.New(providers.Planners(h)...)
+	pl := planner.New(providers.Planners()...)
 	pl.Candidates = newCandidates(h)
 	return pl
 }

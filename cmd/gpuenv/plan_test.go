@@ -333,7 +333,7 @@ func BenchmarkPlanConvergedStages(b *testing.B) {
 		b.Fatal(diags)
 	}
 	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
-	pl := planner.New(providers.Planners(h)...)
+	pl := planner.New(providers.Planners()...)
 	pl.Candidates = &tableCandidates{}
 	p, diags := pl.Plan(context.Background(), s, obs)
 	if diags.HasErrors() || !p.Empty() {

@@ -61,7 +61,7 @@ func TestEveryPlanPassesTheRules(t *testing.T) {
 					oo.NVML = host.NewNVML(hosttest.NVMLServer(mock))
 				}
 				obs := providers.Observe(context.Background(), h, oo)
-				pl := planner.New(providers.Planners(h)...)
+				pl := planner.New(providers.Planners()...)
 				pl.Candidates = loadCandidates(t, fixture)
 				p, diags := pl.Plan(context.Background(), s, obs)
 				for _, d := range diags {

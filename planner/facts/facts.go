@@ -19,11 +19,16 @@ type Observation struct {
 
 	Packages     Packages     `json:"packages"`
 	Repositories []Repository `json:"repositories"`
-	CUDA         CUDA         `json:"cuda"`
-	CuDNN        CuDNN        `json:"cudnn"`
-	Python       []PythonEnv  `json:"python_environments"`
-	Groups       []Group      `json:"groups"`
-	Environment  Environment  `json:"environment"`
+	// RepositoryFiles are gpuenv's own source files and the keyrings.
+	RepositoryFiles RepositoryFiles `json:"repository_files"`
+	CUDA            CUDA            `json:"cuda"`
+	CuDNN           CuDNN           `json:"cudnn"`
+	Python          []PythonEnv     `json:"python_environments"`
+	Groups          []Group         `json:"groups"`
+	Environment     Environment     `json:"environment"`
+	// Units are the systemd units gpuenv enables or writes: the
+	// persistence daemon, the compute modes' boot-time unit.
+	Units []Unit `json:"units"`
 
 	// Problems are what the observation shows to be wrong with the GPU
 	// stack as it stands, each found from facts above.

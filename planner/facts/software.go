@@ -159,6 +159,9 @@ type Environment struct {
 	LoaderPaths []LoaderPath `json:"loader_paths"`
 	// Managed lists gpuenv's own files that exist on the host.
 	Managed []string `json:"managed_files,omitempty"`
+	// ManagedDigests are the same files with their bytes' digests, which
+	// the planner compares with what each must hold.
+	ManagedDigests []FileDigest `json:"managed_file_digests,omitempty"`
 }
 
 // Assignment is one variable set in one file.
@@ -173,4 +176,40 @@ type Assignment struct {
 type LoaderPath struct {
 	Dir  string `json:"dir"`
 	File string `json:"file"`
+}
+
+// FileDigest is one file gpuenv writes or reads a step's premise from, as
+// a plan needs it: whether it is there, and its bytes' sha256, which is
+// all a planner compares with what the file must hold.
+type FileDigest struct {
+	// Path is inside the root.
+	Path string `json:"path"`
+	// SHA256 is the hex sha256 of the file's bytes; "" when the file could
+	// not be read (a directory, a dangling link, no permission).
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// RepositoryFiles are gpuenv's own package-source files and the keyrings
+// sources name, as the repository planner compares them.
+type RepositoryFiles struct {
+	// Files are the gpuenv-* files in /etc/apt/sources.list.d,
+	// /etc/apt/preferences.d and /etc/yum.repos.d, by path.
+	Files []FileDigest `json:"files"`
+	// Keyrings are the keyring files the host has in the usual places
+	// (/usr/share/keyrings, /etc/apt/keyrings, /etc/apt/trusted.gpg.d,
+	// /etc/pki/rpm-gpg) and every other one that an enabled source names
+	// (Signed-By, gpgkey=file://) and that exists, by path.
+	Keyrings []FileDigest `json:"keyrings"`
+}
+
+// Unit is the enablement of a systemd unit gpuenv manages, and, for a
+// unit gpuenv writes itself, its unit file.
+type Unit struct {
+	Name string `json:"name"` // "nvidia-persistenced.service"
+	// File is the unit file gpuenv writes for it, when it writes one and
+	// the file exists.
+	File *FileDigest `json:"file,omitempty"`
+	// Enabled is true when the link `systemctl enable` makes from its
+	// WantedBy= target (multi-user.target.wants) exists.
+	Enabled bool `json:"enabled"`
 }

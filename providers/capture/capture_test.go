@@ -65,7 +65,7 @@ func observe(t *testing.T, name string, pythons []string, sources string) (*host
 func TestRoundTrip(t *testing.T) {
 	for _, fx := range fixtures {
 		t.Run(fx.name, func(t *testing.T) {
-			h, obs := observe(t, fx.name, fx.pythons, fx.sources)
+			_, obs := observe(t, fx.name, fx.pythons, fx.sources)
 			src := capture.Spec(obs)
 
 			formatted, diags := spec.Format(src, "gpuenv.hcl")
@@ -84,7 +84,7 @@ func TestRoundTrip(t *testing.T) {
 			if len(diags) > 0 {
 				t.Fatalf("load: %s\n%s", diags.Error(), src)
 			}
-			pl := planner.New(providers.Planners(h)...)
+			pl := planner.New(providers.Planners()...)
 			p, diags := pl.Plan(context.Background(), s, obs)
 			if diags.HasErrors() || p == nil {
 				t.Fatalf("plan: %s\n%s", diags.Error(), src)
@@ -142,7 +142,7 @@ func TestRoundTripChangedHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := providers.Observe(context.Background(), h, providers.ObserveOptions{Pythons: []string{"/opt/venv/bin/python"}})
-	p, diags := planner.New(providers.Planners(h)...).Plan(context.Background(), s, changed)
+	p, diags := planner.New(providers.Planners()...).Plan(context.Background(), s, changed)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

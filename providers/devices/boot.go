@@ -117,8 +117,16 @@ func reload(in facts.Init) []string {
 // only when some block manages compute modes: without one the unit is
 // left as it is. While NVML shows no GPU the unit cannot name them, and
 // an existing unit is left alone then too (the device blocks warn).
-func (p Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.Step {
-	if p.Host == nil {
+func (Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.Step {
+	var unit *facts.Unit
+	for i := range req.Facts.Units {
+		if req.Facts.Units[i].Name == BootUnit {
+			unit = &req.Facts.Units[i]
+		}
+	}
+	if unit == nil {
+		// Not observed: the unit cannot be compared with what it must
+		// hold.
 		return nil
 	}
 	devs := req.Facts.NVML.Devices
@@ -127,9 +135,7 @@ func (p Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.
 		return nil
 	}
 	content, set := bootUnit(devs, modes)
-	data, ferr := p.Host.ReadFile(BootUnitPath)
-	_, lerr := p.Host.Lstat(bootUnitWants)
-	exists, enabled := ferr == nil, lerr == nil
+	exists, enabled := unit.File != nil, unit.Enabled
 	state := "absent"
 	switch {
 	case exists && enabled:
@@ -159,7 +165,7 @@ func (p Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.
 		step.Reason = fmt.Sprintf("No device block asks for a compute mode other than default, so %s, which set the modes at boot, is disabled and removed.", BootUnit)
 		return &step
 	}
-	same := exists && string(data) == content
+	same := exists && unit.File.SHA256 != "" && unit.File.SHA256 == planner.Digest(content)
 	if same && enabled {
 		return nil
 	}

@@ -38,7 +38,10 @@ func dgxH100(t *testing.T) (*host.Host, *facts.Observation) {
 // none, checking that the device steps it depends on are among the steps.
 func bootStep(t *testing.T, h *host.Host, obs *facts.Observation, src string) *planner.Step {
 	t.Helper()
-	plan, diags := planner.New(devices.Provider{Host: h}).Plan(context.Background(), plantest.LoadSpec(t, src), obs)
+	// The unit is observed afresh: the tests change the root between
+	// plans.
+	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
+	plan, diags := planner.New(devices.Provider{}).Plan(context.Background(), plantest.LoadSpec(t, src), obs)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -256,7 +259,10 @@ func TestBootUnitLeftAlone(t *testing.T) {
 // A block for one GPU takes precedence over device "all" for that GPU.
 func TestPlanPrecedence(t *testing.T) {
 	h, obs := dgxH100(t)
-	plan, diags := planner.New(devices.Provider{Host: h}).Plan(context.Background(), plantest.LoadSpec(t, mixedSpec), obs)
+	// The unit is observed afresh: the tests change the root between
+	// plans.
+	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
+	plan, diags := planner.New(devices.Provider{}).Plan(context.Background(), plantest.LoadSpec(t, mixedSpec), obs)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -13,17 +13,13 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
 // Provider plans device.<selector> steps and the device.boot step.
-type Provider struct {
-	// Host reads the boot-time unit and its enablement link. Without a
-	// Host the unit cannot be compared with what it must hold, and only
-	// the NVML settings are planned.
-	Host *host.Host
-}
+// The boot-time unit is compared from the observed units (ObserveUnit);
+// an observation without it plans only the NVML settings.
+type Provider struct{}
 
 var _ planner.Provider = Provider{}
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
@@ -19,17 +18,16 @@ import (
 // PersistencedUnit is the service that keeps the driver initialised.
 const PersistencedUnit = "nvidia-persistenced.service"
 
-// persistencedWants is the link systemctl enable creates for the unit.
+// persistencedWants is the link systemctl enable creates for the unit,
+// which ObserveUnit looks for.
 const persistencedWants = "/etc/systemd/system/multi-user.target.wants/" + PersistencedUnit
 
 // Provider plans the driver: its packages ("driver"), the removal of
 // driver packages that conflict with them ("driver.purge"), holding them
 // ("driver.hold"), and nvidia-persistenced ("driver.persistence").
-type Provider struct {
-	// Host reads the service's enablement link; nil reads nothing, and
-	// persistence is then judged from NVML alone.
-	Host *host.Host
-}
+// It reads the service's enablement from the observed units; an
+// observation without the unit judges persistence from NVML alone.
+type Provider struct{}
 
 var _ planner.Provider = Provider{}
 
@@ -449,11 +447,13 @@ func (p Provider) persistencedEnabled(obs *facts.Observation) (enabled, known bo
 			return enabled, true
 		}
 	}
-	if p.Host == nil {
-		return false, false
+	for _, u := range obs.Units {
+		if u.Name == PersistencedUnit {
+			return u.Enabled, true
+		}
 	}
-	_, err := p.Host.Lstat(persistencedWants)
-	return err == nil, true
+	// Not observed: judged from NVML alone.
+	return false, false
 }
 
 // driverPackage matches the packages that make up an installed driver,

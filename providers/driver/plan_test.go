@@ -179,13 +179,13 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, obs := planObserve(t, tt.fixture, tt.pkgs...)
+			_, obs := planObserve(t, tt.fixture, tt.pkgs...)
 			versions := map[string][]string{"nvidia-driver-550-open": {"550.127.05-0ubuntu1", "550.54.15-0ubuntu1"}}
 			for k, v := range planDebianVersions {
 				versions[k] = v
 			}
 			asked := 0
-			pl := planner.New(driver.Provider{Host: h})
+			pl := planner.New(driver.Provider{})
 			pl.Candidates = countingCandidates{versions: versions, asked: &asked}
 			s := plantest.LoadSpec(t, tt.src)
 			plan, diags := pl.Plan(context.Background(), s, obs)
@@ -227,7 +227,7 @@ func TestPlan(t *testing.T) {
 func TestPersistence(t *testing.T) {
 	h, obs := planObserve(t, "ubuntu2204-working", planInstalled("nvidia-driver-550", "550.54.15-0ubuntu1", false))
 	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  persistence_mode = true\n}\n")
-	pl := planner.New(driver.Provider{Host: h})
+	pl := planner.New(driver.Provider{})
 	asked := 0
 	pl.Candidates = countingCandidates{asked: &asked}
 	plan, diags := pl.Plan(context.Background(), s, obs)
@@ -269,6 +269,7 @@ func TestPersistence(t *testing.T) {
 	if err := os.Symlink("/usr/lib/systemd/system/nvidia-persistenced.service", filepath.Join(link, driver.PersistencedUnit)); err != nil {
 		t.Fatal(err)
 	}
+	obs.Units = []facts.Unit{driver.ObserveUnit(h)}
 	again, _ := pl.Plan(context.Background(), s, obs)
 	if len(again.Steps) != 0 {
 		t.Errorf("after enabling, steps %+v", again.Steps)
@@ -282,12 +283,12 @@ func TestPersistence(t *testing.T) {
 }
 
 func TestPlanBranchChange(t *testing.T) {
-	h, obs := planObserve(t, "ubuntu2204-working")
+	_, obs := planObserve(t, "ubuntu2204-working")
 	// The fixture's own driver packages give way to an older branch's.
 	obs.Packages.Packages = []facts.Package{planInstalled("nvidia-driver-535", "535.183.01-0ubuntu0.22.04.1", true)}
 	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  kernel_modules = \"proprietary\"\n  hold = true\n}\n")
 	asked := 0
-	pl := planner.New(driver.Provider{Host: h})
+	pl := planner.New(driver.Provider{})
 	pl.Candidates = countingCandidates{versions: map[string][]string{"nvidia-driver-550": {"550.144.03-0ubuntu0.22.04.1", "550.54.15-0ubuntu1"}}, asked: &asked}
 	plan, diags := pl.Plan(context.Background(), s, obs)
 	if diags.HasErrors() {

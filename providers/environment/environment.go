@@ -122,6 +122,10 @@ func Observe(h *host.Host) (facts.Environment, []facts.Warning) {
 	for _, m := range ManagedFiles {
 		if _, err := h.Lstat(m); err == nil {
 			out.Managed = append(out.Managed, m)
+			// The digest is "" for a file that cannot be read, which
+			// then differs from any content the planner wants.
+			sum, _ := h.SHA256(m)
+			out.ManagedDigests = append(out.ManagedDigests, facts.FileDigest{Path: m, SHA256: sum})
 		}
 	}
 	return out, warns

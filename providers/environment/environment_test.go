@@ -89,6 +89,12 @@ blacklist nouveau
 			{Dir: "/opt/legacy/lib", File: "/etc/ld.so.conf"},
 		},
 		Managed: []string{ManagedBlacklist, ManagedLdSoConf, ManagedProfile, ManagedSystemd},
+		ManagedDigests: []facts.FileDigest{
+			{Path: ManagedBlacklist, SHA256: "b3dbf277d507c2a3659775968d3e57bd211b58927a62787706e0e1952e959dac"}, // "blacklist nouveau\n"
+			{Path: ManagedLdSoConf, SHA256: "3a4a738a01190e6e47e1e86ec3249829a8e7f9c14ca5240cc1f71fbf8b28e5bc"},
+			{Path: ManagedProfile, SHA256: "3711aa20037aa794b7358f266d045463746671905aeae05bfb4b906bfa817e85"},
+			{Path: ManagedSystemd, SHA256: "12a410c8010ba1500aada9307e8a3dc6ba1d5d286d83a023278c8ca94f97e2ab"},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Observe (-want +got):\n%s", diff)

@@ -9,16 +9,13 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
 // Provider plans the "environment" step: gpuenv's profile script, loader
-// configuration and systemd drop-in. It compares the files' bytes, read
-// through Host; without a Host it judges from the observed files alone.
-type Provider struct {
-	Host *host.Host
-}
+// configuration and systemd drop-in. It compares the files' observed
+// digests with the bytes the spec asks for.
+type Provider struct{}
 
 var _ planner.Provider = Provider{}
 
@@ -146,7 +143,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	existed, removes := 0, 0
 	changed := map[string]bool{}
 	for _, f := range files {
-		exists, same := p.current(req, f)
+		exists, same := current(req, f)
 		if exists {
 			existed++
 			before[f.Path] = "present"
@@ -236,15 +233,12 @@ func contentLines(c string) []string {
 }
 
 // current tells whether a managed file exists and already holds exactly
-// its content.
-func (p Provider) current(req *planner.Request, f managedFile) (exists, same bool) {
-	if p.Host != nil {
-		data, err := p.Host.ReadFile(f.Path)
-		if err != nil {
-			return false, false
+// its content, from the observed digests.
+func current(req *planner.Request, f managedFile) (exists, same bool) {
+	for _, d := range req.Facts.Environment.ManagedDigests {
+		if d.Path == f.Path {
+			return true, d.SHA256 != "" && d.SHA256 == planner.Digest(f.Content)
 		}
-		return true, string(data) == f.Content
 	}
-	exists = slices.Contains(req.Facts.Environment.Managed, f.Path)
-	return exists, false
+	return slices.Contains(req.Facts.Environment.Managed, f.Path), false
 }

@@ -118,7 +118,7 @@ func TestPlan(t *testing.T) {
 			h, _ := host.New(root)
 			obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb"}, Init: tt.init}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(environment.Provider{Host: h})
+			pl := planner.New(environment.Provider{})
 			plan, diags := pl.Plan(context.Background(), s, obs)
 			if diags.HasErrors() {
 				t.Fatal(diags)
@@ -143,6 +143,7 @@ func TestPlan(t *testing.T) {
 				t.Errorf("reason %q\ndoes not end %q", r, tt.reason)
 			}
 			planApply(t, root, plan.Steps)
+			obs.Environment, _ = environment.Observe(h)
 			if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
 				t.Errorf("after applying: %+v", again.Steps)
 			}
@@ -154,6 +155,7 @@ func TestPlan(t *testing.T) {
 					t.Errorf("absent: %+v", plan.Steps)
 				}
 				planApply(t, root, plan.Steps)
+				obs.Environment, _ = environment.Observe(h)
 				if again, _ := pl.Plan(context.Background(), empty, obs); len(again.Steps) != 0 {
 					t.Errorf("after removing: %+v", again.Steps)
 				}
@@ -175,7 +177,7 @@ func TestPlanContainer(t *testing.T) {
 		t.Fatalf("init %+v, want %+v", obs.Init, want)
 	}
 	s := plantest.LoadSpec(t, "environment {\n  cuda_visible_devices = [\"0\"]\n}\n")
-	plan, diags := planner.New(environment.Provider{Host: h}).Plan(context.Background(), s, obs)
+	plan, diags := planner.New(environment.Provider{}).Plan(context.Background(), s, obs)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -36,11 +35,10 @@ const (
 	DebianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
 )
 
-// Provider plans repository.<name> steps and the components step. It
-// reads the root's package sources through Host, which must be set.
-type Provider struct {
-	Host *host.Host
-}
+// Provider plans repository.<name> steps and the components step, from
+// the observed sources and gpuenv's own repository files
+// (facts.RepositoryFiles, which ObserveFiles reads).
+type Provider struct{}
 
 // Expecter is the optional capability of a planner.Candidates to learn
 // in advance which packages providers may ask about (Candidates.Expect).
@@ -64,18 +62,18 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		if diags.HasErrors() {
 			continue
 		}
-		if s := p.fileStep("repository."+r.Name, r.IsAbsent(), files, fmt.Sprintf("repository %q (%s)", r.Name, r.URL.Value)); s != nil {
+		if s := fileStep(req.Facts.RepositoryFiles, "repository."+r.Name, r.IsAbsent(), files, fmt.Sprintf("repository %q (%s)", r.Name, r.URL.Value)); s != nil {
 			if s.After != nil {
 				s.After = repositoryValues(r)
 			}
 			resp.Steps = append(resp.Steps, *s)
 		}
 		if !r.IsAbsent() && strings.HasPrefix(r.Keyring.Value, "/") {
-			if _, err := p.Host.Stat(r.Keyring.Value); err != nil {
+			if !hasKeyring(req.Facts.RepositoryFiles, r.Keyring.Value) {
 				resp.Warnings = append(resp.Warnings, planner.Warning{
 					Summary:  fmt.Sprintf("The keyring of repository %q is missing", r.Name),
 					Detail:   fmt.Sprintf("apt refuses a repository whose Signed-By key it cannot read. Put the repository's key at %s before applying (for NVIDIA's repositories, the cuda-keyring package installs it).", r.Keyring.Value),
-					Evidence: []string{fmt.Sprintf("%s: %v", r.Keyring.Value, err)},
+					Evidence: []string{keyringEvidence(r.Keyring.Value)},
 				})
 			}
 		}
@@ -206,14 +204,13 @@ func (p Provider) repositoryFiles(r *spec.Repository, family string) ([]repoFile
 
 // fileStep plans writing files (or removing them when absent, or when a
 // file has no content); nil when the root already has them so.
-func (p Provider) fileStep(address string, absent bool, files []repoFile, what string) *planner.Step {
+func fileStep(observed facts.RepositoryFiles, address string, absent bool, files []repoFile, what string) *planner.Step {
 	var ops []planner.Operation
 	before, after := map[string]string{}, map[string]string{}
 	created := true
 	var changed []string
 	for _, f := range files {
-		cur, err := p.Host.ReadFile(f.Path)
-		exists := err == nil
+		cur, exists := fileDigest(observed.Files, f.Path)
 		if exists {
 			created = false
 			before[f.Path] = "present"
@@ -225,7 +222,7 @@ func (p Provider) fileStep(address string, absent bool, files []repoFile, what s
 		case remove:
 			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Remove: true, After: f.After}})
 			changed = append(changed, "removes "+f.Path)
-		case exists && string(cur) == f.Content:
+		case exists && cur != "" && cur == planner.Digest(f.Content):
 			after[f.Path] = "present"
 			continue
 		default:
@@ -263,6 +260,34 @@ func (p Provider) fileStep(address string, absent bool, files []repoFile, what s
 		s.After = nil
 	}
 	return s
+}
+
+// fileDigest finds an observed file's digest.
+func fileDigest(files []facts.FileDigest, p string) (sum string, ok bool) {
+	for _, d := range files {
+		if d.Path == p {
+			return d.SHA256, true
+		}
+	}
+	return "", false
+}
+
+// hasKeyring tells whether the keyring at p was observed.
+func hasKeyring(observed facts.RepositoryFiles, p string) bool {
+	_, ok := fileDigest(observed.Keyrings, path.Clean(p))
+	return ok
+}
+
+// keyringEvidence says how a keyring was found missing: a keyring in
+// one of KeyringDirs, or one of gpuenv's sources names, is observed
+// whenever it exists; another could only have been seen by name.
+func keyringEvidence(p string) string {
+	for _, dir := range KeyringDirs {
+		if path.Dir(path.Clean(p)) == dir {
+			return p + ": no such file"
+		}
+	}
+	return fmt.Sprintf("%s: not found (observed are the keyrings in %s, and those gpuenv's own sources name)", p, strings.Join(KeyringDirs, ", "))
 }
 
 // componentsStep enables the archive components the distribution's

@@ -71,9 +71,9 @@ func TestPlanRepositories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}}
+	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, RepositoryFiles: ObserveFiles(h, "deb")}
 	s := plantest.LoadSpec(t, nvidiaRepo)
-	pl := planner.New(Provider{Host: h})
+	pl := planner.New(Provider{})
 	plan, diags := pl.Plan(context.Background(), s, obs)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -105,6 +105,7 @@ Pin-Priority: 600
 		t.Errorf("after %v", plan.Steps[0].After)
 	}
 	applyFiles(t, root, plan.Steps)
+	obs.RepositoryFiles = ObserveFiles(h, "deb")
 	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
 		t.Errorf("after applying: %+v", again.Steps)
 	}
@@ -121,15 +122,15 @@ Pin-Priority: 600
 		t.Fatalf("absent: %+v", plan.Steps)
 	}
 	applyFiles(t, root, plan.Steps)
+	obs.RepositoryFiles = ObserveFiles(h, "deb")
 	if again, _ := pl.Plan(context.Background(), s3, obs); len(again.Steps) != 0 {
 		t.Errorf("after removing: %+v", again.Steps)
 	}
 }
 
 func TestPlanKeyringURL(t *testing.T) {
-	h, _ := host.New(t.TempDir())
 	s := plantest.LoadSpec(t, "repository \"cuda\" {\n  url = \"https://example.com/repo/\"\n  keyring = \"https://example.com/key.gpg\"\n}\n")
-	_, diags := planner.New(Provider{Host: h}).Plan(context.Background(), s, &facts.Observation{OS: facts.OS{ID: "ubuntu", Family: "deb"}})
+	_, diags := planner.New(Provider{}).Plan(context.Background(), s, &facts.Observation{OS: facts.OS{ID: "ubuntu", Family: "deb"}})
 	if !diags.HasErrors() || diags[0].Summary != "Keyring URL not usable for apt" || diags[0].Subject.Start.Line != 3 {
 		t.Errorf("diagnostics %v", diags)
 	}
@@ -206,9 +207,9 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			if len(warns) > 0 {
 				t.Fatal(warns)
 			}
-			obs := &facts.Observation{OS: debian, Repositories: repos}
+			obs := &facts.Observation{OS: debian, Repositories: repos, RepositoryFiles: ObserveFiles(h, "deb")}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(Provider{Host: h})
+			pl := planner.New(Provider{})
 			plan, diags := pl.Plan(context.Background(), s, obs)
 			if diags.HasErrors() {
 				t.Fatal(diags)
@@ -244,5 +245,42 @@ func TestParseSources(t *testing.T) {
 	one := ParseSourcesList("s.list", []byte("deb [arch=amd64 signed-by=/k.gpg] https://r/ / \n#deb http://x bookworm main\ndeb-src http://x bookworm main\n"))
 	if len(one) != 1 || one[0].URIs[0] != "https://r/" || one[0].Suites[0] != "/" || len(one[0].Components) != 0 {
 		t.Errorf("one-line %+v", one)
+	}
+}
+
+// TestObserveFiles: gpuenv's own files of the host's package family are
+// digested and others passed over; keyrings are those of the family's
+// usual directories and those gpuenv's files name elsewhere, present
+// ones only.
+func TestObserveFiles(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "/etc/apt/sources.list.d/gpuenv-mirror.sources", "Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")
+	write(t, root, "/etc/apt/sources.list.d/other.list", "deb [signed-by=/srv/keys/other.gpg] http://other/ /\n")
+	write(t, root, "/etc/yum.repos.d/gpuenv-cuda.repo", "[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")
+	write(t, root, "/srv/keys/mirror.gpg", "mirror key")
+	write(t, root, "/srv/keys/other.gpg", "other key")
+	write(t, root, "/usr/share/keyrings/debian-archive-keyring.gpg", "debian key")
+	h, _ := host.New(root)
+	got := ObserveFiles(h, "deb")
+	sum := func(s string) string { return planner.Digest(s) }
+	want := facts.RepositoryFiles{
+		Files: []facts.FileDigest{
+			{Path: "/etc/apt/sources.list.d/gpuenv-mirror.sources", SHA256: sum("Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")},
+		},
+		Keyrings: []facts.FileDigest{
+			{Path: "/srv/keys/mirror.gpg", SHA256: sum("mirror key")},
+			{Path: "/usr/share/keyrings/debian-archive-keyring.gpg", SHA256: sum("debian key")},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ObserveFiles (-want +got):\n%s", diff)
+	}
+	// An RPM host: dnf's files and keyrings only.
+	want = facts.RepositoryFiles{
+		Files:    []facts.FileDigest{{Path: "/etc/yum.repos.d/gpuenv-cuda.repo", SHA256: sum("[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")}},
+		Keyrings: []facts.FileDigest{},
+	}
+	if diff := cmp.Diff(want, ObserveFiles(h, "rpm")); diff != "" {
+		t.Errorf("ObserveFiles on RPM (-want +got):\n%s", diff)
 	}
 }
