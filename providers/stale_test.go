@@ -99,7 +99,9 @@ func TestSavedPlanStaleAfterFileEdit(t *testing.T) {
 	}
 	envRoot := root{archive: staleEnvironmentRoot}
 	repoRoot := root{archive: staleRepositoryRoot}
-	dgx := root{archive: "-- etc/os-release --\nID=ubuntu\nVERSION_ID=\"22.04\"\n", nvml: true}
+	// A loaded module: NVML is asked only then.
+	dgx := root{archive: "-- etc/os-release --\nID=ubuntu\nVERSION_ID=\"22.04\"\n" +
+		"-- proc/driver/nvidia/version --\nNVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Feb 13 01:10:03 UTC 2024\n", nvml: true}
 	working := root{fixture: "ubuntu2204-working", pkgs: []facts.Package{{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1", State: "installed", Want: "install"}}}
 	const envSpec = "environment {\n  cuda_visible_devices = [\"0\"]\n}\n"
 	const deviceSpec = "device \"all\" {\n  compute_mode = \"exclusive_process\"\n}\n"
