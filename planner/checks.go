@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -139,19 +140,11 @@ func nvmlStatusText(n facts.NVML) string {
 
 func checkDriverLibraryMismatch(in *checkInput) *Warning {
 	d := in.obs.Driver
-	mod, lib := d.ModuleVersion, d.LibraryVersion
-	if lib == "" {
-		for _, l := range d.Libraries {
-			if l.Version != mod {
-				lib = l.Version
-				break
-			}
-		}
-	}
-	nvmlSays := in.obs.NVML.Status == "driver_library_mismatch"
-	if !nvmlSays && (mod == "" || lib == "" || mod == lib) {
+	m := doctor.DriverLibraryMismatch(in.obs)
+	if !m.Found() {
 		return nil
 	}
+	mod, lib, nvmlSays := m.Module, m.Library, m.NVML
 	var ev []string
 	if mod != "" {
 		from := d.ModuleVersionFrom
@@ -168,7 +161,7 @@ func checkDriverLibraryMismatch(in *checkInput) *Warning {
 	}
 	detail := "GPU programs fail with \"Driver/library version mismatch\" until the loaded module matches the libraries: " +
 		"reboot, or stop every GPU process and reload the nvidia modules."
-	if mod != "" && lib != "" && mod != lib {
+	if m.InFiles() {
 		detail = fmt.Sprintf("The loaded nvidia kernel module is %s, but the driver's libraries are %s (usually an upgrade "+
 			"without a reboot). ", mod, lib) + detail
 	}

@@ -304,27 +304,6 @@ func quoted(c version.Constraint) string {
 // mm is a version's major.minor.
 func mm(v version.Version) version.Version { return v.Trunc(2) }
 
-// observedDriver is the driver installed on the host, from NVML, the
-// loaded module or the libraries; zero when none is.
-func observedDriver(obs *facts.Observation) (version.Version, string) {
-	for _, c := range []struct{ v, from string }{
-		{obs.NVML.DriverVersion, "NVML"},
-		{obs.Driver.ModuleVersion, obs.Driver.ModuleVersionFrom},
-		{obs.Driver.LibraryVersion, "libnvidia-ml.so.1"},
-	} {
-		if c.v == "" {
-			continue
-		}
-		if v, err := version.Parse(c.v); err == nil {
-			if c.from == "" {
-				c.from = "the loaded module"
-			}
-			return v, c.from
-		}
-	}
-	return version.Version{}, ""
-}
-
 // resolveCUDA chooses the toolkit's release line and the release the
 // driver floor comes from.
 func (r *resolver) resolveCUDA() {

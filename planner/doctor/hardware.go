@@ -527,22 +527,19 @@ func (d *doctor) driverVersions() {
 	dr := d.obs.Driver
 	c := Check{ID: "driver.versions", Group: GroupNVML}
 	c.Evidence = d.versionEvidence()
-	lib := dr.LibraryVersion
-	if lib == "" && len(dr.Libraries) == 1 {
-		lib = dr.Libraries[0].Version
-	}
+	m := DriverLibraryMismatch(d.obs)
 	switch {
-	case d.obs.NVML.Status == "driver_library_mismatch":
+	case m.NVML:
 		c.Status, c.Summary = Skipped, "NVML already reported the mismatch"
 	case dr.ModuleVersion == "":
 		c.Status, c.Summary = Skipped, "No loaded module to compare the libraries with"
-	case lib == "" && len(dr.Libraries) == 0:
+	case dr.LibraryVersion == "" && len(dr.Libraries) == 0:
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("The nvidia module %s is loaded but no libnvidia-ml is installed: no program can talk to it", dr.ModuleVersion)
 		c.Fix = &Fix{Text: "Install the driver's userspace of the same version; with gpuenv:", Spec: fmt.Sprintf("driver {\n  version = %q\n}", dr.ModuleVersion)}
-	case lib != "" && lib != dr.ModuleVersion:
+	case m.InFiles():
 		c.Status = Problem
-		c.Summary = fmt.Sprintf("Driver/library version mismatch: module %s, libraries %s (an upgrade without a reboot)", dr.ModuleVersion, lib)
+		c.Summary = fmt.Sprintf("Driver/library version mismatch: module %s, libraries %s (an upgrade without a reboot)", m.Module, m.Library)
 		c.Fix = &Fix{
 			Text:     "Reboot, or stop every GPU program and reload the modules. Hold the driver so that unattended upgrades cannot do it again:",
 			Spec:     "driver {\n  hold = true\n}",

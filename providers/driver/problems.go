@@ -1,10 +1,10 @@
 package driver
 
 import (
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 )
 
@@ -31,31 +31,14 @@ func (o *observer) problems() {
 	}
 }
 
-// libraryVersion is the user-space driver version: the library the loader
-// finds, else the only version installed.
-func (o *observer) libraryVersion() string {
-	d := o.obs.Driver
-	if d.LibraryVersion != "" {
-		return d.LibraryVersion
-	}
-	var vs []string
-	for _, l := range d.Libraries {
-		if !slices.Contains(vs, l.Version) {
-			vs = append(vs, l.Version)
-		}
-	}
-	if len(vs) == 1 {
-		return vs[0]
-	}
-	return ""
-}
-
+// mismatch records the driver/library version mismatch the files show,
+// by the doctor's rule, and reports whether it did.
 func (o *observer) mismatch() bool {
-	mod, lib := o.obs.Driver.ModuleVersion, o.libraryVersion()
-	if mod == "" || lib == "" || mod == lib {
+	m := doctor.DriverLibraryMismatch(o.obs)
+	if !m.InFiles() {
 		return false
 	}
-	o.problem("driver", "driver/library version mismatch: module %s, library %s — reboot or reload the module", mod, lib)
+	o.problem("driver", "driver/library version mismatch: module %s, library %s — reboot or reload the module", m.Module, m.Library)
 	return true
 }
 

@@ -1,0 +1,86 @@
+package doctor
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// The rules below are the rule book the doctor's checks judge by, exported
+// so that observe's problems (providers) and plan's warnings (planner) ask
+// the same question the same way instead of restating it. Each is a pure
+// function of the observation.
+
+// DriverVersion is the driver version programs on the host get: NVML's
+// when it answered, the loaded module's otherwise, and the version
+// libnvidia-ml.so.1 leads to when no module runs. A value that does not
+// parse as a version is passed over. The second result says where the
+// version was read; both are zero when the host shows no driver.
+func DriverVersion(obs *facts.Observation) (version.Version, string) {
+	for _, c := range []struct{ v, from string }{
+		{obs.NVML.DriverVersion, "NVML"},
+		{obs.Driver.ModuleVersion, obs.Driver.ModuleVersionFrom},
+		{obs.Driver.LibraryVersion, "libnvidia-ml.so.1"},
+	} {
+		if c.v == "" {
+			continue
+		}
+		if v, err := version.Parse(c.v); err == nil {
+			if c.from == "" {
+				c.from = "the loaded module"
+			}
+			return v, c.from
+		}
+	}
+	return version.Version{}, ""
+}
+
+// Mismatch is the driver/library version mismatch rule's verdict.
+type Mismatch struct {
+	// Module is the loaded kernel module's version.
+	Module string
+	// Library is the user-space version that differs from Module (several
+	// versions, comma-separated, when no loader pick says which one);
+	// empty when the files show no mismatch.
+	Library string
+	// NVML is set when NVML itself refused to start with the mismatch.
+	NVML bool
+}
+
+// InFiles reports whether the observed files show the mismatch.
+func (m Mismatch) InFiles() bool { return m.Library != "" }
+
+// Found reports whether either the files or NVML show the mismatch.
+func (m Mismatch) Found() bool { return m.InFiles() || m.NVML }
+
+// DriverLibraryMismatch judges whether the loaded nvidia kernel module and
+// the driver's user-space libraries differ (usually an upgrade without a
+// reboot). The libraries' version is the one libnvidia-ml.so.1 leads to;
+// without that link, the installed libnvidia-ml.so.<version> files are
+// compared: the module mismatches when none of them is its version.
+func DriverLibraryMismatch(obs *facts.Observation) Mismatch {
+	d := obs.Driver
+	m := Mismatch{Module: d.ModuleVersion, NVML: obs.NVML.Status == "driver_library_mismatch"}
+	if d.ModuleVersion == "" {
+		return m
+	}
+	if d.LibraryVersion != "" {
+		if d.LibraryVersion != d.ModuleVersion {
+			m.Library = d.LibraryVersion
+		}
+		return m
+	}
+	var vs []string
+	for _, l := range d.Libraries {
+		if l.Version == d.ModuleVersion {
+			return m
+		}
+		if l.Version != "" && !slices.Contains(vs, l.Version) {
+			vs = append(vs, l.Version)
+		}
+	}
+	m.Library = strings.Join(vs, ", ")
+	return m
+}

@@ -1,0 +1,125 @@
+package doctor_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/doctor"
+	"github.com/gpuenv/gpuenv/planner/facts"
+)
+
+func libs(versions ...string) []facts.Library {
+	var out []facts.Library
+	for i, v := range versions {
+		dir := "/usr/lib/x86_64-linux-gnu/"
+		if i%2 == 1 {
+			dir = "/usr/lib/i386-linux-gnu/"
+		}
+		out = append(out, facts.Library{Path: dir + "libnvidia-ml.so." + v, Version: v})
+	}
+	return out
+}
+
+// TestDriverLibraryMismatch pins the one mismatch rule. The rows marked
+// "disagreed" are the cases on which the three copies it replaces (the
+// driver provider's problems, the planner's warning and the doctor's
+// driver.versions check) gave different answers.
+func TestDriverLibraryMismatch(t *testing.T) {
+	tests := []struct {
+		name    string
+		driver  facts.Driver
+		nvml    string
+		library string // the mismatching library version, "" for none
+		nvmlToo bool
+	}{
+		{name: "no module", driver: facts.Driver{LibraryVersion: "550.54.15", Libraries: libs("550.54.15")}},
+		{name: "loader pick agrees", driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15", Libraries: libs("550.54.15")}},
+		{name: "loader pick differs", driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.127.05", Libraries: libs("550.127.05")}, library: "550.127.05"},
+		{name: "loader pick differs though the module's library is installed too", driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.127.05", Libraries: libs("550.54.15", "550.127.05")}, library: "550.127.05"},
+		{name: "no loader pick, one library of the module's version", driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: libs("550.54.15")}},
+		{name: "no loader pick, one other library", driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: libs("550.127.05")}, library: "550.127.05"},
+		// disagreed: the doctor took the version only from a single
+		// library file and called 64- and 32-bit copies of the new
+		// version "both 550.54.15"; the provider and the planner saw the
+		// mismatch.
+		{name: "disagreed: no loader pick, two files of one other version", driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: libs("550.127.05", "550.127.05")}, library: "550.127.05"},
+		// disagreed: the planner warned about any library that differs
+		// from the module; the provider and the doctor did not. A library
+		// of the module's own version is installed, so nothing says the
+		// programs get another.
+		{name: "disagreed: no loader pick, the module's version among others", driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: libs("535.183.01", "550.54.15")}},
+		// disagreed: the provider and the doctor found no single library
+		// version and said nothing; the planner warned. Whichever library
+		// a program loads differs from the module, so it is a mismatch.
+		{name: "disagreed: no loader pick, several versions, none the module's", driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: libs("535.183.01", "550.127.05")}, library: "535.183.01, 550.127.05"},
+		{name: "NVML says so", driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.127.05"}, nvml: "driver_library_mismatch", library: "550.127.05", nvmlToo: true},
+		{name: "NVML says so alone", nvml: "driver_library_mismatch", nvmlToo: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := doctor.DriverLibraryMismatch(&facts.Observation{Driver: tt.driver, NVML: facts.NVML{Status: tt.nvml}})
+			if m.Library != tt.library || m.NVML != tt.nvmlToo || m.Module != tt.driver.ModuleVersion {
+				t.Errorf("got %+v, want library %q, NVML %v", m, tt.library, tt.nvmlToo)
+			}
+			if m.InFiles() != (tt.library != "") || m.Found() != (tt.library != "" || tt.nvmlToo) {
+				t.Errorf("InFiles %v, Found %v for %+v", m.InFiles(), m.Found(), m)
+			}
+		})
+	}
+}
+
+// TestDriverVersion pins which driver version the host runs: NVML's, else
+// the loaded module's, else the library's; a value that does not parse is
+// passed over.
+func TestDriverVersion(t *testing.T) {
+	tests := []struct {
+		name      string
+		obs       facts.Observation
+		want, src string
+	}{
+		{name: "none"},
+		{name: "NVML first", obs: facts.Observation{NVML: facts.NVML{DriverVersion: "550.54.15"}, Driver: facts.Driver{ModuleVersion: "550.54.14", ModuleVersionFrom: "/proc/driver/nvidia/version", LibraryVersion: "550.127.05"}}, want: "550.54.15", src: "NVML"},
+		{name: "module without NVML", obs: facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", ModuleVersionFrom: "/sys/module/nvidia/version", LibraryVersion: "550.127.05"}}, want: "550.54.15", src: "/sys/module/nvidia/version"},
+		{name: "module without its source", obs: facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15"}}, want: "550.54.15", src: "the loaded module"},
+		{name: "library alone", obs: facts.Observation{Driver: facts.Driver{LibraryVersion: "550.127.05"}}, want: "550.127.05", src: "libnvidia-ml.so.1"},
+		{name: "unparsable NVML answer", obs: facts.Observation{NVML: facts.NVML{DriverVersion: "unknown"}, Driver: facts.Driver{LibraryVersion: "550.127.05"}}, want: "550.127.05", src: "libnvidia-ml.so.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, src := doctor.DriverVersion(&tt.obs)
+			if v.String() != tt.want || src != tt.src {
+				t.Errorf("got %q from %q, want %q from %q", v, src, tt.want, tt.src)
+			}
+		})
+	}
+}
+
+// TestDriverVersionsCheckFollowsTheRule: the driver.versions check judges
+// by DriverLibraryMismatch, on the cases the copies disagreed on.
+func TestDriverVersionsCheckFollowsTheRule(t *testing.T) {
+	tests := []struct {
+		name    string
+		libs    []facts.Library
+		want    doctor.Status
+		summary string
+	}{
+		{"two files of one other version", libs("550.127.05", "550.127.05"), doctor.Problem, "module 550.54.15, libraries 550.127.05"},
+		{"the module's version among others", libs("535.183.01", "550.54.15"), doctor.OK, ""},
+		{"several versions, none the module's", libs("535.183.01", "550.127.05"), doctor.Problem, "libraries 535.183.01, 550.127.05"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := &facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", ModuleVersionFrom: "/proc/driver/nvidia/version", Libraries: tt.libs}}
+			for _, c := range doctor.Run(doctor.Input{Obs: obs}).Checks {
+				if c.ID != "driver.versions" {
+					continue
+				}
+				if c.Status != tt.want || !strings.Contains(c.Summary, tt.summary) {
+					t.Errorf("driver.versions: %s %q, want %s %q", c.Status, c.Summary, tt.want, tt.summary)
+				}
+				return
+			}
+			t.Fatal("no driver.versions check")
+		})
+	}
+}
