@@ -60,9 +60,9 @@ func checkUnfinishedApply(in *checkInput) *Warning {
 	if st == nil || !st.Unfinished {
 		return nil
 	}
-	kind := st.Kind
+	kind := string(st.Kind)
 	if kind == "" {
-		kind = "apply"
+		kind = string(KindApply)
 	}
 	ev := fmt.Sprintf("%s: generation %d (%s) is unfinished", in.statusPath, st.Generation, kind)
 	var more []string

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -153,45 +152,34 @@ func pythonsToObserve(s *spec.Spec, flags []string) []string {
 	return out
 }
 
-// readApplyStatus reads the status file of the state directory stateDir.
-// A missing file is no status; one that cannot be read is a warning, since
+// readApplyStatus reads the status file of the state directory stateDir
+// with apply's reader, which checks the state directory can be trusted and
+// believes the journal over a status file a run could not rewrite. A
+// missing file is no status; one that cannot be read is a warning, since
 // plan changes nothing and a user should still see the plan. So is one in
 // a state directory that others could have written, which is then not
 // believed: plan acts on nothing it reads there.
 func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*planner.ApplyStatus, hcl.Diagnostics) {
 	p := path.Join(stateDir, planner.StatusFile)
+	st, err := apply.ReadStatus(h, stateDir)
 	var insecure *apply.InsecureError
-	if err := apply.CheckStateDir(h, stateDir); errors.As(err, &insecure) {
+	switch {
+	case errors.As(err, &insecure):
 		return nil, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagWarning,
 			Summary:  "Untrusted state directory",
 			Detail:   fmt.Sprintf("The status file %s is not read, so plan cannot tell whether an earlier apply finished: %v. gpuenv apply and rollback refuse this state directory until it is fixed.", p, err),
 		})
-	}
-	data, err := h.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	case err != nil:
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning,
+			Summary:  "Unreadable apply status",
+			Detail:   fmt.Sprintf("The status file %s could not be read (%v), so plan cannot tell whether an earlier apply finished.", p, err),
+		})
+	case st == (planner.ApplyStatus{}):
 		return nil, diags
 	}
-	if err == nil {
-		var st *planner.ApplyStatus
-		st, err = planner.ReadApplyStatus(bytes.NewReader(data))
-		if err == nil && st.Unfinished {
-			// The run may have ended with a full disk, unable to
-			// rewrite the status file; its journal says so (when this
-			// user can read it).
-			if _, ok := apply.EndedAs(h, stateDir, st.Generation); ok {
-				st.Unfinished = false
-			}
-		}
-		if err == nil {
-			return st, diags
-		}
-	}
-	return nil, append(diags, &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  "Unreadable apply status",
-		Detail:   fmt.Sprintf("The status file %s could not be read (%v), so plan cannot tell whether an earlier apply finished.", p, err),
-	})
+	return &st, diags
 }
 
 // savePlan writes the saved plan next to its final name and renames it
