@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -95,14 +96,14 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 	if err != nil {
 		return err
 	}
-	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythonsToObserve(s, o.pythons)})
-	pl := newPlanner(h)
-	statusPath := path.Join(g.stateDir(), planner.StatusFile)
-	pl.StatusPath = statusPath
-	pl.Status, diags = readApplyStatus(h, g.stateDir(), diags)
-
-	p, more := pl.Plan(ctx, s, obs)
+	pd, more := observeThenPlan(ctx, h, s, o.pythons, func(pl *planner.Planner) hcl.Diagnostics {
+		pl.StatusPath = path.Join(g.stateDir(), planner.StatusFile)
+		var status hcl.Diagnostics
+		pl.Status, status = readApplyStatus(h, g.stateDir(), nil)
+		return status
+	})
 	diags = append(diags, more...)
+	p, obs := pd.plan, pd.obs
 	if err := writePlan(g, files, p, diags); err != nil {
 		return err
 	}
@@ -211,6 +212,24 @@ func savePlan(name string, p *planner.Plan, obs *facts.Observation) error {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
 	return nil
+}
+
+// observeThenPlan is the one way from flags to a plan: it observes h —
+// the Python environments --python names (flagPythons) and those the
+// spec's framework blocks name — and plans s against that observation.
+// prepare, when not nil, readies the planner before it plans (plan gives
+// it the state directory's status); its diagnostics come before the
+// planner's. The plan is nil when planning failed.
+func observeThenPlan(ctx context.Context, h *host.Host, s *spec.Spec, flagPythons []string, prepare func(*planner.Planner) hcl.Diagnostics) (*planned, hcl.Diagnostics) {
+	pythons := pythonsToObserve(s, flagPythons)
+	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
+	pl := newPlanner(h)
+	var diags hcl.Diagnostics
+	if prepare != nil {
+		diags = prepare(pl)
+	}
+	p, more := pl.Plan(ctx, s, obs)
+	return &planned{plan: p, obs: obs, spec: s, files: s.Files, pythns: pythons}, append(diags, more...)
 }
 
 // newPlanner wires the concrete providers into the planner.
