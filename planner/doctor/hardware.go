@@ -298,16 +298,18 @@ func (d *doctor) kernelInitramfs() {
 		return
 	}
 	c.Evidence = append(c.Evidence, fmt.Sprintf("%s: built %s", ir.Path, ir.ModTime.UTC().Format(time.DateTime)))
-	stale := true
 	for _, b := range files {
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%s: modified %s", blacklistText(b), b.ModTime.UTC().Format(time.DateTime)))
-		if !b.ModTime.After(ir.ModTime) {
-			stale = false
-		}
 	}
-	if !stale {
+	if StaleNouveauBlacklist(d.obs) == nil {
 		c.Status = OK
 		c.Summary = "The initramfs was built after the nouveau blacklist"
+		for _, b := range d.nouveauBlacklists() {
+			if b.Directive == "modprobe.blacklist" {
+				c.Evidence = append(c.Evidence, blacklistText(b))
+				c.Summary = "nouveau is blacklisted on the kernel command line, which needs no initramfs"
+			}
+		}
 		d.add(c)
 		return
 	}

@@ -84,3 +84,31 @@ func DriverLibraryMismatch(obs *facts.Observation) Mismatch {
 	m.Library = strings.Join(vs, ", ")
 	return m
 }
+
+// StaleNouveauBlacklist is the nouveau blacklist file that the running
+// kernel's initramfs predates, when the initramfs holds no nouveau
+// blacklist at all, so that nouveau still loads from it at boot; nil when
+// it holds one (a blacklist file older than it is enough), when nouveau is
+// blacklisted on the kernel command line (which needs no initramfs), or
+// when the times are unknown. The first such file is returned.
+func StaleNouveauBlacklist(obs *facts.Observation) *facts.Blacklist {
+	ird := obs.Kernel.Initramfs
+	if ird == nil || ird.ModTime.IsZero() {
+		return nil
+	}
+	var newer *facts.Blacklist
+	for i, l := range obs.Kernel.Blacklists {
+		if l.Module != "nouveau" {
+			continue
+		}
+		switch {
+		case l.Directive == "modprobe.blacklist":
+			return nil
+		case l.ModTime.IsZero() || !l.ModTime.After(ird.ModTime):
+			return nil
+		case newer == nil:
+			newer = &obs.Kernel.Blacklists[i]
+		}
+	}
+	return newer
+}

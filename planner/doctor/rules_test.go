@@ -3,6 +3,7 @@ package doctor_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -122,4 +123,74 @@ func TestDriverVersionsCheckFollowsTheRule(t *testing.T) {
 			t.Fatal("no driver.versions check")
 		})
 	}
+}
+
+// TestStaleNouveauBlacklist pins the stale-initramfs rule. It was written
+// three times: observe's problem flagged any blacklist file newer than the
+// initramfs, the doctor's kernel.initramfs check only when every file was
+// newer and ignored the kernel command line, and the kernel provider's
+// planner (which decides to rebuild the initramfs) held the rule kept
+// here.
+func TestStaleNouveauBlacklist(t *testing.T) {
+	built := time.Date(2024, 4, 22, 9, 12, 31, 0, time.UTC)
+	file := func(name string, mod time.Time) facts.Blacklist {
+		return facts.Blacklist{Module: "nouveau", Directive: "blacklist", File: "/etc/modprobe.d/" + name, Line: 1, ModTime: mod}
+	}
+	cmdline := facts.Blacklist{Module: "nouveau", Directive: "modprobe.blacklist", File: "/proc/cmdline"}
+	older, newer := built.Add(-time.Hour), built.Add(time.Hour)
+	tests := []struct {
+		name  string
+		lists []facts.Blacklist
+		ir    *facts.FileTime
+		want  string // the stale file, "" for none
+	}{
+		{name: "no initramfs", lists: []facts.Blacklist{file("a.conf", newer)}},
+		{name: "initramfs time unknown", lists: []facts.Blacklist{file("a.conf", newer)}, ir: &facts.FileTime{Path: "/boot/initrd.img"}},
+		{name: "no blacklist", ir: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built}},
+		{name: "older blacklist", lists: []facts.Blacklist{file("a.conf", older)}, ir: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built}},
+		{name: "newer blacklist", lists: []facts.Blacklist{file("a.conf", newer)}, ir: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built}, want: "/etc/modprobe.d/a.conf"},
+		{name: "another module's newer blacklist", lists: []facts.Blacklist{{Module: "nvidiafb", Directive: "blacklist", File: "/etc/modprobe.d/fb.conf", ModTime: newer}}, ir: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built}},
+		// disagreed: observe flagged the newer file; the initramfs holds
+		// the older one, which is enough.
+		{name: "disagreed: one older, one newer", lists: []facts.Blacklist{file("b.conf", newer), file("a.conf", older)}, ir: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built}},
+		// disagreed: observe and the doctor flagged it; the kernel
+		// command line blacklists nouveau without the initramfs.
+		{name: "disagreed: newer file, and the kernel command line", lists: []facts.Blacklist{file("a.conf", newer), cmdline}, ir: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := doctor.StaleNouveauBlacklist(&facts.Observation{Kernel: facts.Kernel{Blacklists: tt.lists, Initramfs: tt.ir}})
+			switch {
+			case got == nil && tt.want != "":
+				t.Errorf("not stale, want %s", tt.want)
+			case got != nil && got.File != tt.want:
+				t.Errorf("stale by %s, want %q", got.File, tt.want)
+			}
+		})
+	}
+}
+
+// TestInitramfsCheckFollowsTheRule: the kernel.initramfs check with a
+// blacklist on the kernel command line.
+func TestInitramfsCheckFollowsTheRule(t *testing.T) {
+	built := time.Date(2024, 4, 22, 9, 12, 31, 0, time.UTC)
+	obs := &facts.Observation{
+		PCI: []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de}},
+		Kernel: facts.Kernel{
+			Initramfs: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built},
+			Blacklists: []facts.Blacklist{
+				{Module: "nouveau", Directive: "blacklist", File: "/etc/modprobe.d/blacklist-nouveau.conf", Line: 1, ModTime: built.Add(time.Hour)},
+				{Module: "nouveau", Directive: "modprobe.blacklist", File: "/proc/cmdline"},
+			},
+		},
+	}
+	for _, c := range doctor.Run(doctor.Input{Obs: obs}).Checks {
+		if c.ID == "kernel.initramfs" {
+			if c.Status != doctor.OK || !strings.Contains(c.Summary, "kernel command line") {
+				t.Errorf("kernel.initramfs: %s %q, want ok by the kernel command line", c.Status, c.Summary)
+			}
+			return
+		}
+	}
+	t.Fatal("no kernel.initramfs check")
 }

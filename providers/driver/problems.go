@@ -124,24 +124,21 @@ func (o *observer) runningKernelModule() {
 }
 
 // staleInitramfs: a nouveau blacklist written after the initramfs was
-// built is not in it, so nouveau still loads from the initramfs at boot.
+// built is not in it, so nouveau still loads from the initramfs at boot
+// (the doctor's rule, doctor.StaleNouveauBlacklist). Without an NVIDIA
+// GPU nouveau has nothing to load for, as the doctor's check says too.
 func (o *observer) staleInitramfs() {
+	b := doctor.StaleNouveauBlacklist(o.obs)
+	if b == nil || (len(o.obs.PCI) == 0 && len(o.obs.NVML.Devices) == 0) {
+		return
+	}
 	ir := o.obs.Kernel.Initramfs
-	if ir == nil {
-		return
+	cmd := "update-initramfs -u"
+	if o.obs.OS.Family == "rpm" {
+		cmd = "dracut -f"
 	}
-	for _, b := range o.blacklisted("nouveau") {
-		if b.ModTime.IsZero() || !b.ModTime.After(ir.ModTime) {
-			continue
-		}
-		cmd := "update-initramfs -u"
-		if o.obs.OS.Family == "rpm" {
-			cmd = "dracut -f"
-		}
-		o.problem("kernel", "the initramfs %s (%s) predates the nouveau blacklist in %s (%s): nouveau can still load at boot — run %s",
-			ir.Path, ir.ModTime.Format(time.DateTime), b.File, b.ModTime.Format(time.DateTime), cmd)
-		return
-	}
+	o.problem("kernel", "the initramfs %s (%s) predates the nouveau blacklist in %s (%s): nouveau can still load at boot — run %s",
+		ir.Path, ir.ModTime.Format(time.DateTime), b.File, b.ModTime.Format(time.DateTime), cmd)
 }
 
 // missingFromNVML: a GPU the nvidia driver is bound to but NVML does not

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 )
@@ -33,6 +34,39 @@ func TestMismatchFollowsTheRule(t *testing.T) {
 			}
 			if found != (tt.want != "") || got != tt.want || len(o.obs.Problems) > 1 {
 				t.Errorf("mismatch() = %v, problems %v; want %q", found, o.obs.Problems, tt.want)
+			}
+		})
+	}
+}
+
+// TestStaleInitramfsFollowsTheRule: observe's stale-initramfs problem is
+// the doctor's (doctor.StaleNouveauBlacklist, and no GPU no problem), on
+// the cases the copies disagreed on; it used to flag all three.
+func TestStaleInitramfsFollowsTheRule(t *testing.T) {
+	built := time.Date(2024, 4, 22, 9, 12, 31, 0, time.UTC)
+	file := func(name string, mod time.Time) facts.Blacklist {
+		return facts.Blacklist{Module: "nouveau", Directive: "blacklist", File: "/etc/modprobe.d/" + name, Line: 1, ModTime: mod}
+	}
+	gpu := []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de, Driver: "nvidia"}}
+	tests := []struct {
+		name  string
+		pci   []facts.PCIDevice
+		lists []facts.Blacklist
+		want  bool
+	}{
+		{"newer blacklist", gpu, []facts.Blacklist{file("a.conf", built.Add(time.Hour))}, true},
+		{"newer blacklist, no GPU", nil, []facts.Blacklist{file("a.conf", built.Add(time.Hour))}, false},
+		{"one older, one newer", gpu, []facts.Blacklist{file("b.conf", built.Add(time.Hour)), file("a.conf", built.Add(-time.Hour))}, false},
+		{"newer file and the kernel command line", gpu, []facts.Blacklist{file("a.conf", built.Add(time.Hour)), {Module: "nouveau", Directive: "modprobe.blacklist", File: "/proc/cmdline"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &observer{obs: &facts.Observation{PCI: tt.pci, Kernel: facts.Kernel{
+				Blacklists: tt.lists, Initramfs: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built},
+			}}}
+			o.staleInitramfs()
+			if got := len(o.obs.Problems) == 1; got != tt.want || len(o.obs.Problems) > 1 {
+				t.Errorf("problems %v, want a stale initramfs: %v", o.obs.Problems, tt.want)
 			}
 		})
 	}
