@@ -356,21 +356,6 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 	}
 }
 
-// isIndex reports whether a CUDA_VISIBLE_DEVICES entry is a device index
-// rather than a UUID or MIG identifier.
-func isIndex(s string) bool {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // observedVariable returns the last assignment of a variable in the host's
 // environment files.
 func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bool) {
@@ -385,10 +370,6 @@ func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bo
 }
 
 func checkDeviceOrder(in *checkInput) *Warning {
-	gpus := max(len(in.obs.NVML.Devices), len(in.obs.PCI))
-	if gpus == 1 {
-		return nil
-	}
 	var visible []string
 	var visibleEv string
 	env := in.spec.Environment
@@ -400,9 +381,6 @@ func checkDeviceOrder(in *checkInput) *Warning {
 		visible = strings.Split(a.Value, ",")
 		visibleEv = fmt.Sprintf("%s:%d: CUDA_VISIBLE_DEVICES=%s", a.File, a.Line, a.Value)
 	}
-	if !slices.ContainsFunc(visible, isIndex) {
-		return nil
-	}
 	order, orderEv := "", "CUDA_DEVICE_ORDER is not set anywhere: CUDA's default is FASTEST_FIRST"
 	if managed && env.CUDADeviceOrder.Set {
 		order = string(env.CUDADeviceOrder.Value)
@@ -411,7 +389,7 @@ func checkDeviceOrder(in *checkInput) *Warning {
 		order = a.Value
 		orderEv = fmt.Sprintf("%s:%d: CUDA_DEVICE_ORDER=%s", a.File, a.Line, a.Value)
 	}
-	if order == string(spec.DeviceOrderPCIBusID) {
+	if !doctor.IndexOrderAmbiguous(doctor.GPUCount(in.obs), visible, order) {
 		return nil
 	}
 	return &Warning{

@@ -230,6 +230,26 @@ func TestChecks(t *testing.T) {
 			}}, obs: gpuFacts(2)},
 		},
 		{
+			// The rule is doctor.IndexOrderAmbiguous with doctor.GPUCount:
+			// this check used to warn with no GPU at all, and count the
+			// larger of NVML's and the PCI bus's GPUs.
+			name: "no GPU has no order",
+			in: checkInput{spec: &spec.Spec{Environment: &spec.Environment{
+				CUDAVisibleDevices: spec.Attr[[]string]{Value: []string{"0"}, Set: true},
+			}}, obs: &facts.Observation{}},
+			check: CheckNoGPU,
+		},
+		{
+			name: "NVML lists one GPU of two on the bus",
+			in: checkInput{spec: &spec.Spec{Environment: &spec.Environment{
+				CUDAVisibleDevices: spec.Attr[[]string]{Value: []string{"0"}, Set: true},
+			}}, obs: func() *facts.Observation {
+				o := gpuFacts(1)
+				o.PCI = []facts.PCIDevice{{Address: "0000:17:00.0"}, {Address: "0000:65:00.0"}}
+				return o
+			}()},
+		},
+		{
 			name: "one GPU has one order",
 			in: checkInput{spec: &spec.Spec{Environment: &spec.Environment{
 				CUDAVisibleDevices: spec.Attr[[]string]{Value: []string{"0"}, Set: true},

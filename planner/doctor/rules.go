@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -111,4 +112,33 @@ func StaleNouveauBlacklist(obs *facts.Observation) *facts.Blacklist {
 		}
 	}
 	return newer
+}
+
+// GPUCount is how many GPUs CUDA could enumerate: NVML's count, or the
+// NVIDIA devices on the PCI bus when NVML lists none.
+func GPUCount(obs *facts.Observation) int {
+	if len(obs.NVML.Devices) > 0 {
+		return len(obs.NVML.Devices)
+	}
+	return len(obs.PCI)
+}
+
+// IsDeviceIndex reports whether a CUDA_VISIBLE_DEVICES entry names a GPU
+// by index rather than by UUID or MIG identifier.
+func IsDeviceIndex(entry string) bool {
+	entry = strings.TrimSpace(entry)
+	if entry == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(entry, 10, 32)
+	return err == nil
+}
+
+// IndexOrderAmbiguous reports whether CUDA_VISIBLE_DEVICES entries
+// (visible) can name a different GPU to CUDA than nvidia-smi's of the same
+// index: the host has several GPUs, an entry is an index, and the device
+// order (CUDA_DEVICE_ORDER, "" when unset: CUDA's FASTEST_FIRST) is not
+// PCI_BUS_ID, the order nvidia-smi numbers them in.
+func IndexOrderAmbiguous(gpus int, visible []string, order string) bool {
+	return gpus >= 2 && slices.ContainsFunc(visible, IsDeviceIndex) && order != "PCI_BUS_ID"
 }

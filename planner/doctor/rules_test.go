@@ -194,3 +194,36 @@ func TestInitramfsCheckFollowsTheRule(t *testing.T) {
 	}
 	t.Fatal("no kernel.initramfs check")
 }
+
+// TestIndexOrderAmbiguous pins the device-order rule the planner's warning
+// and the env.cuda-device-order check share. The planner's copy warned
+// with no GPU at all and counted the larger of NVML's and the bus's GPUs;
+// GPUCount counts what CUDA can enumerate.
+func TestIndexOrderAmbiguous(t *testing.T) {
+	tests := []struct {
+		gpus    int
+		visible []string
+		order   string
+		want    bool
+	}{
+		{2, []string{"0", "1"}, "", true},
+		{2, []string{" 1"}, "FASTEST_FIRST", true},
+		{2, []string{"0"}, "PCI_BUS_ID", false},
+		{2, []string{"GPU-a", "MIG-b"}, "", false},
+		{1, []string{"0"}, "", false},
+		{0, []string{"0"}, "", false},
+		{8, []string{"99999999999"}, "", false},
+	}
+	for _, tt := range tests {
+		if got := doctor.IndexOrderAmbiguous(tt.gpus, tt.visible, tt.order); got != tt.want {
+			t.Errorf("IndexOrderAmbiguous(%d, %q, %q) = %v, want %v", tt.gpus, tt.visible, tt.order, got, tt.want)
+		}
+	}
+	one := &facts.Observation{PCI: []facts.PCIDevice{{Address: "0000:17:00.0"}, {Address: "0000:65:00.0"}}, NVML: facts.NVML{Devices: []facts.GPUDevice{{Index: 0}}}}
+	if n := doctor.GPUCount(one); n != 1 {
+		t.Errorf("GPUCount with NVML listing one of two = %d, want NVML's 1", n)
+	}
+	if n := doctor.GPUCount(&facts.Observation{PCI: one.PCI}); n != 2 {
+		t.Errorf("GPUCount without NVML = %d, want the bus's 2", n)
+	}
+}
