@@ -181,9 +181,7 @@ func (d *doctor) add(c Check) {
 }
 
 // hasGPU reports whether the host shows an NVIDIA GPU by any route.
-func (d *doctor) hasGPU() bool {
-	return len(d.obs.PCI) > 0 || len(d.obs.NVML.Devices) > 0
-}
+func (d *doctor) hasGPU() bool { return HasGPU(d.obs) }
 
 // moduleLoaded reports whether the nvidia kernel module runs.
 func (d *doctor) moduleLoaded() bool {

@@ -237,9 +237,7 @@ func blacklistText(b facts.Blacklist) string {
 	return fmt.Sprintf("%s: %s nouveau", where, b.Directive)
 }
 
-func (d *doctor) nouveauLoaded() bool {
-	return slices.ContainsFunc(d.obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nouveau" })
-}
+func (d *doctor) nouveauLoaded() bool { return NouveauLoaded(d.obs) }
 
 func (d *doctor) kernelNouveau() {
 	c := Check{ID: "kernel.nouveau", Group: GroupKernel}
@@ -250,10 +248,15 @@ func (d *doctor) kernelNouveau() {
 	}
 	bl := d.nouveauBlacklists()
 	loaded := d.nouveauLoaded()
-	if loaded {
+	if slices.ContainsFunc(d.obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nouveau" }) {
 		c.Evidence = append(c.Evidence, "/proc/modules: nouveau loaded")
 	} else {
 		c.Evidence = append(c.Evidence, "/proc/modules: nouveau not loaded")
+	}
+	for _, p := range d.obs.PCI {
+		if p.Driver == "nouveau" {
+			c.Evidence = append(c.Evidence, p.Address+": bound to nouveau")
+		}
 	}
 	for _, b := range bl {
 		c.Evidence = append(c.Evidence, blacklistText(b))

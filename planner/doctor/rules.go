@@ -142,3 +142,16 @@ func IsDeviceIndex(entry string) bool {
 func IndexOrderAmbiguous(gpus int, visible []string, order string) bool {
 	return gpus >= 2 && slices.ContainsFunc(visible, IsDeviceIndex) && order != "PCI_BUS_ID"
 }
+
+// HasGPU reports whether the host shows an NVIDIA GPU by any route: on
+// the PCI bus or listed by NVML.
+func HasGPU(obs *facts.Observation) bool {
+	return len(obs.PCI) > 0 || len(obs.NVML.Devices) > 0
+}
+
+// NouveauLoaded reports whether nouveau runs: a GPU is bound to it, or the
+// module is loaded. While it does, the nvidia driver cannot take the GPU.
+func NouveauLoaded(obs *facts.Observation) bool {
+	return slices.ContainsFunc(obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nouveau" }) ||
+		slices.ContainsFunc(obs.PCI, func(p facts.PCIDevice) bool { return p.Driver == "nouveau" })
+}

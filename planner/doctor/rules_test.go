@@ -227,3 +227,23 @@ func TestIndexOrderAmbiguous(t *testing.T) {
 		t.Errorf("GPUCount without NVML = %d, want the bus's 2", n)
 	}
 }
+
+// TestNouveauCheckFollowsTheRule: a GPU bound to nouveau is nouveau
+// running, though the module list was not read (a root's files). The
+// doctor's copy looked at the module list alone; observe's problem and the
+// kernel planner looked at both, as NouveauLoaded does.
+func TestNouveauCheckFollowsTheRule(t *testing.T) {
+	obs := &facts.Observation{PCI: []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de, Driver: "nouveau"}}}
+	if !doctor.NouveauLoaded(obs) {
+		t.Error("NouveauLoaded = false for a GPU bound to nouveau")
+	}
+	for _, c := range doctor.Run(doctor.Input{Obs: obs}).Checks {
+		if c.ID == "kernel.nouveau" {
+			if c.Status != doctor.Problem {
+				t.Errorf("kernel.nouveau: %s %q, want a problem", c.Status, c.Summary)
+			}
+			return
+		}
+	}
+	t.Fatal("no kernel.nouveau check")
+}

@@ -59,7 +59,7 @@ func (o *observer) nouveau() {
 			bound = append(bound, d.Address)
 		}
 	}
-	if len(bound) == 0 && !o.loaded("nouveau") {
+	if !doctor.NouveauLoaded(o.obs) || !doctor.HasGPU(o.obs) {
 		return
 	}
 	where := "nouveau is loaded"
@@ -129,7 +129,7 @@ func (o *observer) runningKernelModule() {
 // GPU nouveau has nothing to load for, as the doctor's check says too.
 func (o *observer) staleInitramfs() {
 	b := doctor.StaleNouveauBlacklist(o.obs)
-	if b == nil || (len(o.obs.PCI) == 0 && len(o.obs.NVML.Devices) == 0) {
+	if b == nil || !doctor.HasGPU(o.obs) {
 		return
 	}
 	ir := o.obs.Kernel.Initramfs

@@ -71,3 +71,19 @@ func TestStaleInitramfsFollowsTheRule(t *testing.T) {
 		})
 	}
 }
+
+// TestNouveauFollowsTheRule: with no NVIDIA GPU, nouveau in the module
+// list takes nothing from the nvidia driver; the doctor skips the check,
+// and observe (which used to flag it) now says nothing either.
+func TestNouveauFollowsTheRule(t *testing.T) {
+	o := &observer{obs: &facts.Observation{Kernel: facts.Kernel{Loaded: []facts.LoadedModule{{Name: "nouveau"}}}}}
+	o.nouveau()
+	if len(o.obs.Problems) != 0 {
+		t.Errorf("problems %v without a GPU, want none", o.obs.Problems)
+	}
+	o.obs.PCI = []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de}}
+	o.nouveau()
+	if len(o.obs.Problems) != 1 {
+		t.Errorf("problems %v with a GPU, want nouveau's", o.obs.Problems)
+	}
+}

@@ -68,13 +68,6 @@ func nouveauBlacklists(obs *facts.Observation) []facts.Blacklist {
 	return out
 }
 
-func nouveauLoaded(obs *facts.Observation) bool {
-	if slices.ContainsFunc(obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nouveau" }) {
-		return true
-	}
-	return slices.ContainsFunc(obs.PCI, func(p facts.PCIDevice) bool { return p.Driver == "nouveau" })
-}
-
 // nouveauStep blacklists nouveau when blacklist_nouveau = true, and takes
 // gpuenv's blacklist away when it is false.
 func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step {
@@ -98,7 +91,7 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 			Flags:      planner.Flags{NeedsReboot: true},
 		}
 	}
-	loaded := nouveauLoaded(obs)
+	loaded := doctor.NouveauLoaded(obs)
 	if len(lists) > 0 {
 		// A blacklist exists (the driver package often brings one); it
 		// works at boot only once the initramfs holds it.
