@@ -113,7 +113,7 @@ func needsGPU(s *spec.Spec) (hcl.Range, string, bool) {
 
 func checkNoGPU(in *checkInput) *Warning {
 	rng, what, ok := needsGPU(in.spec)
-	if !ok || len(in.obs.PCI) > 0 || len(in.obs.NVML.Devices) > 0 {
+	if !ok || doctor.HasGPU(in.obs) {
 		return nil
 	}
 	ev := []string{"/sys/bus/pci/devices: no device of vendor 0x10de (NVIDIA)"}

@@ -21,7 +21,7 @@ func (d *doctor) pciGPUs() {
 	o := d.obs
 	c := Check{ID: "pci.gpus", Group: GroupPCI}
 	switch {
-	case len(o.PCI) == 0 && len(o.NVML.Devices) == 0:
+	case !HasGPU(o):
 		c.Status = Problem
 		c.Summary = "No NVIDIA GPU on the PCI bus"
 		c.Evidence = []string{"/sys/bus/pci/devices: no display or 3D controller of vendor 0x10de (NVIDIA)"}
