@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,45 +14,31 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
-// Kind says what a generation did.
-type Kind string
+// Kind says what a generation did; the status file carries it, so the
+// vocabulary is the planner's (planner.GenerationKind).
+type Kind = planner.GenerationKind
 
 const (
-	KindApply    Kind = "apply"
-	KindRollback Kind = "rollback"
+	KindApply    = planner.KindApply
+	KindRollback = planner.KindRollback
 )
 
-// Status is where a generation stands.
-type Status string
+// Status is where a generation stands (planner.GenerationStatus, whose
+// constants say what each means).
+type Status = planner.GenerationStatus
 
 const (
-	// StatusRunning: started and not finished. Found on disk with no live
-	// holder of the lock, it means the process was killed.
-	StatusRunning Status = "running"
-	// StatusApplied: an apply whose every operation succeeded.
-	StatusApplied Status = "applied"
-	// StatusReverted: an apply that failed and whose completed operations
-	// were all undone; the host is as it was before it.
-	StatusReverted Status = "reverted"
-	// StatusFailed: an apply or rollback that failed and left operations
-	// done that are not undone (revert incomplete or --no-revert); the
-	// host needs `gpuenv rollback`.
-	StatusFailed Status = "failed"
-	// StatusDone: a rollback that undid everything it set out to.
-	StatusDone Status = "done"
-	// StatusDamaged is never written: it is how a generation is listed
-	// whose meta.json is missing or unreadable though its directory
-	// holds a journal or saved files. What it did cannot be known, so
-	// rollback stops at it (see DamagedError).
-	StatusDamaged Status = "damaged"
+	StatusRunning  = planner.StatusRunning
+	StatusApplied  = planner.StatusApplied
+	StatusReverted = planner.StatusReverted
+	StatusFailed   = planner.StatusFailed
+	StatusDone     = planner.StatusDone
+	StatusDamaged  = planner.StatusDamaged
 )
-
-// Unfinished reports whether a generation in this status left the host
-// between two states: plan warns, apply refuses, rollback finishes it.
-func (s Status) Unfinished() bool { return s == StatusRunning || s == StatusFailed }
 
 // Meta is a generation's summary, meta.json in its directory.
 type Meta struct {
@@ -90,26 +77,14 @@ type Meta struct {
 }
 
 // StatusFile is the world-readable summary at <state>/status.json, read
-// by `plan` (run by any user) to warn about an unfinished generation.
-type StatusFile struct {
-	Unfinished bool   `json:"unfinished"`
-	Generation int    `json:"generation"`
-	Kind       Kind   `json:"kind"`
-	Status     Status `json:"status"`
-	// Command, Started and PID are the generation's run, shown by plan as
-	// evidence.
-	Command string    `json:"command,omitempty"`
-	Started time.Time `json:"started,omitzero"`
-	PID     int       `json:"pid,omitempty"`
-	Updated time.Time `json:"updated"`
-	// Message says what to do when Unfinished.
-	Message string `json:"message,omitempty"`
-}
+// by `plan` (run by any user) to warn about an unfinished generation. It
+// is the planner's type: one format, one reader and one writer.
+type StatusFile = planner.ApplyStatus
 
 // Names inside the state directory and a generation's directory.
 const (
 	generationsDir = "generations"
-	statusName     = "status.json"
+	statusName     = planner.StatusFile
 	lockName       = "lock"
 	markerName     = ".gpuenv-state"
 	metaName       = "meta.json"
@@ -566,12 +541,12 @@ func (s *Store) refreshStatus() error {
 			break
 		}
 	}
-	data, err := json.MarshalIndent(st, "", "  ")
+	data, err := st.Encode()
 	if err != nil {
 		return err
 	}
 	// World-readable on purpose: plan, run by any user, reads it to warn.
-	return writeFileAtomic(filepath.Join(s.abs, statusName), append(data, '\n'), 0o644)
+	return writeFileAtomic(filepath.Join(s.abs, statusName), data, 0o644)
 }
 
 // ReadStatus reads <state>/status.json inside h's root, after checking it
@@ -589,9 +564,11 @@ func ReadStatus(h *host.Host, stateDir string) (StatusFile, error) {
 	if err != nil {
 		return st, err
 	}
-	if err := json.Unmarshal(data, &st); err != nil {
+	read, err := planner.ReadApplyStatus(bytes.NewReader(data))
+	if err != nil {
 		return st, fmt.Errorf("%s: %w", path.Join(stateDir, statusName), err)
 	}
+	st = *read
 	if st.Unfinished {
 		if ended, ok := EndedAs(h, stateDir, st.Generation); ok {
 			st.Unfinished, st.Status, st.Message = false, ended, ""

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -59,9 +60,9 @@ func checkUnfinishedApply(in *checkInput) *Warning {
 	if st == nil || !st.Unfinished {
 		return nil
 	}
-	kind := st.Kind
+	kind := string(st.Kind)
 	if kind == "" {
-		kind = "apply"
+		kind = string(KindApply)
 	}
 	ev := fmt.Sprintf("%s: generation %d (%s) is unfinished", in.statusPath, st.Generation, kind)
 	var more []string
@@ -112,7 +113,7 @@ func needsGPU(s *spec.Spec) (hcl.Range, string, bool) {
 
 func checkNoGPU(in *checkInput) *Warning {
 	rng, what, ok := needsGPU(in.spec)
-	if !ok || len(in.obs.PCI) > 0 || len(in.obs.NVML.Devices) > 0 {
+	if !ok || doctor.HasGPU(in.obs) {
 		return nil
 	}
 	ev := []string{"/sys/bus/pci/devices: no device of vendor 0x10de (NVIDIA)"}
@@ -139,19 +140,11 @@ func nvmlStatusText(n facts.NVML) string {
 
 func checkDriverLibraryMismatch(in *checkInput) *Warning {
 	d := in.obs.Driver
-	mod, lib := d.ModuleVersion, d.LibraryVersion
-	if lib == "" {
-		for _, l := range d.Libraries {
-			if l.Version != mod {
-				lib = l.Version
-				break
-			}
-		}
-	}
-	nvmlSays := in.obs.NVML.Status == "driver_library_mismatch"
-	if !nvmlSays && (mod == "" || lib == "" || mod == lib) {
+	m := doctor.DriverLibraryMismatch(in.obs)
+	if !m.Found() {
 		return nil
 	}
+	mod, lib, nvmlSays := m.Module, m.Library, m.NVML
 	var ev []string
 	if mod != "" {
 		from := d.ModuleVersionFrom
@@ -168,7 +161,7 @@ func checkDriverLibraryMismatch(in *checkInput) *Warning {
 	}
 	detail := "GPU programs fail with \"Driver/library version mismatch\" until the loaded module matches the libraries: " +
 		"reboot, or stop every GPU process and reload the nvidia modules."
-	if mod != "" && lib != "" && mod != lib {
+	if m.InFiles() {
 		detail = fmt.Sprintf("The loaded nvidia kernel module is %s, but the driver's libraries are %s (usually an upgrade "+
 			"without a reboot). ", mod, lib) + detail
 	}
@@ -363,21 +356,6 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 	}
 }
 
-// isIndex reports whether a CUDA_VISIBLE_DEVICES entry is a device index
-// rather than a UUID or MIG identifier.
-func isIndex(s string) bool {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // observedVariable returns the last assignment of a variable in the host's
 // environment files.
 func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bool) {
@@ -392,10 +370,6 @@ func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bo
 }
 
 func checkDeviceOrder(in *checkInput) *Warning {
-	gpus := max(len(in.obs.NVML.Devices), len(in.obs.PCI))
-	if gpus == 1 {
-		return nil
-	}
 	var visible []string
 	var visibleEv string
 	env := in.spec.Environment
@@ -407,9 +381,6 @@ func checkDeviceOrder(in *checkInput) *Warning {
 		visible = strings.Split(a.Value, ",")
 		visibleEv = fmt.Sprintf("%s:%d: CUDA_VISIBLE_DEVICES=%s", a.File, a.Line, a.Value)
 	}
-	if !slices.ContainsFunc(visible, isIndex) {
-		return nil
-	}
 	order, orderEv := "", "CUDA_DEVICE_ORDER is not set anywhere: CUDA's default is FASTEST_FIRST"
 	if managed && env.CUDADeviceOrder.Set {
 		order = string(env.CUDADeviceOrder.Value)
@@ -418,7 +389,7 @@ func checkDeviceOrder(in *checkInput) *Warning {
 		order = a.Value
 		orderEv = fmt.Sprintf("%s:%d: CUDA_DEVICE_ORDER=%s", a.File, a.Line, a.Value)
 	}
-	if order == string(spec.DeviceOrderPCIBusID) {
+	if !doctor.IndexOrderAmbiguous(doctor.GPUCount(in.obs), visible, order) {
 		return nil
 	}
 	return &Warning{

@@ -78,6 +78,25 @@ func TestChecks(t *testing.T) {
 			detail: []string{"NVML: driver_library_mismatch"},
 		},
 		{
+			// The rule is doctor.DriverLibraryMismatch: this check warned
+			// about any library differing from the module before, and now
+			// says nothing when one of the module's version is installed.
+			name: "module's library installed beside another, no loader pick",
+			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: []facts.Library{
+				{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01", Version: "535.183.01"},
+				{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15", Version: "550.54.15"},
+			}}}},
+		},
+		{
+			name: "several libraries, none the module's, no loader pick",
+			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: []facts.Library{
+				{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01", Version: "535.183.01"},
+				{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.127.05", Version: "550.127.05"},
+			}}}},
+			check:  CheckDriverLibraryMismatch,
+			detail: []string{"module is 550.54.15, but the driver's libraries are 535.183.01, 550.127.05", "the loaded module: kernel module 550.54.15"},
+		},
+		{
 			name: "module and library agree",
 			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"}}},
 		},
@@ -209,6 +228,26 @@ func TestChecks(t *testing.T) {
 			in: checkInput{spec: &spec.Spec{Environment: &spec.Environment{
 				CUDAVisibleDevices: spec.Attr[[]string]{Value: []string{"GPU-a"}, Set: true},
 			}}, obs: gpuFacts(2)},
+		},
+		{
+			// The rule is doctor.IndexOrderAmbiguous with doctor.GPUCount:
+			// this check used to warn with no GPU at all, and count the
+			// larger of NVML's and the PCI bus's GPUs.
+			name: "no GPU has no order",
+			in: checkInput{spec: &spec.Spec{Environment: &spec.Environment{
+				CUDAVisibleDevices: spec.Attr[[]string]{Value: []string{"0"}, Set: true},
+			}}, obs: &facts.Observation{}},
+			check: CheckNoGPU,
+		},
+		{
+			name: "NVML lists one GPU of two on the bus",
+			in: checkInput{spec: &spec.Spec{Environment: &spec.Environment{
+				CUDAVisibleDevices: spec.Attr[[]string]{Value: []string{"0"}, Set: true},
+			}}, obs: func() *facts.Observation {
+				o := gpuFacts(1)
+				o.PCI = []facts.PCIDevice{{Address: "0000:17:00.0"}, {Address: "0000:65:00.0"}}
+				return o
+			}()},
 		},
 		{
 			name: "one GPU has one order",

@@ -211,80 +211,18 @@ func osOf(o facts.OS) hostOS {
 	return h
 }
 
-// narrow intersects c with extra, a constraint without "||", and reports
-// whether any version is left. The zero Constraint admits everything.
+// narrow intersects c with extra, a constraint written as text (see
+// version.Constraint.Intersect), and reports whether any version is
+// left. An extra that does not parse leaves nothing.
 func narrow(c version.Constraint, extra string) (version.Constraint, bool) {
 	if extra == "" {
 		return c, c.Satisfiable()
 	}
-	alts := []string{""}
-	if !c.IsZero() {
-		alts = strings.Split(c.String(), "||")
-	}
-	for i, a := range alts {
-		// Terms already there are not repeated, so that the constraint
-		// stays readable where it is shown.
-		var terms []string
-		for _, t := range strings.Split(a, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				terms = append(terms, t)
-			}
-		}
-		for _, t := range strings.Split(extra, ",") {
-			terms = addTerm(terms, strings.TrimSpace(t))
-		}
-		alts[i] = strings.Join(terms, ", ")
-	}
-	n, err := version.ParseConstraint(strings.Join(alts, " || "))
+	e, err := version.ParseConstraint(extra)
 	if err != nil {
 		return c, false
 	}
-	return n, n.Satisfiable()
-}
-
-// addTerm adds a term to one alternative's terms, leaving out a lower
-// bound that a term already there implies and replacing a lower bound
-// that the new one raises, so that a narrowed constraint reads like one a
-// person would write.
-func addTerm(terms []string, t string) []string {
-	if slices.Contains(terms, t) {
-		return terms
-	}
-	floor, isFloor := lowerBound(t)
-	if !isFloor || !strings.HasPrefix(t, ">=") {
-		return append(terms, t)
-	}
-	for i, have := range terms {
-		b, ok := lowerBound(have)
-		if !ok {
-			continue
-		}
-		if b.Compare(floor) >= 0 {
-			return terms
-		}
-		if strings.HasPrefix(have, ">=") {
-			terms[i] = t
-			return terms
-		}
-	}
-	return append(terms, t)
-}
-
-// lowerBound is the least version a term admits when the term has one:
-// ">= X", an exact "X" or "= X", or a wildcard "X.*".
-func lowerBound(t string) (version.Version, bool) {
-	t = strings.TrimSpace(t)
-	switch {
-	case strings.HasPrefix(t, ">="):
-		t = strings.TrimSpace(t[2:])
-	case strings.HasPrefix(t, "="):
-		t = strings.TrimSpace(t[1:])
-	case strings.ContainsAny(t[:min(1, len(t))], "<>!~^"):
-		return version.Version{}, false
-	}
-	t = strings.TrimSuffix(strings.TrimSuffix(t, ".*"), ".x")
-	v, err := version.Parse(t)
-	return v, err == nil
+	return c.Intersect(e)
 }
 
 // admitsFrom reports whether c admits some version of at least floor.
@@ -303,27 +241,6 @@ func quoted(c version.Constraint) string {
 
 // mm is a version's major.minor.
 func mm(v version.Version) version.Version { return v.Trunc(2) }
-
-// observedDriver is the driver installed on the host, from NVML, the
-// loaded module or the libraries; zero when none is.
-func observedDriver(obs *facts.Observation) (version.Version, string) {
-	for _, c := range []struct{ v, from string }{
-		{obs.NVML.DriverVersion, "NVML"},
-		{obs.Driver.ModuleVersion, obs.Driver.ModuleVersionFrom},
-		{obs.Driver.LibraryVersion, "libnvidia-ml.so.1"},
-	} {
-		if c.v == "" {
-			continue
-		}
-		if v, err := version.Parse(c.v); err == nil {
-			if c.from == "" {
-				c.from = "the loaded module"
-			}
-			return v, c.from
-		}
-	}
-	return version.Version{}, ""
-}
 
 // resolveCUDA chooses the toolkit's release line and the release the
 // driver floor comes from.

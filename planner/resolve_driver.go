@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -336,7 +337,7 @@ func (r *resolver) flavorWhy(branch uint64, want compat.Flavor, gpuWhy string) s
 // checkObservedDriver warns when the spec leaves the driver alone and the
 // installed one cannot run what the spec installs.
 func (r *resolver) checkObservedDriver() {
-	have, from := observedDriver(r.obs)
+	have, from := doctor.DriverVersion(r.obs)
 	if have.IsZero() {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -130,7 +131,7 @@ func (r *resolver) driverAllows(floor version.Version) (bool, string, bool) {
 	if b := r.spec.Driver; b != nil && !b.IsAbsent() {
 		return admitsFrom(b.Version.Value, floor), fmt.Sprintf("the driver block allows %s (%s)", quoted(b.Version.Value), at(subjectOf(b.Version, b.DefRange))), true
 	}
-	have, from := observedDriver(r.obs)
+	have, from := doctor.DriverVersion(r.obs)
 	if have.IsZero() {
 		return true, "", false
 	}

@@ -173,8 +173,8 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	}
 	if pl.spec != nil {
 		opts.Recheck = func(ctx context.Context) (*apply.Recheck, error) {
-			obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pl.pythns})
-			p, diags := newPlanner(h).Plan(ctx, pl.spec, obs)
+			again, diags := observeThenPlan(ctx, h, pl.spec, pl.pythns, nil)
+			p := again.plan
 			if diags.HasErrors() || p == nil {
 				return nil, fmt.Errorf("planning again: %s", diags.Error())
 			}
@@ -276,10 +276,7 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 		writeDiagnostics(g, files, diags)
 		return nil, &exitCodeError{code: exitError}
 	}
-	pythons := pythonsToObserve(s, o.pythons)
-	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
-	pl := newPlanner(h)
-	p, more := pl.Plan(ctx, s, obs)
+	pd, more := observeThenPlan(ctx, h, s, o.pythons, nil)
 	diags = append(diags, more...)
 	if len(diags) > 0 {
 		if st != nil {
@@ -289,10 +286,10 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 			w.WriteDiagnostics(diags)
 		}
 	}
-	if p == nil || diags.HasErrors() {
+	if pd.plan == nil || diags.HasErrors() {
 		return nil, &exitCodeError{code: exitError}
 	}
-	return &planned{plan: p, obs: obs, spec: s, files: s.Files, pythns: pythons}, nil
+	return pd, nil
 }
 
 // confirm asks question on a terminal and accepts only "yes"; without a

@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -96,14 +96,14 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 	if err != nil {
 		return err
 	}
-	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythonsToObserve(s, o.pythons)})
-	pl := newPlanner(h)
-	statusPath := path.Join(g.stateDir(), planner.StatusFile)
-	pl.StatusPath = statusPath
-	pl.Status, diags = readApplyStatus(h, g.stateDir(), diags)
-
-	p, more := pl.Plan(ctx, s, obs)
+	pd, more := observeThenPlan(ctx, h, s, o.pythons, func(pl *planner.Planner) hcl.Diagnostics {
+		pl.StatusPath = path.Join(g.stateDir(), planner.StatusFile)
+		var status hcl.Diagnostics
+		pl.Status, status = readApplyStatus(h, g.stateDir(), nil)
+		return status
+	})
 	diags = append(diags, more...)
+	p, obs := pd.plan, pd.obs
 	if err := writePlan(g, files, p, diags); err != nil {
 		return err
 	}
@@ -153,45 +153,34 @@ func pythonsToObserve(s *spec.Spec, flags []string) []string {
 	return out
 }
 
-// readApplyStatus reads the status file of the state directory stateDir.
-// A missing file is no status; one that cannot be read is a warning, since
+// readApplyStatus reads the status file of the state directory stateDir
+// with apply's reader, which checks the state directory can be trusted and
+// believes the journal over a status file a run could not rewrite. A
+// missing file is no status; one that cannot be read is a warning, since
 // plan changes nothing and a user should still see the plan. So is one in
 // a state directory that others could have written, which is then not
 // believed: plan acts on nothing it reads there.
 func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*planner.ApplyStatus, hcl.Diagnostics) {
 	p := path.Join(stateDir, planner.StatusFile)
+	st, err := apply.ReadStatus(h, stateDir)
 	var insecure *apply.InsecureError
-	if err := apply.CheckStateDir(h, stateDir); errors.As(err, &insecure) {
+	switch {
+	case errors.As(err, &insecure):
 		return nil, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagWarning,
 			Summary:  "Untrusted state directory",
 			Detail:   fmt.Sprintf("The status file %s is not read, so plan cannot tell whether an earlier apply finished: %v. gpuenv apply and rollback refuse this state directory until it is fixed.", p, err),
 		})
-	}
-	data, err := h.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	case err != nil:
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning,
+			Summary:  "Unreadable apply status",
+			Detail:   fmt.Sprintf("The status file %s could not be read (%v), so plan cannot tell whether an earlier apply finished.", p, err),
+		})
+	case st == (planner.ApplyStatus{}):
 		return nil, diags
 	}
-	if err == nil {
-		var st *planner.ApplyStatus
-		st, err = planner.ReadApplyStatus(bytes.NewReader(data))
-		if err == nil && st.Unfinished {
-			// The run may have ended with a full disk, unable to
-			// rewrite the status file; its journal says so (when this
-			// user can read it).
-			if _, ok := apply.EndedAs(h, stateDir, st.Generation); ok {
-				st.Unfinished = false
-			}
-		}
-		if err == nil {
-			return st, diags
-		}
-	}
-	return nil, append(diags, &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  "Unreadable apply status",
-		Detail:   fmt.Sprintf("The status file %s could not be read (%v), so plan cannot tell whether an earlier apply finished.", p, err),
-	})
+	return &st, diags
 }
 
 // savePlan writes the saved plan next to its final name and renames it
@@ -223,6 +212,24 @@ func savePlan(name string, p *planner.Plan, obs *facts.Observation) error {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
 	return nil
+}
+
+// observeThenPlan is the one way from flags to a plan: it observes h —
+// the Python environments --python names (flagPythons) and those the
+// spec's framework blocks name — and plans s against that observation.
+// prepare, when not nil, readies the planner before it plans (plan gives
+// it the state directory's status); its diagnostics come before the
+// planner's. The plan is nil when planning failed.
+func observeThenPlan(ctx context.Context, h *host.Host, s *spec.Spec, flagPythons []string, prepare func(*planner.Planner) hcl.Diagnostics) (*planned, hcl.Diagnostics) {
+	pythons := pythonsToObserve(s, flagPythons)
+	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
+	pl := newPlanner(h)
+	var diags hcl.Diagnostics
+	if prepare != nil {
+		diags = prepare(pl)
+	}
+	p, more := pl.Plan(ctx, s, obs)
+	return &planned{plan: p, obs: obs, spec: s, files: s.Files, pythns: pythons}, append(diags, more...)
 }
 
 // newPlanner wires the concrete providers into the planner.

@@ -181,9 +181,7 @@ func (d *doctor) add(c Check) {
 }
 
 // hasGPU reports whether the host shows an NVIDIA GPU by any route.
-func (d *doctor) hasGPU() bool {
-	return len(d.obs.PCI) > 0 || len(d.obs.NVML.Devices) > 0
-}
+func (d *doctor) hasGPU() bool { return HasGPU(d.obs) }
 
 // moduleLoaded reports whether the nvidia kernel module runs.
 func (d *doctor) moduleLoaded() bool {
@@ -193,27 +191,9 @@ func (d *doctor) moduleLoaded() bool {
 	return slices.ContainsFunc(d.obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nvidia" })
 }
 
-// driverVersion is the driver programs get: NVML's when it answered, the
-// loaded module's otherwise, and the installed library's when no module
-// runs. The second result says where it was read.
+// driverVersion is the driver programs get (the rule DriverVersion).
 func (d *doctor) driverVersion() (version.Version, string) {
-	o := d.obs
-	for _, c := range []struct{ v, from string }{
-		{o.NVML.DriverVersion, "NVML"},
-		{o.Driver.ModuleVersion, o.Driver.ModuleVersionFrom},
-		{o.Driver.LibraryVersion, "libnvidia-ml.so.1"},
-	} {
-		if c.v == "" {
-			continue
-		}
-		if v, err := version.Parse(c.v); err == nil {
-			if c.from == "" {
-				c.from = "the loaded module"
-			}
-			return v, c.from
-		}
-	}
-	return version.Version{}, ""
+	return DriverVersion(d.obs)
 }
 
 // gpuCCs returns the distinct compute capabilities of the host's GPUs

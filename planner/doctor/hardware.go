@@ -21,7 +21,7 @@ func (d *doctor) pciGPUs() {
 	o := d.obs
 	c := Check{ID: "pci.gpus", Group: GroupPCI}
 	switch {
-	case len(o.PCI) == 0 && len(o.NVML.Devices) == 0:
+	case !HasGPU(o):
 		c.Status = Problem
 		c.Summary = "No NVIDIA GPU on the PCI bus"
 		c.Evidence = []string{"/sys/bus/pci/devices: no display or 3D controller of vendor 0x10de (NVIDIA)"}
@@ -237,9 +237,7 @@ func blacklistText(b facts.Blacklist) string {
 	return fmt.Sprintf("%s: %s nouveau", where, b.Directive)
 }
 
-func (d *doctor) nouveauLoaded() bool {
-	return slices.ContainsFunc(d.obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nouveau" })
-}
+func (d *doctor) nouveauLoaded() bool { return NouveauLoaded(d.obs) }
 
 func (d *doctor) kernelNouveau() {
 	c := Check{ID: "kernel.nouveau", Group: GroupKernel}
@@ -250,10 +248,15 @@ func (d *doctor) kernelNouveau() {
 	}
 	bl := d.nouveauBlacklists()
 	loaded := d.nouveauLoaded()
-	if loaded {
+	if slices.ContainsFunc(d.obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nouveau" }) {
 		c.Evidence = append(c.Evidence, "/proc/modules: nouveau loaded")
 	} else {
 		c.Evidence = append(c.Evidence, "/proc/modules: nouveau not loaded")
+	}
+	for _, p := range d.obs.PCI {
+		if p.Driver == "nouveau" {
+			c.Evidence = append(c.Evidence, p.Address+": bound to nouveau")
+		}
 	}
 	for _, b := range bl {
 		c.Evidence = append(c.Evidence, blacklistText(b))
@@ -298,16 +301,18 @@ func (d *doctor) kernelInitramfs() {
 		return
 	}
 	c.Evidence = append(c.Evidence, fmt.Sprintf("%s: built %s", ir.Path, ir.ModTime.UTC().Format(time.DateTime)))
-	stale := true
 	for _, b := range files {
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%s: modified %s", blacklistText(b), b.ModTime.UTC().Format(time.DateTime)))
-		if !b.ModTime.After(ir.ModTime) {
-			stale = false
-		}
 	}
-	if !stale {
+	if StaleNouveauBlacklist(d.obs) == nil {
 		c.Status = OK
 		c.Summary = "The initramfs was built after the nouveau blacklist"
+		for _, b := range d.nouveauBlacklists() {
+			if b.Directive == "modprobe.blacklist" {
+				c.Evidence = append(c.Evidence, blacklistText(b))
+				c.Summary = "nouveau is blacklisted on the kernel command line, which needs no initramfs"
+			}
+		}
 		d.add(c)
 		return
 	}
@@ -527,22 +532,19 @@ func (d *doctor) driverVersions() {
 	dr := d.obs.Driver
 	c := Check{ID: "driver.versions", Group: GroupNVML}
 	c.Evidence = d.versionEvidence()
-	lib := dr.LibraryVersion
-	if lib == "" && len(dr.Libraries) == 1 {
-		lib = dr.Libraries[0].Version
-	}
+	m := DriverLibraryMismatch(d.obs)
 	switch {
-	case d.obs.NVML.Status == "driver_library_mismatch":
+	case m.NVML:
 		c.Status, c.Summary = Skipped, "NVML already reported the mismatch"
 	case dr.ModuleVersion == "":
 		c.Status, c.Summary = Skipped, "No loaded module to compare the libraries with"
-	case lib == "" && len(dr.Libraries) == 0:
+	case dr.LibraryVersion == "" && len(dr.Libraries) == 0:
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("The nvidia module %s is loaded but no libnvidia-ml is installed: no program can talk to it", dr.ModuleVersion)
 		c.Fix = &Fix{Text: "Install the driver's userspace of the same version; with gpuenv:", Spec: fmt.Sprintf("driver {\n  version = %q\n}", dr.ModuleVersion)}
-	case lib != "" && lib != dr.ModuleVersion:
+	case m.InFiles():
 		c.Status = Problem
-		c.Summary = fmt.Sprintf("Driver/library version mismatch: module %s, libraries %s (an upgrade without a reboot)", dr.ModuleVersion, lib)
+		c.Summary = fmt.Sprintf("Driver/library version mismatch: module %s, libraries %s (an upgrade without a reboot)", m.Module, m.Library)
 		c.Fix = &Fix{
 			Text:     "Reboot, or stop every GPU program and reload the modules. Hold the driver so that unattended upgrades cannot do it again:",
 			Spec:     "driver {\n  hold = true\n}",

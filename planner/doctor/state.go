@@ -7,23 +7,8 @@ import (
 	"strings"
 )
 
-// isIndex reports whether a CUDA_VISIBLE_DEVICES entry is a device index.
-func isIndex(s string) bool {
-	if s == "" {
-		return false
-	}
-	_, err := strconv.ParseUint(s, 10, 32)
-	return err == nil
-}
-
-// gpuCount is how many GPUs CUDA could enumerate: NVML's count, or the
-// GPUs on the bus.
-func (d *doctor) gpuCount() int {
-	if len(d.obs.NVML.Devices) > 0 {
-		return len(d.obs.NVML.Devices)
-	}
-	return len(d.obs.PCI)
-}
+// gpuCount is how many GPUs CUDA could enumerate (the rule GPUCount).
+func (d *doctor) gpuCount() int { return GPUCount(d.obs) }
 
 func (d *doctor) visibleDevices() {
 	c := Check{ID: "env.cuda-visible-devices", Group: GroupEnv}
@@ -57,7 +42,7 @@ func (d *doctor) visibleDevices() {
 		for _, e := range strings.Split(v, ",") {
 			e = strings.TrimSpace(e)
 			switch {
-			case isIndex(e):
+			case IsDeviceIndex(e):
 				i, _ := strconv.Atoi(e)
 				if i >= n {
 					bad = append(bad, fmt.Sprintf("%s names GPU %s, but the host has %s (0 to %d)", where(a), e, plural(n, "GPU"), n-1))
@@ -99,13 +84,14 @@ func (d *doctor) visibleDevices() {
 
 func (d *doctor) deviceOrder() {
 	c := Check{ID: "env.cuda-device-order", Group: GroupEnv}
-	var indexed []string
+	var indexed, visible []string
 	for _, a := range d.assignments("CUDA_VISIBLE_DEVICES") {
-		if slices.ContainsFunc(strings.Split(a.Value, ","), func(e string) bool { return isIndex(strings.TrimSpace(e)) }) {
+		if entries := strings.Split(a.Value, ","); slices.ContainsFunc(entries, IsDeviceIndex) {
 			indexed = append(indexed, fmt.Sprintf("%s: CUDA_VISIBLE_DEVICES=%s", where(a), a.Value))
+			visible = append(visible, entries...)
 		}
 	}
-	if d.gpuCount() < 2 || len(indexed) == 0 {
+	if !IndexOrderAmbiguous(d.gpuCount(), visible, "") {
 		c.Status, c.Summary = Skipped, "No GPU is chosen by index among several"
 		d.add(c)
 		return
@@ -116,7 +102,7 @@ func (d *doctor) deviceOrder() {
 		order = a.Value
 		c.Evidence = append(c.Evidence, fmt.Sprintf("%s: CUDA_DEVICE_ORDER=%s", where(a), a.Value))
 	}
-	if order == "PCI_BUS_ID" {
+	if !IndexOrderAmbiguous(d.gpuCount(), visible, order) {
 		c.Status, c.Summary = OK, "GPUs are chosen by index with CUDA_DEVICE_ORDER=PCI_BUS_ID: CUDA numbers them as nvidia-smi does"
 		d.add(c)
 		return

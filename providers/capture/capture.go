@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -110,13 +111,8 @@ func installed(obs *facts.Observation, name string) (facts.Package, bool) {
 }
 
 func (w *writer) driver(obs *facts.Observation) {
-	v := obs.Driver.ModuleVersion
-	if v == "" {
-		v = obs.NVML.DriverVersion
-	}
-	if v == "" {
-		v = obs.Driver.LibraryVersion
-	}
+	drv, _ := doctor.DriverVersion(obs)
+	v := drv.String()
 	if v == "" {
 		return
 	}

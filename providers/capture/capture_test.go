@@ -197,3 +197,19 @@ func TestSpecComments(t *testing.T) {
 		}
 	}
 }
+
+// TestDriverVersionIsTheRule: init writes the driver version the host runs
+// by the doctor's rule (doctor.DriverVersion): NVML's answer before the
+// module file's. init used to prefer the module file, so these two
+// disagreed on the rare host where NVML and /proc differ.
+func TestDriverVersionIsTheRule(t *testing.T) {
+	obs := &facts.Observation{
+		NVML:     facts.NVML{Status: "ok", DriverVersion: "550.54.15"},
+		Driver:   facts.Driver{ModuleVersion: "550.54.14", ModuleVersionFrom: "/proc/driver/nvidia/version", LibraryVersion: "550.54.15"},
+		Packages: facts.Packages{Manager: "dpkg", Total: 700, Packages: []facts.Package{{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1", State: "installed"}}},
+	}
+	got := string(capture.Spec(obs))
+	if !strings.Contains(got, `version = "550.54.15"`) {
+		t.Errorf("spec does not state the driver NVML runs, 550.54.15:\n%s", got)
+	}
+}

@@ -1,10 +1,10 @@
 package driver
 
 import (
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 )
 
@@ -31,31 +31,14 @@ func (o *observer) problems() {
 	}
 }
 
-// libraryVersion is the user-space driver version: the library the loader
-// finds, else the only version installed.
-func (o *observer) libraryVersion() string {
-	d := o.obs.Driver
-	if d.LibraryVersion != "" {
-		return d.LibraryVersion
-	}
-	var vs []string
-	for _, l := range d.Libraries {
-		if !slices.Contains(vs, l.Version) {
-			vs = append(vs, l.Version)
-		}
-	}
-	if len(vs) == 1 {
-		return vs[0]
-	}
-	return ""
-}
-
+// mismatch records the driver/library version mismatch the files show,
+// by the doctor's rule, and reports whether it did.
 func (o *observer) mismatch() bool {
-	mod, lib := o.obs.Driver.ModuleVersion, o.libraryVersion()
-	if mod == "" || lib == "" || mod == lib {
+	m := doctor.DriverLibraryMismatch(o.obs)
+	if !m.InFiles() {
 		return false
 	}
-	o.problem("driver", "driver/library version mismatch: module %s, library %s — reboot or reload the module", mod, lib)
+	o.problem("driver", "driver/library version mismatch: module %s, library %s — reboot or reload the module", m.Module, m.Library)
 	return true
 }
 
@@ -76,7 +59,7 @@ func (o *observer) nouveau() {
 			bound = append(bound, d.Address)
 		}
 	}
-	if len(bound) == 0 && !o.loaded("nouveau") {
+	if !doctor.NouveauLoaded(o.obs) || !doctor.HasGPU(o.obs) {
 		return
 	}
 	where := "nouveau is loaded"
@@ -141,24 +124,21 @@ func (o *observer) runningKernelModule() {
 }
 
 // staleInitramfs: a nouveau blacklist written after the initramfs was
-// built is not in it, so nouveau still loads from the initramfs at boot.
+// built is not in it, so nouveau still loads from the initramfs at boot
+// (the doctor's rule, doctor.StaleNouveauBlacklist). Without an NVIDIA
+// GPU nouveau has nothing to load for, as the doctor's check says too.
 func (o *observer) staleInitramfs() {
+	b := doctor.StaleNouveauBlacklist(o.obs)
+	if b == nil || !doctor.HasGPU(o.obs) {
+		return
+	}
 	ir := o.obs.Kernel.Initramfs
-	if ir == nil {
-		return
+	cmd := "update-initramfs -u"
+	if o.obs.OS.Family == "rpm" {
+		cmd = "dracut -f"
 	}
-	for _, b := range o.blacklisted("nouveau") {
-		if b.ModTime.IsZero() || !b.ModTime.After(ir.ModTime) {
-			continue
-		}
-		cmd := "update-initramfs -u"
-		if o.obs.OS.Family == "rpm" {
-			cmd = "dracut -f"
-		}
-		o.problem("kernel", "the initramfs %s (%s) predates the nouveau blacklist in %s (%s): nouveau can still load at boot — run %s",
-			ir.Path, ir.ModTime.Format(time.DateTime), b.File, b.ModTime.Format(time.DateTime), cmd)
-		return
-	}
+	o.problem("kernel", "the initramfs %s (%s) predates the nouveau blacklist in %s (%s): nouveau can still load at boot — run %s",
+		ir.Path, ir.ModTime.Format(time.DateTime), b.File, b.ModTime.Format(time.DateTime), cmd)
 }
 
 // missingFromNVML: a GPU the nvidia driver is bound to but NVML does not

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -67,13 +68,6 @@ func nouveauBlacklists(obs *facts.Observation) []facts.Blacklist {
 	return out
 }
 
-func nouveauLoaded(obs *facts.Observation) bool {
-	if slices.ContainsFunc(obs.Kernel.Loaded, func(m facts.LoadedModule) bool { return m.Name == "nouveau" }) {
-		return true
-	}
-	return slices.ContainsFunc(obs.PCI, func(p facts.PCIDevice) bool { return p.Driver == "nouveau" })
-}
-
 // nouveauStep blacklists nouveau when blacklist_nouveau = true, and takes
 // gpuenv's blacklist away when it is false.
 func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step {
@@ -97,11 +91,11 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 			Flags:      planner.Flags{NeedsReboot: true},
 		}
 	}
-	loaded := nouveauLoaded(obs)
+	loaded := doctor.NouveauLoaded(obs)
 	if len(lists) > 0 {
 		// A blacklist exists (the driver package often brings one); it
 		// works at boot only once the initramfs holds it.
-		stale := staleBlacklist(obs, lists)
+		stale := doctor.StaleNouveauBlacklist(obs)
 		if stale == nil {
 			return nil
 		}
@@ -131,32 +125,6 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 		},
 		Flags: planner.Flags{NeedsReboot: true},
 	}
-}
-
-// staleBlacklist returns a blacklist file newer than the running kernel's
-// initramfs, or nil when every one is older (or times are unknown).
-func staleBlacklist(obs *facts.Observation, lists []facts.Blacklist) *facts.Blacklist {
-	ird := obs.Kernel.Initramfs
-	if ird == nil || ird.ModTime.IsZero() {
-		return nil
-	}
-	for _, l := range lists {
-		if l.Directive == "modprobe.blacklist" {
-			// The kernel command line works without the initramfs.
-			return nil
-		}
-	}
-	// One blacklist that the initramfs already holds is enough.
-	var newer *facts.Blacklist
-	for i, l := range lists {
-		switch {
-		case l.ModTime.IsZero() || !l.ModTime.After(ird.ModTime):
-			return nil
-		case newer == nil:
-			newer = &lists[i]
-		}
-	}
-	return newer
 }
 
 // kernelRelease is what a headers package name may contain.
