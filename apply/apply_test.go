@@ -97,6 +97,18 @@ func (fx *fixture) exists(p string) bool {
 // wraps.
 func (fx *fixture) executor() apply.Executor { return &apply.HostExecutor{Host: fx.h} }
 
+// forceUnlock clears the lock a killed gpuenv left, as force-unlock does.
+func (fx *fixture) forceUnlock() {
+	fx.t.Helper()
+	store, err := apply.OpenStore(fx.h, stateDir)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	if _, _, err := store.ForceUnlock(); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
 func TestApplyStandardPlan(t *testing.T) {
 	fx := newFixture(t)
 	before := fx.snapshot()

@@ -187,13 +187,7 @@ func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
 				t.Fatalf("the rollback finished before journal point %d", k)
 			}
 			killed.Add(1)
-			store, err := apply.OpenStore(fx.h, stateDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := store.ForceUnlock(); err != nil {
-				t.Fatal(err)
-			}
+			fx.forceUnlock()
 			res := fx.rollback(-1)
 			if res.Status != apply.StatusDone {
 				t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())

@@ -173,13 +173,7 @@ func TestTornJournalRecordIsRecovered(t *testing.T) {
 			}
 			f.WriteString(`{"n":8,"time":"2026-12-01T00:00:00Z","event":"be`)
 			f.Close()
-			store, err := apply.OpenStore(fx.h, stateDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := store.ForceUnlock(); err != nil {
-				t.Fatal(err)
-			}
+			fx.forceUnlock()
 			res := fx.rollback(-1)
 			if res.Status != apply.StatusDone {
 				t.Fatalf("rollback after a torn record: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())

@@ -191,7 +191,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 		// half-changed, and only rollback knows how far.
 		if st != nil {
 			st.diagnostics(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: err.Error(), Detail: "The host needs attention: run gpuenv rollback."}})
-			return st.summary(res, exitAttention)
+			return st.end(res, exitAttention)
 		}
 		fmt.Fprintf(g.Stderr, "Error: %v\nThe host needs attention: run gpuenv rollback.\n", err)
 		return &exitCodeError{code: exitAttention}
@@ -200,22 +200,9 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 		return err
 	}
 	if st != nil {
-		code := res.ExitCode()
-		if err := st.summary(res, code); err != nil {
-			return err
-		}
-		if code != 0 {
-			return &exitCodeError{code: code}
-		}
-		return nil
+		return st.end(res, res.ExitCode())
 	}
-	if g.JSON {
-		if err := writeJSON(g, res); err != nil {
-			return err
-		}
-	} else {
-		reportApply(g.Stdout, res, pl.spec != nil)
-	}
+	reportApply(g.Stdout, res, pl.spec != nil)
 	if code := res.ExitCode(); code != 0 {
 		return &exitCodeError{code: code}
 	}

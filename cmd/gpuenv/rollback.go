@@ -165,17 +165,9 @@ func rollbackStream(st *eventStream, res *apply.Result, err, confirmErr error) e
 		return st.fail(apply.KindRollback, errors.New("rollback cancelled: nothing was changed"))
 	case err != nil && res != nil && res.ExitCode() == exitAttention:
 		st.diagnostics(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: err.Error(), Detail: "The host needs attention: free space in the state directory, then run gpuenv rollback again."}})
-		st.summary(res, exitAttention)
-		return &exitCodeError{code: exitAttention}
+		return st.end(res, exitAttention)
 	case err != nil:
 		return st.fail(apply.KindRollback, err)
 	}
-	code := res.ExitCode()
-	if err := st.summary(res, code); err != nil {
-		return err
-	}
-	if code != 0 {
-		return &exitCodeError{code: code}
-	}
-	return nil
+	return st.end(res, res.ExitCode())
 }

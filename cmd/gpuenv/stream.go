@@ -120,3 +120,15 @@ func (s *eventStream) summary(res *apply.Result, code int) error {
 	s.ended = true
 	return s.err
 }
+
+// end prints the summary of a run that exits with code, and returns what
+// the command returns: the stream's write error, or the exit status.
+func (s *eventStream) end(res *apply.Result, code int) error {
+	if err := s.summary(res, code); err != nil {
+		return err
+	}
+	if code != 0 {
+		return &exitCodeError{code: code}
+	}
+	return nil
+}
