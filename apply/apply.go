@@ -408,7 +408,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		e.ended(ev, "done", start, nil)
 		res.Done = append(res.Done, it.step+": "+what)
 		if it.op.Packages != nil {
-			done = append(done, Expectation{Op: it.op.Packages})
+			done = append(done, Expectation{Op: it.op.Packages, Inverse: inv.Packages})
 		}
 	}
 	if failure == nil && len(done) > 0 {

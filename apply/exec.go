@@ -46,7 +46,8 @@ type Executor interface {
 // Expectation is what one package transaction must have left: its
 // operation's result (Op) once it ran, or the state before it (Inverse)
 // once it was undone. A list of them is read in order, a later one
-// saying what becomes of a package an earlier one named.
+// saying what becomes of a package an earlier one named. An Op may come
+// with its Inverse, for what the inverse recorded of the host before it.
 type Expectation struct {
 	Op      *planner.PackagesOp
 	Inverse *PackagesInverse
@@ -190,13 +191,16 @@ func (x *HostExecutor) Recover(ctx context.Context, ws *Workspace, manager strin
 // compares each package with its prior version.
 func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectation) error {
 	byName := map[string]expectedDeb{}
-	var order []string
+	var order, before []string
 	apt := false
 	for _, e := range want {
 		if e.manager() != "apt" {
 			continue
 		}
 		apt = true
+		if e.Inverse != nil {
+			before = append(before, e.Inverse.Unfinished...)
+		}
 		var exp []expectedDeb
 		if e.Op != nil {
 			exp = expectOp(e.Op)
@@ -228,7 +232,7 @@ func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectat
 	for _, n := range order {
 		exp = append(exp, byName[n])
 	}
-	return x.checkApt(exp)
+	return x.checkApt(exp, before)
 }
 
 // validateOp checks an operation before it is prepared: exactly its own

@@ -192,8 +192,10 @@ func (e *PackageMismatchError) Error() string {
 
 // checkApt compares dpkg's database with what is expected, and with
 // dpkg having finished: a package left half-done anywhere is a mismatch
-// too, whoever's it is, since the host is not in a state to build on.
-func (x *HostExecutor) checkApt(want []expectedDeb) error {
+// too, since the host is not in a state to build on — except the ones
+// dpkg had already left half-done before gpuenv began (before), which are
+// not gpuenv's to judge.
+func (x *HostExecutor) checkApt(want []expectedDeb, before []string) error {
 	cur, err := x.readDpkg()
 	if err != nil {
 		return err
@@ -208,7 +210,7 @@ func (x *HostExecutor) checkApt(want []expectedDeb) error {
 	}
 	var unfinished []string
 	for n, s := range cur {
-		if !named[n] && !s.stable() {
+		if !named[n] && !s.stable() && !slices.Contains(before, n) {
 			unfinished = append(unfinished, fmt.Sprintf("%s is %s", n, s))
 		}
 	}
@@ -398,6 +400,12 @@ func (x *HostExecutor) prepareApt(ctx context.Context, ws *Workspace, seq int, o
 		}
 	}
 	inv := &PackagesInverse{Manager: "apt"}
+	for n, s := range before {
+		if !s.stable() && !affected[n] {
+			inv.Unfinished = append(inv.Unfinished, n)
+		}
+	}
+	sort.Strings(inv.Unfinished)
 	names := make([]string, 0, len(affected))
 	for n := range affected {
 		names = append(names, n)
@@ -780,7 +788,7 @@ func (x *HostExecutor) undoApt(ctx context.Context, ws *Workspace, inv *Packages
 	if err := x.setHolds(ctx, ws, inv.Packages, cur); err != nil {
 		return err
 	}
-	return x.checkApt(expectPrior(inv.Packages))
+	return x.checkApt(expectPrior(inv.Packages), inv.Unfinished)
 }
 
 // dpkgInterrupted reports whether dpkg was stopped part-way: a package in

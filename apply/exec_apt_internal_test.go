@@ -97,7 +97,7 @@ func TestReadDpkgFoldsInTheJournal(t *testing.T) {
 	if d := differing(prior, db); len(d) != 2 || d[0].Name != "fa" || d[1].Name != "fb" {
 		t.Errorf("differing: %+v, want fa (right version, wrong status) and fb", d)
 	}
-	err = x.checkApt(expectPrior(prior))
+	err = x.checkApt(expectPrior(prior), nil)
 	if err == nil {
 		t.Fatal("the check passed a half-installed package")
 	}
@@ -140,5 +140,31 @@ func TestCheckDebFile(t *testing.T) {
 				t.Errorf("got %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A package that dpkg had left half-configured before gpuenv began (an
+// earlier upgrade of the user's that failed) is not held against an apply
+// or a rollback of packages it has nothing to do with.
+func TestCheckAptIgnoresWhatWasUnfinishedBefore(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/dpkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	status := cutStatus + "\nPackage: other\nStatus: install ok half-configured\nArchitecture: amd64\nVersion: 3\nDescription: t\n"
+	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &HostExecutor{Host: h}
+	want := expectPrior([]PriorPackage{{Name: "fa", Version: "1.0", Status: "install ok installed"}})
+	if err := x.checkApt(want, nil); err == nil || !strings.Contains(err.Error(), "other is 3 half-configured") {
+		t.Errorf("a half-configured package is not reported: %v", err)
+	}
+	if err := x.checkApt(want, []string{"other"}); err != nil {
+		t.Errorf("a package unfinished before gpuenv began is held against it: %v", err)
 	}
 }

@@ -59,6 +59,11 @@ type PackagesInverse struct {
 	// IndexURL is the index a pip transaction used, from which a version
 	// whose saved wheel was pruned is fetched again.
 	IndexURL string `json:"index_url,omitempty"`
+	// Unfinished names the packages, outside the transaction, that dpkg
+	// had already left half-done before it (an earlier failed upgrade):
+	// the checks after the transaction and its undo do not hold them
+	// against gpuenv.
+	Unfinished []string `json:"unfinished,omitempty"`
 }
 
 // PriorPackage is one package before a transaction.
