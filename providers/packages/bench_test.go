@@ -2,8 +2,6 @@ package packages
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -11,27 +9,6 @@ import (
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
-
-// BenchmarkParseStatus parses the working fixture's real-size database
-// (the shared base of real packages plus the fixture's NVIDIA ones),
-// already in memory.
-func BenchmarkParseStatus(b *testing.B) {
-	root := hosttest.Build(b, "ubuntu2204-working")
-	data, err := os.ReadFile(filepath.Join(root, StatusPath))
-	if err != nil {
-		b.Fatal(err)
-	}
-	db := parseStatus(data, nil, false)
-	b.ReportMetric(float64(db.total), "packages")
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuTime(b)
-	for b.Loop() {
-		parseStatus(data, nil, false)
-	}
-	cpu.report(b)
-}
 
 // BenchmarkObserveDpkg is the whole Debian-family observation: reading
 // the files and parsing them.
