@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,53 +16,15 @@ import (
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
-// aptPolicy is apt-cache policy's output on a Debian 12 machine with
-// bookworm, bookworm-updates and bookworm-security (main, contrib,
-// non-free) configured: nvidia-driver, libnvidia-ml1 and the toolkit, the open module only in
-// contrib, a virtual package, a name apt does not know (it prints
-// nothing for it) and an installed package whose installed version no
-// archive has any more.
-const aptPolicy = `nvidia-driver:
-  Installed: (none)
-  Candidate: 535.309.01-0+deb12u1
-  Version table:
-     535.309.01-0+deb12u1 500
-        500 http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-libnvidia-ml1:
-  Installed: (none)
-  Candidate: 535.309.01-0+deb12u1
-  Version table:
-     535.309.01-0+deb12u1 500
-        500 http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-nvidia-cuda-toolkit:
-  Installed: (none)
-  Candidate: 11.8.89~11.8.0-5~deb12u1
-  Version table:
-     11.8.89~11.8.0-5~deb12u1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-nvidia-open-kernel-dkms:
-  Installed: (none)
-  Candidate: 535.261.03-1
-  Version table:
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/contrib amd64 Packages
-mail-transport-agent:
-  Installed: (none)
-  Candidate: (none)
-  Version table:
-bash:
-  Installed: 5.2.15-2+b8
-  Candidate: 5.2.15-2+b13
-  Version table:
-     5.2.15-2+b13 500
-        500 http://deb.debian.org/debian bookworm/main amd64 Packages
- *** 5.2.15-2+b8 100
-        100 /var/lib/dpkg/status
-`
+// aptPolicy is apt-cache policy's output on a Debian 12 machine, kept
+// with pkgdb, which parses it (see its TestParseAptPolicy).
+var aptPolicy = func() string {
+	data, err := os.ReadFile("../host/pkgdb/testdata/apt-cache-policy")
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}()
 
 // aptMadison is apt-cache madison's output on the same machine.
 const aptMadison = `nvidia-driver | 535.309.01-0+deb12u1 | http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages

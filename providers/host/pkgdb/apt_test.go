@@ -1,6 +1,7 @@
 package pkgdb
 
 import (
+	"os"
 	"slices"
 	"testing"
 
@@ -13,47 +14,13 @@ import (
 // contrib, a virtual package, a name apt does not know (it prints
 // nothing for it) and an installed package whose installed version no
 // archive has any more.
-const aptPolicy = `nvidia-driver:
-  Installed: (none)
-  Candidate: 535.309.01-0+deb12u1
-  Version table:
-     535.309.01-0+deb12u1 500
-        500 http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-libnvidia-ml1:
-  Installed: (none)
-  Candidate: 535.309.01-0+deb12u1
-  Version table:
-     535.309.01-0+deb12u1 500
-        500 http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-nvidia-cuda-toolkit:
-  Installed: (none)
-  Candidate: 11.8.89~11.8.0-5~deb12u1
-  Version table:
-     11.8.89~11.8.0-5~deb12u1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-nvidia-open-kernel-dkms:
-  Installed: (none)
-  Candidate: 535.261.03-1
-  Version table:
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/contrib amd64 Packages
-mail-transport-agent:
-  Installed: (none)
-  Candidate: (none)
-  Version table:
-bash:
-  Installed: 5.2.15-2+b8
-  Candidate: 5.2.15-2+b13
-  Version table:
-     5.2.15-2+b13 500
-        500 http://deb.debian.org/debian bookworm/main amd64 Packages
- *** 5.2.15-2+b8 100
-        100 /var/lib/dpkg/status
-`
+var aptPolicy = func() string {
+	data, err := os.ReadFile("testdata/apt-cache-policy")
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}()
 
 func TestParseAptPolicy(t *testing.T) {
 	pols, err := ParseAptPolicy([]byte(aptPolicy))
