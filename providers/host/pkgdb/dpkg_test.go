@@ -3,6 +3,7 @@ package pkgdb
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -154,5 +155,18 @@ func TestInstalledStateFilter(t *testing.T) {
 		if _, ok := Installed(pkgs, c.name, FilesPresent); ok != c.filesThere {
 			t.Errorf("Installed(%s, FilesPresent) = %v", c.name, ok)
 		}
+	}
+}
+
+func TestParagraphs(t *testing.T) {
+	ps, err := Paragraphs([]byte("\nPackage: a\nDescription: short\n long\n .\n more\n\n\nPackage: b\nDepends: a (= 1)\n"))
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("%d paragraphs, %v", len(ps), err)
+	}
+	if got := ps[0].Values["Description"]; got != "short\nlong\n\nmore\n" {
+		t.Errorf("Description = %q", got)
+	}
+	if got := ps[1].Values["Depends"]; got != "a (= 1)" || !slices.Equal(ps[1].Order, []string{"Package", "Depends"}) {
+		t.Errorf("b: %+v", ps[1])
 	}
 }
