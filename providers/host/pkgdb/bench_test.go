@@ -63,3 +63,19 @@ func rusage(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkReadDpkgAll is apply's read of the whole database: every
+// paragraph parsed, none skipped.
+func BenchmarkReadDpkgAll(b *testing.B) {
+	h, err := host.New(hosttest.Build(b, "ubuntu2204-working"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(ReadDpkgAll(h).Packages)), "packages")
+	b.ReportAllocs()
+	cpu := cpuTime(b)
+	for b.Loop() {
+		ReadDpkgAll(h)
+	}
+	cpu.report(b)
+}
