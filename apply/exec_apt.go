@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpuenv/gpuenv/providers/repository"
-	"github.com/gpuenv/gpuenv/spec/version"
 	"io/fs"
 	"os"
 	"path"
@@ -23,15 +21,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/spec/version"
 )
 
 // Where dpkg keeps its database and the lock apt front-ends take.
 const (
-	dpkgStatus       = "/var/lib/dpkg/status"
 	dpkgLockFrontend = "/var/lib/dpkg/lock-frontend"
-	// dpkgUpdates holds dpkg's journal of changes not yet folded into
-	// the status file.
-	dpkgUpdates = "/var/lib/dpkg/updates"
 )
 
 // debState is one package in dpkg's database.
@@ -223,87 +219,26 @@ func (x *HostExecutor) checkApt(want []expectedDeb, before []string) error {
 }
 
 // readDpkg reads every package's version and status from the root's dpkg
-// database, as dpkg itself would: the status file, then the journal of
-// changes dpkg made since it last rewrote that file (updates/0000, 0001,
-// …, each holding whole paragraphs). After a power cut in the middle of
-// dpkg the journal is where the half-installed packages are. Packages of
-// a foreign architecture are keyed name:arch.
+// database as dpkg itself would (pkgdb.ReadDpkgAll): the status file,
+// then the journal of changes dpkg made since it last rewrote that file.
+// After a power cut in the middle of dpkg the journal is where the
+// half-installed packages are. A package is keyed by its name, and by
+// name:arch when the status file lists another architecture of it first
+// (a foreign architecture).
 func (x *HostExecutor) readDpkg() (map[string]debState, error) {
-	data, err := x.Host.ReadFile(dpkgStatus)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+	db := pkgdb.ReadDpkgAll(x.Host)
+	if db.Err != nil {
+		return nil, db.Err
 	}
-	db := parseDpkgStatus(data)
-	for _, f := range x.dpkgUpdateFiles() {
-		data, err := x.Host.ReadFile(f)
-		if err != nil {
-			return nil, err
+	out := make(map[string]debState, len(db.Packages))
+	for _, p := range db.Packages {
+		k := p.Name
+		if _, dup := out[k]; dup && p.Architecture != "" {
+			k = p.Name + ":" + p.Architecture
 		}
-		for k, v := range parseDpkgStatus(data) {
-			db[k] = v
-		}
+		out[k] = debState{Version: p.Version, Status: pkgdb.StatusText(p)}
 	}
-	return db, nil
-}
-
-// dpkgUpdateFiles lists dpkg's journal files in the order dpkg applies
-// them; tmp.i is one being written and is not part of the journal yet.
-func (x *HostExecutor) dpkgUpdateFiles() []string {
-	m, _ := x.Host.Glob(dpkgUpdates + "/*")
-	var out []string
-	for _, f := range m {
-		if b := path.Base(f); b != "" && strings.Trim(b, "0123456789") == "" {
-			out = append(out, f)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := strconv.Atoi(path.Base(out[i]))
-		b, _ := strconv.Atoi(path.Base(out[j]))
-		return a < b
-	})
-	return out
-}
-
-func parseDpkgStatus(data []byte) map[string]debState {
-	out := make(map[string]debState)
-	var name, arch string
-	var st debState
-	flush := func() {
-		if name != "" {
-			k := name
-			if _, dup := out[k]; dup && arch != "" {
-				k = name + ":" + arch
-			}
-			out[k] = st
-		}
-		name, arch, st = "", "", debState{}
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
-			flush()
-			continue
-		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || strings.HasPrefix(line, " ") {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch k {
-		case "Package":
-			name = v
-		case "Architecture":
-			arch = v
-		case "Version":
-			st.Version = v
-		case "Status":
-			st.Status = v
-		}
-	}
-	flush()
-	return out
+	return out, nil
 }
 
 // simLine matches what apt-get -s prints for each package it would change.
@@ -507,7 +442,7 @@ var controlFiles = []string{"preinst", "postinst", "prerm", "postrm", "config", 
 // link targets. The tree is built inside the generation (private) and
 // removed afterwards.
 func (x *HostExecutor) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoot, name, version string) error {
-	para, arch, err := x.statusParagraph(name, version)
+	para, arch, err := pkgdb.ControlParagraph(x.Host, name, version)
 	if err != nil {
 		return err
 	}
@@ -553,47 +488,6 @@ func (x *HostExecutor) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoo
 		}
 	}
 	return x.run(ctx, ws, nil, "dpkg-deb", "-Zgzip", "--build", "--", path.Join(inRoot, "tree"), inRoot)
-}
-
-// statusParagraph returns the control fields of an installed package as
-// dpkg recorded them in its status file, less the fields that describe
-// the installation rather than the package, and its architecture.
-func (x *HostExecutor) statusParagraph(name, version string) ([]byte, string, error) {
-	data, err := x.Host.ReadFile(dpkgStatus)
-	if err != nil {
-		return nil, "", err
-	}
-	for _, para := range bytes.Split(data, []byte("\n\n")) {
-		var out bytes.Buffer
-		var pkg, ver, arch, field string
-		for _, line := range strings.Split(string(para), "\n") {
-			if line == "" {
-				continue
-			}
-			if line[0] != ' ' && line[0] != '\t' {
-				k, v, _ := strings.Cut(line, ":")
-				field = k
-				v = strings.TrimSpace(v)
-				switch k {
-				case "Package":
-					pkg = v
-				case "Version":
-					ver = v
-				case "Architecture":
-					arch = v
-				}
-			}
-			switch field {
-			case "Status", "Config-Version", "Conffiles":
-				continue
-			}
-			out.WriteString(line + "\n")
-		}
-		if pkg == name && ver == version {
-			return out.Bytes(), arch, nil
-		}
-	}
-	return nil, "", fmt.Errorf("dpkg's database has no record of %s %s", name, version)
 }
 
 // copyInstalled copies one installed path (inside the root) to dst on
@@ -802,7 +696,7 @@ func (x *HostExecutor) dpkgInterrupted(db map[string]debState) bool {
 			return true
 		}
 	}
-	return len(x.dpkgUpdateFiles()) > 0
+	return pkgdb.JournalPending(x.Host)
 }
 
 // repairDpkg is the recovery a person does by hand after a power cut in
@@ -955,7 +849,7 @@ func (x *HostExecutor) pinPending(ctx context.Context, ws *Workspace, op *planne
 	if err != nil {
 		return fmt.Errorf("asking apt for the versions of %s: %w", strings.Join(names, ", "), err)
 	}
-	policies, err := repository.ParseAptPolicy(out)
+	policies, err := pkgdb.ParseAptPolicy(out)
 	if err != nil {
 		return fmt.Errorf("reading apt-cache policy: %w", err)
 	}

@@ -168,3 +168,39 @@ func TestCheckAptIgnoresWhatWasUnfinishedBefore(t *testing.T) {
 		t.Errorf("a package unfinished before gpuenv began is held against it: %v", err)
 	}
 }
+
+// TestReadDpkgForeignJournal: a journal entry for a foreign-architecture
+// package replaces that package's record, not the native one of the same
+// name. apply's own reader keyed journal entries by name alone (each
+// journal file read on its own), so libcuda1:i386 unpacked took the place
+// of libcuda1 (amd64); pkgdb matches entries by name and architecture.
+func TestReadDpkgForeignJournal(t *testing.T) {
+	root := t.TempDir()
+	for p, s := range map[string]string{
+		"var/lib/dpkg/status": "Package: libcuda1\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1.0\n\n" +
+			"Package: libcuda1\nStatus: install ok installed\nArchitecture: i386\nVersion: 1.0\n",
+		"var/lib/dpkg/updates/0000": "Package: libcuda1\nStatus: install ok unpacked\nArchitecture: i386\nVersion: 2.0\n",
+	} {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := (&HostExecutor{Host: h}).readDpkg()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := db["libcuda1"]; got.Version != "1.0" || got.state() != "installed" {
+		t.Errorf("libcuda1: %+v, want the native 1.0 installed", got)
+	}
+	if got := db["libcuda1:i386"]; got.Version != "2.0" || got.state() != "unpacked" {
+		t.Errorf("libcuda1:i386: %+v, want the journal's 2.0 unpacked", got)
+	}
+}

@@ -18,19 +18,17 @@ import (
 	"time"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
 // What dnf 4 keeps where. dnf takes its lock on the RPM database by
 // writing its pid into rpmdb_lock.pid in its persistdir (flock is held
 // only while the file is read and written): a file naming a live process
 // is a held lock, one naming a dead process is taken over by the next
-// dnf. rpm prints EPOCHNUM as 0 for a package without an epoch, where
-// EPOCH would print "(none)".
-const (
-	dnfRpmdbLock   = "/var/lib/dnf/rpmdb_lock.pid"
-	rpmQueryFormat = `%{NAME}\t%{EPOCHNUM}\t%{VERSION}\t%{RELEASE}\t%{ARCH}\n`
-)
+// dnf.
+const dnfRpmdbLock = "/var/lib/dnf/rpmdb_lock.pid"
 
 // hostCommand is a command whose output goes where the caller reads it.
 func hostCommand(argv, env []string, stdout, stderr io.Writer) host.Command {
@@ -78,38 +76,29 @@ func normEVR(v string) string { return strings.TrimPrefix(v, "0:") }
 // the root.
 func (x *HostExecutor) readRPM(ctx context.Context, ws *Workspace) (map[string][]rpmPkg, error) {
 	var out, errb bytes.Buffer
-	if err := x.Host.Run(ctx, hostCommand([]string{"rpm", "-qa", "--qf", rpmQueryFormat}, dnfEnv, &out, &errb)); err != nil {
+	if err := x.Host.Run(ctx, hostCommand(pkgdb.RPMQuery(), dnfEnv, &out, &errb)); err != nil {
 		fmt.Fprintf(ws.Log, "$ rpm -qa --qf …\n%sgpuenv: %v\n", errb.String(), err)
 		return nil, fmt.Errorf("reading the RPM database: %w: %s", err, strings.TrimSpace(errb.String()))
 	}
 	return parseRPMQuery(out.Bytes())
 }
 
+// parseRPMQuery reads pkgdb.RPMQuery's output into the installed
+// instances of each package, sorted by version and architecture; output
+// it cannot read is an error.
 func parseRPMQuery(data []byte) (map[string][]rpmPkg, error) {
+	_, pkgs, problems := pkgdb.ParseRPM(data, nil)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("rpm -qa %s", problems[0])
+	}
 	m := map[string][]rpmPkg{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		f := strings.Split(line, "\t")
-		if len(f) != 5 || f[0] == "" || f[2] == "" {
-			return nil, fmt.Errorf("rpm -qa line %d: unexpected output %q", n, line)
-		}
-		if f[0] == "gpg-pubkey" {
-			continue
-		}
-		evr := f[2] + "-" + f[3]
-		if f[1] != "0" && f[1] != "(none)" && f[1] != "" {
-			evr = f[1] + ":" + evr
-		}
-		m[f[0]] = append(m[f[0]], rpmPkg{Name: f[0], Arch: f[4], EVR: evr})
+	for _, p := range pkgs {
+		m[p.Name] = append(m[p.Name], rpmPkg{Name: p.Name, Arch: p.Architecture, EVR: p.Version})
 	}
 	for _, l := range m {
 		sort.Slice(l, func(i, j int) bool { return l[i].EVR+l[i].Arch < l[j].EVR+l[j].Arch })
 	}
-	return m, sc.Err()
+	return m, nil
 }
 
 func evrs(l []rpmPkg) []string {
@@ -144,64 +133,23 @@ func (x *HostExecutor) readVersionlocks(ctx context.Context, ws *Workspace) (ver
 		}
 		return versionlocks{}, fmt.Errorf("listing dnf's version locks: %w: %s", err, strings.TrimSpace(errb.String()))
 	}
-	v := versionlocks{present: true}
-	for _, line := range strings.Split(out.String(), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' || line[0] == '!' || strings.HasPrefix(line, "Last metadata") {
-			continue
-		}
-		v.entries = append(v.entries, line)
-	}
-	return v, nil
+	return versionlocks{present: true, entries: pkgdb.ParseVersionlock(out.Bytes())}, nil
 }
 
-// locked reports whether an entry locks an installed instance of name,
-// in the spellings versionlock matches: the whole NEVRA with or without
-// the epoch, epoch first, or the bare name, globs allowed.
+// locked reports whether an entry locks an installed instance of name
+// (pkgdb.Locked), or names it bare, installed or not.
 func (v versionlocks) locked(installed []rpmPkg, name string) bool {
-	for _, e := range v.entries {
-		if e == name {
-			return true
-		}
-		for _, p := range installed {
-			ep, vr, ok := strings.Cut(p.EVR, ":")
-			if !ok {
-				ep, vr = "0", p.EVR
-			}
-			for _, form := range []string{
-				p.Name + "-" + ep + ":" + vr + "." + p.Arch,
-				p.Name + "-" + vr + "." + p.Arch,
-				ep + ":" + p.Name + "-" + vr + "." + p.Arch,
-				p.Name + "-" + vr,
-				p.Name + "." + p.Arch,
-			} {
-				if ok, _ := path.Match(e, form); ok {
-					return true
-				}
-			}
-		}
+	if slices.Contains(v.entries, name) {
+		return true
 	}
-	return false
+	return slices.ContainsFunc(installed, func(p rpmPkg) bool {
+		return pkgdb.Locked(v.entries, facts.Package{Name: p.Name, Version: p.EVR, Architecture: p.Arch})
+	})
 }
 
 // names reports whether an entry locks some version of name, installed
-// or not: "name-epoch:version-release.arch" as versionlock add writes it,
-// the name being what precedes the last two dashes.
-func (v versionlocks) names(name string) bool {
-	for _, e := range v.entries {
-		if e == name {
-			return true
-		}
-		i := strings.LastIndexByte(e, '-')
-		if i < 0 {
-			continue
-		}
-		if j := strings.LastIndexByte(e[:i], '-'); j > 0 && e[:j] == name {
-			return true
-		}
-	}
-	return false
-}
+// or not (pkgdb.LocksName).
+func (v versionlocks) names(name string) bool { return pkgdb.LocksName(v.entries, name) }
 
 // dnfTable reads the package names out of the transaction table dnf
 // prints before asking to go on ("Installing:", "Upgrading:",

@@ -96,7 +96,7 @@ func TestDnfTable(t *testing.T) {
 }
 
 func TestParseRPMQueryAndLocks(t *testing.T) {
-	m, err := parseRPMQuery([]byte("gtest\t0\t2.0\t1\tnoarch\nlibnvidia-ml\t3\t550.54.15\t1.el9\tx86_64\nlibnvidia-ml\t3\t560.35.03\t1.el9\tx86_64\ngpg-pubkey\t0\tabc\tdef\t(none)\n"))
+	m, err := parseRPMQuery([]byte("gtest\t0\t2.0\t1\tnoarch\t(none)\nlibnvidia-ml\t3\t550.54.15\t1.el9\tx86_64\t(none)\nlibnvidia-ml\t3\t560.35.03\t1.el9\tx86_64\t(none)\ngpg-pubkey\t0\tabc\tdef\t(none)\t(none)\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

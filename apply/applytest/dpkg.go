@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/tools/txtar"
 	"pault.ag/go/debian/version"
+
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
 // A fake .deb is an ar archive, as a real one is, with the members a
@@ -778,11 +780,12 @@ func fakeDpkgDeb(c *Call) int {
 	if err != nil {
 		return c.errorf(2, "dpkg-deb: error: %v", err)
 	}
-	p := parseParagraphs(ctl)
-	if len(p) != 1 {
+	p, err := pkgdb.Paragraphs(ctl)
+	if err != nil || len(p) != 1 {
 		return c.errorf(2, "dpkg-deb: error: bad control file")
 	}
-	deb := Deb{Name: p[0].get("Package"), Version: p[0].get("Version"), Arch: p[0].get("Architecture"), Depends: p[0].get("Depends"), Files: map[string]string{}}
+	v := p[0].Values
+	deb := Deb{Name: v["Package"], Version: v["Version"], Arch: v["Architecture"], Depends: v["Depends"], Files: map[string]string{}}
 	root := c.path(tree)
 	err = filepath.WalkDir(root, func(f string, e fs.DirEntry, err error) error {
 		if err != nil || !e.Type().IsRegular() {

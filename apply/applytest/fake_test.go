@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/providers/host"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
 // TestAptCachePolicyParses checks the fake's apt-cache policy against
@@ -22,7 +22,7 @@ func TestAptCachePolicyParses(t *testing.T) {
 	if err := r.Run(context.Background(), host.Command{Argv: []string{"chroot", f.Root, "apt-cache", "policy", "libnvidia-ml1", "nvidia-smi", "no-such"}, Stdout: &out}); err != nil {
 		t.Fatal(err)
 	}
-	pols, err := repository.ParseAptPolicy(out.Bytes())
+	pols, err := pkgdb.ParseAptPolicy(out.Bytes())
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

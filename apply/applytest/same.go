@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
 // Excluded are the paths "the same host" leaves out: what the tools keep
@@ -80,11 +83,12 @@ func Snapshot(root string, extra ...string) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(root, "var/lib/dpkg/status"))
-	if err == nil {
-		for _, p := range parseParagraphs(data) {
-			st.Packages[p.get("Package")] = p.get("Version") + " " + p.get("Status")
-		}
+	h, err := host.New(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pkgdb.ReadDpkgAll(h).Packages {
+		st.Packages[p.Name] = p.Version + " " + pkgdb.StatusText(p)
 	}
 	return st, nil
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
-	"github.com/gpuenv/gpuenv/providers/packages"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
@@ -126,7 +126,7 @@ func observeNVIDIA(h *host.Host, dir string, pkgs facts.Packages) (facts.Toolkit
 	if rel, ok := strings.CutPrefix(path.Base(dir), "cuda-"); ok {
 		dashed := strings.ReplaceAll(rel, ".", "-")
 		for _, name := range []string{"cuda-toolkit-" + dashed, "cuda-" + dashed, "cuda-nvcc-" + dashed, "cuda-cudart-" + dashed} {
-			if p, ok := packages.Installed(pkgs, name); ok {
+			if p, ok := pkgdb.Installed(pkgs, name, pkgdb.FilesPresent); ok {
 				pkg, havePkg = p, true
 				tk.Package = p.Name
 				break
@@ -163,7 +163,7 @@ func observeNVIDIA(h *host.Host, dir string, pkgs facts.Packages) (facts.Toolkit
 	}
 
 	if havePkg {
-		up := packages.Upstream(pkg.Version)
+		up := pkgdb.Upstream(pkg.Version)
 		if strings.HasPrefix(pkg.Name, "cuda-nvcc-") || strings.HasPrefix(pkg.Name, "cuda-cudart-") {
 			// Component packages carry the component's version
 			// (12.4.131), not the release's.
@@ -185,7 +185,7 @@ func observeDistro(h *host.Host, pkgs facts.Packages) (facts.Toolkit, bool, []fa
 	tk := facts.Toolkit{Path: DistroDir, Layout: LayoutDistro}
 	fi, err := h.Stat(DistroDir)
 	haveDir := err == nil && fi.IsDir()
-	pkg, havePkg := packages.Installed(pkgs, DistroPackage)
+	pkg, havePkg := pkgdb.Installed(pkgs, DistroPackage, pkgdb.FilesPresent)
 	switch {
 	case !haveDir && !havePkg:
 		return tk, false, nil
@@ -222,7 +222,7 @@ func observeDistro(h *host.Host, pkgs facts.Packages) (facts.Toolkit, bool, []fa
 // "11.8.89~11.8.0-5~deb12u1", into the toolkit release ("11.8.0", after
 // the tilde) and the component's own version ("11.8.89", before it).
 func DebianToolkitVersion(v string) (release, component string) {
-	up := packages.Upstream(v)
+	up := pkgdb.Upstream(v)
 	if c, r, ok := strings.Cut(up, "~"); ok {
 		return r, c
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -103,7 +104,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		release = d.Minor.String()
 	} else if rel, comp := DebianToolkitVersion(picked.Version); comp != "" {
 		release = rel
-	} else if up, err := repository.Upstream(manager, picked.Version); err == nil {
+	} else if up, err := pkgdb.UpstreamVersion(manager, picked.Version); err == nil {
 		release = up.String()
 	}
 	step := planner.Step{
@@ -121,7 +122,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			step.Before["package"] = current.Package
 		}
 		why = []string{fmt.Sprintf("the installed toolkit at %s is CUDA %s and the spec asks for %s", current.Path, current.Version, describe(d.Versions, minor))}
-		if cur, ok := repository.Installed(obs, pkg.Name); ok && picked.Version != "" && repository.CompareVersions(manager, picked.Version, cur.Version) < 0 {
+		if cur, ok := pkgdb.Installed(obs.Packages, pkg.Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(manager, picked.Version, cur.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 	}

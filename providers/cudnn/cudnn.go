@@ -16,7 +16,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
-	"github.com/gpuenv/gpuenv/providers/packages"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
@@ -145,7 +145,7 @@ func Observe(h *host.Host, pkgs facts.Packages) (facts.CuDNN, []facts.Warning) {
 		}
 	}
 	for _, p := range runtimePkgs {
-		v := threeParts(packages.Upstream(p.Version))
+		v := threeParts(pkgdb.Upstream(p.Version))
 		in := installs["/usr\x00"+v]
 		if in == nil {
 			warns = append(warns, facts.Warning{Message: fmt.Sprintf("package %s %s is installed but neither its header nor its libraries were found", p.Name, p.Version)})

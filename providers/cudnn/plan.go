@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -124,7 +125,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			step.Before["packages"] = current.Package
 		}
 		why = []string{fmt.Sprintf("the installed cuDNN %s does not satisfy %s for CUDA %d", current.Version, describe(d.Versions), d.CUDAMajor)}
-		if cur, ok := repository.Installed(obs, d.Packages[0].Name); ok && picked.Version != "" && repository.CompareVersions(manager, picked.Version, cur.Version) < 0 {
+		if cur, ok := pkgdb.Installed(obs.Packages, d.Packages[0].Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(manager, picked.Version, cur.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
@@ -102,7 +103,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	installed := map[string]facts.Package{}
 	for _, pn := range d.Packages {
 		names = append(names, pn.Name)
-		if pkg, ok := repository.Installed(obs, pn.Name); ok {
+		if pkg, ok := pkgdb.Installed(obs.Packages, pn.Name, pkgdb.Configured); ok {
 			installed[pn.Name] = pkg
 		}
 	}
@@ -123,7 +124,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		for _, pkg := range installed {
 			same = same && pkg.Version == mainPkg.Version
 		}
-		up, err := repository.Upstream(manager, mainPkg.Version)
+		up, err := pkgdb.UpstreamVersion(manager, mainPkg.Version)
 		if same && err == nil && d.Versions.Check(up) {
 			return nil, nil
 		}
@@ -147,7 +148,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	switch {
 	case haveMain && mainPkg.Version != picked.Version:
 		action = planner.Update
-		if picked.Version != "" && repository.CompareVersions(manager, picked.Version, mainPkg.Version) < 0 {
+		if picked.Version != "" && pkgdb.Compare(manager, picked.Version, mainPkg.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, describe(d.Versions)))
@@ -247,7 +248,7 @@ func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager string) [
 		if p.State != "installed" || !topLevel.MatchString(p.Name) {
 			continue
 		}
-		up, err := repository.Upstream(manager, p.Version)
+		up, err := pkgdb.UpstreamVersion(manager, p.Version)
 		if err != nil || !d.Versions.Check(up) || installedFlavor(obs, p.Name) != string(d.KernelModules) {
 			return nil
 		}
@@ -304,7 +305,7 @@ func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager string)
 	}
 	var unhold []string
 	for _, n := range remove {
-		if pkg, _ := repository.Installed(obs, n); pkg.Hold {
+		if pkg, _ := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); pkg.Hold {
 			unhold = append(unhold, n)
 		}
 	}
@@ -329,7 +330,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	for _, pn := range d.Packages {
 		names = append(names, pn.Name)
 	}
-	present := slices.ContainsFunc(names, func(n string) bool { _, ok := repository.Installed(obs, n); return ok })
+	present := slices.ContainsFunc(names, func(n string) bool { _, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); return ok })
 	if install == nil && !present && len(alike) > 0 {
 		// The driver in place under other names is the one to hold.
 		names = alike
@@ -337,7 +338,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	var change, before []string
 	for _, name := range names {
 		pn := planner.PackageName{Name: name}
-		pkg, ok := repository.Installed(obs, pn.Name)
+		pkg, ok := pkgdb.Installed(obs.Packages, pn.Name, pkgdb.Configured)
 		held := ok && (pkg.Hold || pkg.Want == "hold")
 		if held {
 			before = append(before, pn.Name)

@@ -22,7 +22,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
-	"github.com/gpuenv/gpuenv/providers/packages"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
@@ -305,10 +305,10 @@ func (o *observer) provenance(fw *facts.Framework, dir string, d dist, haveDist,
 	// /usr/lib*/python3.X/site-packages on these systems; the package
 	// manager does.
 	for _, name := range pkgNames {
-		if p, ok := packages.Installed(o.pkgs, name); ok {
+		if p, ok := pkgdb.Installed(o.pkgs, name, pkgdb.FilesPresent); ok {
 			fw.Package = p.Name
 			switch o.pkgs.Manager {
-			case packages.ManagerRPM:
+			case pkgdb.ManagerRPM:
 				fw.Installer = "rpm"
 			default:
 				fw.Installer = "debian"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -184,7 +185,7 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.DesiredFramework) (*planner.Step, *hcl.Diagnostic) {
 	obs := req.Facts
 	manager := req.Desired.Manager
-	inst, installed := repository.Installed(obs, df.Package)
+	inst, installed := pkgdb.Installed(obs.Packages, df.Package, pkgdb.Configured)
 	if df.Absent {
 		if !installed {
 			return nil, nil
@@ -201,7 +202,7 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		return nil, nil
 	}
 	if installed {
-		if up, err := repository.Upstream(manager, inst.Version); err == nil && df.Versions.Check(up) {
+		if up, err := pkgdb.UpstreamVersion(manager, inst.Version); err == nil && df.Versions.Check(up) {
 			return nil, nil
 		}
 	}
@@ -221,7 +222,7 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		action = planner.Update
 		before = map[string]string{"package": df.Package + "=" + inst.Version}
 		why = []string{fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())}
-		if picked.Version != "" && repository.CompareVersions(manager, picked.Version, inst.Version) < 0 {
+		if picked.Version != "" && pkgdb.Compare(manager, picked.Version, inst.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 	}

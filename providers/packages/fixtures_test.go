@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
 // TestFixtures observes the shared fixture roots: each Debian-family one
@@ -71,13 +72,13 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("Total = %d: the fixture's database is not real-size", got.Total)
 			}
 			for _, w := range c.present {
-				p, ok := Installed(got, w.name)
+				p, ok := pkgdb.Installed(got, w.name, pkgdb.FilesPresent)
 				if !ok || p.Version != w.version || p.State != w.state || p.Hold != w.hold {
 					t.Errorf("%s = %+v, %v; want %+v", w.name, p, ok, w)
 				}
 			}
 			for _, n := range c.absent {
-				if p, ok := Installed(got, n); ok {
+				if p, ok := pkgdb.Installed(got, n, pkgdb.FilesPresent); ok {
 					t.Errorf("%s present: %+v", n, p)
 				}
 			}
@@ -114,11 +115,11 @@ func TestFixtureRHEL9(t *testing.T) {
 		"kernel-devel":          "5.14.0-427.13.1.el9_4",
 		"dkms":                  "3.0.13-1.el9",
 	} {
-		if p, ok := Installed(got, name); !ok || p.Version != version {
+		if p, ok := pkgdb.Installed(got, name, pkgdb.FilesPresent); !ok || p.Version != version {
 			t.Errorf("%s = %+v, %v; want %s", name, p, ok, version)
 		}
 	}
-	if _, ok := Installed(got, "bash"); ok {
+	if _, ok := pkgdb.Installed(got, "bash", pkgdb.FilesPresent); ok {
 		t.Error("bash reported")
 	}
 	if got.Total != 62 {

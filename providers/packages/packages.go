@@ -1,125 +1,19 @@
 package packages
 
 import (
+	"bytes"
 	"context"
-	"sort"
+	"fmt"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
-// Database files and managers.
-const (
-	// StatusPath is dpkg's database of installed packages.
-	StatusPath = "/var/lib/dpkg/status"
-	// UpdatesDir holds dpkg's journal: status paragraphs written during a
-	// run and not yet merged into StatusPath. After an interrupted dpkg
-	// they are the newest truth about the packages they name.
-	UpdatesDir = "/var/lib/dpkg/updates"
-	// VersionlockPath is the dnf versionlock plugin's list, RPM's
-	// counterpart of a dpkg hold.
-	VersionlockPath = "/etc/dnf/plugins/versionlock.list"
-
-	ManagerDpkg = "dpkg"
-	ManagerRPM  = "rpm"
-)
-
-// relevantPrefixes are the package-name prefixes gpuenv reports. The list
-// is deliberately broad on NVIDIA's and CUDA's names (Debian splits the
-// toolkit into dozens of libcu*/libnpp*/libnv* packages) and narrow
-// elsewhere, so that a real database of thousands of packages yields a
-// few dozen entries.
-var relevantPrefixes = []string{
-	"cuda",
-	"cudnn",
-	"datacenter-gpu-manager",
-	"dkms",
-	// dnf-automatic and unattended-upgrades upgrade packages behind the
-	// spec's back: plan warns when they can move an unheld driver.
-	"dnf-automatic",
-	"firmware-nvidia",
-	"glx-alternative-nvidia",
-	"kernel-core",
-	"kernel-devel",
-	"kmod-nvidia",
-	"libaccinj64",
-	"libcublas",
-	"libcuda",
-	"libcudart",
-	"libcudnn",
-	"libcufft",
-	"libcufile",
-	"libcuinj64",
-	"libcupti",
-	"libcurand",
-	"libcusolver",
-	"libcusparse",
-	"libnccl",
-	"libnpp",
-	"libnvblas",
-	"libnvidia",
-	"libnvinfer",
-	"libnvjitlink",
-	"libnvjpeg",
-	"libnvrtc",
-	"libnvtoolsext",
-	"libnvvm",
-	"libtorch",
-	"linux-headers",
-	"linux-image",
-	"linux-modules-nvidia",
-	"linux-objects-nvidia",
-	"linux-signatures-nvidia",
-	"nsight",
-	"nvidia",
-	"python3-jax",
-	"python3-tensorflow",
-	"python3-torch",
-	"tensorrt",
-	"unattended-upgrades",
-	"xserver-xorg-video-nvidia",
-}
-
-// byHead indexes relevantPrefixes by their first four bytes (no prefix is
-// shorter), so that deciding about one of the thousands of unrelated names
-// in a database costs a map lookup and, for the few names that share a
-// head with a prefix ("libc…"), a handful of comparisons.
-var byHead = func() map[string][]string {
-	m := make(map[string][]string)
-	for _, p := range relevantPrefixes {
-		m[p[:4]] = append(m[p[:4]], p)
-	}
-	return m
-}()
-
-// Relevant reports whether a package name belongs to the GPU stack as
-// gpuenv sees it.
-func Relevant(name string) bool {
-	if len(name) < 4 {
-		return false
-	}
-	for _, p := range byHead[name[:4]] {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// relevantBytes is Relevant for a name still inside the database buffer;
-// the map index with a converted slice does not allocate.
-func relevantBytes(name []byte) bool {
-	if len(name) < 4 {
-		return false
-	}
-	for _, p := range byHead[string(name[:4])] {
-		if len(name) >= len(p) && string(name[:len(p)]) == p {
-			return true
-		}
-	}
-	return false
-}
+// maxProblems bounds the warnings `rpm -qa` yields: output that is
+// garbage throughout says so in a few lines, not in thousands.
+const maxProblems = 10
 
 // Observe reads the package database of the host's OS family, as
 // facts.OS.Family names it: "deb" reads dpkg's files, "rpm" runs
@@ -128,9 +22,10 @@ func relevantBytes(name []byte) bool {
 // not be read is a warning naming the file or command, and the rest of
 // the observation stands.
 //
-// The returned Packages lists only relevant packages (see Relevant) that
-// are installed or half-installed, sorted by name and architecture; Total
-// counts every package the database holds that is not "not-installed".
+// The returned Packages lists only relevant packages (see pkgdb.Relevant)
+// that are installed or half-installed, sorted by name and architecture;
+// Total counts every package the database holds that is not
+// "not-installed".
 func Observe(ctx context.Context, h *host.Host, family string) (facts.Packages, []facts.Warning) {
 	switch family {
 	case "rpm":
@@ -138,17 +33,52 @@ func Observe(ctx context.Context, h *host.Host, family string) (facts.Packages, 
 	case "deb":
 		return observeDpkg(h)
 	}
-	if _, err := h.Lstat(StatusPath); err == nil {
+	if _, err := h.Lstat(pkgdb.StatusPath); err == nil {
 		return observeDpkg(h)
 	}
 	return facts.Packages{Packages: []facts.Package{}}, nil
 }
 
-func sortPackages(ps []facts.Package) {
-	sort.SliceStable(ps, func(i, j int) bool {
-		if ps[i].Name != ps[j].Name {
-			return ps[i].Name < ps[j].Name
+func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
+	db := pkgdb.ReadDpkg(h)
+	out := facts.Packages{Manager: pkgdb.ManagerDpkg, Packages: db.Packages, Total: db.Total, Interrupted: db.Interrupted}
+	if out.Packages == nil {
+		out.Packages = []facts.Package{}
+	}
+	return out, db.Warnings
+}
+
+func observeRPM(ctx context.Context, h *host.Host) (facts.Packages, []facts.Warning) {
+	out := facts.Packages{Manager: pkgdb.ManagerRPM, Packages: []facts.Package{}}
+	var stdout, stderr bytes.Buffer
+	err := h.Run(ctx, host.Command{Argv: pkgdb.RPMQuery(), Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg != "" {
+			msg = ": " + msg
 		}
-		return ps[i].Architecture < ps[j].Architecture
-	})
+		return out, []facts.Warning{{Message: fmt.Sprintf("querying the RPM database: %v%s", err, msg)}}
+	}
+	var warns []facts.Warning
+	locks, lockWarn := pkgdb.ReadVersionlock(h)
+	if lockWarn != nil {
+		warns = append(warns, *lockWarn)
+	}
+	total, pkgs, problems := pkgdb.ParseRPM(stdout.Bytes(), pkgdb.Relevant)
+	for i, p := range problems {
+		if i == maxProblems {
+			warns = append(warns, facts.Warning{Message: fmt.Sprintf("rpm -qa: and %d more problems", len(problems)-maxProblems)})
+			break
+		}
+		warns = append(warns, facts.Warning{Message: "rpm -qa: " + p})
+	}
+	for i := range pkgs {
+		if pkgdb.Locked(locks, pkgs[i]) {
+			pkgs[i].Want, pkgs[i].Hold = "hold", true
+		}
+	}
+	out.Total = total
+	out.Packages = append(out.Packages, pkgs...)
+	pkgdb.SortPackages(out.Packages)
+	return out, warns
 }

@@ -3,7 +3,6 @@ package packages
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
 // root lays out an inline txtar fixture and returns a Host on it.
@@ -30,31 +30,6 @@ func root(t testing.TB, archive string, opts ...host.Option) *host.Host {
 		t.Fatal(err)
 	}
 	return h
-}
-
-func TestRelevant(t *testing.T) {
-	yes := []string{
-		"nvidia-driver", "nvidia-driver-550-open", "libnvidia-compute-550", "cuda-toolkit-12-4",
-		"cuda-drivers-550", "libcuda1", "libcudnn9-cuda-12", "libcudnn8", "cudnn9-cuda-12",
-		"nvidia-container-toolkit", "python3-torch", "python3-torch-cuda", "python3-tensorflow",
-		"firmware-nvidia-gsp", "libnccl2", "linux-headers-6.1.0-28-amd64", "linux-image-amd64",
-		"dkms", "nvidia-kernel-dkms", "libcublas11", "libnppc11", "libcudart11.0", "kmod-nvidia-open-dkms",
-		"linux-modules-nvidia-550-generic",
-	}
-	no := []string{
-		"", "a", "libc6", "bash", "libcurl4", "libcups2", "python3", "python3-numpy", "linux-base",
-		"libnv", "cud", "xserver-xorg-core", "firmware-linux-free", "nvme-cli",
-	}
-	for _, n := range yes {
-		if !Relevant(n) || !relevantBytes([]byte(n)) {
-			t.Errorf("Relevant(%q) = false, want true", n)
-		}
-	}
-	for _, n := range no {
-		if Relevant(n) || relevantBytes([]byte(n)) {
-			t.Errorf("Relevant(%q) = true, want false", n)
-		}
-	}
 }
 
 const statusHead = `-- var/lib/dpkg/status --
@@ -154,10 +129,10 @@ func TestDpkgStatus(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Observe (-want +got):\n%s", diff)
 	}
-	if p, ok := Installed(got, "nvidia-smi"); ok {
+	if p, ok := pkgdb.Installed(got, "nvidia-smi", pkgdb.FilesPresent); ok {
 		t.Errorf("Installed(nvidia-smi) = %v: config-files leave no program", p)
 	}
-	if p, ok := Installed(got, "nvidia-driver"); !ok || p.Version != "535.261.03-1" {
+	if p, ok := pkgdb.Installed(got, "nvidia-driver", pkgdb.FilesPresent); !ok || p.Version != "535.261.03-1" {
 		t.Errorf("Installed(nvidia-driver) = %v, %v", p, ok)
 	}
 }
@@ -174,7 +149,7 @@ func TestDpkgFamilyUnknown(t *testing.T) {
 		t.Errorf("no database: %+v %v", got, warns)
 	}
 	got, warns = Observe(context.Background(), empty, "deb")
-	if len(warns) != 1 || warns[0].Path != StatusPath || got.Manager != "dpkg" {
+	if len(warns) != 1 || warns[0].Path != pkgdb.StatusPath || got.Manager != "dpkg" {
 		t.Errorf("deb family without a database: %+v %v", got, warns)
 	}
 }
@@ -215,7 +190,7 @@ Status: garbage
 	if got.Total != 7 {
 		t.Errorf("Total = %d, want 7 (bash removed by the journal)", got.Total)
 	}
-	p, ok := Installed(got, "nvidia-driver")
+	p, ok := pkgdb.Installed(got, "nvidia-driver", pkgdb.FilesPresent)
 	if !ok || p.Version != "535.309.01-0+deb12u1" || p.State != "half-configured" || p.Hold {
 		t.Errorf("nvidia-driver = %+v, want the journal's newest entry", p)
 	}
@@ -301,7 +276,7 @@ func TestDpkgMalformed(t *testing.T) {
 			h := root(t, "-- var/lib/dpkg/status --\n"+c.status)
 			// txtar adds a final newline to a member; write the file as
 			// the case has it.
-			if err := os.WriteFile(filepath.Join(h.Root(), StatusPath), []byte(c.status), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(h.Root(), pkgdb.StatusPath), []byte(c.status), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			got, warns := Observe(context.Background(), h, "deb")
@@ -314,8 +289,8 @@ func TestDpkgMalformed(t *testing.T) {
 			}
 			found := false
 			for _, w := range warns {
-				if w.Path != StatusPath {
-					t.Errorf("warning %+v does not name %s", w, StatusPath)
+				if w.Path != pkgdb.StatusPath {
+					t.Errorf("warning %+v does not name %s", w, pkgdb.StatusPath)
 				}
 				found = found || strings.Contains(w.Message, c.warn)
 			}
@@ -326,18 +301,6 @@ func TestDpkgMalformed(t *testing.T) {
 				t.Errorf("no warning containing %q in %v", c.warn, warns)
 			}
 		})
-	}
-}
-
-func TestDpkgWarningsCapped(t *testing.T) {
-	var b strings.Builder
-	for i := 0; i < 50; i++ {
-		fmt.Fprintf(&b, "Package: nvidia-%d\nStatus: bogus\n\n", i)
-	}
-	db := parseStatus([]byte(b.String()), nil, false)
-	ws := db.warnings(StatusPath)
-	if len(ws) != maxProblems+1 || !strings.Contains(ws[maxProblems].Message, "40 more") {
-		t.Errorf("got %d warnings, last %v", len(ws), ws[len(ws)-1])
 	}
 }
 
@@ -377,7 +340,7 @@ nvidia-driver-3:550.54.15-1.el9.*
 !cuda-toolkit-12-4-0:12.4.1-1.*
 `, host.WithRunner(r))
 	got, warns := Observe(context.Background(), h, "rpm")
-	wantArgv := []string{"chroot", h.Root(), "rpm", "-qa", "--qf", rpmQueryFormat}
+	wantArgv := []string{"chroot", h.Root(), "rpm", "-qa", "--qf", pkgdb.RPMQueryFormat}
 	if !cmp.Equal(r.argv, wantArgv) {
 		t.Errorf("ran %q, want %q", r.argv, wantArgv)
 	}
@@ -419,47 +382,6 @@ func TestDebianStartsNoProcess(t *testing.T) {
 		Observe(context.Background(), h, family)
 		if r.argv != nil {
 			t.Errorf("family %q ran %q", family, r.argv)
-		}
-	}
-}
-
-func TestUpstream(t *testing.T) {
-	cases := map[string]string{
-		"11.8.89~11.8.0-5~deb12u1": "11.8.89~11.8.0",
-		"1:1.2.13.dfsg-1":          "1.2.13.dfsg",
-		"550.54.15-0ubuntu1":       "550.54.15",
-		"12.4.1-1":                 "12.4.1",
-		"3:550.54.15-1.el9":        "550.54.15",
-		"2.36":                     "2.36",
-		"a:b-c":                    "a:b",
-	}
-	for in, want := range cases {
-		if got := Upstream(in); got != want {
-			t.Errorf("Upstream(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// TestReadStatusInPieces: the real-size database read through buffers of
-// every kind of size (smaller than one paragraph, than two, and the one
-// observation uses) parses as it does whole.
-func TestReadStatusInPieces(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(hosttest.Build(t, "ubuntu2204-working"), StatusPath))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := parseStatus(data, map[string]bool{"libcudnn9-cuda-12:amd64": true}, false)
-	if len(want.packages) < 40 || want.total < 900 {
-		t.Fatalf("the fixture's database has %d packages, %d relevant: too few to test with", want.total, len(want.packages))
-	}
-	for _, size := range []int{100, 1000, 32 << 10} {
-		buf := make([]byte, size)
-		got, err := readStatus(strings.NewReader(string(data)), &buf, map[string]bool{"libcudnn9-cuda-12:amd64": true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got, cmp.AllowUnexported(statusDB{})); diff != "" {
-			t.Errorf("read through %d bytes (-whole +in pieces):\n%s", size, diff)
 		}
 	}
 }

@@ -1,17 +1,16 @@
 package repository
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -112,7 +111,7 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 		if err != nil {
 			return nil, fmt.Errorf("asking apt about %s: %w: %s", strings.Join(batch, " "), err, strings.TrimSpace(errb.String()))
 		}
-		pols, perr := ParseAptPolicy(out.Bytes())
+		pols, perr := pkgdb.ParseAptPolicy(out.Bytes())
 		if perr != nil {
 			return nil, fmt.Errorf("reading apt-cache policy %s: %w", strings.Join(batch, " "), perr)
 		}
@@ -131,7 +130,7 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 			}
 		}
 		for n := range found {
-			slices.SortFunc(found[n], func(a, b string) int { return CompareRPM(b, a) })
+			slices.SortFunc(found[n], func(a, b string) int { return version.CompareRPM(b, a) })
 		}
 	}
 	c.mu.Lock()
@@ -151,139 +150,6 @@ func validName(manager, name string) bool {
 		return rpmName.MatchString(name)
 	}
 	return false
-}
-
-// AptPolicy is one package of apt-cache policy's output.
-type AptPolicy struct {
-	Name      string
-	Installed string // "" for "(none)"
-	Candidate string // "" for "(none)"
-	Versions  []AptVersion
-}
-
-// AptVersion is one line of a version table and the sources under it.
-type AptVersion struct {
-	Version   string
-	Priority  int
-	Installed bool // marked "***"
-	Sources   []AptSource
-}
-
-// AptSource is where a version comes from: an archive ("500
-// http://deb.debian.org/debian bookworm/non-free amd64 Packages") or the
-// package database ("100 /var/lib/dpkg/status").
-type AptSource struct {
-	Priority int
-	Where    string
-}
-
-// StatusFile is the package database as apt-cache names it among sources.
-const StatusFile = "/var/lib/dpkg/status"
-
-// Archive reports whether the version is in an archive rather than only in
-// the package database.
-func (v AptVersion) Archive() bool {
-	return slices.ContainsFunc(v.Sources, func(s AptSource) bool { return s.Where != StatusFile })
-}
-
-// Suites lists the archive suites and components ("bookworm/non-free")
-// the version is in.
-func (v AptVersion) Suites() []string {
-	var out []string
-	for _, s := range v.Sources {
-		f := strings.Fields(s.Where)
-		if len(f) >= 2 && s.Where != StatusFile {
-			out = append(out, f[1])
-		}
-	}
-	return out
-}
-
-// Installable lists the versions some archive has, newest first.
-func (p AptPolicy) Installable() []string {
-	var out []string
-	for _, v := range p.Versions {
-		if v.Archive() && !slices.Contains(out, v.Version) {
-			out = append(out, v.Version)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b string) int {
-		c, err := version.CompareDebian(b, a)
-		if err != nil {
-			return strings.Compare(b, a)
-		}
-		return c
-	})
-	return out
-}
-
-// ParseAptPolicy reads apt-cache policy's output for one or more packages
-// (LC_ALL=C). A name apt does not know prints nothing and is absent from
-// the result; a virtual package has no versions.
-func ParseAptPolicy(data []byte) ([]AptPolicy, error) {
-	var out []AptPolicy
-	var cur *AptPolicy
-	var ver *AptVersion
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		s := sc.Text()
-		trimmed := strings.TrimSpace(s)
-		switch {
-		case trimmed == "":
-			continue
-		case !strings.HasPrefix(s, " ") && strings.HasSuffix(s, ":"):
-			out = append(out, AptPolicy{Name: strings.TrimSuffix(s, ":")})
-			cur, ver = &out[len(out)-1], nil
-			continue
-		case cur == nil:
-			return nil, fmt.Errorf("line %d: %q outside a package", line, s)
-		}
-		if k, v, ok := strings.Cut(trimmed, ":"); ok && !strings.HasPrefix(s, "    ") {
-			val := strings.TrimSpace(v)
-			if val == "(none)" {
-				val = ""
-			}
-			switch k {
-			case "Installed":
-				cur.Installed = val
-			case "Candidate":
-				cur.Candidate = val
-			}
-			// "Version table:" and "Package pin:" need nothing more.
-			continue
-		}
-		f := strings.Fields(trimmed)
-		installed := false
-		if f[0] == "***" {
-			installed, f = true, f[1:]
-		}
-		// A version line has the version and its priority; a source line
-		// starts with the priority and is indented deeper.
-		if len(f) >= 2 && (installed || !isNumber(f[0])) {
-			prio, err := strconv.Atoi(f[len(f)-1])
-			if err != nil {
-				return nil, fmt.Errorf("line %d: priority %q: %w", line, f[len(f)-1], err)
-			}
-			cur.Versions = append(cur.Versions, AptVersion{Version: f[0], Priority: prio, Installed: installed})
-			ver = &cur.Versions[len(cur.Versions)-1]
-			continue
-		}
-		if len(f) >= 2 && ver != nil {
-			prio, _ := strconv.Atoi(f[0])
-			ver.Sources = append(ver.Sources, AptSource{Priority: prio, Where: strings.Join(f[1:], " ")})
-			continue
-		}
-		return nil, fmt.Errorf("line %d: unexpected %q", line, s)
-	}
-	return out, sc.Err()
-}
-
-func isNumber(s string) bool {
-	_, err := strconv.Atoi(s)
-	return err == nil
 }
 
 // MadisonLine is one line of apt-cache madison.
@@ -355,102 +221,4 @@ func ParseDnfList(data []byte) []DnfPackage {
 		out = append(out, DnfPackage{Name: name, Arch: arch, Version: f[1], Repo: strings.TrimPrefix(f[2], "@"), Installed: installed || strings.HasPrefix(f[2], "@")})
 	}
 	return out
-}
-
-// CompareRPM orders [epoch:]version-release strings as rpm does
-// (rpmvercmp on each part), returning -1, 0 or +1.
-func CompareRPM(a, b string) int {
-	ea, va, ra := splitEVR(a)
-	eb, vb, rb := splitEVR(b)
-	if c := rpmvercmp(ea, eb); c != 0 {
-		return c
-	}
-	if c := rpmvercmp(va, vb); c != 0 {
-		return c
-	}
-	return rpmvercmp(ra, rb)
-}
-
-func splitEVR(s string) (epoch, ver, rel string) {
-	epoch = "0"
-	if e, rest, ok := strings.Cut(s, ":"); ok {
-		epoch, s = e, rest
-	}
-	if i := strings.LastIndex(s, "-"); i >= 0 {
-		return epoch, s[:i], s[i+1:]
-	}
-	return epoch, s, ""
-}
-
-// rpmvercmp compares alternating runs of digits and letters, skipping
-// other characters; "~" sorts before everything, as in rpm.
-func rpmvercmp(a, b string) int {
-	isAlnum := func(c byte) bool {
-		return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-	}
-	for len(a) > 0 || len(b) > 0 {
-		for len(a) > 0 && !isAlnum(a[0]) && a[0] != '~' {
-			a = a[1:]
-		}
-		for len(b) > 0 && !isAlnum(b[0]) && b[0] != '~' {
-			b = b[1:]
-		}
-		if len(a) > 0 && a[0] == '~' || len(b) > 0 && b[0] == '~' {
-			switch {
-			case len(a) == 0 || a[0] != '~':
-				return 1
-			case len(b) == 0 || b[0] != '~':
-				return -1
-			}
-			a, b = a[1:], b[1:]
-			continue
-		}
-		if len(a) == 0 || len(b) == 0 {
-			break
-		}
-		digit := a[0] >= '0' && a[0] <= '9'
-		run := func(s string) (string, string) {
-			i := 0
-			for i < len(s) && isAlnum(s[i]) && (s[i] >= '0' && s[i] <= '9') == digit {
-				i++
-			}
-			return s[:i], s[i:]
-		}
-		var x, y string
-		x, a = run(a)
-		y, b = run(b)
-		if y == "" {
-			// A number is newer than letters.
-			if digit {
-				return 1
-			}
-			return -1
-		}
-		if digit {
-			x, y = strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
-			if len(x) != len(y) {
-				return cmpInt(len(x), len(y))
-			}
-		}
-		if c := strings.Compare(x, y); c != 0 {
-			return c
-		}
-	}
-	switch {
-	case len(a) == 0 && len(b) == 0:
-		return 0
-	case len(a) == 0:
-		return -1
-	}
-	return 1
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

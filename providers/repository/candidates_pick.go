@@ -8,47 +8,9 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
-	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
-
-// Upstream is the part of a package version that compares with a spec's
-// versions: "535.309.01-0+deb12u1" gives 535.309.01 for apt, and
-// "3:550.54.15-1.el9" gives 550.54.15 for dnf.
-func Upstream(manager, v string) (version.Version, error) {
-	if manager == "dnf" {
-		_, ver, _ := splitEVR(v)
-		end := 0
-		for end < len(ver) && (ver[end] >= '0' && ver[end] <= '9' || ver[end] == '.' && end+1 < len(ver) && ver[end+1] >= '0' && ver[end+1] <= '9') {
-			end++
-		}
-		return version.Parse(ver[:end])
-	}
-	return version.FromDebian(v)
-}
-
-// CompareVersions orders two package versions of a manager.
-func CompareVersions(manager, a, b string) int {
-	if manager == "dnf" {
-		return CompareRPM(a, b)
-	}
-	c, err := version.CompareDebian(a, b)
-	if err != nil {
-		return strings.Compare(a, b)
-	}
-	return c
-}
-
-// Installed returns the package of that name the package database has
-// installed (fully, or held at its version).
-func Installed(obs *facts.Observation, name string) (facts.Package, bool) {
-	for _, p := range obs.Packages.Packages {
-		if p.Name == name && p.State == "installed" {
-			return p, true
-		}
-	}
-	return facts.Package{}, false
-}
 
 // PickQuery asks for one version at which a set of packages can be
 // installed together.
@@ -117,7 +79,7 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 	}
 	var rejected []string
 	for _, raw := range listed {
-		up, err := Upstream(q.Manager, raw)
+		up, err := pkgdb.UpstreamVersion(q.Manager, raw)
 		if err != nil || !q.Versions.Check(up) || q.Accept != nil && !q.Accept(raw, up) {
 			rejected = append(rejected, raw)
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,53 +16,15 @@ import (
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
-// aptPolicy is apt-cache policy's output on a Debian 12 machine with
-// bookworm, bookworm-updates and bookworm-security (main, contrib,
-// non-free) configured: nvidia-driver, libnvidia-ml1 and the toolkit, the open module only in
-// contrib, a virtual package, a name apt does not know (it prints
-// nothing for it) and an installed package whose installed version no
-// archive has any more.
-const aptPolicy = `nvidia-driver:
-  Installed: (none)
-  Candidate: 535.309.01-0+deb12u1
-  Version table:
-     535.309.01-0+deb12u1 500
-        500 http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-libnvidia-ml1:
-  Installed: (none)
-  Candidate: 535.309.01-0+deb12u1
-  Version table:
-     535.309.01-0+deb12u1 500
-        500 http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-nvidia-cuda-toolkit:
-  Installed: (none)
-  Candidate: 11.8.89~11.8.0-5~deb12u1
-  Version table:
-     11.8.89~11.8.0-5~deb12u1 500
-        500 http://deb.debian.org/debian bookworm/non-free amd64 Packages
-nvidia-open-kernel-dkms:
-  Installed: (none)
-  Candidate: 535.261.03-1
-  Version table:
-     535.261.03-1 500
-        500 http://deb.debian.org/debian bookworm/contrib amd64 Packages
-mail-transport-agent:
-  Installed: (none)
-  Candidate: (none)
-  Version table:
-bash:
-  Installed: 5.2.15-2+b8
-  Candidate: 5.2.15-2+b13
-  Version table:
-     5.2.15-2+b13 500
-        500 http://deb.debian.org/debian bookworm/main amd64 Packages
- *** 5.2.15-2+b8 100
-        100 /var/lib/dpkg/status
-`
+// aptPolicy is apt-cache policy's output on a Debian 12 machine, kept
+// with pkgdb, which parses it (see its TestParseAptPolicy).
+var aptPolicy = func() string {
+	data, err := os.ReadFile("../host/pkgdb/testdata/apt-cache-policy")
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}()
 
 // aptMadison is apt-cache madison's output on the same machine.
 const aptMadison = `nvidia-driver | 535.309.01-0+deb12u1 | http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages
@@ -69,56 +32,6 @@ nvidia-driver | 535.261.03-1 | http://deb.debian.org/debian bookworm/non-free am
 nvidia-cuda-toolkit | 11.8.89~11.8.0-5~deb12u1 | http://deb.debian.org/debian bookworm/non-free amd64 Packages
 python3-torch | 1.13.1+dfsg-4 | http://deb.debian.org/debian bookworm/main amd64 Packages
 `
-
-func TestParseAptPolicy(t *testing.T) {
-	pols, err := ParseAptPolicy([]byte(aptPolicy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, p := range pols {
-		names = append(names, p.Name)
-	}
-	if want := []string{"nvidia-driver", "libnvidia-ml1", "nvidia-cuda-toolkit", "nvidia-open-kernel-dkms", "mail-transport-agent", "bash"}; !slices.Equal(names, want) {
-		t.Fatalf("packages %v, want %v", names, want)
-	}
-	driver := pols[0]
-	want := AptPolicy{
-		Name:      "nvidia-driver",
-		Candidate: "535.309.01-0+deb12u1",
-		Versions: []AptVersion{
-			{Version: "535.309.01-0+deb12u1", Priority: 500, Sources: []AptSource{{500, "http://deb.debian.org/debian-security bookworm-security/non-free amd64 Packages"}}},
-			{Version: "535.261.03-1", Priority: 500, Sources: []AptSource{{500, "http://deb.debian.org/debian bookworm/non-free amd64 Packages"}}},
-		},
-	}
-	if diff := cmp.Diff(want, driver); diff != "" {
-		t.Errorf("nvidia-driver (-want +got):\n%s", diff)
-	}
-	if got := driver.Installable(); !slices.Equal(got, []string{"535.309.01-0+deb12u1", "535.261.03-1"}) {
-		t.Errorf("installable %v", got)
-	}
-	if got := pols[3].Versions[0].Suites(); !slices.Equal(got, []string{"bookworm/contrib"}) {
-		t.Errorf("open module suites %v", got)
-	}
-	if v := pols[4]; v.Candidate != "" || len(v.Versions) != 0 {
-		t.Errorf("virtual package %+v", v)
-	}
-	bash := pols[5]
-	if bash.Installed != "5.2.15-2+b8" || !bash.Versions[1].Installed || bash.Versions[1].Archive() {
-		t.Errorf("bash %+v", bash)
-	}
-	if got := bash.Installable(); !slices.Equal(got, []string{"5.2.15-2+b13"}) {
-		t.Errorf("a version only the package database has is not installable: %v", got)
-	}
-}
-
-func TestParseAptPolicyRejects(t *testing.T) {
-	for _, in := range []string{"  Installed: (none)\n", "nvidia-driver:\n  Version table:\n     535.309.01-0+deb12u1 high\n"} {
-		if _, err := ParseAptPolicy([]byte(in)); err == nil {
-			t.Errorf("ParseAptPolicy(%q) succeeded", in)
-		}
-	}
-}
 
 func TestParseMadison(t *testing.T) {
 	lines, err := ParseMadison([]byte(aptMadison))
@@ -167,29 +80,6 @@ func TestParseDnfList(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
-func TestCompareRPM(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"3:570.124.06-1.el9", "3:570.86.15-1.el9", 1},
-		{"12.4.1-1", "12.4.0-1", 1},
-		{"1:1.0-1", "2.0-1", 1},
-		{"1.0~rc1-1", "1.0-1", -1},
-		{"1.0a-1", "1.0-1", 1},
-		{"1.0-1.el9", "1.0-1.el9", 0},
-		{"1.01-1", "1.1-1", 0},
-	}
-	for _, tt := range tests {
-		if got := CompareRPM(tt.a, tt.b); got != tt.want {
-			t.Errorf("CompareRPM(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-		if got := CompareRPM(tt.b, tt.a); got != -tt.want {
-			t.Errorf("CompareRPM(%q, %q) = %d, want %d", tt.b, tt.a, got, -tt.want)
-		}
 	}
 }
 

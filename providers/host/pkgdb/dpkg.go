@@ -1,9 +1,11 @@
-package packages
+package pkgdb
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -29,39 +31,37 @@ var (
 	}
 )
 
-func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
-	out := facts.Packages{Manager: ManagerDpkg, Packages: []facts.Package{}}
-	var warns []facts.Warning
+// Dpkg is dpkg's database as dpkg itself sees it when it next runs: the
+// status file with dpkg's journal folded in.
+type Dpkg struct {
+	// Packages are the packages read; which ones, and in what order, is
+	// for ReadDpkg and ReadDpkgAll to say.
+	Packages []facts.Package
+	// Total counts every package the database holds that is not
+	// "not-installed".
+	Total int
+	// Interrupted is set when the journal holds entries: dpkg was stopped
+	// before it folded them into the status file.
+	Interrupted bool
+	// Warnings name the file of each problem: a file that could not be
+	// read, a paragraph that could not be parsed.
+	Warnings []facts.Warning
+	// Err is set when a file could not be read at all (ReadDpkgAll: a
+	// missing status file is an empty database, not an error).
+	Err error
+}
 
+// ReadDpkg reads the GPU-relevant part of dpkg's database (see Relevant),
+// for observation: it lists the relevant packages that are not
+// "not-installed", sorted by name and architecture, and counts the rest
+// without parsing them. The status file missing or unreadable is a
+// warning and leaves Packages empty.
+func ReadDpkg(h *host.Host) Dpkg {
+	var db Dpkg
 	// dpkg applies its journal over the status file when it next runs, so
 	// an entry there replaces the status file's paragraph for the same
 	// package. The directory is empty except after an interrupted run.
-	updates := make(map[string]facts.Package)
-	var updated []string // keys in journal order, for a stable result
-	updatesTotal := 0
-	if entries, err := h.ReadDir(UpdatesDir); err == nil {
-		for _, e := range entries {
-			if !isJournalName(e.Name()) {
-				continue
-			}
-			p := path.Join(UpdatesDir, e.Name())
-			data, err := h.ReadFile(p)
-			if err != nil {
-				warns = append(warns, facts.Warning{Path: p, Message: fmt.Sprintf("reading dpkg's journal: %v", err)})
-				continue
-			}
-			out.Interrupted = true
-			db := parseStatus(data, nil, true)
-			warns = append(warns, db.warnings(p)...)
-			for _, pkg := range db.packages {
-				k := key(pkg.Name, pkg.Architecture)
-				if _, seen := updates[k]; !seen {
-					updated = append(updated, k)
-				}
-				updates[k] = pkg
-			}
-		}
-	}
+	updates, updated := readJournal(h, &db)
 
 	var replaced map[string]bool
 	if len(updates) > 0 {
@@ -70,29 +70,118 @@ func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
 			replaced[k] = true
 		}
 	}
-	db, err := parseStatusFile(h, StatusPath, replaced)
+	st, err := parseStatusFile(h, StatusPath, replaced, false)
 	if err != nil {
-		warns = append(warns, facts.Warning{Path: StatusPath, Message: fmt.Sprintf("reading the dpkg database: %v", err)})
-		return out, warns
+		db.Warnings = append(db.Warnings, facts.Warning{Path: StatusPath, Message: fmt.Sprintf("reading the dpkg database: %v", err)})
+		db.Err = fmt.Errorf("reading %s: %w", StatusPath, err)
+		return db
 	}
-	warns = append(warns, db.warnings(StatusPath)...)
-	out.Total = db.total
-	if db.packages != nil {
-		out.Packages = db.packages
-	}
+	db.Warnings = append(db.Warnings, st.warnings(StatusPath)...)
+	db.Total = st.total
+	db.Packages = st.packages
 	for _, k := range updated {
 		pkg := updates[k]
 		if pkg.State == "not-installed" {
 			continue
 		}
-		updatesTotal++
+		db.Total++
 		if Relevant(pkg.Name) {
-			out.Packages = append(out.Packages, pkg)
+			db.Packages = append(db.Packages, pkg)
 		}
 	}
-	out.Total += updatesTotal
-	sortPackages(out.Packages)
-	return out, warns
+	SortPackages(db.Packages)
+	return db
+}
+
+// ReadDpkgAll reads every package of dpkg's database, "not-installed"
+// ones included (they may still be held), for apply, which checks the
+// whole package set: in the status file's order, each journal entry in
+// the place of the paragraph it replaces and the journal's new packages
+// after them, in journal order. A missing status file is an empty
+// database.
+func ReadDpkgAll(h *host.Host) Dpkg {
+	var db Dpkg
+	updates, updated := readJournal(h, &db)
+	st, err := parseStatusFile(h, StatusPath, nil, true)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		db.Warnings = append(db.Warnings, facts.Warning{Path: StatusPath, Message: fmt.Sprintf("reading the dpkg database: %v", err)})
+		db.Err = errors.Join(db.Err, fmt.Errorf("reading %s: %w", StatusPath, err))
+	}
+	db.Warnings = append(db.Warnings, st.warnings(StatusPath)...)
+	db.Packages = make([]facts.Package, 0, len(st.packages)+len(updated))
+	done := make(map[string]bool, len(updates))
+	for _, p := range st.packages {
+		k := key(p.Name, p.Architecture)
+		if u, ok := updates[k]; ok {
+			if done[k] {
+				continue // a paragraph repeated in the status file
+			}
+			p, done[k] = u, true
+		}
+		db.Packages = append(db.Packages, p)
+	}
+	for _, k := range updated {
+		if !done[k] {
+			db.Packages = append(db.Packages, updates[k])
+		}
+	}
+	for _, p := range db.Packages {
+		if p.State != "not-installed" {
+			db.Total++
+		}
+	}
+	return db
+}
+
+// readJournal reads dpkg's journal into db's Interrupted, Warnings and
+// Err, and returns each package's newest entry, keyed "name:arch", with
+// the keys in journal order. Entries are applied in the order of their
+// numbers, as dpkg does.
+func readJournal(h *host.Host, db *Dpkg) (map[string]facts.Package, []string) {
+	entries, err := h.ReadDir(UpdatesDir)
+	if err != nil {
+		return nil, nil
+	}
+	var names []string
+	for _, e := range entries {
+		if isJournalName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	// dpkg numbers them 0000, 0001, …; ordered by number, a longer name
+	// does not sort before a shorter one.
+	slices.SortStableFunc(names, func(a, b string) int {
+		a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	updates := make(map[string]facts.Package)
+	var updated []string // keys in journal order, for a stable result
+	for _, name := range names {
+		p := path.Join(UpdatesDir, name)
+		data, err := h.ReadFile(p)
+		if err != nil {
+			db.Warnings = append(db.Warnings, facts.Warning{Path: p, Message: fmt.Sprintf("reading dpkg's journal: %v", err)})
+			db.Err = errors.Join(db.Err, fmt.Errorf("reading %s: %w", p, err))
+			continue
+		}
+		db.Interrupted = true
+		jdb := parseStatus(data, nil, true)
+		db.Warnings = append(db.Warnings, jdb.warnings(p)...)
+		for _, pkg := range jdb.packages {
+			k := key(pkg.Name, pkg.Architecture)
+			if _, seen := updates[k]; !seen {
+				updated = append(updated, k)
+			}
+			updates[k] = pkg
+		}
+	}
+	return updates, updated
 }
 
 // parseStatusFile parses the status database at p. It is read through a
@@ -100,7 +189,7 @@ func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
 // database is close to a megabyte, and reading it whole means touching
 // as much fresh memory, and mapping it as many pages to map, fault in
 // and unmap, either of which costs more than parsing it.
-func parseStatusFile(h *host.Host, p string, replaced map[string]bool) (statusDB, error) {
+func parseStatusFile(h *host.Host, p string, replaced map[string]bool, every bool) (statusDB, error) {
 	f, err := h.Open(p)
 	if err != nil {
 		return statusDB{}, err
@@ -108,15 +197,15 @@ func parseStatusFile(h *host.Host, p string, replaced map[string]bool) (statusDB
 	defer f.Close()
 	buf := statusBufs.Get().(*[]byte)
 	defer statusBufs.Put(buf)
-	return readStatus(f, buf, replaced)
+	return readStatus(f, buf, replaced, every)
 }
 
 var statusBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // readStatus parses a status-format file from r through the buffer *buf,
 // which it grows when one paragraph does not fit in it.
-func readStatus(r io.Reader, buf *[]byte, replaced map[string]bool) (statusDB, error) {
-	p := statusParser{replaced: replaced}
+func readStatus(r io.Reader, buf *[]byte, replaced map[string]bool, every bool) (statusDB, error) {
+	p := statusParser{db: statusDB{every: every}, replaced: replaced}
 	b := *buf
 	n := 0     // bytes at the start of b not parsed yet
 	last := -1 // the file's last byte, once there is one
@@ -518,4 +607,74 @@ func toPackage(p *control.Paragraph) (pkg facts.Package, ok bool, problem string
 		return pkg, true, fmt.Sprintf("package %s (%s) has no Version field", pkg.Name, pkg.State)
 	}
 	return pkg, true, ""
+}
+
+// StatusText is the Status field a package's paragraph has:
+// "install ok installed", "hold reinstreq half-installed".
+func StatusText(p facts.Package) string {
+	flag := "ok"
+	if p.ReinstallRequired {
+		flag = "reinstreq"
+	}
+	return p.Want + " " + flag + " " + p.State
+}
+
+// JournalPending reports whether dpkg's journal holds entries it has not
+// folded into the status file yet: dpkg was interrupted, and apt refuses
+// to run until `dpkg --configure -a` has finished its work.
+func JournalPending(h *host.Host) bool {
+	entries, err := h.ReadDir(UpdatesDir)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return isJournalName(e.Name()) })
+}
+
+// ControlParagraph returns the status file's paragraph for the package
+// name at version as dpkg wrote it, less the fields that describe its
+// installation rather than the package (Status, Config-Version,
+// Conffiles), and the package's architecture: the control file of the
+// installed package, from which its package file can be built again.
+func ControlParagraph(h *host.Host, name, version string) ([]byte, string, error) {
+	data, err := h.ReadFile(StatusPath)
+	if err != nil {
+		return nil, "", err
+	}
+	for off := 0; off < len(data); {
+		if data[off] == '\n' || data[off] == '\r' {
+			off++
+			continue
+		}
+		end := nextParagraph(data[off:])
+		para := bytes.TrimRight(data[off:off+end], "\n")
+		off += end
+		if i := bytes.Index(para, []byte("\n\n")); i >= 0 {
+			para = para[:i]
+		}
+		if string(field(para, "Package")) != name || string(field(para, "Version")) != version {
+			continue
+		}
+		var out bytes.Buffer
+		skip := false
+		for _, line := range bytes.Split(para, []byte("\n")) {
+			if len(line) == 0 {
+				continue
+			}
+			if line[0] != ' ' && line[0] != '\t' {
+				k, _, _ := bytes.Cut(line, []byte(":"))
+				switch string(k) {
+				case "Status", "Config-Version", "Conffiles":
+					skip = true
+				default:
+					skip = false
+				}
+			}
+			if !skip {
+				out.Write(line)
+				out.WriteByte('\n')
+			}
+		}
+		return out.Bytes(), string(field(para, "Architecture")), nil
+	}
+	return nil, "", fmt.Errorf("dpkg's database has no record of %s %s", name, version)
 }

@@ -1,7 +1,6 @@
-package packages
+package pkgdb
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -33,9 +32,8 @@ func BenchmarkParseStatus(b *testing.B) {
 	cpu.report(b)
 }
 
-// BenchmarkObserveDpkg is the whole Debian-family observation: reading
-// the files and parsing them.
-func BenchmarkObserveDpkg(b *testing.B) {
+// BenchmarkReadDpkg is reading dpkg's files and parsing them.
+func BenchmarkReadDpkg(b *testing.B) {
 	h, err := host.New(hosttest.Build(b, "ubuntu2204-working"))
 	if err != nil {
 		b.Fatal(err)
@@ -43,7 +41,7 @@ func BenchmarkObserveDpkg(b *testing.B) {
 	b.ReportAllocs()
 	cpu := cpuTime(b)
 	for b.Loop() {
-		Observe(context.Background(), h, "deb")
+		ReadDpkg(h)
 	}
 	cpu.report(b)
 }
@@ -64,4 +62,20 @@ func rusage(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkReadDpkgAll is apply's read of the whole database: every
+// paragraph parsed, none skipped.
+func BenchmarkReadDpkgAll(b *testing.B) {
+	h, err := host.New(hosttest.Build(b, "ubuntu2204-working"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(ReadDpkgAll(h).Packages)), "packages")
+	b.ReportAllocs()
+	cpu := cpuTime(b)
+	for b.Loop() {
+		ReadDpkgAll(h)
+	}
+	cpu.report(b)
 }

@@ -1,4 +1,4 @@
-package packages
+package pkgdb
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 )
 
 func FuzzParseStatus(f *testing.F) {
-	f.Add([]byte(statusHead[len("-- var/lib/dpkg/status --\n"):]))
+	f.Add([]byte(sampleStatus))
 	f.Add([]byte("Package: nvidia-driver\nStatus: install ok inst"))
 	f.Add([]byte("Package: libcuda1\n Status: continuation\nStatus: hold reinstreq half-installed\n\n\n"))
 	f.Add([]byte("-----BEGIN PGP SIGNED MESSAGE-----\nPackage: nvidia-smi\n"))
@@ -34,7 +34,7 @@ func FuzzParseStatus(f *testing.F) {
 		// parses as it does whole.
 		want := parseStatus(data, nil, false)
 		buf := make([]byte, 5)
-		got, err := readStatus(iotest.OneByteReader(bytes.NewReader(data)), &buf, nil)
+		got, err := readStatus(iotest.OneByteReader(bytes.NewReader(data)), &buf, nil, false)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("read in pieces: %+v, %v\nwhole: %+v", got, err, want)
 		}
@@ -42,15 +42,15 @@ func FuzzParseStatus(f *testing.F) {
 }
 
 func FuzzParseRPM(f *testing.F) {
-	f.Add([]byte(rpmOutput))
+	f.Add([]byte(sampleRPM))
 	f.Add([]byte("nvidia-driver\t(none)\t1\t2\tx86_64\t(none)\n\t\t\t\t\t\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		total, pkgs, _ := parseRPM(data)
+		total, pkgs, _ := ParseRPM(data, Relevant)
 		if len(pkgs) > total {
 			t.Fatalf("%d packages of %d", len(pkgs), total)
 		}
 		for _, p := range pkgs {
-			locked([]string{"nvidia*", "[", "*:*-*.*"}, p)
+			Locked([]string{"nvidia*", "[", "*:*-*.*"}, p)
 			if p.Name == "" || p.Version == "" {
 				t.Fatalf("package %+v", p)
 			}
