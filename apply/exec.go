@@ -7,7 +7,6 @@ import (
 	"io"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -106,46 +105,20 @@ func (x *HostExecutor) Prepare(ctx context.Context, ws *Workspace, seq int, op p
 	if err := validateOp(op); err != nil {
 		return nil, err
 	}
-	var inv Inverse
-	var err error
-	inv.Kind = op.Kind
-	switch op.Kind {
-	case planner.OpFile:
-		inv.File, err = x.prepareFile(ws, seq, op.File)
-	case planner.OpGroup:
-		inv.Group, err = x.prepareGroup(op.Group)
-	case planner.OpPackages:
-		inv.Packages, err = x.preparePackages(ctx, ws, seq, op.Packages)
-	case planner.OpKernel:
-		inv.Kernel, err = x.prepareKernel(op.Kernel)
-	case planner.OpService:
-		inv.Service, err = x.prepareService(ctx, ws, op.Service)
-	case planner.OpDevice:
-		inv.Device, err = x.prepareDevice(op.Device)
-	}
-	if err != nil {
+	inv := &Inverse{Kind: op.Kind}
+	if err := x.kind(op.Kind).prepare(ctx, ws, seq, op, inv); err != nil {
 		return nil, err
 	}
-	return &inv, nil
+	return inv, nil
 }
 
 // Run implements Executor.
 func (x *HostExecutor) Run(ctx context.Context, ws *Workspace, op planner.Operation) error {
-	switch op.Kind {
-	case planner.OpFile:
-		return x.runFile(ctx, ws, op.File)
-	case planner.OpGroup:
-		return x.runGroup(ctx, ws, op.Group)
-	case planner.OpPackages:
-		return x.runPackages(ctx, ws, op.Packages)
-	case planner.OpKernel:
-		return x.runKernel(ctx, ws, op.Kernel)
-	case planner.OpService:
-		return x.runService(ctx, ws, op.Service)
-	case planner.OpDevice:
-		return x.Devices.Set(op.Device.UUID, op.Device.Setting, op.Device.Value)
+	k := x.kind(op.Kind)
+	if k == nil {
+		return fmt.Errorf("unknown operation kind %q", op.Kind)
 	}
-	return fmt.Errorf("unknown operation kind %q", op.Kind)
+	return k.run(ctx, ws, op)
 }
 
 // Undo implements Executor.
@@ -153,86 +126,74 @@ func (x *HostExecutor) Undo(ctx context.Context, ws *Workspace, inv *Inverse) er
 	if err := validateInverse(inv); err != nil {
 		return err
 	}
-	switch inv.Kind {
-	case planner.OpFile:
-		return x.undoFile(ctx, ws, inv.File)
-	case planner.OpGroup:
-		return x.undoGroup(ctx, ws, inv.Group)
-	case planner.OpPackages:
-		return x.undoPackages(ctx, ws, inv.Packages)
-	case planner.OpKernel:
-		return x.undoKernel(ctx, ws, inv.Kernel)
-	case planner.OpService:
-		return x.undoService(ctx, ws, inv.Service)
-	case planner.OpDevice:
-		return x.undoDevice(inv.Device)
-	}
-	return fmt.Errorf("unknown inverse kind %q", inv.Kind)
+	return x.kind(inv.Kind).undo(ctx, ws, inv)
 }
 
 // Recover implements Executor.
 func (x *HostExecutor) Recover(ctx context.Context, ws *Workspace, manager string) error {
-	if manager == "dnf" {
-		return x.recoverDnf(ctx, ws)
-	}
-	if manager != "apt" {
+	m, ok := x.manager(manager)
+	if !ok {
 		return nil
 	}
-	// dpkg's own recovery (`dpkg --configure -a`) cannot repair a package
-	// a power cut left half-unpacked, and stops there; undoing the
-	// transaction repairs dpkg from the package files saved for it (see
-	// undoApt). Here what dpkg left is only recorded in the log.
-	_ = x.run(ctx, ws, nil, "dpkg", "--audit")
+	return m.recover(ctx, ws)
+}
+
+// Check implements Executor: each package manager checks the
+// expectations of its own transactions.
+func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectation) error {
+	byManager := map[string][]Expectation{}
+	var order []string
+	for _, e := range want {
+		n := e.manager()
+		if _, ok := byManager[n]; !ok {
+			order = append(order, n)
+		}
+		byManager[n] = append(byManager[n], e)
+	}
+	for _, n := range order {
+		m, ok := x.manager(n)
+		if !ok {
+			continue
+		}
+		if err := m.check(ctx, ws, byManager[n]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// Check implements Executor. apt transactions are checked against dpkg's
-// database; dnf and pip transactions are checked by their undo, which
-// compares each package with its prior version.
-func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectation) error {
-	byName := map[string]expectedDeb{}
-	var order, before []string
-	apt := false
-	for _, e := range want {
-		if e.manager() != "apt" {
-			continue
-		}
-		apt = true
-		if e.Inverse != nil {
-			before = append(before, e.Inverse.Unfinished...)
-		}
-		var exp []expectedDeb
-		if e.Op != nil {
-			exp = expectOp(e.Op)
-			// A hold or release of a package the transaction does not
-			// pin changes only the hold of what an earlier one left.
-			for _, names := range [][]string{e.Op.Hold, e.Op.Unhold} {
-				for _, n := range names {
-					if d, ok := byName[n]; ok && d.Version != "" && !slices.ContainsFunc(exp, func(x expectedDeb) bool { return x.Name == n }) {
-						held := slices.Contains(e.Op.Hold, n)
-						d.Held = &held
-						byName[n] = d
-					}
-				}
-			}
-		} else {
-			exp = expectPrior(e.Inverse.Packages)
-		}
-		for _, d := range exp {
-			if _, ok := byName[d.Name]; !ok {
-				order = append(order, d.Name)
-			}
-			byName[d.Name] = d
-		}
+// kindExecutor carries out the operations of one kind and their
+// inverses, with the contract of Executor. Its methods read and fill only
+// their own kind's field of the operation and the inverse.
+type kindExecutor interface {
+	// owns reports whether op carries this kind's data.
+	owns(op planner.Operation) bool
+	// inverseNames checks the kind's data of an inverse read back from a
+	// journal: ok is false when it is missing, names are the values the
+	// inverse passes to commands as names.
+	inverseNames(inv *Inverse) (names []string, ok bool, err error)
+	prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) error
+	run(ctx context.Context, ws *Workspace, op planner.Operation) error
+	undo(ctx context.Context, ws *Workspace, inv *Inverse) error
+}
+
+// kinds is the executor of each operation kind.
+var kinds = map[planner.OpKind]func(*HostExecutor) kindExecutor{
+	planner.OpFile:     func(x *HostExecutor) kindExecutor { return fileExecutor{x} },
+	planner.OpGroup:    func(x *HostExecutor) kindExecutor { return groupExecutor{x} },
+	planner.OpPackages: func(x *HostExecutor) kindExecutor { return packagesExecutor{x} },
+	planner.OpKernel:   func(x *HostExecutor) kindExecutor { return kernelExecutor{x} },
+	planner.OpService:  func(x *HostExecutor) kindExecutor { return serviceExecutor{x} },
+	planner.OpDevice:   func(x *HostExecutor) kindExecutor { return deviceExecutor{x} },
+}
+
+// kind is the executor of operations of kind k, nil for a kind gpuenv
+// does not know.
+func (x *HostExecutor) kind(k planner.OpKind) kindExecutor {
+	if mk, ok := kinds[k]; ok {
+		return mk(x)
 	}
-	if !apt {
-		return nil
-	}
-	exp := make([]expectedDeb, 0, len(order))
-	for _, n := range order {
-		exp = append(exp, byName[n])
-	}
-	return x.checkApt(exp, before)
+	return nil
 }
 
 // validateOp checks an operation before it is prepared: exactly its own
@@ -240,21 +201,8 @@ func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectat
 // (planner.CheckOperation). A plan may come from a file anyone could edit,
 // and its values reach commands run as root.
 func validateOp(op planner.Operation) error {
-	var own bool
-	switch op.Kind {
-	case planner.OpPackages:
-		own = op.Packages != nil
-	case planner.OpFile:
-		own = op.File != nil
-	case planner.OpGroup:
-		own = op.Group != nil
-	case planner.OpKernel:
-		own = op.Kernel != nil
-	case planner.OpService:
-		own = op.Service != nil
-	case planner.OpDevice:
-		own = op.Device != nil
-	default:
+	k := (*HostExecutor)(nil).kind(op.Kind)
+	if k == nil {
 		return fmt.Errorf("unknown operation kind %q", op.Kind)
 	}
 	set := 0
@@ -263,7 +211,7 @@ func validateOp(op planner.Operation) error {
 			set++
 		}
 	}
-	if !own || set != 1 {
+	if !k.owns(op) || set != 1 {
 		return fmt.Errorf("operation of kind %q must set exactly its own field", op.Kind)
 	}
 	return planner.CheckOperation(op)
@@ -279,46 +227,11 @@ func validateInverse(inv *Inverse) error {
 	}
 	ok := false
 	var names []string
-	switch inv.Kind {
-	case planner.OpFile:
-		ok = inv.File != nil
-		if ok {
-			if err := planner.CheckManagedFile(inv.File.Path); err != nil {
-				return fmt.Errorf("inverse of a file operation: %w", err)
-			}
-			if err := planner.CheckFollowUp(inv.File.After); err != nil {
-				return fmt.Errorf("inverse of a file operation on %s: %w", inv.File.Path, err)
-			}
-			for _, d := range inv.File.CreatedDirs {
-				if d != path.Clean(d) || !strings.HasPrefix(inv.File.Path, d+"/") {
-					return fmt.Errorf("inverse of a file operation on %s: %q is not a directory above it", inv.File.Path, d)
-				}
-			}
+	if k := (*HostExecutor)(nil).kind(inv.Kind); k != nil {
+		var err error
+		if names, ok, err = k.inverseNames(inv); err != nil {
+			return err
 		}
-	case planner.OpGroup:
-		ok = inv.Group != nil
-		if ok {
-			names = append([]string{inv.Group.Group}, inv.Group.Members...)
-		}
-	case planner.OpPackages:
-		ok = inv.Packages != nil
-		if ok {
-			for _, p := range inv.Packages.Packages {
-				names = append(names, p.Name, p.Version)
-			}
-		}
-	case planner.OpKernel:
-		ok = inv.Kernel != nil
-		if ok {
-			names = []string{inv.Kernel.Module}
-		}
-	case planner.OpService:
-		ok = inv.Service != nil
-		if ok {
-			names = []string{inv.Service.Unit}
-		}
-	case planner.OpDevice:
-		ok = inv.Device != nil
 	}
 	if !ok {
 		return fmt.Errorf("inverse of kind %q lacks its data", inv.Kind)
@@ -334,9 +247,9 @@ func validateInverse(inv *Inverse) error {
 // aptEnv keeps Debian's tools from asking questions nobody will answer.
 var aptEnv = []string{"DEBIAN_FRONTEND=noninteractive", "APT_LISTCHANGES_FRONTEND=none"}
 
-// run runs argv inside the root with its output appended to the log,
+// command runs argv inside the root with its output appended to the log,
 // after a line saying what ran.
-func (x *HostExecutor) run(ctx context.Context, ws *Workspace, env []string, argv ...string) error {
+func (x *HostExecutor) command(ctx context.Context, ws *Workspace, env []string, argv ...string) error {
 	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
 	err := x.Host.Run(ctx, host.Command{Argv: argv, Env: env, Stdout: ws.Log, Stderr: ws.Log})
 	if err != nil {

@@ -191,7 +191,7 @@ func (e *PackageMismatchError) Error() string {
 // too, since the host is not in a state to build on — except the ones
 // dpkg had already left half-done before gpuenv began (before), which are
 // not gpuenv's to judge.
-func (x *HostExecutor) checkApt(want []expectedDeb, before []string) error {
+func (x aptManager) checkApt(want []expectedDeb, before []string) error {
 	cur, err := x.readDpkg()
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func (x *HostExecutor) checkApt(want []expectedDeb, before []string) error {
 // half-installed packages are. A package is keyed by its name, and by
 // name:arch when the status file lists another architecture of it first
 // (a foreign architecture).
-func (x *HostExecutor) readDpkg() (map[string]debState, error) {
+func (x aptManager) readDpkg() (map[string]debState, error) {
 	db := pkgdb.ReadDpkgAll(x.Host)
 	if db.Err != nil {
 		return nil, db.Err
@@ -272,96 +272,170 @@ func aptTransaction(op *planner.PackagesOp, simulate bool) []string {
 	return argv
 }
 
-func (x *HostExecutor) prepareApt(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	// Another package manager at work would change the state read here;
-	// waiting for it now also fails a long wait before anything began.
-	if err := x.waitDpkgLock(ctx, ws); err != nil {
-		return nil, err
-	}
-	if err := x.pinPending(ctx, ws, op); err != nil {
-		return nil, err
+// aptManager carries out apt transactions; dpkg's database is the truth
+// it checks them against.
+type aptManager struct{ *HostExecutor }
+
+var _ packageManager = aptManager{}
+
+func (x aptManager) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
+	return prepareTransaction(ctx, ws, seq, op, x, &PackagesInverse{Manager: "apt"})
+}
+
+func (x aptManager) waitLock(ctx context.Context, ws *Workspace) error {
+	return x.waitDpkgLock(ctx, ws)
+}
+
+// pinPending pins what the plan left to apply, then the packages the pins
+// depend on at one exact version.
+func (x aptManager) pinPending(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+	if err := x.pinLatest(ctx, ws, op); err != nil {
+		return err
 	}
 	x.pinExactDependencies(ctx, ws, op)
+	return nil
+}
+
+func (x aptManager) readPrior(_ context.Context, _ *Workspace, _ *planner.PackagesOp, _ *PackagesInverse) (priorState, error) {
 	before, err := x.readDpkg()
 	if err != nil {
 		return nil, err
 	}
-	affected := map[string]bool{}
+	return &aptPrior{x: x, before: before}, nil
+}
+
+// aptPrior is dpkg's database before an apt transaction.
+type aptPrior struct {
+	x      aptManager
+	before map[string]debState
+}
+
+func (a *aptPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
 	for _, p := range op.Install {
-		affected[p.Name] = true
+		affected = append(affected, p.Name)
 	}
-	for _, n := range slices.Concat(op.Remove, op.Hold, op.Unhold) {
-		affected[n] = true
-	}
-	changes := map[string]bool{} // packages whose installed version goes
+	affected = append(affected, slices.Concat(op.Remove, op.Hold, op.Unhold)...)
 	for _, p := range op.Install {
-		if s, ok := before[p.Name]; ok && s.installed() && s.Version != p.Version {
-			changes[p.Name] = true
+		if s, ok := a.before[p.Name]; ok && s.installed() && s.Version != p.Version {
+			changes = append(changes, p.Name)
 		}
-		if s := before[p.Name]; s.held() && !slices.Contains(op.Unhold, p.Name) && !slices.Contains(op.Hold, p.Name) {
-			return nil, fmt.Errorf("package %s is held at %s and the plan does not release it", p.Name, s.Version)
+		if s := a.before[p.Name]; s.held() && !slices.Contains(op.Unhold, p.Name) && !slices.Contains(op.Hold, p.Name) {
+			return nil, nil, fmt.Errorf("package %s is held at %s and the plan does not release it", p.Name, s.Version)
 		}
 	}
 	for _, r := range op.Remove {
-		if s, ok := before[r]; ok && s.installed() {
-			changes[r] = true
+		if s, ok := a.before[r]; ok && s.installed() {
+			changes = append(changes, r)
 		}
 	}
-	if len(op.Install) > 0 || len(op.Remove) > 0 {
-		// The dry run names what apt will change besides the pins:
-		// dependencies installed, upgraded or removed with them.
-		argv := aptTransaction(op, true)
-		for _, p := range op.Install {
-			if before[p.Name].held() {
-				// Released before the real transaction (checked above);
-				// the dry run runs while the hold is still there.
-				argv = slices.Insert(argv, 2, "--allow-change-held-packages")
-				break
-			}
+	return affected, changes, nil
+}
+
+func (a *aptPrior) simulate(ctx context.Context, ws *Workspace, op *planner.PackagesOp) ([]string, error) {
+	if len(op.Install) == 0 && len(op.Remove) == 0 {
+		return nil, nil
+	}
+	argv := aptTransaction(op, true)
+	for _, p := range op.Install {
+		if a.before[p.Name].held() {
+			// Released before the real transaction (checked in direct);
+			// the dry run runs while the hold is still there.
+			argv = slices.Insert(argv, 2, "--allow-change-held-packages")
+			break
 		}
-		out, err := x.output(ctx, ws, aptEnv, argv...)
+	}
+	out, err := a.x.output(ctx, ws, aptEnv, argv...)
+	if err != nil {
+		return nil, fmt.Errorf("apt-get cannot carry out the transaction (dry run failed; see %s): %w", ws.Dir+"/"+logName, err)
+	}
+	var names []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if m := simLine.FindStringSubmatch(sc.Text()); m != nil {
+			names = append(names, strings.TrimSuffix(m[2], ":"+hostArch(a.before, m[2])))
+		}
+	}
+	return names, nil
+}
+
+func (a *aptPrior) changes(name string) bool {
+	s, ok := a.before[name]
+	return ok && s.installed()
+}
+
+func (a *aptPrior) prior(ctx context.Context, ws *Workspace, seq int, name string, changed bool) ([]PriorPackage, error) {
+	s := a.before[name]
+	pp := PriorPackage{Name: name, Status: s.Status, Held: s.held()}
+	if s.installed() {
+		pp.Version = s.Version
+	}
+	if changed {
+		saved, err := a.x.saveDeb(ctx, ws, seq, name, s.Version)
 		if err != nil {
-			return nil, fmt.Errorf("apt-get cannot carry out the transaction (dry run failed; see %s): %w", ws.Dir+"/"+logName, err)
+			return nil, err
 		}
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		for sc.Scan() {
-			if m := simLine.FindStringSubmatch(sc.Text()); m != nil {
-				name := strings.TrimSuffix(m[2], ":"+hostArch(before, m[2]))
-				affected[name] = true
-				if s, ok := before[name]; ok && s.installed() {
-					changes[name] = true
-				}
-			}
-		}
+		pp.Saved = saved
 	}
-	inv := &PackagesInverse{Manager: "apt"}
-	for n, s := range before {
+	return []PriorPackage{pp}, nil
+}
+
+// finish records the packages dpkg had left half-done before the
+// transaction, which its checks do not hold against it.
+func (a *aptPrior) finish(inv *PackagesInverse, affected map[string]bool) {
+	for n, s := range a.before {
 		if !s.stable() && !affected[n] {
 			inv.Unfinished = append(inv.Unfinished, n)
 		}
 	}
 	sort.Strings(inv.Unfinished)
-	names := make([]string, 0, len(affected))
-	for n := range affected {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		s := before[n]
-		pp := PriorPackage{Name: n, Status: s.Status, Held: s.held()}
-		if s.installed() {
-			pp.Version = s.Version
+}
+
+// recover records in the log what dpkg left. dpkg's own recovery
+// (`dpkg --configure -a`) cannot repair a package a power cut left
+// half-unpacked, and stops there; undoing the transaction repairs dpkg
+// from the package files saved for it (see undo).
+func (x aptManager) recover(ctx context.Context, ws *Workspace) error {
+	_ = x.command(ctx, ws, nil, "dpkg", "--audit")
+	return nil
+}
+
+// check checks apt transactions against dpkg's database.
+func (x aptManager) check(_ context.Context, _ *Workspace, want []Expectation) error {
+	byName := map[string]expectedDeb{}
+	var order, before []string
+	for _, e := range want {
+		if e.Inverse != nil {
+			before = append(before, e.Inverse.Unfinished...)
 		}
-		if changes[n] {
-			saved, err := x.saveDeb(ctx, ws, seq, n, s.Version)
-			if err != nil {
-				return nil, err
+		var exp []expectedDeb
+		if e.Op != nil {
+			exp = expectOp(e.Op)
+			// A hold or release of a package the transaction does not
+			// pin changes only the hold of what an earlier one left.
+			for _, names := range [][]string{e.Op.Hold, e.Op.Unhold} {
+				for _, n := range names {
+					if d, ok := byName[n]; ok && d.Version != "" && !slices.ContainsFunc(exp, func(x expectedDeb) bool { return x.Name == n }) {
+						held := slices.Contains(e.Op.Hold, n)
+						d.Held = &held
+						byName[n] = d
+					}
+				}
 			}
-			pp.Saved = saved
+		} else {
+			exp = expectPrior(e.Inverse.Packages)
 		}
-		inv.Packages = append(inv.Packages, pp)
+		for _, d := range exp {
+			if _, ok := byName[d.Name]; !ok {
+				order = append(order, d.Name)
+			}
+			byName[d.Name] = d
+		}
 	}
-	return inv, nil
+	exp := make([]expectedDeb, 0, len(order))
+	for _, n := range order {
+		exp = append(exp, byName[n])
+	}
+	return x.checkApt(exp, before)
 }
 
 // hostArch is the architecture suffix apt may print after a name; names in
@@ -380,7 +454,7 @@ func hostArch(before map[string]debState, name string) string {
 // generation: from the archive when it still has that version, else
 // rebuilt from the installed files. The package cache is not relied on:
 // images often clean it.
-func (x *HostExecutor) saveDeb(ctx context.Context, ws *Workspace, seq int, name, version string) (string, error) {
+func (x aptManager) saveDeb(ctx context.Context, ws *Workspace, seq int, name, version string) (string, error) {
 	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+name)
 	dir := filepath.Join(ws.Path, sub)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -407,7 +481,7 @@ func (x *HostExecutor) saveDeb(ctx context.Context, ws *Workspace, seq int, name
 	// without a shell.
 	// As root: apt's sandbox user cannot write into the private
 	// generation directory.
-	if err := x.run(ctx, ws, aptEnv, "env", "-C", inRoot, "apt-get", "-o", "APT::Sandbox::User=root", "download", "--", name+"="+version); err == nil {
+	if err := x.command(ctx, ws, aptEnv, "env", "-C", inRoot, "apt-get", "-o", "APT::Sandbox::User=root", "download", "--", name+"="+version); err == nil {
 		if f := find(); f != "" {
 			return f, syncDir(dir)
 		}
@@ -441,7 +515,7 @@ var controlFiles = []string{"preinst", "postinst", "prerm", "postrm", "config", 
 // its file list names, with their current contents, modes, owners and
 // link targets. The tree is built inside the generation (private) and
 // removed afterwards.
-func (x *HostExecutor) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoot, name, version string) error {
+func (x aptManager) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoot, name, version string) error {
 	para, arch, err := pkgdb.ControlParagraph(x.Host, name, version)
 	if err != nil {
 		return err
@@ -487,14 +561,14 @@ func (x *HostExecutor) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoo
 			return fmt.Errorf("copying %s of %s: %w", p, name, err)
 		}
 	}
-	return x.run(ctx, ws, nil, "dpkg-deb", "-Zgzip", "--build", "--", path.Join(inRoot, "tree"), inRoot)
+	return x.command(ctx, ws, nil, "dpkg-deb", "-Zgzip", "--build", "--", path.Join(inRoot, "tree"), inRoot)
 }
 
 // copyInstalled copies one installed path (inside the root) to dst on
 // this machine as it is: a directory, a file with its bytes, or a
 // symbolic link, with mode and owner. A path that is gone is skipped, as
 // dpkg-repack does.
-func (x *HostExecutor) copyInstalled(p, dst string) error {
+func (x aptManager) copyInstalled(p, dst string) error {
 	rp, err := x.real(p)
 	if err != nil {
 		return err
@@ -550,7 +624,7 @@ func (x *HostExecutor) copyInstalled(p, dst string) error {
 // front-end lock, saying who holds it. apt-get is also given the same
 // timeout, so a lock taken again between the check and its start is
 // waited for too.
-func (x *HostExecutor) waitDpkgLock(ctx context.Context, ws *Workspace) error {
+func (x aptManager) waitDpkgLock(ctx context.Context, ws *Workspace) error {
 	rp, err := x.Host.Resolve(dpkgLockFrontend)
 	if err != nil {
 		return err
@@ -596,18 +670,11 @@ func (x *HostExecutor) waitDpkgLock(ctx context.Context, ws *Workspace) error {
 	}
 }
 
-func (x *HostExecutor) lockTimeout() time.Duration {
-	if x.PackageLockTimeout > 0 {
-		return x.PackageLockTimeout
-	}
-	return DefaultPackageLockTimeout
-}
-
-func (x *HostExecutor) aptLockOption() []string {
+func (x aptManager) aptLockOption() []string {
 	return []string{"-o", fmt.Sprintf("DPkg::Lock::Timeout=%d", int(x.lockTimeout().Seconds()))}
 }
 
-func (x *HostExecutor) runApt(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x aptManager) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
 	if err := x.waitDpkgLock(ctx, ws); err != nil {
 		return err
 	}
@@ -629,24 +696,24 @@ func (x *HostExecutor) runApt(ctx context.Context, ws *Workspace, op *planner.Pa
 		}
 	}
 	if len(unhold) > 0 {
-		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
+		if err := x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
 			return err
 		}
 	}
 	if len(op.Install) > 0 || len(op.Remove) > 0 {
 		argv := aptTransaction(op, false)
 		argv = slices.Insert(argv, 1, x.aptLockOption()...)
-		if err := x.run(ctx, ws, aptEnv, argv...); err != nil {
+		if err := x.command(ctx, ws, aptEnv, argv...); err != nil {
 			return err
 		}
 	}
 	if len(op.Hold) > 0 {
-		return x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, op.Hold...)...)
+		return x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, op.Hold...)...)
 	}
 	return nil
 }
 
-// undoApt puts every package the transaction could change back to its
+// undo puts every package the transaction could change back to its
 // version, status and hold from before, working from dpkg's state as it
 // finds it: after a power cut dpkg may have left packages half-installed
 // (reinstreq), unpacked, half-configured or awaiting triggers, and apt
@@ -655,7 +722,7 @@ func (x *HostExecutor) runApt(ctx context.Context, ws *Workspace, op *planner.Pa
 // they were; only what differs is touched. The inverse is done when dpkg's
 // database shows exactly the prior state and no package is left
 // half-done; anything else is an error naming the packages.
-func (x *HostExecutor) undoApt(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
+func (x aptManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
 	cur, err := x.readDpkg()
 	if err != nil {
 		return err
@@ -690,7 +757,7 @@ func (x *HostExecutor) undoApt(ctx context.Context, ws *Workspace, inv *Packages
 // the reinstreq flag, or journal entries dpkg has not yet folded into its
 // database (/var/lib/dpkg/updates), which is what makes apt say "dpkg was
 // interrupted".
-func (x *HostExecutor) dpkgInterrupted(db map[string]debState) bool {
+func (x aptManager) dpkgInterrupted(db map[string]debState) bool {
 	for _, s := range db {
 		if !s.stable() {
 			return true
@@ -708,7 +775,7 @@ func (x *HostExecutor) dpkgInterrupted(db map[string]debState) bool {
 // finishes whatever else it left unconfigured (triggers included). Each
 // step's failure is only logged: what is left is for apt to resolve, and
 // the check that ends the inverse says whether the state is right.
-func (x *HostExecutor) repairDpkg(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState) (map[string]debState, error) {
+func (x aptManager) repairDpkg(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState) (map[string]debState, error) {
 	ws.say("dpkg was interrupted: repairing its database from the package files saved in the generation")
 	var debs, purge, remove []string
 	for _, p := range differing(inv.Packages, cur) {
@@ -730,7 +797,7 @@ func (x *HostExecutor) repairDpkg(ctx context.Context, ws *Workspace, inv *Packa
 	}
 	if len(debs) > 0 {
 		argv := append([]string{"dpkg", "--force-confdef", "--force-confold", "--install", "--"}, debs...)
-		_ = x.run(ctx, ws, aptEnv, argv...)
+		_ = x.command(ctx, ws, aptEnv, argv...)
 	}
 	for _, set := range []struct {
 		verb  string
@@ -738,11 +805,11 @@ func (x *HostExecutor) repairDpkg(ctx context.Context, ws *Workspace, inv *Packa
 	}{{"--purge", purge}, {"--remove", remove}} {
 		if len(set.names) > 0 {
 			argv := append([]string{"dpkg", "--force-remove-reinstreq", set.verb, "--"}, set.names...)
-			_ = x.run(ctx, ws, aptEnv, argv...)
+			_ = x.command(ctx, ws, aptEnv, argv...)
 		}
 	}
-	_ = x.run(ctx, ws, aptEnv, "dpkg", "--force-confdef", "--force-confold", "--configure", "--pending")
-	_ = x.run(ctx, ws, nil, "dpkg", "--audit")
+	_ = x.command(ctx, ws, aptEnv, "dpkg", "--force-confdef", "--force-confold", "--configure", "--pending")
+	_ = x.command(ctx, ws, nil, "dpkg", "--audit")
 	return x.readDpkg()
 }
 
@@ -751,7 +818,7 @@ func (x *HostExecutor) repairDpkg(ctx context.Context, ws *Workspace, inv *Packa
 // generation's private directory, and would fetch the version again from
 // the network), versions whose saved file was pruned from the archive,
 // and removals, with apt's dependency resolution.
-func (x *HostExecutor) restoreWithApt(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState) error {
+func (x aptManager) restoreWithApt(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState) error {
 	var debs, remove, purge, unhold []string
 	for _, p := range differing(inv.Packages, cur) {
 		c := cur[p.Name]
@@ -776,7 +843,7 @@ func (x *HostExecutor) restoreWithApt(ctx context.Context, ws *Workspace, inv *P
 		}
 	}
 	if len(unhold) > 0 {
-		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
+		if err := x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
 			return err
 		}
 	}
@@ -786,7 +853,7 @@ func (x *HostExecutor) restoreWithApt(ctx context.Context, ws *Workspace, inv *P
 		argv := append([]string{"apt-get"}, x.aptLockOption()...)
 		argv = append(argv, "-o", "APT::Sandbox::User=root", "-y", "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold",
 			"install", "--no-install-recommends", "--allow-downgrades", "--allow-change-held-packages", "--")
-		if err := x.run(ctx, ws, aptEnv, append(argv, debs...)...); err != nil {
+		if err := x.command(ctx, ws, aptEnv, append(argv, debs...)...); err != nil {
 			return err
 		}
 	}
@@ -799,7 +866,7 @@ func (x *HostExecutor) restoreWithApt(ctx context.Context, ws *Workspace, inv *P
 		}
 		argv := append([]string{"apt-get"}, x.aptLockOption()...)
 		argv = append(argv, "-y", "--allow-change-held-packages", set.verb, "--")
-		if err := x.run(ctx, ws, aptEnv, append(argv, set.names...)...); err != nil {
+		if err := x.command(ctx, ws, aptEnv, append(argv, set.names...)...); err != nil {
 			return err
 		}
 	}
@@ -807,7 +874,7 @@ func (x *HostExecutor) restoreWithApt(ctx context.Context, ws *Workspace, inv *P
 }
 
 // setHolds holds and releases packages until their holds are as listed.
-func (x *HostExecutor) setHolds(ctx context.Context, ws *Workspace, pkgs []PriorPackage, cur map[string]debState) error {
+func (x aptManager) setHolds(ctx context.Context, ws *Workspace, pkgs []PriorPackage, cur map[string]debState) error {
 	var hold, unhold []string
 	for _, p := range pkgs {
 		c := cur[p.Name]
@@ -821,21 +888,21 @@ func (x *HostExecutor) setHolds(ctx context.Context, ws *Workspace, pkgs []Prior
 		}
 	}
 	if len(unhold) > 0 {
-		if err := x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
+		if err := x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "unhold", "--"}, unhold...)...); err != nil {
 			return err
 		}
 	}
 	if len(hold) > 0 {
-		return x.run(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, hold...)...)
+		return x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, hold...)...)
 	}
 	return nil
 }
 
-// pinPending fixes the versions the plan could only learn after apply: the
+// pinLatest fixes the versions the plan could only learn after apply: the
 // repositories its earlier steps configured are in place now, so apt lists
 // their packages. Each pin gets the newest listed version that satisfies
 // its constraint; the journal then records that exact version.
-func (x *HostExecutor) pinPending(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x aptManager) pinLatest(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
 	var names []string
 	for _, p := range op.Install {
 		if p.Version == "" {
@@ -898,7 +965,7 @@ func (x *HostExecutor) pinPending(ctx context.Context, ws *Workspace, op *planne
 // pinned. Pinning them too installs the consistent set the plan asked for.
 // A pin apt cannot show (a version no longer in the archive) is left as it
 // is: the dry run that follows reports what apt cannot do.
-func (x *HostExecutor) pinExactDependencies(ctx context.Context, ws *Workspace, op *planner.PackagesOp) {
+func (x aptManager) pinExactDependencies(ctx context.Context, ws *Workspace, op *planner.PackagesOp) {
 	pinned := map[string]bool{}
 	for _, p := range op.Install {
 		pinned[p.Name] = true

@@ -66,7 +66,7 @@ func TestReadDpkgFoldsInTheJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &HostExecutor{Host: h}
+	x := aptManager{&HostExecutor{Host: h}}
 	db, err := x.readDpkg()
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestCheckAptIgnoresWhatWasUnfinishedBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &HostExecutor{Host: h}
+	x := aptManager{&HostExecutor{Host: h}}
 	want := expectPrior([]PriorPackage{{Name: "fa", Version: "1.0", Status: "install ok installed"}})
 	if err := x.checkApt(want, nil); err == nil || !strings.Contains(err.Error(), "other is 3 half-configured") {
 		t.Errorf("a half-configured package is not reported: %v", err)
@@ -193,7 +193,7 @@ func TestReadDpkgForeignJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := (&HostExecutor{Host: h}).readDpkg()
+	db, err := aptManager{&HostExecutor{Host: h}}.readDpkg()
 	if err != nil {
 		t.Fatal(err)
 	}

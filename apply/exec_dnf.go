@@ -74,7 +74,7 @@ func normEVR(v string) string { return strings.TrimPrefix(v, "0:") }
 
 // readRPM lists the installed packages by name, from rpm's database in
 // the root.
-func (x *HostExecutor) readRPM(ctx context.Context, ws *Workspace) (map[string][]rpmPkg, error) {
+func (x dnfManager) readRPM(ctx context.Context, ws *Workspace) (map[string][]rpmPkg, error) {
 	var out, errb bytes.Buffer
 	if err := x.Host.Run(ctx, hostCommand(pkgdb.RPMQuery(), dnfEnv, &out, &errb)); err != nil {
 		fmt.Fprintf(ws.Log, "$ rpm -qa --qf …\n%sgpuenv: %v\n", errb.String(), err)
@@ -121,7 +121,7 @@ type versionlocks struct {
 // readVersionlocks asks dnf itself, which knows whether the plugin is
 // installed and enabled and where its list is. Repositories are left
 // off: the list needs none, and a rollback may run offline.
-func (x *HostExecutor) readVersionlocks(ctx context.Context, ws *Workspace) (versionlocks, error) {
+func (x dnfManager) readVersionlocks(ctx context.Context, ws *Workspace) (versionlocks, error) {
 	var out, errb bytes.Buffer
 	argv := []string{"dnf", "--quiet", dnfOffline, "versionlock", "list"}
 	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
@@ -198,7 +198,7 @@ func dnfTable(out []byte) []string {
 // dnfDryRun runs a transaction with --assumeno: dnf resolves it, prints
 // the table and exits 1 with "Operation aborted.", changing nothing. An
 // error message instead means the transaction cannot be done.
-func (x *HostExecutor) dnfDryRun(ctx context.Context, ws *Workspace, args []string) ([]string, error) {
+func (x dnfManager) dnfDryRun(ctx context.Context, ws *Workspace, args []string) ([]string, error) {
 	argv := slices.Concat([]string{"dnf", "--assumeno", "--setopt=exit_on_lock=True", "--setopt=install_weak_deps=False"}, args)
 	out, err := x.dnfOutput(ctx, ws, argv)
 	text := string(out)
@@ -219,11 +219,24 @@ func pinSpecs(op *planner.PackagesOp) []string {
 	return s
 }
 
-func (x *HostExecutor) prepareDnf(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	deadline := time.Now().Add(x.lockTimeout())
-	if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
-		return nil, err
-	}
+// dnfManager carries out dnf transactions; held packages are dnf's
+// versionlocks.
+type dnfManager struct{ *HostExecutor }
+
+var _ packageManager = dnfManager{}
+
+func (x dnfManager) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
+	return prepareTransaction(ctx, ws, seq, op, x, &PackagesInverse{Manager: "dnf"})
+}
+
+func (x dnfManager) waitLock(ctx context.Context, ws *Workspace) error {
+	return x.waitDnfLock(ctx, ws, time.Now().Add(x.lockTimeout()))
+}
+
+// pinPending does nothing: dnf's pins are exact when planned.
+func (dnfManager) pinPending(context.Context, *Workspace, *planner.PackagesOp) error { return nil }
+
+func (x dnfManager) readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, _ *PackagesInverse) (priorState, error) {
 	before, err := x.readRPM(ctx, ws)
 	if err != nil {
 		return nil, err
@@ -236,35 +249,47 @@ func (x *HostExecutor) prepareDnf(ctx context.Context, ws *Workspace, seq int, o
 		return nil, fmt.Errorf("cannot hold or release %s: dnf's versionlock plugin is not installed or not enabled (install python3-dnf-plugin-versionlock, or leave holds out of the spec)",
 			strings.Join(slices.Concat(op.Hold, op.Unhold), ", "))
 	}
-	affected := map[string]bool{}
-	changes := map[string]bool{}
-	for _, n := range slices.Concat(op.Remove, op.Hold, op.Unhold) {
-		affected[n] = true
-	}
-	releasing := false
+	return &dnfPrior{x: x, before: before, locks: locks}, nil
+}
+
+// dnfPrior is the RPM database and dnf's versionlocks before a dnf
+// transaction.
+type dnfPrior struct {
+	x      dnfManager
+	before map[string][]rpmPkg
+	locks  versionlocks
+	// releasing is set when the transaction releases a lock on a package
+	// it pins.
+	releasing bool
+}
+
+func (d *dnfPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
+	affected = slices.Concat(op.Remove, op.Hold, op.Unhold)
 	for _, p := range op.Install {
-		affected[p.Name] = true
-		cur := evrs(before[p.Name])
+		affected = append(affected, p.Name)
+		cur := evrs(d.before[p.Name])
 		if len(cur) > 0 && !(len(cur) == 1 && normEVR(cur[0]) == normEVR(p.Version)) {
-			changes[p.Name] = true
-			if locks.locked(before[p.Name], p.Name) {
+			changes = append(changes, p.Name)
+			if d.locks.locked(d.before[p.Name], p.Name) {
 				if !slices.Contains(op.Unhold, p.Name) && !slices.Contains(op.Hold, p.Name) {
-					return nil, fmt.Errorf("package %s is locked at %s (dnf versionlock) and the plan does not release it", p.Name, strings.Join(cur, ", "))
+					return nil, nil, fmt.Errorf("package %s is locked at %s (dnf versionlock) and the plan does not release it", p.Name, strings.Join(cur, ", "))
 				}
-				releasing = true
+				d.releasing = true
 			}
 		}
 	}
 	for _, r := range op.Remove {
-		if len(before[r]) > 0 {
-			changes[r] = true
+		if len(d.before[r]) > 0 {
+			changes = append(changes, r)
 		}
 	}
-	// The dry runs name what dnf will change besides the pins:
-	// dependencies installed, upgraded, downgraded or removed with them.
+	return affected, changes, nil
+}
+
+func (d *dnfPrior) simulate(ctx context.Context, ws *Workspace, op *planner.PackagesOp) ([]string, error) {
 	var listed []string
 	if len(op.Remove) > 0 {
-		l, err := x.dnfDryRun(ctx, ws, slices.Concat([]string{dnfOffline, "remove", "--"}, op.Remove))
+		l, err := d.x.dnfDryRun(ctx, ws, slices.Concat([]string{dnfOffline, "remove", "--"}, op.Remove))
 		if err != nil {
 			return nil, err
 		}
@@ -272,50 +297,50 @@ func (x *HostExecutor) prepareDnf(ctx context.Context, ws *Workspace, seq int, o
 	}
 	if len(op.Install) > 0 {
 		args := []string{"install", "--"}
-		if releasing {
+		if d.releasing {
 			// The locks the plan releases are released before the real
 			// transaction; with them in place dnf would not see the
 			// pinned version at all.
 			args = []string{"--disableplugin=versionlock", "install", "--"}
 		}
-		l, err := x.dnfDryRun(ctx, ws, slices.Concat(args, pinSpecs(op)))
+		l, err := d.x.dnfDryRun(ctx, ws, slices.Concat(args, pinSpecs(op)))
 		if err != nil {
 			return nil, err
 		}
 		listed = append(listed, l...)
 	}
-	for _, n := range listed {
-		affected[n] = true
-		if len(before[n]) > 0 {
-			changes[n] = true
-		}
-	}
-	inv := &PackagesInverse{Manager: "dnf"}
-	names := make([]string, 0, len(affected))
-	for n := range affected {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		held := locks.locked(before[n], n)
-		if len(before[n]) == 0 {
-			inv.Packages = append(inv.Packages, PriorPackage{Name: n})
-			continue
-		}
-		for _, p := range before[n] {
-			pp := PriorPackage{Name: n, Version: p.EVR, Status: p.Arch, Held: held}
-			if changes[n] {
-				saved, err := x.saveRPM(ctx, ws, seq, p)
-				if err != nil {
-					return nil, err
-				}
-				pp.Saved = saved
-			}
-			inv.Packages = append(inv.Packages, pp)
-		}
-	}
-	return inv, nil
+	return listed, nil
 }
+
+func (d *dnfPrior) changes(name string) bool { return len(d.before[name]) > 0 }
+
+// prior records each installed version of a package (an interrupted
+// transaction may leave two), or its absence.
+func (d *dnfPrior) prior(ctx context.Context, ws *Workspace, seq int, name string, changed bool) ([]PriorPackage, error) {
+	if len(d.before[name]) == 0 {
+		return []PriorPackage{{Name: name}}, nil
+	}
+	held := d.locks.locked(d.before[name], name)
+	var out []PriorPackage
+	for _, p := range d.before[name] {
+		pp := PriorPackage{Name: name, Version: p.EVR, Status: p.Arch, Held: held}
+		if changed {
+			saved, err := d.x.saveRPM(ctx, ws, seq, p)
+			if err != nil {
+				return nil, err
+			}
+			pp.Saved = saved
+		}
+		out = append(out, pp)
+	}
+	return out, nil
+}
+
+func (d *dnfPrior) finish(*PackagesInverse, map[string]bool) {}
+
+// check does nothing: undo checks a dnf transaction, comparing each
+// package with its prior versions.
+func (dnfManager) check(context.Context, *Workspace, []Expectation) error { return nil }
 
 // saveRPM keeps an installed package as its .rpm in the generation,
 // downloaded from the repositories by its exact NEVRA. The package cache
@@ -324,7 +349,7 @@ func (x *HostExecutor) prepareDnf(ctx context.Context, ws *Workspace, seq int, o
 // host has (rpmrebuild is not in the distributions' base repositories):
 // when no repository has the version any more, the transaction is
 // refused rather than made impossible to roll back offline.
-func (x *HostExecutor) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPkg) (string, error) {
+func (x dnfManager) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPkg) (string, error) {
 	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+p.Name)
 	dir := filepath.Join(ws.Path, sub)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -350,7 +375,7 @@ func (x *HostExecutor) saveRPM(ctx context.Context, ws *Workspace, seq int, p rp
 // waitDnfLock waits, up to deadline, for another dnf (dnf-automatic, a
 // dnf in another terminal) to release the RPM database, saying who holds
 // it.
-func (x *HostExecutor) waitDnfLock(ctx context.Context, ws *Workspace, deadline time.Time) error {
+func (x dnfManager) waitDnfLock(ctx context.Context, ws *Workspace, deadline time.Time) error {
 	said := false
 	for {
 		pid := x.dnfLockHolder()
@@ -379,7 +404,7 @@ func (x *HostExecutor) waitDnfLock(ctx context.Context, ws *Workspace, deadline 
 // dnfLockHolder is the pid of the live process holding dnf's lock, 0
 // when none does. The process is looked for on this machine: a dnf
 // running in a chroot is one of its processes too.
-func (x *HostExecutor) dnfLockHolder() int {
+func (x dnfManager) dnfLockHolder() int {
 	data, err := x.Host.ReadFile(dnfRpmdbLock)
 	if err != nil {
 		return 0
@@ -397,19 +422,19 @@ func (x *HostExecutor) dnfLockHolder() int {
 // dnfRun runs a dnf command with its output in the log. dnf runs with
 // exit_on_lock, so a lock taken between the wait and its start makes it
 // exit at once; it is then run again after another wait, until deadline.
-func (x *HostExecutor) dnfRun(ctx context.Context, ws *Workspace, deadline time.Time, argv []string) error {
+func (x dnfManager) dnfRun(ctx context.Context, ws *Workspace, deadline time.Time, argv []string) error {
 	_, err := x.dnfLoop(ctx, ws, deadline, argv, nil)
 	return err
 }
 
 // dnfOutput runs argv once the lock is free and returns its output.
-func (x *HostExecutor) dnfOutput(ctx context.Context, ws *Workspace, argv []string) ([]byte, error) {
+func (x dnfManager) dnfOutput(ctx context.Context, ws *Workspace, argv []string) ([]byte, error) {
 	var out bytes.Buffer
 	_, err := x.dnfLoop(ctx, ws, time.Now().Add(x.lockTimeout()), argv, &out)
 	return out.Bytes(), err
 }
 
-func (x *HostExecutor) dnfLoop(ctx context.Context, ws *Workspace, deadline time.Time, argv []string, capture *bytes.Buffer) (int, error) {
+func (x dnfManager) dnfLoop(ctx context.Context, ws *Workspace, deadline time.Time, argv []string, capture *bytes.Buffer) (int, error) {
 	for try := 1; ; try++ {
 		if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
 			return try, err
@@ -432,7 +457,7 @@ func (x *HostExecutor) dnfLoop(ctx context.Context, ws *Workspace, deadline time
 	}
 }
 
-func (x *HostExecutor) runDnf(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x dnfManager) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
 	deadline := time.Now().Add(x.lockTimeout())
 	if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
 		return err
@@ -491,11 +516,11 @@ func (x *HostExecutor) runDnf(ctx context.Context, ws *Workspace, op *planner.Pa
 	return nil
 }
 
-// undoDnf puts every package the transaction could change back to the
+// undo puts every package the transaction could change back to the
 // versions and locks it had: saved package files are installed with
 // every repository off, versions that were not there are removed, locks
 // set as they were. Only what differs now is touched.
-func (x *HostExecutor) undoDnf(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
+func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
 	deadline := time.Now().Add(x.lockTimeout())
 	cur, err := x.readRPM(ctx, ws)
 	if err != nil {
@@ -665,12 +690,12 @@ func (x *HostExecutor) undoDnf(ctx context.Context, ws *Workspace, inv *Packages
 	return nil
 }
 
-// recoverDnf runs before the inverses of a dnf transaction that was
+// recover runs before the inverses of a dnf transaction that was
 // killed. dnf has no journal to replay (no counterpart of dpkg
 // --configure -a): an interrupted RPM transaction leaves at worst a
 // package installed twice, old and new, which the inverse resolves. What
 // dnf check finds is logged for the record; its status is not an error.
-func (x *HostExecutor) recoverDnf(ctx context.Context, ws *Workspace) error {
+func (x dnfManager) recover(ctx context.Context, ws *Workspace) error {
 	deadline := time.Now().Add(x.lockTimeout())
 	if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
 		return err

@@ -10,14 +10,54 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/gpuenv/gpuenv/planner"
 )
 
+// fileExecutor writes and removes files gpuenv manages, keeping their
+// previous bytes for the inverse.
+type fileExecutor struct{ *HostExecutor }
+
+var _ kindExecutor = fileExecutor{}
+
+func (fileExecutor) owns(op planner.Operation) bool { return op.File != nil }
+
+func (fileExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
+	if inv.File == nil {
+		return nil, false, nil
+	}
+	if err := planner.CheckManagedFile(inv.File.Path); err != nil {
+		return nil, true, fmt.Errorf("inverse of a file operation: %w", err)
+	}
+	if err := planner.CheckFollowUp(inv.File.After); err != nil {
+		return nil, true, fmt.Errorf("inverse of a file operation on %s: %w", inv.File.Path, err)
+	}
+	for _, d := range inv.File.CreatedDirs {
+		if d != path.Clean(d) || !strings.HasPrefix(inv.File.Path, d+"/") {
+			return nil, true, fmt.Errorf("inverse of a file operation on %s: %q is not a directory above it", inv.File.Path, d)
+		}
+	}
+	return nil, true, nil
+}
+
+func (x fileExecutor) prepare(_ context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
+	inv.File, err = x.prepareFile(ws, seq, op.File)
+	return err
+}
+
+func (x fileExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+	return x.runFile(ctx, ws, op.File)
+}
+
+func (x fileExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
+	return x.undoFile(ctx, ws, inv.File)
+}
+
 const defaultFileMode = 0o644
 
-func (x *HostExecutor) prepareFile(ws *Workspace, seq int, op *planner.FileOp) (*FileInverse, error) {
+func (x fileExecutor) prepareFile(ws *Workspace, seq int, op *planner.FileOp) (*FileInverse, error) {
 	inv := &FileInverse{Path: path.Clean(op.Path), After: op.After}
 	rp, err := x.real(inv.Path)
 	if err != nil {
@@ -61,7 +101,7 @@ func (x *HostExecutor) prepareFile(ws *Workspace, seq int, op *planner.FileOp) (
 
 // missingDirs lists the ancestors of dir that do not exist, outermost
 // first.
-func (x *HostExecutor) missingDirs(dir string) ([]string, error) {
+func (x fileExecutor) missingDirs(dir string) ([]string, error) {
 	var missing []string
 	for d := dir; d != "/"; d = path.Dir(d) {
 		rp, err := x.Host.Resolve(d)
@@ -78,7 +118,7 @@ func (x *HostExecutor) missingDirs(dir string) ([]string, error) {
 	return missing, nil
 }
 
-func (x *HostExecutor) runFile(ctx context.Context, ws *Workspace, op *planner.FileOp) error {
+func (x fileExecutor) runFile(ctx context.Context, ws *Workspace, op *planner.FileOp) error {
 	rp, err := x.real(op.Path)
 	if err != nil {
 		return err
@@ -100,14 +140,14 @@ func (x *HostExecutor) runFile(ctx context.Context, ws *Workspace, op *planner.F
 		}
 	}
 	if len(op.After) > 0 {
-		return x.run(ctx, ws, nil, op.After...)
+		return x.command(ctx, ws, nil, op.After...)
 	}
 	return nil
 }
 
 // writeFile writes p inside the root atomically with mode and owner,
 // creating missing parent directories (0755).
-func (x *HostExecutor) writeFile(p string, data []byte, mode os.FileMode, uid, gid int) error {
+func (x fileExecutor) writeFile(p string, data []byte, mode os.FileMode, uid, gid int) error {
 	dirs, err := x.missingDirs(path.Dir(p))
 	if err != nil {
 		return err
@@ -147,7 +187,7 @@ func fileMode(m uint32) os.FileMode {
 	return fm
 }
 
-func (x *HostExecutor) undoFile(ctx context.Context, ws *Workspace, inv *FileInverse) error {
+func (x fileExecutor) undoFile(ctx context.Context, ws *Workspace, inv *FileInverse) error {
 	rp, err := x.real(inv.Path)
 	if err != nil {
 		return err
@@ -223,7 +263,7 @@ func (x *HostExecutor) undoFile(ctx context.Context, ws *Workspace, inv *FileInv
 		changed = true
 	}
 	if changed && len(inv.After) > 0 {
-		return x.run(ctx, ws, nil, inv.After...)
+		return x.command(ctx, ws, nil, inv.After...)
 	}
 	return nil
 }

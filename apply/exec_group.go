@@ -14,6 +14,33 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 )
 
+// groupExecutor adds and removes the members of groups.
+type groupExecutor struct{ *HostExecutor }
+
+var _ kindExecutor = groupExecutor{}
+
+func (groupExecutor) owns(op planner.Operation) bool { return op.Group != nil }
+
+func (groupExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
+	if inv.Group == nil {
+		return nil, false, nil
+	}
+	return append([]string{inv.Group.Group}, inv.Group.Members...), true, nil
+}
+
+func (x groupExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
+	inv.Group, err = x.prepareGroup(op.Group)
+	return err
+}
+
+func (x groupExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+	return x.runGroup(ctx, ws, op.Group)
+}
+
+func (x groupExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
+	return x.undoGroup(ctx, ws, inv.Group)
+}
+
 type groupEntry struct {
 	exists  bool
 	gid     int
@@ -21,7 +48,7 @@ type groupEntry struct {
 }
 
 // readGroup finds name in the root's /etc/group.
-func (x *HostExecutor) readGroup(name string) (groupEntry, error) {
+func (x groupExecutor) readGroup(name string) (groupEntry, error) {
 	var g groupEntry
 	data, err := x.Host.ReadFile("/etc/group")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -49,7 +76,7 @@ func (x *HostExecutor) readGroup(name string) (groupEntry, error) {
 	return g, sc.Err()
 }
 
-func (x *HostExecutor) prepareGroup(op *planner.GroupOp) (*GroupInverse, error) {
+func (x groupExecutor) prepareGroup(op *planner.GroupOp) (*GroupInverse, error) {
 	g, err := x.readGroup(op.Group)
 	if err != nil {
 		return nil, err
@@ -63,14 +90,14 @@ func (x *HostExecutor) prepareGroup(op *planner.GroupOp) (*GroupInverse, error) 
 // Groups are changed with the shadow tools run inside the root, which lock
 // /etc/group and /etc/gshadow and keep both in step as every other tool
 // on the host expects.
-func (x *HostExecutor) runGroup(ctx context.Context, ws *Workspace, op *planner.GroupOp) error {
+func (x groupExecutor) runGroup(ctx context.Context, ws *Workspace, op *planner.GroupOp) error {
 	g, err := x.readGroup(op.Group)
 	if err != nil {
 		return err
 	}
 	if op.Delete {
 		if g.exists {
-			return x.run(ctx, ws, nil, "groupdel", op.Group)
+			return x.command(ctx, ws, nil, "groupdel", op.Group)
 		}
 		return nil
 	}
@@ -79,20 +106,20 @@ func (x *HostExecutor) runGroup(ctx context.Context, ws *Workspace, op *planner.
 		if op.System {
 			argv = []string{"groupadd", "-r", op.Group}
 		}
-		if err := x.run(ctx, ws, nil, argv...); err != nil {
+		if err := x.command(ctx, ws, nil, argv...); err != nil {
 			return err
 		}
 	}
 	for _, u := range op.Add {
 		if !slices.Contains(g.members, u) {
-			if err := x.run(ctx, ws, nil, "gpasswd", "-a", u, op.Group); err != nil {
+			if err := x.command(ctx, ws, nil, "gpasswd", "-a", u, op.Group); err != nil {
 				return err
 			}
 		}
 	}
 	for _, u := range op.Remove {
 		if slices.Contains(g.members, u) {
-			if err := x.run(ctx, ws, nil, "gpasswd", "-d", u, op.Group); err != nil {
+			if err := x.command(ctx, ws, nil, "gpasswd", "-d", u, op.Group); err != nil {
 				return err
 			}
 		}
@@ -100,25 +127,25 @@ func (x *HostExecutor) runGroup(ctx context.Context, ws *Workspace, op *planner.
 	return nil
 }
 
-func (x *HostExecutor) undoGroup(ctx context.Context, ws *Workspace, inv *GroupInverse) error {
+func (x groupExecutor) undoGroup(ctx context.Context, ws *Workspace, inv *GroupInverse) error {
 	g, err := x.readGroup(inv.Group)
 	if err != nil {
 		return err
 	}
 	if !inv.Existed {
 		if g.exists {
-			return x.run(ctx, ws, nil, "groupdel", inv.Group)
+			return x.command(ctx, ws, nil, "groupdel", inv.Group)
 		}
 		return nil
 	}
 	if !g.exists {
-		if err := x.run(ctx, ws, nil, "groupadd", "-g", strconv.Itoa(inv.GID), inv.Group); err != nil {
+		if err := x.command(ctx, ws, nil, "groupadd", "-g", strconv.Itoa(inv.GID), inv.Group); err != nil {
 			return err
 		}
 		g.members = nil
 	}
 	if !slices.Equal(g.members, inv.Members) {
-		return x.run(ctx, ws, nil, "gpasswd", "-M", strings.Join(inv.Members, ","), inv.Group)
+		return x.command(ctx, ws, nil, "gpasswd", "-M", strings.Join(inv.Members, ","), inv.Group)
 	}
 	return nil
 }

@@ -10,42 +10,11 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner"
 )
-
-func (x *HostExecutor) preparePackages(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	switch op.Manager {
-	case "pip":
-		return x.preparePip(ctx, ws, seq, op)
-	case "dnf":
-		return x.prepareDnf(ctx, ws, seq, op)
-	}
-	return x.prepareApt(ctx, ws, seq, op)
-}
-
-func (x *HostExecutor) runPackages(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
-	switch op.Manager {
-	case "pip":
-		return x.runPip(ctx, ws, op)
-	case "dnf":
-		return x.runDnf(ctx, ws, op)
-	}
-	return x.runApt(ctx, ws, op)
-}
-
-func (x *HostExecutor) undoPackages(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
-	switch inv.Manager {
-	case "pip":
-		return x.undoPip(ctx, ws, inv)
-	case "dnf":
-		return x.undoDnf(ctx, ws, inv)
-	}
-	return x.undoApt(ctx, ws, inv)
-}
 
 // pipNorm is PEP 503's normalised project name.
 var pipRun = regexp.MustCompile(`[-_.]+`)
@@ -70,7 +39,7 @@ func pipPython(op *planner.PackagesOp) string {
 var pipQuiet = []string{"--disable-pip-version-check", "--no-input"}
 
 // pipList is what pip says is installed, by normalised name.
-func (x *HostExecutor) pipList(ctx context.Context, ws *Workspace, python string) (map[string]string, error) {
+func (x pipManager) pipList(ctx context.Context, ws *Workspace, python string) (map[string]string, error) {
 	out, err := x.output(ctx, ws, nil, python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check")
 	if err != nil {
 		return nil, fmt.Errorf("listing the packages of %s: %w", python, err)
@@ -101,7 +70,7 @@ func pipIndex(op *planner.PackagesOp) []string {
 	return []string{"--index-url", op.IndexURL}
 }
 
-func (x *HostExecutor) venvExists(venv string) (bool, error) {
+func (x pipManager) venvExists(venv string) (bool, error) {
 	_, err := x.Host.Lstat(path.Join(venv, "bin", "python"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -109,9 +78,23 @@ func (x *HostExecutor) venvExists(venv string) (bool, error) {
 	return err == nil, err
 }
 
-func (x *HostExecutor) preparePip(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	python := pipPython(op)
-	inv := &PackagesInverse{Manager: "pip", Python: python, Venv: op.Venv, IndexURL: op.IndexURL}
+// pipManager carries out pip transactions in an interpreter's or a
+// virtual environment's site-packages.
+type pipManager struct{ *HostExecutor }
+
+var _ packageManager = pipManager{}
+
+func (x pipManager) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
+	return prepareTransaction(ctx, ws, seq, op, x, &PackagesInverse{Manager: "pip", Python: pipPython(op), Venv: op.Venv, IndexURL: op.IndexURL})
+}
+
+// waitLock does nothing: pip takes no lock.
+func (pipManager) waitLock(context.Context, *Workspace) error { return nil }
+
+// pinPending does nothing: pip's pins are exact when planned.
+func (pipManager) pinPending(context.Context, *Workspace, *planner.PackagesOp) error { return nil }
+
+func (x pipManager) readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, inv *PackagesInverse) (priorState, error) {
 	if op.Venv != "" {
 		ok, err := x.venvExists(op.Venv)
 		if err != nil {
@@ -124,71 +107,107 @@ func (x *HostExecutor) preparePip(ctx context.Context, ws *Workspace, seq int, o
 				return nil, fmt.Errorf("%s exists but is not a virtual environment (no bin/python); gpuenv will not create one over it", op.Venv)
 			}
 			inv.VenvCreated = true
-			return inv, nil
+			return nil, nil
 		}
 	}
-	before, err := x.pipList(ctx, ws, python)
+	before, err := x.pipList(ctx, ws, inv.Python)
 	if err != nil {
 		return nil, err
 	}
-	affected := map[string]bool{}
-	for _, p := range op.Install {
-		affected[pipNorm(p.Name)] = true
-	}
-	for _, r := range op.Remove {
-		affected[pipNorm(r)] = true
-	}
-	if len(op.Install) > 0 {
-		// pip's dry-run report names every distribution the install
-		// would bring in or change, dependencies included.
-		argv := []string{python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-"}
-		argv = append(append(argv, pipQuiet...), pipIndex(op)...)
-		argv = append(argv, "--")
-		for _, p := range op.Install {
-			argv = append(argv, pipRequirement(p))
-		}
-		out, err := x.output(ctx, ws, nil, argv...)
-		if err != nil {
-			return nil, fmt.Errorf("pip cannot carry out the transaction (dry run failed; see %s): %w", ws.Dir+"/"+logName, err)
-		}
-		var report struct {
-			Install []struct {
-				Metadata struct{ Name, Version string } `json:"metadata"`
-			} `json:"install"`
-		}
-		if err := json.Unmarshal(out, &report); err != nil {
-			return nil, fmt.Errorf("reading pip's dry-run report: %w", err)
-		}
-		for _, i := range report.Install {
-			affected[pipNorm(i.Metadata.Name)] = true
-		}
-	}
-	names := make([]string, 0, len(affected))
-	for n := range affected {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	want := map[string]string{}
 	for _, p := range op.Install {
 		want[pipNorm(p.Name)] = p.Version
 	}
-	for _, n := range names {
-		pp := PriorPackage{Name: n, Version: before[n]}
-		if pp.Version != "" && want[n] != pp.Version {
-			saved, err := x.saveWheel(ctx, ws, seq, op, python, n, pp.Version)
-			if err != nil {
-				return nil, err
-			}
-			pp.Saved = saved
-		}
-		inv.Packages = append(inv.Packages, pp)
-	}
-	return inv, nil
+	return &pipPrior{x: x, op: op, python: inv.Python, before: before, want: want}, nil
 }
+
+// pipPrior is what pip lists as installed before a pip transaction, by
+// normalised name.
+type pipPrior struct {
+	x      pipManager
+	op     *planner.PackagesOp
+	python string
+	before map[string]string
+	// want is the version the transaction installs of each package.
+	want map[string]string
+}
+
+func (p *pipPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
+	for _, i := range op.Install {
+		affected = append(affected, pipNorm(i.Name))
+	}
+	for _, r := range op.Remove {
+		affected = append(affected, pipNorm(r))
+	}
+	for _, n := range affected {
+		if p.changes(n) {
+			changes = append(changes, n)
+		}
+	}
+	return affected, changes, nil
+}
+
+func (p *pipPrior) simulate(ctx context.Context, ws *Workspace, op *planner.PackagesOp) ([]string, error) {
+	if len(op.Install) == 0 {
+		return nil, nil
+	}
+	// pip's dry-run report names every distribution the install
+	// would bring in or change, dependencies included.
+	argv := []string{p.python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-"}
+	argv = append(append(argv, pipQuiet...), pipIndex(op)...)
+	argv = append(argv, "--")
+	for _, i := range op.Install {
+		argv = append(argv, pipRequirement(i))
+	}
+	out, err := p.x.output(ctx, ws, nil, argv...)
+	if err != nil {
+		return nil, fmt.Errorf("pip cannot carry out the transaction (dry run failed; see %s): %w", ws.Dir+"/"+logName, err)
+	}
+	var report struct {
+		Install []struct {
+			Metadata struct{ Name, Version string } `json:"metadata"`
+		} `json:"install"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		return nil, fmt.Errorf("reading pip's dry-run report: %w", err)
+	}
+	var names []string
+	for _, i := range report.Install {
+		names = append(names, pipNorm(i.Metadata.Name))
+	}
+	return names, nil
+}
+
+// changes: a package installed at another version than the transaction
+// installs, or removed.
+func (p *pipPrior) changes(name string) bool {
+	return p.before[name] != "" && p.want[name] != p.before[name]
+}
+
+func (p *pipPrior) prior(ctx context.Context, ws *Workspace, seq int, name string, changed bool) ([]PriorPackage, error) {
+	pp := PriorPackage{Name: name, Version: p.before[name]}
+	if changed {
+		saved, err := p.x.saveWheel(ctx, ws, seq, p.op, p.python, name, pp.Version)
+		if err != nil {
+			return nil, err
+		}
+		pp.Saved = saved
+	}
+	return []PriorPackage{pp}, nil
+}
+
+func (p *pipPrior) finish(*PackagesInverse, map[string]bool) {}
+
+// recover does nothing: pip keeps no transaction state to repair.
+func (pipManager) recover(context.Context, *Workspace) error { return nil }
+
+// check does nothing: undo checks a pip transaction, comparing each
+// package with its prior version.
+func (pipManager) check(context.Context, *Workspace, []Expectation) error { return nil }
 
 // saveWheel downloads the installed version's wheel into the generation,
 // from the plan's index and then from pip's configured one.
-func (x *HostExecutor) saveWheel(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp, python, name, version string) (string, error) {
+func (x pipManager) saveWheel(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp, python, name, version string) (string, error) {
 	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+name)
 	dir := filepath.Join(ws.Path, sub)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -203,7 +222,7 @@ func (x *HostExecutor) saveWheel(ctx context.Context, ws *Workspace, seq int, op
 	for _, idx := range indexes {
 		argv := append([]string{python, "-m", "pip", "download", "--no-deps", "--dest", inRoot}, pipQuiet...)
 		argv = append(append(argv, idx...), "--", name+"=="+version)
-		if lastErr = x.run(ctx, ws, nil, argv...); lastErr != nil {
+		if lastErr = x.command(ctx, ws, nil, argv...); lastErr != nil {
 			continue
 		}
 		m, _ := filepath.Glob(filepath.Join(dir, "*.whl"))
@@ -215,7 +234,7 @@ func (x *HostExecutor) saveWheel(ctx context.Context, ws *Workspace, seq int, op
 	return "", fmt.Errorf("cannot save %s %s for rollback (see %s): %w", name, version, ws.Dir+"/"+logName, lastErr)
 }
 
-func (x *HostExecutor) runPip(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x pipManager) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
 	python := pipPython(op)
 	if op.Venv != "" {
 		ok, err := x.venvExists(op.Venv)
@@ -227,14 +246,14 @@ func (x *HostExecutor) runPip(ctx context.Context, ws *Workspace, op *planner.Pa
 			if base == "" {
 				base = "python3"
 			}
-			if err := x.run(ctx, ws, nil, base, "-m", "venv", "--", op.Venv); err != nil {
+			if err := x.command(ctx, ws, nil, base, "-m", "venv", "--", op.Venv); err != nil {
 				return err
 			}
 		}
 	}
 	if len(op.Remove) > 0 {
 		argv := append([]string{python, "-m", "pip", "uninstall", "--yes"}, pipQuiet...)
-		if err := x.run(ctx, ws, nil, append(append(argv, "--"), op.Remove...)...); err != nil {
+		if err := x.command(ctx, ws, nil, append(append(argv, "--"), op.Remove...)...); err != nil {
 			return err
 		}
 	}
@@ -244,12 +263,12 @@ func (x *HostExecutor) runPip(ctx context.Context, ws *Workspace, op *planner.Pa
 		for _, p := range op.Install {
 			argv = append(argv, pipRequirement(p))
 		}
-		return x.run(ctx, ws, nil, argv...)
+		return x.command(ctx, ws, nil, argv...)
 	}
 	return nil
 }
 
-func (x *HostExecutor) undoPip(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
+func (x pipManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
 	if inv.VenvCreated {
 		rp, err := x.Host.Resolve(inv.Venv)
 		if err != nil {
@@ -285,14 +304,14 @@ func (x *HostExecutor) undoPip(ctx context.Context, ws *Workspace, inv *Packages
 	}
 	if len(remove) > 0 {
 		argv := append([]string{inv.Python, "-m", "pip", "uninstall", "--yes"}, pipQuiet...)
-		if err := x.run(ctx, ws, nil, append(append(argv, "--"), remove...)...); err != nil {
+		if err := x.command(ctx, ws, nil, append(append(argv, "--"), remove...)...); err != nil {
 			return err
 		}
 	}
 	if len(wheels) > 0 {
 		// --no-index: rollback works offline, from the saved wheels only.
 		argv := append([]string{inv.Python, "-m", "pip", "install", "--no-deps", "--no-index"}, pipQuiet...)
-		if err := x.run(ctx, ws, nil, append(append(argv, "--"), wheels...)...); err != nil {
+		if err := x.command(ctx, ws, nil, append(append(argv, "--"), wheels...)...); err != nil {
 			return err
 		}
 	}
@@ -301,7 +320,7 @@ func (x *HostExecutor) undoPip(ctx context.Context, ws *Workspace, inv *Packages
 		if inv.IndexURL != "" {
 			argv = append(argv, "--index-url", inv.IndexURL)
 		}
-		return x.run(ctx, ws, nil, append(append(argv, "--"), fetch...)...)
+		return x.command(ctx, ws, nil, append(append(argv, "--"), fetch...)...)
 	}
 	return nil
 }

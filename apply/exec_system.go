@@ -29,7 +29,34 @@ func notLive(root, what string) *SkipError {
 	return &SkipError{Reason: fmt.Sprintf("%s skipped: the root %s is not the running system; it takes effect when that system boots (reboot required)", what, root)}
 }
 
-func (x *HostExecutor) prepareKernel(op *planner.KernelOp) (*KernelInverse, error) {
+// kernelExecutor loads and unloads kernel modules and rebuilds the initramfs.
+type kernelExecutor struct{ *HostExecutor }
+
+var _ kindExecutor = kernelExecutor{}
+
+func (kernelExecutor) owns(op planner.Operation) bool { return op.Kernel != nil }
+
+func (kernelExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
+	if inv.Kernel == nil {
+		return nil, false, nil
+	}
+	return []string{inv.Kernel.Module}, true, nil
+}
+
+func (x kernelExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
+	inv.Kernel, err = x.prepareKernel(op.Kernel)
+	return err
+}
+
+func (x kernelExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+	return x.runKernel(ctx, ws, op.Kernel)
+}
+
+func (x kernelExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
+	return x.undoKernel(ctx, ws, inv.Kernel)
+}
+
+func (x kernelExecutor) prepareKernel(op *planner.KernelOp) (*KernelInverse, error) {
 	if !x.Host.Live() {
 		return nil, notLive(x.Host.Root(), describeKernel(op))
 	}
@@ -69,7 +96,7 @@ func describeKernel(op *planner.KernelOp) string {
 
 // moduleLoaded reads /proc/modules, where names are written with
 // underscores.
-func (x *HostExecutor) moduleLoaded(name string) (bool, error) {
+func (x kernelExecutor) moduleLoaded(name string) (bool, error) {
 	data, err := x.Host.ReadFile("/proc/modules")
 	if errors.Is(err, fs.ErrNotExist) {
 		// A kernel built without module support has no list, and no
@@ -89,31 +116,31 @@ func (x *HostExecutor) moduleLoaded(name string) (bool, error) {
 	return false, sc.Err()
 }
 
-func (x *HostExecutor) runKernel(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
+func (x kernelExecutor) runKernel(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
 	return x.kernel(ctx, ws, op.Action, op.Module)
 }
 
-func (x *HostExecutor) kernel(ctx context.Context, ws *Workspace, action, module string) error {
+func (x kernelExecutor) kernel(ctx context.Context, ws *Workspace, action, module string) error {
 	switch action {
 	case "":
 		return nil
 	case "rebuild_initramfs":
 		if _, err := x.Host.Stat("/usr/sbin/update-initramfs"); err == nil {
-			return x.run(ctx, ws, nil, "update-initramfs", "-u")
+			return x.command(ctx, ws, nil, "update-initramfs", "-u")
 		}
 		if _, err := x.Host.Stat("/usr/bin/dracut"); err == nil {
-			return x.run(ctx, ws, nil, "dracut", "-f")
+			return x.command(ctx, ws, nil, "dracut", "-f")
 		}
 		return errors.New("neither update-initramfs nor dracut is installed")
 	case "load_module":
-		return x.run(ctx, ws, nil, "modprobe", module)
+		return x.command(ctx, ws, nil, "modprobe", module)
 	case "unload_module":
-		return x.run(ctx, ws, nil, "modprobe", "-r", module)
+		return x.command(ctx, ws, nil, "modprobe", "-r", module)
 	}
 	return fmt.Errorf("unknown kernel action %q", action)
 }
 
-func (x *HostExecutor) undoKernel(ctx context.Context, ws *Workspace, inv *KernelInverse) error {
+func (x kernelExecutor) undoKernel(ctx context.Context, ws *Workspace, inv *KernelInverse) error {
 	if !x.Host.Live() {
 		return nil
 	}
@@ -130,9 +157,36 @@ func (x *HostExecutor) undoKernel(ctx context.Context, ws *Workspace, inv *Kerne
 	return x.kernel(ctx, ws, inv.Action, inv.Module)
 }
 
+// serviceExecutor enables, disables, starts and stops systemd units.
+type serviceExecutor struct{ *HostExecutor }
+
+var _ kindExecutor = serviceExecutor{}
+
+func (serviceExecutor) owns(op planner.Operation) bool { return op.Service != nil }
+
+func (serviceExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
+	if inv.Service == nil {
+		return nil, false, nil
+	}
+	return []string{inv.Service.Unit}, true, nil
+}
+
+func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
+	inv.Service, err = x.prepareService(ctx, ws, op.Service)
+	return err
+}
+
+func (x serviceExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+	return x.runService(ctx, ws, op.Service)
+}
+
+func (x serviceExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
+	return x.undoService(ctx, ws, inv.Service)
+}
+
 // unitEnabled reports whether a unit has a link in some target's .wants or
 // .requires directory, which is what `systemctl enable` makes.
-func (x *HostExecutor) unitEnabled(unit string) (bool, error) {
+func (x serviceExecutor) unitEnabled(unit string) (bool, error) {
 	for _, dir := range []string{"/etc/systemd/system"} {
 		for _, kind := range []string{"wants", "requires"} {
 			m, err := x.Host.Glob(dir + "/*." + kind + "/" + unit)
@@ -147,12 +201,12 @@ func (x *HostExecutor) unitEnabled(unit string) (bool, error) {
 	return false, nil
 }
 
-func (x *HostExecutor) unitActive(ctx context.Context, ws *Workspace, unit string) bool {
+func (x serviceExecutor) unitActive(ctx context.Context, ws *Workspace, unit string) bool {
 	out, _ := x.output(ctx, ws, nil, "systemctl", "is-active", unit)
 	return strings.TrimSpace(string(out)) == "active"
 }
 
-func (x *HostExecutor) prepareService(ctx context.Context, ws *Workspace, op *planner.ServiceOp) (*ServiceInverse, error) {
+func (x serviceExecutor) prepareService(ctx context.Context, ws *Workspace, op *planner.ServiceOp) (*ServiceInverse, error) {
 	en, err := x.unitEnabled(op.Unit)
 	if err != nil {
 		return nil, err
@@ -165,7 +219,7 @@ func (x *HostExecutor) prepareService(ctx context.Context, ws *Workspace, op *pl
 	return inv, nil
 }
 
-func (x *HostExecutor) runService(ctx context.Context, ws *Workspace, op *planner.ServiceOp) error {
+func (x serviceExecutor) runService(ctx context.Context, ws *Workspace, op *planner.ServiceOp) error {
 	verb := "disable"
 	if op.Enable {
 		verb = "enable"
@@ -177,10 +231,10 @@ func (x *HostExecutor) runService(ctx context.Context, ws *Workspace, op *planne
 	if op.Now && x.Host.Live() {
 		argv = append(argv, "--now")
 	}
-	return x.run(ctx, ws, nil, append(argv, op.Unit)...)
+	return x.command(ctx, ws, nil, append(argv, op.Unit)...)
 }
 
-func (x *HostExecutor) undoService(ctx context.Context, ws *Workspace, inv *ServiceInverse) error {
+func (x serviceExecutor) undoService(ctx context.Context, ws *Workspace, inv *ServiceInverse) error {
 	en, err := x.unitEnabled(inv.Unit)
 	if err != nil {
 		return err
@@ -190,7 +244,7 @@ func (x *HostExecutor) undoService(ctx context.Context, ws *Workspace, inv *Serv
 		if inv.Enabled {
 			verb = "enable"
 		}
-		if err := x.run(ctx, ws, nil, "systemctl", verb, inv.Unit); err != nil {
+		if err := x.command(ctx, ws, nil, "systemctl", verb, inv.Unit); err != nil {
 			return err
 		}
 	}
@@ -200,13 +254,40 @@ func (x *HostExecutor) undoService(ctx context.Context, ws *Workspace, inv *Serv
 			if *inv.Active {
 				verb = "start"
 			}
-			return x.run(ctx, ws, nil, "systemctl", verb, inv.Unit)
+			return x.command(ctx, ws, nil, "systemctl", verb, inv.Unit)
 		}
 	}
 	return nil
 }
 
-func (x *HostExecutor) prepareDevice(op *planner.DeviceOp) (*DeviceInverse, error) {
+// deviceExecutor changes NVML device settings.
+type deviceExecutor struct{ *HostExecutor }
+
+var _ kindExecutor = deviceExecutor{}
+
+func (deviceExecutor) owns(op planner.Operation) bool { return op.Device != nil }
+
+func (deviceExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
+	if inv.Device == nil {
+		return nil, false, nil
+	}
+	return nil, true, nil
+}
+
+func (x deviceExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
+	inv.Device, err = x.prepareDevice(op.Device)
+	return err
+}
+
+func (x deviceExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+	return x.Devices.Set(op.Device.UUID, op.Device.Setting, op.Device.Value)
+}
+
+func (x deviceExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
+	return x.undoDevice(inv.Device)
+}
+
+func (x deviceExecutor) prepareDevice(op *planner.DeviceOp) (*DeviceInverse, error) {
 	if !x.Host.Live() {
 		return nil, notLive(x.Host.Root(), fmt.Sprintf("setting %s of GPU %d", op.Setting, op.Index))
 	}
@@ -220,7 +301,7 @@ func (x *HostExecutor) prepareDevice(op *planner.DeviceOp) (*DeviceInverse, erro
 	return &DeviceInverse{UUID: op.UUID, Setting: op.Setting, Value: prev}, nil
 }
 
-func (x *HostExecutor) undoDevice(inv *DeviceInverse) error {
+func (x deviceExecutor) undoDevice(inv *DeviceInverse) error {
 	if !x.Host.Live() {
 		return nil
 	}

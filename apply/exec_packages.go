@@ -1,0 +1,178 @@
+package apply
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/gpuenv/gpuenv/planner"
+)
+
+// packagesExecutor carries out package transactions through the package
+// manager each one names.
+type packagesExecutor struct{ *HostExecutor }
+
+var _ kindExecutor = packagesExecutor{}
+
+func (packagesExecutor) owns(op planner.Operation) bool { return op.Packages != nil }
+
+func (packagesExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
+	if inv.Packages == nil {
+		return nil, false, nil
+	}
+	var names []string
+	for _, p := range inv.Packages.Packages {
+		names = append(names, p.Name, p.Version)
+	}
+	return names, true, nil
+}
+
+func (x packagesExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
+	m, _ := x.manager(op.Packages.Manager)
+	inv.Packages, err = m.prepare(ctx, ws, seq, op.Packages)
+	return err
+}
+
+func (x packagesExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+	m, _ := x.manager(op.Packages.Manager)
+	return m.run(ctx, ws, op.Packages)
+}
+
+func (x packagesExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
+	m, _ := x.manager(inv.Packages.Manager)
+	return m.undo(ctx, ws, inv.Packages)
+}
+
+// packageManager carries out the transactions of one package manager,
+// with the contract of Executor.
+type packageManager interface {
+	prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error)
+	run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error
+	undo(ctx context.Context, ws *Workspace, inv *PackagesInverse) error
+	// recover brings the manager back to a consistent state after a
+	// transaction was killed, before the transaction's undo.
+	recover(ctx context.Context, ws *Workspace) error
+	// check confirms that the manager's database shows what want, the
+	// expectations of this manager's transactions, says.
+	check(ctx context.Context, ws *Workspace, want []Expectation) error
+}
+
+// packageManagers is the type of each package manager.
+var packageManagers = map[string]func(*HostExecutor) packageManager{
+	"apt": func(x *HostExecutor) packageManager { return aptManager{x} },
+	"dnf": func(x *HostExecutor) packageManager { return dnfManager{x} },
+	"pip": func(x *HostExecutor) packageManager { return pipManager{x} },
+}
+
+// manager is the package manager named name; ok is false for a name
+// gpuenv does not know, which gets apt (the planner never writes one).
+func (x *HostExecutor) manager(name string) (m packageManager, ok bool) {
+	mk, ok := packageManagers[name]
+	if !ok {
+		return aptManager{x}, false
+	}
+	return mk(x), true
+}
+
+// lockTimeout is how long a package transaction waits for another
+// package manager.
+func (x *HostExecutor) lockTimeout() time.Duration {
+	if x.PackageLockTimeout > 0 {
+		return x.PackageLockTimeout
+	}
+	return DefaultPackageLockTimeout
+}
+
+// transactionHooks are what one package manager does in each step of
+// prepareTransaction.
+type transactionHooks interface {
+	// waitLock waits for another package manager at work to finish: it
+	// would change the state read next. Waiting now also fails a long
+	// wait before anything began.
+	waitLock(ctx context.Context, ws *Workspace) error
+	// pinPending fixes the versions the plan could only learn at apply.
+	pinPending(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error
+	// readPrior reads the state the transaction would change and refuses
+	// a transaction the manager cannot carry out. It returns nil, and no
+	// error, when the transaction changes nothing of the host's (a pip
+	// environment it creates), having said so in inv.
+	readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, inv *PackagesInverse) (priorState, error)
+}
+
+// priorState is the state of the packages before one transaction, as
+// its package manager reads it.
+type priorState interface {
+	// direct returns the packages the operation names (affected) and
+	// those of them whose installed files it replaces or removes
+	// (changes); an error refuses the transaction (a package held that
+	// the plan does not release).
+	direct(op *planner.PackagesOp) (affected, changes []string, err error)
+	// simulate dry-runs the transaction and returns the packages it would
+	// change besides the pins: dependencies installed, upgraded,
+	// downgraded or removed with them.
+	simulate(ctx context.Context, ws *Workspace, op *planner.PackagesOp) ([]string, error)
+	// changes reports whether a package the dry run names loses its
+	// installed files.
+	changes(name string) bool
+	// prior records a package as it is, saving its installed package
+	// file into the generation when changed.
+	prior(ctx context.Context, ws *Workspace, seq int, name string, changed bool) ([]PriorPackage, error)
+	// finish adds to inv what the manager records besides the packages.
+	finish(inv *PackagesInverse, affected map[string]bool)
+}
+
+// prepareTransaction is the prepare of every package manager: wait for
+// the lock, pin pending versions, read the prior state, learn from a dry
+// run which packages the transaction affects, and record each of them,
+// saving the package files of those it changes, in name order.
+func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp, m transactionHooks, inv *PackagesInverse) (*PackagesInverse, error) {
+	if err := m.waitLock(ctx, ws); err != nil {
+		return nil, err
+	}
+	if err := m.pinPending(ctx, ws, op); err != nil {
+		return nil, err
+	}
+	prior, err := m.readPrior(ctx, ws, op, inv)
+	if err != nil {
+		return nil, err
+	}
+	if prior == nil {
+		return inv, nil
+	}
+	affected := map[string]bool{}
+	changes := map[string]bool{} // packages whose installed files go
+	direct, changed, err := prior.direct(op)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range direct {
+		affected[n] = true
+	}
+	for _, n := range changed {
+		changes[n] = true
+	}
+	listed, err := prior.simulate(ctx, ws, op)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range listed {
+		affected[n] = true
+		if prior.changes(n) {
+			changes[n] = true
+		}
+	}
+	prior.finish(inv, affected)
+	names := make([]string, 0, len(affected))
+	for n := range affected {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		pp, err := prior.prior(ctx, ws, seq, n, changes[n])
+		if err != nil {
+			return nil, err
+		}
+		inv.Packages = append(inv.Packages, pp...)
+	}
+	return inv, nil
+}
