@@ -177,14 +177,63 @@ type kindExecutor interface {
 	undo(ctx context.Context, ws *Workspace, inv *Inverse) error
 }
 
+// kindOps are the operations of one kind, typed: O is the kind's data in
+// an Operation, I in an Inverse. typedKind makes them a kindExecutor.
+type kindOps[O, I any] interface {
+	// opField and invField are the kind's fields of Operation and Inverse.
+	opField(op *planner.Operation) **O
+	invField(inv *Inverse) **I
+	// names checks an inverse read back from a journal and returns the
+	// values it passes to commands as names.
+	names(inv *I) ([]string, error)
+	prepare(ctx context.Context, ws *Workspace, seq int, op *O) (*I, error)
+	run(ctx context.Context, ws *Workspace, op *O) error
+	undo(ctx context.Context, ws *Workspace, inv *I) error
+}
+
+// typedKind is the kindExecutor of one kind's kindOps.
+type typedKind[O, I any] struct{ ops kindOps[O, I] }
+
+func (k typedKind[O, I]) owns(op planner.Operation) bool { return *k.ops.opField(&op) != nil }
+
+func (k typedKind[O, I]) inverseNames(inv *Inverse) ([]string, bool, error) {
+	data := *k.ops.invField(inv)
+	if data == nil {
+		return nil, false, nil
+	}
+	names, err := k.ops.names(data)
+	return names, true, err
+}
+
+func (k typedKind[O, I]) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
+	*k.ops.invField(inv), err = k.ops.prepare(ctx, ws, seq, *k.ops.opField(&op))
+	return err
+}
+
+func (k typedKind[O, I]) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+	return k.ops.run(ctx, ws, *k.ops.opField(&op))
+}
+
+func (k typedKind[O, I]) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
+	return k.ops.undo(ctx, ws, *k.ops.invField(inv))
+}
+
 // kinds is the executor of each operation kind.
 var kinds = map[planner.OpKind]func(*HostExecutor) kindExecutor{
-	planner.OpFile:     func(x *HostExecutor) kindExecutor { return fileExecutor{x} },
-	planner.OpGroup:    func(x *HostExecutor) kindExecutor { return groupExecutor{x} },
-	planner.OpPackages: func(x *HostExecutor) kindExecutor { return packagesExecutor{x} },
-	planner.OpKernel:   func(x *HostExecutor) kindExecutor { return kernelExecutor{x} },
-	planner.OpService:  func(x *HostExecutor) kindExecutor { return serviceExecutor{x} },
-	planner.OpDevice:   func(x *HostExecutor) kindExecutor { return deviceExecutor{x} },
+	planner.OpFile:  func(x *HostExecutor) kindExecutor { return typedKind[planner.FileOp, FileInverse]{fileExecutor{x}} },
+	planner.OpGroup: func(x *HostExecutor) kindExecutor { return typedKind[planner.GroupOp, GroupInverse]{groupExecutor{x}} },
+	planner.OpPackages: func(x *HostExecutor) kindExecutor {
+		return typedKind[planner.PackagesOp, PackagesInverse]{packagesExecutor{x}}
+	},
+	planner.OpKernel: func(x *HostExecutor) kindExecutor {
+		return typedKind[planner.KernelOp, KernelInverse]{kernelExecutor{x}}
+	},
+	planner.OpService: func(x *HostExecutor) kindExecutor {
+		return typedKind[planner.ServiceOp, ServiceInverse]{serviceExecutor{x}}
+	},
+	planner.OpDevice: func(x *HostExecutor) kindExecutor {
+		return typedKind[planner.DeviceOp, DeviceInverse]{deviceExecutor{x}}
+	},
 }
 
 // kind is the executor of operations of kind k, nil for a kind gpuenv

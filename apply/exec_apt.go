@@ -638,36 +638,20 @@ func (x aptManager) waitDpkgLock(ctx context.Context, ws *Workspace) error {
 	}
 	defer f.Close()
 	timeout := x.lockTimeout()
-	deadline := time.Now().Add(timeout)
-	said := false
-	for {
-		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
-		if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
-			return fmt.Errorf("checking dpkg's lock %s: %w", dpkgLockFrontend, err)
-		}
-		if lk.Type == unix.F_UNLCK {
-			return nil
-		}
-		if !said {
-			holder := "another process"
-			if lk.Pid > 0 {
-				holder = "process " + strconv.Itoa(int(lk.Pid))
-				if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", lk.Pid)); err == nil {
-					holder += " (" + strings.TrimSpace(string(comm)) + ")"
-				}
+	return waitForLock(ctx, ws, time.Now().Add(timeout),
+		func() (int, bool, error) {
+			lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
+			if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
+				return 0, false, fmt.Errorf("checking dpkg's lock %s: %w", dpkgLockFrontend, err)
 			}
+			return int(lk.Pid), lk.Type != unix.F_UNLCK, nil
+		},
+		func(holder string) {
 			ws.say("waiting up to %s for dpkg's lock %s, held by %s", timeout, dpkgLockFrontend, holder)
-			said = true
-		}
-		if time.Now().After(deadline) {
+		},
+		func(int) error {
 			return fmt.Errorf("dpkg's lock %s is still held after %s; another package manager (unattended-upgrades?) is running", dpkgLockFrontend, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		})
 }
 
 func (x aptManager) aptLockOption() []string {

@@ -376,29 +376,17 @@ func (x dnfManager) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPk
 // dnf in another terminal) to release the RPM database, saying who holds
 // it.
 func (x dnfManager) waitDnfLock(ctx context.Context, ws *Workspace, deadline time.Time) error {
-	said := false
-	for {
-		pid := x.dnfLockHolder()
-		if pid == 0 {
-			return nil
-		}
-		if !said {
-			holder := "process " + strconv.Itoa(pid)
-			if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
-				holder += " (" + strings.TrimSpace(string(comm)) + ")"
-			}
+	return waitForLock(ctx, ws, deadline,
+		func() (int, bool, error) {
+			pid := x.dnfLockHolder()
+			return pid, pid != 0, nil
+		},
+		func(holder string) {
 			ws.say("waiting up to %s for dnf's lock %s, held by %s", time.Until(deadline).Round(time.Second), dnfRpmdbLock, holder)
-			said = true
-		}
-		if time.Now().After(deadline) {
+		},
+		func(pid int) error {
 			return fmt.Errorf("dnf's lock %s is still held by process %d after %s; another package manager (dnf-automatic?) is running", dnfRpmdbLock, pid, x.lockTimeout())
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		})
 }
 
 // dnfLockHolder is the pid of the live process holding dnf's lock, 0

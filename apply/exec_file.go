@@ -20,44 +20,30 @@ import (
 // previous bytes for the inverse.
 type fileExecutor struct{ *HostExecutor }
 
-var _ kindExecutor = fileExecutor{}
+var _ kindOps[planner.FileOp, FileInverse] = fileExecutor{}
 
-func (fileExecutor) owns(op planner.Operation) bool { return op.File != nil }
+func (fileExecutor) opField(op *planner.Operation) **planner.FileOp { return &op.File }
 
-func (fileExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
-	if inv.File == nil {
-		return nil, false, nil
+func (fileExecutor) invField(inv *Inverse) **FileInverse { return &inv.File }
+
+func (fileExecutor) names(inv *FileInverse) ([]string, error) {
+	if err := planner.CheckManagedFile(inv.Path); err != nil {
+		return nil, fmt.Errorf("inverse of a file operation: %w", err)
 	}
-	if err := planner.CheckManagedFile(inv.File.Path); err != nil {
-		return nil, true, fmt.Errorf("inverse of a file operation: %w", err)
+	if err := planner.CheckFollowUp(inv.After); err != nil {
+		return nil, fmt.Errorf("inverse of a file operation on %s: %w", inv.Path, err)
 	}
-	if err := planner.CheckFollowUp(inv.File.After); err != nil {
-		return nil, true, fmt.Errorf("inverse of a file operation on %s: %w", inv.File.Path, err)
-	}
-	for _, d := range inv.File.CreatedDirs {
-		if d != path.Clean(d) || !strings.HasPrefix(inv.File.Path, d+"/") {
-			return nil, true, fmt.Errorf("inverse of a file operation on %s: %q is not a directory above it", inv.File.Path, d)
+	for _, d := range inv.CreatedDirs {
+		if d != path.Clean(d) || !strings.HasPrefix(inv.Path, d+"/") {
+			return nil, fmt.Errorf("inverse of a file operation on %s: %q is not a directory above it", inv.Path, d)
 		}
 	}
-	return nil, true, nil
-}
-
-func (x fileExecutor) prepare(_ context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
-	inv.File, err = x.prepareFile(ws, seq, op.File)
-	return err
-}
-
-func (x fileExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
-	return x.runFile(ctx, ws, op.File)
-}
-
-func (x fileExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
-	return x.undoFile(ctx, ws, inv.File)
+	return nil, nil
 }
 
 const defaultFileMode = 0o644
 
-func (x fileExecutor) prepareFile(ws *Workspace, seq int, op *planner.FileOp) (*FileInverse, error) {
+func (x fileExecutor) prepare(_ context.Context, ws *Workspace, seq int, op *planner.FileOp) (*FileInverse, error) {
 	inv := &FileInverse{Path: path.Clean(op.Path), After: op.After}
 	rp, err := x.real(inv.Path)
 	if err != nil {
@@ -118,7 +104,7 @@ func (x fileExecutor) missingDirs(dir string) ([]string, error) {
 	return missing, nil
 }
 
-func (x fileExecutor) runFile(ctx context.Context, ws *Workspace, op *planner.FileOp) error {
+func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *planner.FileOp) error {
 	rp, err := x.real(op.Path)
 	if err != nil {
 		return err
@@ -187,7 +173,7 @@ func fileMode(m uint32) os.FileMode {
 	return fm
 }
 
-func (x fileExecutor) undoFile(ctx context.Context, ws *Workspace, inv *FileInverse) error {
+func (x fileExecutor) undo(ctx context.Context, ws *Workspace, inv *FileInverse) error {
 	rp, err := x.real(inv.Path)
 	if err != nil {
 		return err

@@ -17,28 +17,14 @@ import (
 // groupExecutor adds and removes the members of groups.
 type groupExecutor struct{ *HostExecutor }
 
-var _ kindExecutor = groupExecutor{}
+var _ kindOps[planner.GroupOp, GroupInverse] = groupExecutor{}
 
-func (groupExecutor) owns(op planner.Operation) bool { return op.Group != nil }
+func (groupExecutor) opField(op *planner.Operation) **planner.GroupOp { return &op.Group }
 
-func (groupExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
-	if inv.Group == nil {
-		return nil, false, nil
-	}
-	return append([]string{inv.Group.Group}, inv.Group.Members...), true, nil
-}
+func (groupExecutor) invField(inv *Inverse) **GroupInverse { return &inv.Group }
 
-func (x groupExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
-	inv.Group, err = x.prepareGroup(op.Group)
-	return err
-}
-
-func (x groupExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
-	return x.runGroup(ctx, ws, op.Group)
-}
-
-func (x groupExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
-	return x.undoGroup(ctx, ws, inv.Group)
+func (groupExecutor) names(inv *GroupInverse) ([]string, error) {
+	return append([]string{inv.Group}, inv.Members...), nil
 }
 
 type groupEntry struct {
@@ -76,7 +62,7 @@ func (x groupExecutor) readGroup(name string) (groupEntry, error) {
 	return g, sc.Err()
 }
 
-func (x groupExecutor) prepareGroup(op *planner.GroupOp) (*GroupInverse, error) {
+func (x groupExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.GroupOp) (*GroupInverse, error) {
 	g, err := x.readGroup(op.Group)
 	if err != nil {
 		return nil, err
@@ -90,7 +76,7 @@ func (x groupExecutor) prepareGroup(op *planner.GroupOp) (*GroupInverse, error) 
 // Groups are changed with the shadow tools run inside the root, which lock
 // /etc/group and /etc/gshadow and keep both in step as every other tool
 // on the host expects.
-func (x groupExecutor) runGroup(ctx context.Context, ws *Workspace, op *planner.GroupOp) error {
+func (x groupExecutor) run(ctx context.Context, ws *Workspace, op *planner.GroupOp) error {
 	g, err := x.readGroup(op.Group)
 	if err != nil {
 		return err
@@ -127,7 +113,7 @@ func (x groupExecutor) runGroup(ctx context.Context, ws *Workspace, op *planner.
 	return nil
 }
 
-func (x groupExecutor) undoGroup(ctx context.Context, ws *Workspace, inv *GroupInverse) error {
+func (x groupExecutor) undo(ctx context.Context, ws *Workspace, inv *GroupInverse) error {
 	g, err := x.readGroup(inv.Group)
 	if err != nil {
 		return err

@@ -2,7 +2,11 @@ package apply
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuenv/gpuenv/planner"
@@ -12,35 +16,33 @@ import (
 // manager each one names.
 type packagesExecutor struct{ *HostExecutor }
 
-var _ kindExecutor = packagesExecutor{}
+var _ kindOps[planner.PackagesOp, PackagesInverse] = packagesExecutor{}
 
-func (packagesExecutor) owns(op planner.Operation) bool { return op.Packages != nil }
+func (packagesExecutor) opField(op *planner.Operation) **planner.PackagesOp { return &op.Packages }
 
-func (packagesExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
-	if inv.Packages == nil {
-		return nil, false, nil
-	}
+func (packagesExecutor) invField(inv *Inverse) **PackagesInverse { return &inv.Packages }
+
+func (packagesExecutor) names(inv *PackagesInverse) ([]string, error) {
 	var names []string
-	for _, p := range inv.Packages.Packages {
+	for _, p := range inv.Packages {
 		names = append(names, p.Name, p.Version)
 	}
-	return names, true, nil
+	return names, nil
 }
 
-func (x packagesExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
-	m, _ := x.manager(op.Packages.Manager)
-	inv.Packages, err = m.prepare(ctx, ws, seq, op.Packages)
-	return err
+func (x packagesExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
+	m, _ := x.manager(op.Manager)
+	return m.prepare(ctx, ws, seq, op)
 }
 
-func (x packagesExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
-	m, _ := x.manager(op.Packages.Manager)
-	return m.run(ctx, ws, op.Packages)
+func (x packagesExecutor) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+	m, _ := x.manager(op.Manager)
+	return m.run(ctx, ws, op)
 }
 
-func (x packagesExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
-	m, _ := x.manager(inv.Packages.Manager)
-	return m.undo(ctx, ws, inv.Packages)
+func (x packagesExecutor) undo(ctx context.Context, ws *Workspace, inv *PackagesInverse) error {
+	m, _ := x.manager(inv.Manager)
+	return m.undo(ctx, ws, inv)
 }
 
 // packageManager carries out the transactions of one package manager,
@@ -81,6 +83,44 @@ func (x *HostExecutor) lockTimeout() time.Duration {
 		return x.PackageLockTimeout
 	}
 	return DefaultPackageLockTimeout
+}
+
+// waitForLock waits, up to deadline, for another package manager to
+// release its lock: held says whether one holds it and which process (0:
+// not known). The first time it is held, waiting is told who holds it;
+// at the deadline, stuck gives the error.
+func waitForLock(ctx context.Context, ws *Workspace, deadline time.Time, held func() (pid int, held bool, err error), waiting func(holder string), stuck func(pid int) error) error {
+	said := false
+	for {
+		pid, locked, err := held()
+		if err != nil || !locked {
+			return err
+		}
+		if !said {
+			waiting(processName(pid))
+			said = true
+		}
+		if time.Now().After(deadline) {
+			return stuck(pid)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// processName names process pid for a person: its number and command.
+func processName(pid int) string {
+	if pid <= 0 {
+		return "another process"
+	}
+	name := "process " + strconv.Itoa(pid)
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
+		name += " (" + strings.TrimSpace(string(comm)) + ")"
+	}
+	return name
 }
 
 // transactionHooks are what one package manager does in each step of

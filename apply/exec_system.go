@@ -32,31 +32,17 @@ func notLive(root, what string) *SkipError {
 // kernelExecutor loads and unloads kernel modules and rebuilds the initramfs.
 type kernelExecutor struct{ *HostExecutor }
 
-var _ kindExecutor = kernelExecutor{}
+var _ kindOps[planner.KernelOp, KernelInverse] = kernelExecutor{}
 
-func (kernelExecutor) owns(op planner.Operation) bool { return op.Kernel != nil }
+func (kernelExecutor) opField(op *planner.Operation) **planner.KernelOp { return &op.Kernel }
 
-func (kernelExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
-	if inv.Kernel == nil {
-		return nil, false, nil
-	}
-	return []string{inv.Kernel.Module}, true, nil
+func (kernelExecutor) invField(inv *Inverse) **KernelInverse { return &inv.Kernel }
+
+func (kernelExecutor) names(inv *KernelInverse) ([]string, error) {
+	return []string{inv.Module}, nil
 }
 
-func (x kernelExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
-	inv.Kernel, err = x.prepareKernel(op.Kernel)
-	return err
-}
-
-func (x kernelExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
-	return x.runKernel(ctx, ws, op.Kernel)
-}
-
-func (x kernelExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
-	return x.undoKernel(ctx, ws, inv.Kernel)
-}
-
-func (x kernelExecutor) prepareKernel(op *planner.KernelOp) (*KernelInverse, error) {
+func (x kernelExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.KernelOp) (*KernelInverse, error) {
 	if !x.Host.Live() {
 		return nil, notLive(x.Host.Root(), describeKernel(op))
 	}
@@ -116,7 +102,7 @@ func (x kernelExecutor) moduleLoaded(name string) (bool, error) {
 	return false, sc.Err()
 }
 
-func (x kernelExecutor) runKernel(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
+func (x kernelExecutor) run(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
 	return x.kernel(ctx, ws, op.Action, op.Module)
 }
 
@@ -140,7 +126,7 @@ func (x kernelExecutor) kernel(ctx context.Context, ws *Workspace, action, modul
 	return fmt.Errorf("unknown kernel action %q", action)
 }
 
-func (x kernelExecutor) undoKernel(ctx context.Context, ws *Workspace, inv *KernelInverse) error {
+func (x kernelExecutor) undo(ctx context.Context, ws *Workspace, inv *KernelInverse) error {
 	if !x.Host.Live() {
 		return nil
 	}
@@ -160,28 +146,14 @@ func (x kernelExecutor) undoKernel(ctx context.Context, ws *Workspace, inv *Kern
 // serviceExecutor enables, disables, starts and stops systemd units.
 type serviceExecutor struct{ *HostExecutor }
 
-var _ kindExecutor = serviceExecutor{}
+var _ kindOps[planner.ServiceOp, ServiceInverse] = serviceExecutor{}
 
-func (serviceExecutor) owns(op planner.Operation) bool { return op.Service != nil }
+func (serviceExecutor) opField(op *planner.Operation) **planner.ServiceOp { return &op.Service }
 
-func (serviceExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
-	if inv.Service == nil {
-		return nil, false, nil
-	}
-	return []string{inv.Service.Unit}, true, nil
-}
+func (serviceExecutor) invField(inv *Inverse) **ServiceInverse { return &inv.Service }
 
-func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
-	inv.Service, err = x.prepareService(ctx, ws, op.Service)
-	return err
-}
-
-func (x serviceExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
-	return x.runService(ctx, ws, op.Service)
-}
-
-func (x serviceExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
-	return x.undoService(ctx, ws, inv.Service)
+func (serviceExecutor) names(inv *ServiceInverse) ([]string, error) {
+	return []string{inv.Unit}, nil
 }
 
 // unitEnabled reports whether a unit has a link in some target's .wants or
@@ -206,7 +178,7 @@ func (x serviceExecutor) unitActive(ctx context.Context, ws *Workspace, unit str
 	return strings.TrimSpace(string(out)) == "active"
 }
 
-func (x serviceExecutor) prepareService(ctx context.Context, ws *Workspace, op *planner.ServiceOp) (*ServiceInverse, error) {
+func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *planner.ServiceOp) (*ServiceInverse, error) {
 	en, err := x.unitEnabled(op.Unit)
 	if err != nil {
 		return nil, err
@@ -219,7 +191,7 @@ func (x serviceExecutor) prepareService(ctx context.Context, ws *Workspace, op *
 	return inv, nil
 }
 
-func (x serviceExecutor) runService(ctx context.Context, ws *Workspace, op *planner.ServiceOp) error {
+func (x serviceExecutor) run(ctx context.Context, ws *Workspace, op *planner.ServiceOp) error {
 	verb := "disable"
 	if op.Enable {
 		verb = "enable"
@@ -234,7 +206,7 @@ func (x serviceExecutor) runService(ctx context.Context, ws *Workspace, op *plan
 	return x.command(ctx, ws, nil, append(argv, op.Unit)...)
 }
 
-func (x serviceExecutor) undoService(ctx context.Context, ws *Workspace, inv *ServiceInverse) error {
+func (x serviceExecutor) undo(ctx context.Context, ws *Workspace, inv *ServiceInverse) error {
 	en, err := x.unitEnabled(inv.Unit)
 	if err != nil {
 		return err
@@ -263,31 +235,17 @@ func (x serviceExecutor) undoService(ctx context.Context, ws *Workspace, inv *Se
 // deviceExecutor changes NVML device settings.
 type deviceExecutor struct{ *HostExecutor }
 
-var _ kindExecutor = deviceExecutor{}
+var _ kindOps[planner.DeviceOp, DeviceInverse] = deviceExecutor{}
 
-func (deviceExecutor) owns(op planner.Operation) bool { return op.Device != nil }
+func (deviceExecutor) opField(op *planner.Operation) **planner.DeviceOp { return &op.Device }
 
-func (deviceExecutor) inverseNames(inv *Inverse) ([]string, bool, error) {
-	if inv.Device == nil {
-		return nil, false, nil
-	}
-	return nil, true, nil
+func (deviceExecutor) invField(inv *Inverse) **DeviceInverse { return &inv.Device }
+
+func (deviceExecutor) names(inv *DeviceInverse) ([]string, error) {
+	return nil, nil
 }
 
-func (x deviceExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
-	inv.Device, err = x.prepareDevice(op.Device)
-	return err
-}
-
-func (x deviceExecutor) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
-	return x.Devices.Set(op.Device.UUID, op.Device.Setting, op.Device.Value)
-}
-
-func (x deviceExecutor) undo(ctx context.Context, ws *Workspace, inv *Inverse) error {
-	return x.undoDevice(inv.Device)
-}
-
-func (x deviceExecutor) prepareDevice(op *planner.DeviceOp) (*DeviceInverse, error) {
+func (x deviceExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.DeviceOp) (*DeviceInverse, error) {
 	if !x.Host.Live() {
 		return nil, notLive(x.Host.Root(), fmt.Sprintf("setting %s of GPU %d", op.Setting, op.Index))
 	}
@@ -301,7 +259,11 @@ func (x deviceExecutor) prepareDevice(op *planner.DeviceOp) (*DeviceInverse, err
 	return &DeviceInverse{UUID: op.UUID, Setting: op.Setting, Value: prev}, nil
 }
 
-func (x deviceExecutor) undoDevice(inv *DeviceInverse) error {
+func (x deviceExecutor) run(_ context.Context, _ *Workspace, op *planner.DeviceOp) error {
+	return x.Devices.Set(op.UUID, op.Setting, op.Value)
+}
+
+func (x deviceExecutor) undo(_ context.Context, _ *Workspace, inv *DeviceInverse) error {
 	if !x.Host.Live() {
 		return nil
 	}
