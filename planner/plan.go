@@ -8,7 +8,7 @@ import (
 
 // FormatVersion is the version of the JSON plan document. A reader refuses
 // a document whose major version it does not know.
-const FormatVersion = "1.0"
+const FormatVersion = "1.1"
 
 // Action is what a step does to its resource, as Terraform says it. The
 // zero value is NoOp, so an unset Action can never change a host.
@@ -117,6 +117,9 @@ type Step struct {
 	After  map[string]string `json:"after,omitempty"`
 	// Reason says in words why the step is needed.
 	Reason string `json:"reason"`
+	// ReasonCode says why as one of a closed set of words (ReasonCodes),
+	// for programs. Every provider sets it; a plan of format 1.0 has none.
+	ReasonCode ReasonCode `json:"action_reason,omitempty"`
 	// Operations carry the step out, in order.
 	Operations []Operation `json:"operations"`
 	// DependsOn lists the addresses of steps that must run first.

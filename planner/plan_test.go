@@ -128,6 +128,7 @@ func TestPlanValidate(t *testing.T) {
 		{"an unknown kind", func(p *Plan) { p.Steps[0].Operations[0].Kind = "shell" }, `unknown kind "shell"`},
 		{"duplicate addresses", func(p *Plan) { p.Steps[1].Address = "repository.cuda" }, "two steps have the address"},
 		{"misnumbered transactions", func(p *Plan) { p.Transactions[0].ID = 7 }, "is numbered 7"},
+		{"an unknown reason code", func(p *Plan) { p.Steps[1].ReasonCode = "whim" }, `step kernel.nouveau: unknown action_reason "whim"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,6 +53,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			Action:     planner.Delete,
 			Before:     map[string]string{"packages": strings.Join(remove, ", "), "path": strings.Join(paths, ", ")},
 			Reason:     "absent = true removes the CUDA toolkit: " + strings.Join(remove, ", ") + ".",
+			ReasonCode: planner.ReasonAbsentRequested,
 			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
 		})
 		return resp
@@ -110,6 +111,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	step := planner.Step{
 		Address:    "cuda",
 		Action:     planner.Create,
+		ReasonCode: planner.ReasonMissing,
 		After:      map[string]string{"version": release, "package": pkg.Name + "=" + repository.ShownVersion(picked.Version), "path": d.Path, "source": string(d.Source)},
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  append(repository.Deps(req), "driver"),
@@ -117,6 +119,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	why := []string{fmt.Sprintf("no CUDA %s toolkit from the %s source is installed", minor, d.Source)}
 	if current != nil {
 		step.Action = planner.Update
+		step.ReasonCode = planner.ReasonVersionMismatch
 		step.Before = map[string]string{"version": current.Version, "path": current.Path}
 		if current.Package != "" {
 			step.Before["package"] = current.Package

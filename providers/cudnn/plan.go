@@ -65,6 +65,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			Action:     planner.Delete,
 			Before:     map[string]string{"packages": strings.Join(remove, ", ")},
 			Reason:     "absent = true removes cuDNN: " + strings.Join(remove, ", ") + ".",
+			ReasonCode: planner.ReasonAbsentRequested,
 			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
 		})
 		return resp
@@ -113,6 +114,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	step := planner.Step{
 		Address:    "cudnn",
 		Action:     planner.Create,
+		ReasonCode: planner.ReasonMissing,
 		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)},
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  append(repository.Deps(req), "cuda"),
@@ -120,6 +122,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	why := []string{fmt.Sprintf("no cuDNN matching %s for CUDA %d is installed", describe(d.Versions), d.CUDAMajor)}
 	if current != nil {
 		step.Action = planner.Update
+		step.ReasonCode = planner.ReasonVersionMismatch
 		step.Before = map[string]string{"version": current.Version}
 		if current.Package != "" {
 			step.Before["packages"] = current.Package

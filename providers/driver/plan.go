@@ -144,6 +144,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		op.Install = append(op.Install, planner.PackagePin{Name: n, Version: picked.Version, Constraint: picked.Constraint})
 	}
 	action := planner.Create
+	code := planner.ReasonMissing
 	var why []string
 	switch {
 	case haveMain && mainPkg.Version != picked.Version:
@@ -151,6 +152,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		if picked.Version != "" && pkgdb.Compare(manager, picked.Version, mainPkg.Version) < 0 {
 			op.AllowDowngrade = true
 		}
+		code = planner.ReasonVersionMismatch
 		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, describe(d.Versions)))
 	case haveMain:
 		action = planner.Update
@@ -160,11 +162,13 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 				missing = append(missing, n)
 			}
 		}
+		code = planner.ReasonIncomplete
 		why = append(why, fmt.Sprintf("the package %s is installed without %s", names[0], strings.Join(missing, ", ")))
 	case len(conflicting(obs, d)) > 0:
 		// Another driver's packages are installed: this one takes their
 		// place (driver.purge removes them first).
 		action = planner.Replace
+		code = planner.ReasonVariantMismatch
 		why = append(why, fmt.Sprintf("the installed %s are another driver than the spec's", strings.Join(conflicting(obs, d), ", ")))
 	default:
 		why = append(why, fmt.Sprintf("no %s driver package is installed", d.Source))
@@ -188,6 +192,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		Action:     action,
 		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
 		Reason:     planner.Sentence(why),
+		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  append(repositoryDeps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
 	}
@@ -315,6 +320,7 @@ func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager string)
 		Before:  map[string]string{"packages": strings.Join(remove, ", ")},
 		Reason: fmt.Sprintf("Removes %s: another driver branch, flavour or source than the spec's (%s %s modules), which would conflict with it.",
 			strings.Join(remove, ", "), d.Source, d.KernelModules),
+		ReasonCode: planner.ReasonVariantMismatch,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true, Unhold: unhold}}},
 		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
@@ -372,6 +378,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 		Before:     map[string]string{"held": strings.Join(before, ", ")},
 		After:      map[string]string{"held": map[bool]string{true: strings.Join(change, ", "), false: ""}[d.Hold]},
 		Reason:     reason,
+		ReasonCode: planner.ReasonHoldDiffers,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  []string{"driver"},
 	}
@@ -391,6 +398,7 @@ func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriv
 	step := &planner.Step{
 		Address:    "driver.persistence",
 		Action:     planner.Update,
+		ReasonCode: planner.ReasonSettingDiffers,
 		After:      map[string]string{"persistence_mode": state[want]},
 		Operations: []planner.Operation{{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: PersistencedUnit, Enable: want, Now: obs.Init.Systemd}}},
 		DependsOn:  []string{"driver"},
@@ -477,6 +485,7 @@ func removeDriver(obs *facts.Observation, manager string) *planner.Step {
 		Action:     planner.Delete,
 		Before:     map[string]string{"packages": strings.Join(remove, ", ")},
 		Reason:     "absent = true removes the NVIDIA driver: " + strings.Join(remove, ", ") + ".",
+		ReasonCode: planner.ReasonAbsentRequested,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true}}},
 		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
