@@ -191,9 +191,9 @@ func osOf(o facts.OS) hostOS {
 	}
 	switch {
 	case o.Family == "deb" || o.ID == "debian" || o.ID == "ubuntu":
-		h.Manager = "apt"
+		h.Manager = string(ManagerApt)
 	case o.Family == "rpm" || rhelLike:
-		h.Manager = "dnf"
+		h.Manager = string(ManagerDnf)
 	}
 	name := o.ID
 	switch o.ID {

@@ -238,7 +238,7 @@ func (s *Step) checkShown() error {
 		}
 	}
 	for _, op := range ops {
-		if op.Manager != "pip" {
+		if Manager(op.Manager) != ManagerPip {
 			continue
 		}
 		if len(op.Install) > 0 && op.IndexURL != s.After["index_url"] {

@@ -52,7 +52,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			}
 		}
 		for _, p := range obs.Packages.Packages {
-			if p.State == "installed" && strings.HasPrefix(p.Name, "libcudnn") && !slices.Contains(remove, p.Name) {
+			if p.State == facts.StateInstalled && strings.HasPrefix(p.Name, "libcudnn") && !slices.Contains(remove, p.Name) {
 				remove = append(remove, p.Name)
 			}
 		}

@@ -250,7 +250,7 @@ func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager string) [
 	}
 	var out []string
 	for _, p := range obs.Packages.Packages {
-		if p.State != "installed" || !topLevel.MatchString(p.Name) {
+		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
 			continue
 		}
 		up, err := pkgdb.UpstreamVersion(manager, p.Version)
@@ -271,7 +271,7 @@ func installedFlavor(obs *facts.Observation, name string) string {
 	}
 	open := strings.Contains(name, "-open")
 	for _, p := range obs.Packages.Packages {
-		if p.State == "installed" && (p.Name == "nvidia-open-kernel-dkms" || strings.HasPrefix(p.Name, "nvidia-dkms-") && strings.HasSuffix(p.Name, "-open")) {
+		if p.State == facts.StateInstalled && (p.Name == "nvidia-open-kernel-dkms" || strings.HasPrefix(p.Name, "nvidia-dkms-") && strings.HasSuffix(p.Name, "-open")) {
 			open = true
 		}
 	}
@@ -290,7 +290,7 @@ func conflicting(obs *facts.Observation, d *planner.DesiredDriver) []string {
 	}
 	var out []string
 	for _, p := range obs.Packages.Packages {
-		if p.State != "installed" || !topLevel.MatchString(p.Name) {
+		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
 			continue
 		}
 		if slices.ContainsFunc(d.Packages, func(pn planner.PackageName) bool { return pn.Name == p.Name }) {
@@ -394,17 +394,17 @@ func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriv
 	if known && enabled == want {
 		return nil
 	}
-	state := map[bool]string{true: "enabled", false: "disabled"}
+	state := map[bool]string{true: planner.PersistenceEnabled, false: planner.PersistenceDisabled}
 	step := &planner.Step{
 		Address:    "driver.persistence",
 		Action:     planner.Update,
 		ReasonCode: planner.ReasonSettingDiffers,
-		After:      map[string]string{"persistence_mode": state[want]},
+		After:      map[string]string{string(planner.SettingPersistenceMode): state[want]},
 		Operations: []planner.Operation{{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: PersistencedUnit, Enable: want, Now: obs.Init.Systemd}}},
 		DependsOn:  []string{"driver"},
 	}
 	if known {
-		step.Before = map[string]string{"persistence_mode": state[enabled]}
+		step.Before = map[string]string{string(planner.SettingPersistenceMode): state[enabled]}
 	}
 	switch {
 	case want:
@@ -473,7 +473,7 @@ var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|comp
 func removeDriver(obs *facts.Observation, manager string) *planner.Step {
 	var remove []string
 	for _, p := range obs.Packages.Packages {
-		if p.State == "installed" && driverPackage.MatchString(p.Name) && !strings.HasPrefix(p.Name, "nvidia-cuda") {
+		if p.State == facts.StateInstalled && driverPackage.MatchString(p.Name) && !strings.HasPrefix(p.Name, "nvidia-cuda") {
 			remove = append(remove, p.Name)
 		}
 	}

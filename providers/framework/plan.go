@@ -120,7 +120,7 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 			Before:     map[string]string{"version": inst.Version, "environment": where},
 			Reason:     fmt.Sprintf("absent = true removes %s %s from %s.", df.Package, inst.Version, where),
 			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "pip", Remove: []string{df.Package}, Python: df.Python}}},
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(planner.ManagerPip), Remove: []string{df.Package}, Python: df.Python}}},
 		}
 	}
 	if df.Version.IsZero() {
@@ -174,7 +174,7 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 		Reason:     planSentence(why),
 		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-			Manager:  "pip",
+			Manager:  string(planner.ManagerPip),
 			Install:  []planner.PackagePin{{Name: df.Package, Version: df.Version.String(), Extras: slices.Clone(df.Extras)}},
 			Python:   python,
 			Venv:     df.Venv,

@@ -75,7 +75,7 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 	if b == nil || !b.BlacklistNouveau.Set || d.Absent {
 		return nil
 	}
-	rebuild := planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "rebuild_initramfs"}}
+	rebuild := planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: string(planner.KernelRebuildInitramfs)}}
 	lists := nouveauBlacklists(obs)
 	ours := slices.ContainsFunc(lists, func(l facts.Blacklist) bool { return l.File == BlacklistFile })
 	if !d.BlacklistNouveau {

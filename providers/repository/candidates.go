@@ -92,10 +92,10 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 		return nil, fmt.Errorf("%q is not a package name %s accepts", name, manager)
 	}
 	var argv []string
-	switch manager {
-	case "apt":
+	switch planner.Manager(manager) {
+	case planner.ManagerApt:
 		argv = append([]string{"apt-cache", "policy"}, batch...)
-	case "dnf":
+	case planner.ManagerDnf:
 		argv = append([]string{"dnf", "--quiet", "--showduplicates", "list"}, batch...)
 	default:
 		return nil, fmt.Errorf("unknown package manager %q", manager)
@@ -106,8 +106,8 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 	c.mu.Unlock()
 	err := c.host.Run(ctx, host.Command{Argv: argv, Env: []string{"LC_ALL=C"}, Stdout: &out, Stderr: &errb})
 	found := map[string][]string{}
-	switch manager {
-	case "apt":
+	switch planner.Manager(manager) {
+	case planner.ManagerApt:
 		if err != nil {
 			return nil, fmt.Errorf("asking apt about %s: %w: %s", strings.Join(batch, " "), err, strings.TrimSpace(errb.String()))
 		}
@@ -118,7 +118,7 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 		for _, p := range pols {
 			found[p.Name] = p.Installable()
 		}
-	case "dnf":
+	case planner.ManagerDnf:
 		// dnf exits 1 with "No matching Packages to list" when it knows
 		// none of the names, which is an answer, not a failure.
 		if err != nil && !strings.Contains(errb.String()+out.String(), "No matching Packages") {
@@ -143,10 +143,10 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 
 // validName checks a package name before it goes on a command line.
 func validName(manager, name string) bool {
-	switch manager {
-	case "apt":
+	switch planner.Manager(manager) {
+	case planner.ManagerApt:
 		return debName.MatchString(name)
-	case "dnf":
+	case planner.ManagerDnf:
 		return rpmName.MatchString(name)
 	}
 	return false

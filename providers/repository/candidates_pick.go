@@ -143,10 +143,10 @@ func ShownVersion(v string) string {
 }
 
 func managerTool(m string) string {
-	switch m {
-	case "apt":
+	switch planner.Manager(m) {
+	case planner.ManagerApt:
 		return "apt-cache"
-	case "dnf":
+	case planner.ManagerDnf:
 		return "dnf"
 	}
 	return m
