@@ -206,6 +206,17 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 	if diff := cmp.Diff(*samplePlan(), sp.Plan); diff != "" {
 		t.Errorf("saved plan's plan (-want +got):\n%s", diff)
 	}
+	// A plan saved by a gpuenv writing format 1.0 has no action_reason; it
+	// is read all the same.
+	old := good()
+	old["format_version"] = "1.0"
+	for _, s := range old["steps"].([]any) {
+		delete(s.(map[string]any), "action_reason")
+	}
+	b, _ = json.Marshal(old)
+	if _, err := ReadSavedPlan(bytes.NewReader(b)); err != nil {
+		t.Errorf("a 1.0 plan: %v", err)
+	}
 	if IsSavedPlan([]byte("driver {\n}\n")) {
 		t.Error("a spec taken for a saved plan")
 	}
