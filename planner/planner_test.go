@@ -36,8 +36,8 @@ func respond(r *Response) func(context.Context, *Request) *Response {
 // countingCandidates records the package questions asked.
 type countingCandidates struct{ asked []string }
 
-func (c *countingCandidates) Versions(_ context.Context, manager, name string) ([]string, error) {
-	c.asked = append(c.asked, manager+":"+name)
+func (c *countingCandidates) Versions(_ context.Context, manager Manager, name string) ([]string, error) {
+	c.asked = append(c.asked, string(manager)+":"+name)
 	return []string{"550.54.15-0ubuntu1"}, nil
 }
 

@@ -66,7 +66,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			Before:     map[string]string{"packages": strings.Join(remove, ", ")},
 			Reason:     "absent = true removes cuDNN: " + strings.Join(remove, ", ") + ".",
 			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove}}},
 		})
 		return resp
 	}
@@ -106,7 +106,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		return resp
 	}
 	var names []string
-	op := &planner.PackagesOp{Manager: manager}
+	op := &planner.PackagesOp{Manager: string(manager)}
 	for _, p := range d.Packages {
 		names = append(names, p.Name)
 		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: picked.Version, Constraint: picked.Constraint})
@@ -128,7 +128,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			step.Before["packages"] = current.Package
 		}
 		why = []string{fmt.Sprintf("the installed cuDNN %s does not satisfy %s for CUDA %d", current.Version, describe(d.Versions), d.CUDAMajor)}
-		if cur, ok := pkgdb.Installed(obs.Packages, d.Packages[0].Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(manager, picked.Version, cur.Version) < 0 {
+		if cur, ok := pkgdb.Installed(obs.Packages, d.Packages[0].Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, cur.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 	}

@@ -124,7 +124,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		for _, pkg := range installed {
 			same = same && pkg.Version == mainPkg.Version
 		}
-		up, err := pkgdb.UpstreamVersion(manager, mainPkg.Version)
+		up, err := pkgdb.UpstreamVersion(string(manager), mainPkg.Version)
 		if same && err == nil && d.Versions.Check(up) {
 			return nil, nil
 		}
@@ -139,7 +139,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if err != nil {
 		return nil, err
 	}
-	op := &planner.PackagesOp{Manager: manager}
+	op := &planner.PackagesOp{Manager: string(manager)}
 	for _, n := range names {
 		op.Install = append(op.Install, planner.PackagePin{Name: n, Version: picked.Version, Constraint: picked.Constraint})
 	}
@@ -149,7 +149,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	switch {
 	case haveMain && mainPkg.Version != picked.Version:
 		action = planner.Update
-		if picked.Version != "" && pkgdb.Compare(manager, picked.Version, mainPkg.Version) < 0 {
+		if picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, mainPkg.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 		code = planner.ReasonVersionMismatch
@@ -244,7 +244,7 @@ var topLevel = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|nvidi
 // nvidia-driver-550-open where the spec, asking for ">= 545", would
 // install nvidia-open): same flavour, a version the spec admits. Such a
 // driver is left alone. None when the spec installs the userspace alone.
-func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager string) []string {
+func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager planner.Manager) []string {
 	if d.KernelModules == spec.KernelModulesNone {
 		return nil
 	}
@@ -253,7 +253,7 @@ func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager string) [
 		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
 			continue
 		}
-		up, err := pkgdb.UpstreamVersion(manager, p.Version)
+		up, err := pkgdb.UpstreamVersion(string(manager), p.Version)
 		if err != nil || !d.Versions.Check(up) || installedFlavor(obs, p.Name) != string(d.KernelModules) {
 			return nil
 		}
@@ -303,7 +303,7 @@ func conflicting(obs *facts.Observation, d *planner.DesiredDriver) []string {
 
 // purgeStep removes installed top-level driver packages of another
 // branch, flavour or source than the spec's.
-func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager string) *planner.Step {
+func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager planner.Manager) *planner.Step {
 	remove := conflicting(obs, d)
 	if len(remove) == 0 {
 		return nil
@@ -321,14 +321,14 @@ func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager string)
 		Reason: fmt.Sprintf("Removes %s: another driver branch, flavour or source than the spec's (%s %s modules), which would conflict with it.",
 			strings.Join(remove, ", "), d.Source, d.KernelModules),
 		ReasonCode: planner.ReasonVariantMismatch,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true, Unhold: unhold}}},
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove, Purge: true, Unhold: unhold}}},
 		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
 }
 
 // holdStep holds the driver packages when hold = true, or releases them
 // when hold = false; nil when the spec does not say or they already are.
-func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner.Step, manager string, alike []string) *planner.Step {
+func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner.Step, manager planner.Manager, alike []string) *planner.Step {
 	if !d.Block.Hold.Set || manager == "" {
 		return nil
 	}
@@ -360,7 +360,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	if len(change) == 0 {
 		return nil
 	}
-	op := &planner.PackagesOp{Manager: manager}
+	op := &planner.PackagesOp{Manager: string(manager)}
 	reason := fmt.Sprintf("hold = true keeps %s at the planned version: unattended upgrades cannot move the driver away from the loaded kernel module.", strings.Join(change, ", "))
 	if d.Hold {
 		op.Hold = change
@@ -470,7 +470,7 @@ func (p Provider) persistencedEnabled(obs *facts.Observation) (enabled, known bo
 var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|compute-utils|smi|alternative|persistenced|modprobe|vdpau-driver|egl|settings|tesla)|libnvidia-|libcuda1|cuda-drivers|kmod-nvidia|xserver-xorg-video-nvidia|firmware-nvidia-gsp)`)
 
 // removeDriver plans the removal of every installed driver package.
-func removeDriver(obs *facts.Observation, manager string) *planner.Step {
+func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step {
 	var remove []string
 	for _, p := range obs.Packages.Packages {
 		if p.State == facts.StateInstalled && driverPackage.MatchString(p.Name) && !strings.HasPrefix(p.Name, "nvidia-cuda") {
@@ -486,7 +486,7 @@ func removeDriver(obs *facts.Observation, manager string) *planner.Step {
 		Before:     map[string]string{"packages": strings.Join(remove, ", ")},
 		Reason:     "absent = true removes the NVIDIA driver: " + strings.Join(remove, ", ") + ".",
 		ReasonCode: planner.ReasonAbsentRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true}}},
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove, Purge: true}}},
 		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
 }

@@ -199,14 +199,14 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 			Before:     map[string]string{"package": df.Package + "=" + inst.Version},
 			Reason:     fmt.Sprintf("absent = true removes %s %s.", df.Package, inst.Version),
 			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: []string{df.Package}}}},
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: []string{df.Package}}}},
 		}, nil
 	}
 	if df.Package == "" {
 		return nil, nil
 	}
 	if installed {
-		if up, err := pkgdb.UpstreamVersion(manager, inst.Version); err == nil && df.Versions.Check(up) {
+		if up, err := pkgdb.UpstreamVersion(string(manager), inst.Version); err == nil && df.Versions.Check(up) {
 			return nil, nil
 		}
 	}
@@ -221,12 +221,12 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 	why := []string{fmt.Sprintf("the package %s is not installed", df.Package)}
 	action, code := planner.Create, planner.ReasonMissing
 	var before map[string]string
-	op := &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: df.Package, Version: picked.Version, Constraint: picked.Constraint}}}
+	op := &planner.PackagesOp{Manager: string(manager), Install: []planner.PackagePin{{Name: df.Package, Version: picked.Version, Constraint: picked.Constraint}}}
 	if installed {
 		action, code = planner.Update, planner.ReasonVersionMismatch
 		before = map[string]string{"package": df.Package + "=" + inst.Version}
 		why = []string{fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())}
-		if picked.Version != "" && pkgdb.Compare(manager, picked.Version, inst.Version) < 0 {
+		if picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, inst.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 	}

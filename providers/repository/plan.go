@@ -43,7 +43,7 @@ type Provider struct{}
 // Expecter is the optional capability of a planner.Candidates to learn
 // in advance which packages providers may ask about (Candidates.Expect).
 type Expecter interface {
-	Expect(manager string, names ...string)
+	Expect(manager planner.Manager, names ...string)
 }
 
 var _ planner.Provider = Provider{}
