@@ -52,7 +52,7 @@ func mergeable(a, b *PackagesOp) bool {
 	if a.Manager != b.Manager {
 		return false
 	}
-	if a.Manager == "pip" && (a.Python != b.Python || a.Venv != b.Venv || a.IndexURL != b.IndexURL) {
+	if Manager(a.Manager) == ManagerPip && (a.Python != b.Python || a.Venv != b.Venv || a.IndexURL != b.IndexURL) {
 		return false
 	}
 	if len(a.Remove) > 0 && len(b.Remove) > 0 && a.Purge != b.Purge {

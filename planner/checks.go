@@ -287,7 +287,7 @@ var autoUpgraders = []string{"unattended-upgrades", "dnf-automatic"}
 func checkUnattendedUpgrades(in *checkInput) *Warning {
 	var upgrader *facts.Package
 	for i, p := range in.obs.Packages.Packages {
-		if slices.Contains(autoUpgraders, p.Name) && p.State == "installed" && p.Want != "deinstall" && p.Want != "purge" {
+		if slices.Contains(autoUpgraders, p.Name) && p.State == facts.StateInstalled && p.Want != "deinstall" && p.Want != "purge" {
 			upgrader = &in.obs.Packages.Packages[i]
 			break
 		}
@@ -301,7 +301,7 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 	held := map[string]bool{}
 	present := map[string]bool{}
 	for _, p := range in.obs.Packages.Packages {
-		if isDriverPackage(p.Name) && (p.State == "installed" || p.State == "half-configured" || p.State == "unpacked") {
+		if isDriverPackage(p.Name) && (p.State == facts.StateInstalled || p.State == facts.StateHalfConfigured || p.State == facts.StateUnpacked) {
 			present[p.Name] = true
 			held[p.Name] = p.Hold || p.Want == "hold"
 		}
@@ -309,7 +309,7 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 	for _, s := range in.steps {
 		for _, op := range s.Operations {
 			po := op.Packages
-			if po == nil || po.Manager == "pip" {
+			if po == nil || Manager(po.Manager) == ManagerPip {
 				continue
 			}
 			for _, n := range po.Remove {

@@ -32,7 +32,7 @@ type Desired struct {
 
 	// Manager is the host's package manager: "apt", "dnf", or "" when
 	// gpuenv does not know the host's family.
-	Manager string
+	Manager Manager
 
 	// Inferred are the values Resolve completed, each with its table row.
 	Inferred []Inference

@@ -106,7 +106,7 @@ type SectionDigest struct {
 func stepSections(s *Step) []string {
 	secs := sectionsFor(s.Address)
 	for _, op := range s.Operations {
-		if op.Packages != nil && op.Packages.Manager != "pip" {
+		if op.Packages != nil && Manager(op.Packages.Manager) != ManagerPip {
 			for _, sec := range []string{FactsRepos, FactsRepoFiles} {
 				if !slices.Contains(secs, sec) {
 					secs = append(slices.Clone(secs), sec)

@@ -177,12 +177,15 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 	}{
 		{"a plain JSON plan", func(m map[string]any) { delete(m, "gpuenv_saved_plan") }, "not a saved plan"},
 		{"a newer layout", func(m map[string]any) { m["gpuenv_saved_plan"] = 2 }, "layout 2"},
-		{"a newer format", func(m map[string]any) { m["format_version"] = "2.0" }, `plan format 2.0 is not known to this gpuenv (it reads 1.x, writes 1.0)`},
+		{"a newer format", func(m map[string]any) { m["format_version"] = "2.0" }, "plan format 2.0 is not known to this gpuenv (it reads 1.x, writes " + FormatVersion + ")"},
 		{"a format that is no version", func(m map[string]any) { m["format_version"] = "one" }, `plan format version "one" is not a version`},
 		{"no fingerprint", func(m map[string]any) { delete(m, "facts_fingerprint") }, "no sha256 facts fingerprint"},
 		{"a broken step", func(m map[string]any) {
 			m["steps"].([]any)[0].(map[string]any)["action"] = "no-op"
 		}, "is not a change"},
+		{"an unknown reason code", func(m map[string]any) {
+			m["steps"].([]any)[0].(map[string]any)["action_reason"] = "because"
+		}, `unknown action_reason "because"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,6 +205,17 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 	}
 	if diff := cmp.Diff(*samplePlan(), sp.Plan); diff != "" {
 		t.Errorf("saved plan's plan (-want +got):\n%s", diff)
+	}
+	// A plan saved by a gpuenv writing format 1.0 has no action_reason; it
+	// is read all the same.
+	old := good()
+	old["format_version"] = "1.0"
+	for _, s := range old["steps"].([]any) {
+		delete(s.(map[string]any), "action_reason")
+	}
+	b, _ = json.Marshal(old)
+	if _, err := ReadSavedPlan(bytes.NewReader(b)); err != nil {
+		t.Errorf("a 1.0 plan: %v", err)
 	}
 	if IsSavedPlan([]byte("driver {\n}\n")) {
 		t.Error("a spec taken for a saved plan")

@@ -13,7 +13,7 @@ func TestCheckFormatVersion(t *testing.T) {
 		{v: "1.0"},
 		{v: "1.7"},
 		{v: "1"},
-		{v: "2.0", err: "plan format 2.0 is not known to this gpuenv (it reads 1.x, writes 1.0)"},
+		{v: "2.0", err: "plan format 2.0 is not known to this gpuenv (it reads 1.x, writes " + FormatVersion + ")"},
 		{v: "0.9", err: "plan format 0.9 is not known"},
 		{v: "1.1-rc.1", err: "plan format 1.1-rc.1 is not known"},
 		{v: "one", err: `plan format version "one" is not a version`},

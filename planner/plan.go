@@ -8,7 +8,7 @@ import (
 
 // FormatVersion is the version of the JSON plan document. A reader refuses
 // a document whose major version it does not know.
-const FormatVersion = "1.0"
+const FormatVersion = "1.1"
 
 // Action is what a step does to its resource, as Terraform says it. The
 // zero value is NoOp, so an unset Action can never change a host.
@@ -117,6 +117,9 @@ type Step struct {
 	After  map[string]string `json:"after,omitempty"`
 	// Reason says in words why the step is needed.
 	Reason string `json:"reason"`
+	// ReasonCode says why as one of a closed set of words (ReasonCodes),
+	// for programs. Every provider sets it; a plan of format 1.0 has none.
+	ReasonCode ReasonCode `json:"action_reason,omitempty"`
 	// Operations carry the step out, in order.
 	Operations []Operation `json:"operations"`
 	// DependsOn lists the addresses of steps that must run first.
@@ -192,7 +195,8 @@ type Operation struct {
 // PackagesOp is one package-manager transaction. Apply computes its inverse
 // from the package state before it runs.
 type PackagesOp struct {
-	// Manager is "apt", "dnf" or "pip".
+	// Manager is a Manager: "apt", "dnf" or "pip". (It becomes of that
+	// type once apply's executor no longer reads it as a string.)
 	Manager string `json:"manager"`
 	// Install pins exact versions (name=version).
 	Install []PackagePin `json:"install,omitempty"`
@@ -251,9 +255,28 @@ type GroupOp struct {
 	Remove []string `json:"remove,omitempty"`
 }
 
+// Manager names the package manager that runs a package transaction.
+type Manager string
+
+const (
+	ManagerApt Manager = "apt"
+	ManagerDnf Manager = "dnf"
+	ManagerPip Manager = "pip"
+)
+
+// KernelAction is what a kernel operation does.
+type KernelAction string
+
+const (
+	KernelRebuildInitramfs KernelAction = "rebuild_initramfs"
+	KernelLoadModule       KernelAction = "load_module"   // modprobe Module
+	KernelUnloadModule     KernelAction = "unload_module" // modprobe -r Module
+)
+
 // KernelOp changes the kernel's state.
 type KernelOp struct {
-	// Action is "rebuild_initramfs", "load_module" or "unload_module".
+	// Action is a KernelAction (a string until apply's executor no longer
+	// reads it as one).
 	Action string `json:"action"`
 	Module string `json:"module,omitempty"`
 }
@@ -269,11 +292,29 @@ type ServiceOp struct {
 // DeviceOp sets one NVML setting on one device.
 type DeviceOp struct {
 	// UUID identifies the device; Index is for the reader.
-	UUID    string `json:"uuid"`
-	Index   int    `json:"index"`
-	Setting string `json:"setting"` // "persistence_mode", "compute_mode"
+	UUID  string `json:"uuid"`
+	Index int    `json:"index"`
+	// Setting is a DeviceSetting (a string until apply's executor no
+	// longer reads it as one); Value is one the setting takes.
+	Setting string `json:"setting"`
 	Value   string `json:"value"`
 }
+
+// DeviceSetting names an NVML device setting.
+type DeviceSetting string
+
+const (
+	// SettingPersistenceMode takes PersistenceEnabled or PersistenceDisabled.
+	SettingPersistenceMode DeviceSetting = "persistence_mode"
+	// SettingComputeMode takes the spec's compute modes (spec.ComputeMode).
+	SettingComputeMode DeviceSetting = "compute_mode"
+)
+
+// The values of SettingPersistenceMode.
+const (
+	PersistenceEnabled  = "enabled"
+	PersistenceDisabled = "disabled"
+)
 
 // Transaction is one package-manager run serving one or more steps.
 type Transaction struct {

@@ -14,7 +14,7 @@ import (
 func samplePlan() *Plan {
 	steps := []Step{
 		{
-			Address: "repository.cuda", Action: Create,
+			Address: "repository.cuda", Action: Create, ReasonCode: ReasonMissing,
 			After:  map[string]string{"url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/", "priority": "600"},
 			Reason: "The spec names the repository, and the host has no such source.",
 			Operations: []Operation{
@@ -22,7 +22,7 @@ func samplePlan() *Plan {
 			},
 		},
 		{
-			Address: "kernel.nouveau", Action: Create,
+			Address: "kernel.nouveau", Action: Create, ReasonCode: ReasonMissing,
 			After:  map[string]string{"blacklisted": "true"},
 			Reason: "nouveau is bound to the GPU.",
 			Operations: []Operation{
@@ -32,7 +32,7 @@ func samplePlan() *Plan {
 			Flags: Flags{NeedsReboot: true},
 		},
 		{
-			Address: "driver", Action: Replace,
+			Address: "driver", Action: Replace, ReasonCode: ReasonVariantMismatch,
 			Before:    map[string]string{"version": "535.161.07", "kernel_modules": "proprietary"},
 			After:     map[string]string{"version": "550.54.15-0ubuntu1", "kernel_modules": "open"},
 			Reason:    "The spec asks for >= 550.54.15, < 551.",
@@ -44,23 +44,23 @@ func samplePlan() *Plan {
 			Flags: Flags{NeedsReboot: true, NeedsModuleReload: true, InterruptsGPUProcesses: true, BuildsKernelModule: true},
 		},
 		{
-			Address: "framework.pytorch", Action: Create,
+			Address: "framework.pytorch", Action: Create, ReasonCode: ReasonMissing,
 			After: map[string]string{"version": "2.5.1+cu124", "index_url": "https://download.pytorch.org/whl/cu124", "extras": "x"},
 			Operations: []Operation{
 				{Kind: OpPackages, Packages: &PackagesOp{Manager: "pip", Install: []PackagePin{{Name: "torch", Version: "2.5.1+cu124", Extras: []string{"x"}}}, Python: "/usr/bin/python3", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124"}},
 			},
 		},
 		{
-			Address: "group.video", Action: Update,
+			Address: "group.video", Action: Update, ReasonCode: ReasonMembersDiffer,
 			Before: map[string]string{"members": "alice"}, After: map[string]string{"members": "alice, bob"},
 			Operations: []Operation{{Kind: OpGroup, Group: &GroupOp{Group: "video", Create: true, Add: []string{"bob"}, Remove: []string{"mallory"}}}},
 		},
 		{
-			Address: "device.0", Action: Update,
+			Address: "device.0", Action: Update, ReasonCode: ReasonSettingDiffers,
 			Operations: []Operation{{Kind: OpDevice, Device: &DeviceOp{UUID: "GPU-8b29c1a0-5b3e-4f7a-9d3c-2e1f0a9b8c7d", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}}},
 		},
 		{
-			Address: "environment", Action: Delete,
+			Address: "environment", Action: Delete, ReasonCode: ReasonNotRequested,
 			Before:     map[string]string{"CUDA_VISIBLE_DEVICES": "0"},
 			Operations: []Operation{{Kind: OpFile, File: &FileOp{Path: "/etc/profile.d/gpuenv.sh", Remove: true, UID: 0, GID: 0}}},
 		},
@@ -128,6 +128,7 @@ func TestPlanValidate(t *testing.T) {
 		{"an unknown kind", func(p *Plan) { p.Steps[0].Operations[0].Kind = "shell" }, `unknown kind "shell"`},
 		{"duplicate addresses", func(p *Plan) { p.Steps[1].Address = "repository.cuda" }, "two steps have the address"},
 		{"misnumbered transactions", func(p *Plan) { p.Transactions[0].ID = 7 }, "is numbered 7"},
+		{"an unknown reason code", func(p *Plan) { p.Steps[1].ReasonCode = "whim" }, `step kernel.nouveau: unknown action_reason "whim"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

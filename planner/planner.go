@@ -91,6 +91,12 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	if err := validateSteps(steps); err != nil {
 		return nil, append(diags, programmingError(err))
 	}
+	for _, st := range steps {
+		// A plan read back may lack a code (format 1.0); a new one may not.
+		if st.ReasonCode == "" {
+			return nil, append(diags, programmingError(fmt.Errorf("step %s has no action_reason", st.Address)))
+		}
+	}
 	ordered, err := Order(steps)
 	if err != nil {
 		return nil, append(diags, programmingError(err))

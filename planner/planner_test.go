@@ -36,8 +36,8 @@ func respond(r *Response) func(context.Context, *Request) *Response {
 // countingCandidates records the package questions asked.
 type countingCandidates struct{ asked []string }
 
-func (c *countingCandidates) Versions(_ context.Context, manager, name string) ([]string, error) {
-	c.asked = append(c.asked, manager+":"+name)
+func (c *countingCandidates) Versions(_ context.Context, manager Manager, name string) ([]string, error) {
+	c.asked = append(c.asked, string(manager)+":"+name)
 	return []string{"550.54.15-0ubuntu1"}, nil
 }
 
@@ -53,10 +53,10 @@ func TestPlannerCombinesProviders(t *testing.T) {
 		v, _ := req.Candidates.Versions(ctx, "apt", "nvidia-driver-550")
 		return &Response{
 			Steps: []Step{
-				{Address: "driver", Action: Update, DependsOn: []string{"repository.cuda", "kernel.headers"},
+				{Address: "driver", Action: Update, ReasonCode: ReasonMissing, DependsOn: []string{"repository.cuda", "kernel.headers"},
 					Before: map[string]string{"version": "535.161.07-0ubuntu1"}, After: map[string]string{"version": "550.54.15-0ubuntu1"},
 					Operations: []Operation{aptOp("nvidia-driver-550", v[0])}, Flags: Flags{NeedsReboot: true, NeedsModuleReload: true}},
-				{Address: "driver.hold", Action: Create, DependsOn: []string{"driver"},
+				{Address: "driver.hold", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"driver"},
 					Operations: []Operation{pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})}},
 			},
 			Inferred: []Inference{{Address: "driver", Attr: "kernel_modules", Value: "open", From: "architectures row hopper"}},
@@ -65,14 +65,14 @@ func TestPlannerCombinesProviders(t *testing.T) {
 	}}
 	cuda := &testProvider{name: "cuda", PlanFn: respond(&Response{
 		Steps: []Step{
-			{Address: "cuda", Action: Create, DependsOn: []string{"driver"}, After: map[string]string{"package": "cuda-toolkit-12-4=12.4.1-1", "version": "12.4.1"},
+			{Address: "cuda", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"driver"}, After: map[string]string{"package": "cuda-toolkit-12-4=12.4.1-1", "version": "12.4.1"},
 				Operations: []Operation{aptOp("cuda-toolkit-12-4", "12.4.1-1")}},
-			{Address: "environment", Action: Create, DependsOn: []string{"cuda"}, Operations: []Operation{fileOp("/etc/profile.d/gpuenv.sh")}},
+			{Address: "environment", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"cuda"}, Operations: []Operation{fileOp("/etc/profile.d/gpuenv.sh")}},
 		},
 		Inferred: []Inference{{Address: "cuda", Attr: "path", Value: "/usr/local/cuda-12.4", From: "defaults"}},
 	})}
 	repo := &testProvider{name: "repository", PlanFn: respond(&Response{
-		Steps: []Step{{Address: "repository.cuda", Action: Create, Operations: []Operation{fileOp("/etc/apt/sources.list.d/gpuenv-cuda.list")}}},
+		Steps: []Step{{Address: "repository.cuda", Action: Create, ReasonCode: ReasonMissing, Operations: []Operation{fileOp("/etc/apt/sources.list.d/gpuenv-cuda.list")}}},
 	})}
 	obs := gpuFacts(1)
 	obs.NVML.Devices[0].Processes = []facts.GPUProcess{{PID: 10, Name: "python3", UsedMemory: 1 << 30}}
@@ -173,14 +173,16 @@ func TestPlannerProgrammingErrors(t *testing.T) {
 		{"a panic", &testProvider{name: "cuda", PlanFn: func(context.Context, *Request) *Response { panic("boom") }},
 			"The cuda provider panicked while planning: boom"},
 		{"a cycle", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []Step{
-			{Address: "cuda", Action: Create, DependsOn: []string{"driver"}},
-			{Address: "driver", Action: Create, DependsOn: []string{"cuda"}},
+			{Address: "cuda", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"driver"}},
+			{Address: "driver", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"cuda"}},
 		}})}, "steps depend on each other in a cycle: driver → cuda → driver"},
 		{"a no-op step", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []Step{{Address: "cuda"}}})},
 			"step cuda: action no-op is not a change"},
 		{"a malformed operation", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []Step{
 			{Address: "cuda", Action: Create, Operations: []Operation{{Kind: OpFile}}},
 		}})}, `step cuda operation 1: kind "file" without its file field`},
+		{"a step without a reason code", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []Step{{Address: "cuda", Action: Create}}})},
+			"step cuda has no action_reason"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

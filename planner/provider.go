@@ -79,7 +79,7 @@ type Candidates interface {
 	// "dnf") can install, newest first, written as the manager writes
 	// them. A package the manager does not know has no versions and no
 	// error; an error means the manager could not be asked.
-	Versions(ctx context.Context, manager, name string) ([]string, error)
+	Versions(ctx context.Context, manager Manager, name string) ([]string, error)
 }
 
 // NoCandidates is a Candidates that knows no package: for roots where no
@@ -87,6 +87,6 @@ type Candidates interface {
 type NoCandidates struct{}
 
 // Versions returns nothing.
-func (NoCandidates) Versions(context.Context, string, string) ([]string, error) { return nil, nil }
+func (NoCandidates) Versions(context.Context, Manager, string) ([]string, error) { return nil, nil }
 
 var _ Candidates = NoCandidates{}

@@ -177,9 +177,9 @@ func samePCI(nvml, sysfs string) bool {
 
 // hostOS is the operating system as the package tables name it.
 type hostOS struct {
-	ID, Version string // "debian" "12", "ubuntu" "22.04", "rhel" "9"
-	Title       string // "Debian 12"
-	Manager     string // "apt", "dnf", or "" when unknown
+	ID, Version string  // "debian" "12", "ubuntu" "22.04", "rhel" "9"
+	Title       string  // "Debian 12"
+	Manager     Manager // ManagerApt, ManagerDnf, or "" when unknown
 }
 
 func osOf(o facts.OS) hostOS {
@@ -191,9 +191,9 @@ func osOf(o facts.OS) hostOS {
 	}
 	switch {
 	case o.Family == "deb" || o.ID == "debian" || o.ID == "ubuntu":
-		h.Manager = "apt"
+		h.Manager = ManagerApt
 	case o.Family == "rpm" || rhelLike:
-		h.Manager = "dnf"
+		h.Manager = ManagerDnf
 	}
 	name := o.ID
 	switch o.ID {

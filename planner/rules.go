@@ -75,9 +75,9 @@ var modules = []string{"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "
 
 // deviceSettings are the NVML settings a device operation may change, with
 // the values each takes.
-var deviceSettings = map[string][]string{
-	"compute_mode":     {string(spec.ComputeModeDefault), string(spec.ComputeModeExclusiveProcess), string(spec.ComputeModeProhibited)},
-	"persistence_mode": {"enabled", "disabled"},
+var deviceSettings = map[DeviceSetting][]string{
+	SettingComputeMode:     {string(spec.ComputeModeDefault), string(spec.ComputeModeExclusiveProcess), string(spec.ComputeModeProhibited)},
+	SettingPersistenceMode: {PersistenceEnabled, PersistenceDisabled},
 }
 
 // CheckOperation checks one operation as strictly as the planner's own
@@ -110,9 +110,9 @@ func CheckOperation(op Operation) error {
 // manager's rules, and for pip the interpreter, environment, index and
 // extras as the spec checks them.
 func checkPackages(op *PackagesOp) error {
-	m := op.Manager
+	m := Manager(op.Manager)
 	switch m {
-	case "apt", "dnf", "pip":
+	case ManagerApt, ManagerDnf, ManagerPip:
 	default:
 		return fmt.Errorf("package manager %q: plans use apt, dnf and pip only", m)
 	}
@@ -149,7 +149,7 @@ func checkPackages(op *PackagesOp) error {
 			return fmt.Errorf("%s operation both installs and removes %s", m, n)
 		}
 	}
-	if m != "pip" {
+	if m != ManagerPip {
 		if op.Python != "" || op.Venv != "" || op.IndexURL != "" {
 			return fmt.Errorf("%s operation names a Python environment or index, which only pip uses", m)
 		}
@@ -179,14 +179,14 @@ func checkPackages(op *PackagesOp) error {
 
 // checkPackageName checks a package name for manager m. No name may start
 // with "-", which the package manager would read as an option.
-func checkPackageName(m, name string) error {
+func checkPackageName(m Manager, name string) error {
 	var ok bool
 	switch m {
-	case "apt":
+	case ManagerApt:
 		ok = debianName.MatchString(name)
-	case "dnf":
+	case ManagerDnf:
 		ok = rpmName.MatchString(name)
-	case "pip":
+	case ManagerPip:
 		ok = pipName.MatchString(name)
 	}
 	if !ok {
@@ -198,19 +198,19 @@ func checkPackageName(m, name string) error {
 // checkPin checks a pin's version (Debian's, RPM's or PEP 440 for pip),
 // its constraint and extras. Only an apt or dnf pin may leave its version
 // to apply, which picks the newest its constraint admits.
-func checkPin(m string, p PackagePin) error {
+func checkPin(m Manager, p PackagePin) error {
 	if p.Version == "" {
-		if m == "pip" {
+		if m == ManagerPip {
 			return fmt.Errorf("pip pin of %s has no version", p.Name)
 		}
 	} else {
 		var err error
 		switch m {
-		case "apt":
+		case ManagerApt:
 			err = version.CheckDebian(p.Version)
-		case "dnf":
+		case ManagerDnf:
 			err = version.CheckRPM(p.Version)
-		case "pip":
+		case ManagerPip:
 			_, err = version.Parse(p.Version)
 		}
 		if err != nil {
@@ -222,7 +222,7 @@ func checkPin(m string, p PackagePin) error {
 			return fmt.Errorf("%s pin of %s: %w", m, p.Name, err)
 		}
 	}
-	if len(p.Extras) > 0 && m != "pip" {
+	if len(p.Extras) > 0 && m != ManagerPip {
 		return fmt.Errorf("%s pin of %s has extras, which only pip installs", m, p.Name)
 	}
 	for _, e := range p.Extras {
@@ -343,12 +343,12 @@ func checkGroup(g *GroupOp) error {
 }
 
 func checkKernel(k *KernelOp) error {
-	switch k.Action {
-	case "rebuild_initramfs":
+	switch KernelAction(k.Action) {
+	case KernelRebuildInitramfs:
 		if k.Module != "" {
 			return fmt.Errorf("kernel operation rebuild_initramfs names module %q", k.Module)
 		}
-	case "load_module", "unload_module":
+	case KernelLoadModule, KernelUnloadModule:
 		if k.Module == "" {
 			return fmt.Errorf("kernel operation %s names no module", k.Action)
 		}
@@ -368,7 +368,7 @@ func checkDevice(d *DeviceOp) error {
 	if d.Index < 0 {
 		return fmt.Errorf("device operation: GPU index %d", d.Index)
 	}
-	values, ok := deviceSettings[d.Setting]
+	values, ok := deviceSettings[DeviceSetting(d.Setting)]
 	if !ok {
 		return fmt.Errorf("device operation: unknown setting %q", d.Setting)
 	}

@@ -24,6 +24,9 @@ func validateSteps(steps []Step) error {
 		if s.Action <= NoOp || s.Action > Delete {
 			errs = append(errs, fmt.Errorf("step %s: action %v is not a change", s.Address, s.Action))
 		}
+		if !s.ReasonCode.Valid() {
+			errs = append(errs, fmt.Errorf("step %s: unknown action_reason %q", s.Address, s.ReasonCode))
+		}
 		for i, op := range s.Operations {
 			if err := CheckOperation(op); err != nil {
 				errs = append(errs, fmt.Errorf("step %s operation %d: %w", s.Address, i+1, err))
@@ -235,7 +238,7 @@ func (s *Step) checkShown() error {
 		}
 	}
 	for _, op := range ops {
-		if op.Manager != "pip" {
+		if Manager(op.Manager) != ManagerPip {
 			continue
 		}
 		if len(op.Install) > 0 && op.IndexURL != s.After["index_url"] {

@@ -90,15 +90,15 @@ func unfinishedPackages(obs *facts.Observation) {
 	var reinstall, names, configure []string
 	for _, p := range obs.Packages.Packages {
 		switch {
-		case p.ReinstallRequired || p.State == "half-installed":
-			state := p.State
+		case p.ReinstallRequired || p.State == facts.StateHalfInstalled:
+			state := string(p.State)
 			if p.ReinstallRequired {
 				state += ", reinstall required"
 			}
 			reinstall = append(reinstall, p.Name)
 			names = append(names, p.Name+" ("+state+")")
-		case p.State == "unpacked", p.State == "half-configured", p.State == "triggers-awaited", p.State == "triggers-pending":
-			configure = append(configure, p.Name+" ("+p.State+")")
+		case p.State == facts.StateUnpacked, p.State == facts.StateHalfConfigured, p.State == facts.StateTriggersAwaited, p.State == facts.StateTriggersPending:
+			configure = append(configure, p.Name+" ("+string(p.State)+")")
 		}
 	}
 	if len(reinstall) > 0 {

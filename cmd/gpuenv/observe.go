@@ -355,8 +355,8 @@ func (v *observeView) packages(obs *facts.Observation) {
 	v.item("%s: %d packages, %d GPU-related", p.Manager, p.Total, len(p.Packages))
 	for _, pkg := range p.Packages {
 		var notes []string
-		if pkg.State != "" && pkg.State != "installed" {
-			notes = append(notes, pkg.State)
+		if pkg.State != "" && pkg.State != facts.StateInstalled {
+			notes = append(notes, string(pkg.State))
 		}
 		if pkg.Hold {
 			notes = append(notes, "held")

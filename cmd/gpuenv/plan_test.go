@@ -98,11 +98,11 @@ func (refuseRunner) Run(_ context.Context, c host.Command) error {
 	return fmt.Errorf("this test starts no process, but plan ran %q", c.Argv)
 }
 
-func (c *tableCandidates) Versions(_ context.Context, manager, name string) ([]string, error) {
+func (c *tableCandidates) Versions(_ context.Context, manager planner.Manager, name string) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.asked = append(c.asked, manager+" "+name)
-	return c.versions[manager+" "+name], nil
+	c.asked = append(c.asked, string(manager)+" "+name)
+	return c.versions[string(manager)+" "+name], nil
 }
 
 // noRunner fails a test that starts a process.

@@ -235,12 +235,12 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 		}
 		return "group " + g.Group + ": " + strings.Join(parts, "; ")
 	case op.Kernel != nil:
-		switch op.Kernel.Action {
-		case "rebuild_initramfs":
+		switch planner.KernelAction(op.Kernel.Action) {
+		case planner.KernelRebuildInitramfs:
 			return "rebuild the initramfs"
-		case "load_module":
+		case planner.KernelLoadModule:
 			return "load module " + op.Kernel.Module
-		case "unload_module":
+		case planner.KernelUnloadModule:
 			return "unload module " + op.Kernel.Module
 		}
 		return strings.TrimSpace(op.Kernel.Action + " " + op.Kernel.Module)
@@ -271,7 +271,7 @@ func packagesText(p *planner.PackagesOp) string {
 				name += "[" + strings.Join(pin.Extras, ",") + "]"
 			}
 			sep := "="
-			if p.Manager == "pip" {
+			if planner.Manager(p.Manager) == planner.ManagerPip {
 				sep = "=="
 			}
 			pins[i] = name + sep + pin.Version
@@ -295,7 +295,7 @@ func packagesText(p *planner.PackagesOp) string {
 	if p.AllowDowngrade {
 		s += " (a downgrade)"
 	}
-	if p.Manager == "pip" {
+	if planner.Manager(p.Manager) == planner.ManagerPip {
 		switch {
 		case p.Venv != "":
 			s += " in a new venv " + p.Venv

@@ -218,7 +218,7 @@ func TestJSONPlanIsThePlan(t *testing.T) {
 	if diff := cmp.Diff(want, &got); diff != "" {
 		t.Errorf("JSON plan (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(buf.String(), `"diagnostics": []`) || !strings.Contains(buf.String(), `"format_version": "1.0"`) {
+	if !strings.Contains(buf.String(), `"diagnostics": []`) || !strings.Contains(buf.String(), `"format_version": "`+planner.FormatVersion+`"`) {
 		t.Errorf("JSON plan lacks diagnostics or format_version:\n%s", buf.String())
 	}
 }

@@ -21,10 +21,8 @@ type Package struct {
 	Version      string `json:"version"` // "535.309.01-0+deb12u1", as written
 	Architecture string `json:"architecture,omitempty"`
 	Source       string `json:"source,omitempty"` // source package
-	// State is dpkg's package state: "installed", "config-files",
-	// "half-installed", "unpacked", "half-configured", "triggers-awaited",
-	// "triggers-pending" ("installed" for RPM).
-	State string `json:"state"`
+	// State is dpkg's package state (StateInstalled for RPM).
+	State PackageState `json:"state"`
 	// Want is dpkg's selection: "install", "hold", "deinstall", "purge"
 	// ("install", or "hold" under a dnf versionlock, for RPM).
 	Want string `json:"want"`
@@ -33,6 +31,20 @@ type Package struct {
 	// broken and must be reinstalled before anything else is done to it.
 	ReinstallRequired bool `json:"reinstall_required,omitempty"`
 }
+
+// PackageState is dpkg's state of a package, as its status file writes it.
+type PackageState string
+
+const (
+	StateNotInstalled    PackageState = "not-installed"
+	StateConfigFiles     PackageState = "config-files" // removed; its configuration files stay
+	StateHalfInstalled   PackageState = "half-installed"
+	StateUnpacked        PackageState = "unpacked"
+	StateHalfConfigured  PackageState = "half-configured"
+	StateTriggersAwaited PackageState = "triggers-awaited"
+	StateTriggersPending PackageState = "triggers-pending"
+	StateInstalled       PackageState = "installed"
+)
 
 // Repository is one enabled package source: an apt "deb" entry, from a
 // one-line sources.list file or a deb822 .sources stanza, or a dnf

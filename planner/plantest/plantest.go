@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -31,6 +32,6 @@ func LoadSpec(tb testing.TB, src string) *spec.Spec {
 type Candidates map[string][]string
 
 // Versions implements planner.Candidates.
-func (c Candidates) Versions(_ context.Context, _, name string) ([]string, error) {
+func (c Candidates) Versions(_ context.Context, _ planner.Manager, name string) ([]string, error) {
 	return c[name], nil
 }

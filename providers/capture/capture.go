@@ -103,7 +103,7 @@ func (w *writer) block(typ string, labels []string, comment ...string) *hclwrite
 
 func installed(obs *facts.Observation, name string) (facts.Package, bool) {
 	for _, p := range obs.Packages.Packages {
-		if p.Name == name && p.State == "installed" {
+		if p.Name == name && p.State == facts.StateInstalled {
 			return p, true
 		}
 	}
@@ -119,7 +119,7 @@ func (w *writer) driver(obs *facts.Observation) {
 	var top, held []string
 	source := "distro"
 	for _, p := range obs.Packages.Packages {
-		if p.State != "installed" || !driverTopLevel.MatchString(p.Name) {
+		if p.State != facts.StateInstalled || !driverTopLevel.MatchString(p.Name) {
 			continue
 		}
 		top = append(top, p.Name)

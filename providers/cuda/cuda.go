@@ -85,7 +85,7 @@ func Observe(h *host.Host, pkgs facts.Packages) (facts.CUDA, []facts.Warning) {
 	// believes in but the files no longer show.
 	for _, p := range pkgs.Packages {
 		mm, ok := strings.CutPrefix(p.Name, "cuda-toolkit-")
-		if !ok || p.State == "config-files" || p.State == "not-installed" || !isMajorMinor(mm) {
+		if !ok || p.State == facts.StateConfigFiles || p.State == facts.StateNotInstalled || !isMajorMinor(mm) {
 			continue
 		}
 		dir := "/usr/local/cuda-" + strings.Replace(mm, "-", ".", 1)

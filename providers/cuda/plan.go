@@ -53,7 +53,8 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			Action:     planner.Delete,
 			Before:     map[string]string{"packages": strings.Join(remove, ", "), "path": strings.Join(paths, ", ")},
 			Reason:     "absent = true removes the CUDA toolkit: " + strings.Join(remove, ", ") + ".",
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
+			ReasonCode: planner.ReasonAbsentRequested,
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove}}},
 		})
 		return resp
 	}
@@ -92,7 +93,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		return resp
 	}
 	var names []string
-	op := &planner.PackagesOp{Manager: manager}
+	op := &planner.PackagesOp{Manager: string(manager)}
 	for _, p := range d.Packages {
 		names = append(names, p.Name)
 		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: picked.Version, Constraint: picked.Constraint})
@@ -104,12 +105,13 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		release = d.Minor.String()
 	} else if rel, comp := DebianToolkitVersion(picked.Version); comp != "" {
 		release = rel
-	} else if up, err := pkgdb.UpstreamVersion(manager, picked.Version); err == nil {
+	} else if up, err := pkgdb.UpstreamVersion(string(manager), picked.Version); err == nil {
 		release = up.String()
 	}
 	step := planner.Step{
 		Address:    "cuda",
 		Action:     planner.Create,
+		ReasonCode: planner.ReasonMissing,
 		After:      map[string]string{"version": release, "package": pkg.Name + "=" + repository.ShownVersion(picked.Version), "path": d.Path, "source": string(d.Source)},
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  append(repository.Deps(req), "driver"),
@@ -117,12 +119,13 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	why := []string{fmt.Sprintf("no CUDA %s toolkit from the %s source is installed", minor, d.Source)}
 	if current != nil {
 		step.Action = planner.Update
+		step.ReasonCode = planner.ReasonVersionMismatch
 		step.Before = map[string]string{"version": current.Version, "path": current.Path}
 		if current.Package != "" {
 			step.Before["package"] = current.Package
 		}
 		why = []string{fmt.Sprintf("the installed toolkit at %s is CUDA %s and the spec asks for %s", current.Path, current.Version, describe(d.Versions, minor))}
-		if cur, ok := pkgdb.Installed(obs.Packages, pkg.Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(manager, picked.Version, cur.Version) < 0 {
+		if cur, ok := pkgdb.Installed(obs.Packages, pkg.Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, cur.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 	}

@@ -140,7 +140,7 @@ func Observe(h *host.Host, pkgs facts.Packages) (facts.CuDNN, []facts.Warning) {
 	// Tie installs under /usr to the runtime package of the same version.
 	var runtimePkgs []facts.Package
 	for _, p := range pkgs.Packages {
-		if isRuntimePackage(p.Name) && p.State != "config-files" && p.State != "not-installed" {
+		if isRuntimePackage(p.Name) && p.State != facts.StateConfigFiles && p.State != facts.StateNotInstalled {
 			runtimePkgs = append(runtimePkgs, p)
 		}
 	}

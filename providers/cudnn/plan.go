@@ -52,7 +52,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			}
 		}
 		for _, p := range obs.Packages.Packages {
-			if p.State == "installed" && strings.HasPrefix(p.Name, "libcudnn") && !slices.Contains(remove, p.Name) {
+			if p.State == facts.StateInstalled && strings.HasPrefix(p.Name, "libcudnn") && !slices.Contains(remove, p.Name) {
 				remove = append(remove, p.Name)
 			}
 		}
@@ -65,7 +65,8 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			Action:     planner.Delete,
 			Before:     map[string]string{"packages": strings.Join(remove, ", ")},
 			Reason:     "absent = true removes cuDNN: " + strings.Join(remove, ", ") + ".",
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
+			ReasonCode: planner.ReasonAbsentRequested,
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove}}},
 		})
 		return resp
 	}
@@ -105,7 +106,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		return resp
 	}
 	var names []string
-	op := &planner.PackagesOp{Manager: manager}
+	op := &planner.PackagesOp{Manager: string(manager)}
 	for _, p := range d.Packages {
 		names = append(names, p.Name)
 		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: picked.Version, Constraint: picked.Constraint})
@@ -113,6 +114,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	step := planner.Step{
 		Address:    "cudnn",
 		Action:     planner.Create,
+		ReasonCode: planner.ReasonMissing,
 		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)},
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  append(repository.Deps(req), "cuda"),
@@ -120,12 +122,13 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	why := []string{fmt.Sprintf("no cuDNN matching %s for CUDA %d is installed", describe(d.Versions), d.CUDAMajor)}
 	if current != nil {
 		step.Action = planner.Update
+		step.ReasonCode = planner.ReasonVersionMismatch
 		step.Before = map[string]string{"version": current.Version}
 		if current.Package != "" {
 			step.Before["packages"] = current.Package
 		}
 		why = []string{fmt.Sprintf("the installed cuDNN %s does not satisfy %s for CUDA %d", current.Version, describe(d.Versions), d.CUDAMajor)}
-		if cur, ok := pkgdb.Installed(obs.Packages, d.Packages[0].Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(manager, picked.Version, cur.Version) < 0 {
+		if cur, ok := pkgdb.Installed(obs.Packages, d.Packages[0].Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, cur.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 	}

@@ -163,6 +163,7 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.St
 			step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Remove: true, After: reload(req.Facts.Init)}})
 		}
 		step.Reason = fmt.Sprintf("No device block asks for a compute mode other than default, so %s, which set the modes at boot, is disabled and removed.", BootUnit)
+		step.ReasonCode = planner.ReasonNotRequested
 		return &step
 	}
 	same := exists && unit.File.SHA256 != "" && unit.File.SHA256 == planner.Digest(content)
@@ -179,6 +180,14 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.St
 		step.After[k] = v
 	}
 	var why []string
+	switch {
+	case !exists:
+		step.ReasonCode = planner.ReasonMissing
+	case !same:
+		step.ReasonCode = planner.ReasonContentDiffers
+	default:
+		step.ReasonCode = planner.ReasonSettingDiffers // written, not enabled
+	}
 	if !same {
 		step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Content: content, Mode: 0o644, After: reload(req.Facts.Init)}})
 		why = append(why, "writes "+BootUnitPath)

@@ -116,7 +116,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 				continue
 			}
 			before[key], after[key] = d.ComputeMode, want
-			ops = append(ops, planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: "compute_mode", Value: want}})
+			ops = append(ops, planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: string(planner.SettingComputeMode), Value: want}})
 		}
 		if len(unknown) > 0 {
 			resp.Warnings = append(resp.Warnings, planner.Warning{
@@ -129,8 +129,10 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			continue
 		}
 		reason := fmt.Sprintf("compute_mode = %q and %d of the GPUs it selects %s another mode; NVML sets it on each, and apply records the mode before so that rollback restores it.", want, len(ops), map[bool]string{true: "has", false: "have"}[len(ops) == 1])
+		code := planner.ReasonSettingDiffers
 		if blk.IsAbsent() {
 			reason = "absent = true puts the compute mode back to default on the GPUs it selects."
+			code = planner.ReasonAbsentRequested
 		}
 		resp.Steps = append(resp.Steps, planner.Step{
 			Address:    addr,
@@ -138,6 +140,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			Before:     before,
 			After:      after,
 			Reason:     strings.ToUpper(reason[:1]) + reason[1:],
+			ReasonCode: code,
 			Operations: ops,
 			DependsOn:  []string{"driver"},
 		})

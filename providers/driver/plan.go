@@ -124,7 +124,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		for _, pkg := range installed {
 			same = same && pkg.Version == mainPkg.Version
 		}
-		up, err := pkgdb.UpstreamVersion(manager, mainPkg.Version)
+		up, err := pkgdb.UpstreamVersion(string(manager), mainPkg.Version)
 		if same && err == nil && d.Versions.Check(up) {
 			return nil, nil
 		}
@@ -139,18 +139,20 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if err != nil {
 		return nil, err
 	}
-	op := &planner.PackagesOp{Manager: manager}
+	op := &planner.PackagesOp{Manager: string(manager)}
 	for _, n := range names {
 		op.Install = append(op.Install, planner.PackagePin{Name: n, Version: picked.Version, Constraint: picked.Constraint})
 	}
 	action := planner.Create
+	code := planner.ReasonMissing
 	var why []string
 	switch {
 	case haveMain && mainPkg.Version != picked.Version:
 		action = planner.Update
-		if picked.Version != "" && pkgdb.Compare(manager, picked.Version, mainPkg.Version) < 0 {
+		if picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, mainPkg.Version) < 0 {
 			op.AllowDowngrade = true
 		}
+		code = planner.ReasonVersionMismatch
 		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, describe(d.Versions)))
 	case haveMain:
 		action = planner.Update
@@ -160,11 +162,13 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 				missing = append(missing, n)
 			}
 		}
+		code = planner.ReasonIncomplete
 		why = append(why, fmt.Sprintf("the package %s is installed without %s", names[0], strings.Join(missing, ", ")))
 	case len(conflicting(obs, d)) > 0:
 		// Another driver's packages are installed: this one takes their
 		// place (driver.purge removes them first).
 		action = planner.Replace
+		code = planner.ReasonVariantMismatch
 		why = append(why, fmt.Sprintf("the installed %s are another driver than the spec's", strings.Join(conflicting(obs, d), ", ")))
 	default:
 		why = append(why, fmt.Sprintf("no %s driver package is installed", d.Source))
@@ -188,6 +192,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		Action:     action,
 		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
 		Reason:     planner.Sentence(why),
+		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  append(repositoryDeps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
 	}
@@ -239,16 +244,16 @@ var topLevel = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|nvidi
 // nvidia-driver-550-open where the spec, asking for ">= 545", would
 // install nvidia-open): same flavour, a version the spec admits. Such a
 // driver is left alone. None when the spec installs the userspace alone.
-func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager string) []string {
+func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager planner.Manager) []string {
 	if d.KernelModules == spec.KernelModulesNone {
 		return nil
 	}
 	var out []string
 	for _, p := range obs.Packages.Packages {
-		if p.State != "installed" || !topLevel.MatchString(p.Name) {
+		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
 			continue
 		}
-		up, err := pkgdb.UpstreamVersion(manager, p.Version)
+		up, err := pkgdb.UpstreamVersion(string(manager), p.Version)
 		if err != nil || !d.Versions.Check(up) || installedFlavor(obs, p.Name) != string(d.KernelModules) {
 			return nil
 		}
@@ -266,7 +271,7 @@ func installedFlavor(obs *facts.Observation, name string) string {
 	}
 	open := strings.Contains(name, "-open")
 	for _, p := range obs.Packages.Packages {
-		if p.State == "installed" && (p.Name == "nvidia-open-kernel-dkms" || strings.HasPrefix(p.Name, "nvidia-dkms-") && strings.HasSuffix(p.Name, "-open")) {
+		if p.State == facts.StateInstalled && (p.Name == "nvidia-open-kernel-dkms" || strings.HasPrefix(p.Name, "nvidia-dkms-") && strings.HasSuffix(p.Name, "-open")) {
 			open = true
 		}
 	}
@@ -285,7 +290,7 @@ func conflicting(obs *facts.Observation, d *planner.DesiredDriver) []string {
 	}
 	var out []string
 	for _, p := range obs.Packages.Packages {
-		if p.State != "installed" || !topLevel.MatchString(p.Name) {
+		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
 			continue
 		}
 		if slices.ContainsFunc(d.Packages, func(pn planner.PackageName) bool { return pn.Name == p.Name }) {
@@ -298,7 +303,7 @@ func conflicting(obs *facts.Observation, d *planner.DesiredDriver) []string {
 
 // purgeStep removes installed top-level driver packages of another
 // branch, flavour or source than the spec's.
-func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager string) *planner.Step {
+func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager planner.Manager) *planner.Step {
 	remove := conflicting(obs, d)
 	if len(remove) == 0 {
 		return nil
@@ -315,14 +320,15 @@ func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager string)
 		Before:  map[string]string{"packages": strings.Join(remove, ", ")},
 		Reason: fmt.Sprintf("Removes %s: another driver branch, flavour or source than the spec's (%s %s modules), which would conflict with it.",
 			strings.Join(remove, ", "), d.Source, d.KernelModules),
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true, Unhold: unhold}}},
+		ReasonCode: planner.ReasonVariantMismatch,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove, Purge: true, Unhold: unhold}}},
 		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
 }
 
 // holdStep holds the driver packages when hold = true, or releases them
 // when hold = false; nil when the spec does not say or they already are.
-func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner.Step, manager string, alike []string) *planner.Step {
+func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner.Step, manager planner.Manager, alike []string) *planner.Step {
 	if !d.Block.Hold.Set || manager == "" {
 		return nil
 	}
@@ -354,7 +360,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	if len(change) == 0 {
 		return nil
 	}
-	op := &planner.PackagesOp{Manager: manager}
+	op := &planner.PackagesOp{Manager: string(manager)}
 	reason := fmt.Sprintf("hold = true keeps %s at the planned version: unattended upgrades cannot move the driver away from the loaded kernel module.", strings.Join(change, ", "))
 	if d.Hold {
 		op.Hold = change
@@ -372,6 +378,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 		Before:     map[string]string{"held": strings.Join(before, ", ")},
 		After:      map[string]string{"held": map[bool]string{true: strings.Join(change, ", "), false: ""}[d.Hold]},
 		Reason:     reason,
+		ReasonCode: planner.ReasonHoldDiffers,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  []string{"driver"},
 	}
@@ -387,16 +394,17 @@ func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriv
 	if known && enabled == want {
 		return nil
 	}
-	state := map[bool]string{true: "enabled", false: "disabled"}
+	state := map[bool]string{true: planner.PersistenceEnabled, false: planner.PersistenceDisabled}
 	step := &planner.Step{
 		Address:    "driver.persistence",
 		Action:     planner.Update,
-		After:      map[string]string{"persistence_mode": state[want]},
+		ReasonCode: planner.ReasonSettingDiffers,
+		After:      map[string]string{string(planner.SettingPersistenceMode): state[want]},
 		Operations: []planner.Operation{{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: PersistencedUnit, Enable: want, Now: obs.Init.Systemd}}},
 		DependsOn:  []string{"driver"},
 	}
 	if known {
-		step.Before = map[string]string{"persistence_mode": state[enabled]}
+		step.Before = map[string]string{string(planner.SettingPersistenceMode): state[enabled]}
 	}
 	switch {
 	case want:
@@ -462,10 +470,10 @@ func (p Provider) persistencedEnabled(obs *facts.Observation) (enabled, known bo
 var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|compute-utils|smi|alternative|persistenced|modprobe|vdpau-driver|egl|settings|tesla)|libnvidia-|libcuda1|cuda-drivers|kmod-nvidia|xserver-xorg-video-nvidia|firmware-nvidia-gsp)`)
 
 // removeDriver plans the removal of every installed driver package.
-func removeDriver(obs *facts.Observation, manager string) *planner.Step {
+func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step {
 	var remove []string
 	for _, p := range obs.Packages.Packages {
-		if p.State == "installed" && driverPackage.MatchString(p.Name) && !strings.HasPrefix(p.Name, "nvidia-cuda") {
+		if p.State == facts.StateInstalled && driverPackage.MatchString(p.Name) && !strings.HasPrefix(p.Name, "nvidia-cuda") {
 			remove = append(remove, p.Name)
 		}
 	}
@@ -477,7 +485,8 @@ func removeDriver(obs *facts.Observation, manager string) *planner.Step {
 		Action:     planner.Delete,
 		Before:     map[string]string{"packages": strings.Join(remove, ", ")},
 		Reason:     "absent = true removes the NVIDIA driver: " + strings.Join(remove, ", ") + ".",
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true}}},
+		ReasonCode: planner.ReasonAbsentRequested,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove, Purge: true}}},
 		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
 }

@@ -24,7 +24,7 @@ type countingCandidates struct {
 	asked    *int
 }
 
-func (tb countingCandidates) Versions(_ context.Context, _, name string) ([]string, error) {
+func (tb countingCandidates) Versions(_ context.Context, _ planner.Manager, name string) ([]string, error) {
 	*tb.asked++
 	return tb.versions[name], nil
 }

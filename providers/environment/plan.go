@@ -140,6 +140,12 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	var ops []planner.Operation
 	before, after := map[string]string{}, map[string]string{}
 	var why []string
+	var code planner.ReasonCode // the first change's
+	because := func(c planner.ReasonCode) {
+		if code == "" {
+			code = c
+		}
+	}
 	existed, removes := 0, 0
 	changed := map[string]bool{}
 	for _, f := range files {
@@ -156,6 +162,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			changed[f.Path] = true
 			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Remove: true, After: f.After}})
 			why = append(why, fmt.Sprintf("removes %s: the spec sets nothing for %s", f.Path, f.What))
+			because(planner.ReasonNotRequested)
 			continue
 		}
 		after[f.Path] = strings.TrimSpace(strings.Join(contentLines(f.Content), "; "))
@@ -166,8 +173,10 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Content: f.Content, Mode: 0o644, After: f.After}})
 		if exists {
 			why = append(why, fmt.Sprintf("rewrites %s, which differs from the spec (%s)", f.Path, f.What))
+			because(planner.ReasonContentDiffers)
 		} else {
 			why = append(why, fmt.Sprintf("writes %s (%s)", f.Path, f.What))
+			because(planner.ReasonMissing)
 		}
 	}
 	if len(ops) == 0 {
@@ -188,6 +197,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		Address:    "environment",
 		Action:     action,
 		Reason:     reason,
+		ReasonCode: code,
 		Operations: ops,
 		DependsOn:  []string{"cuda"},
 	}

@@ -74,32 +74,32 @@ func planInstalled(env *facts.PythonEnv, name spec.FrameworkName) *facts.Framewo
 
 // planMatches reports whether an installed build satisfies the resolved
 // framework, and why not.
-func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, string) {
+func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, planner.ReasonCode, string) {
 	v, err := version.Parse(inst.Version)
 	if err != nil {
-		return false, fmt.Sprintf("its version %q cannot be read", inst.Version)
+		return false, planner.ReasonVersionMismatch, fmt.Sprintf("its version %q cannot be read", inst.Version)
 	}
 	if !df.Versions.Check(v) {
-		return false, fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())
+		return false, planner.ReasonVersionMismatch, fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())
 	}
 	switch df.Name {
 	case spec.PyTorch:
 		if df.CUDA.IsZero() {
-			return true, ""
+			return true, "", ""
 		}
 		if inst.CPUOnly || inst.CUDA == "" {
-			return false, fmt.Sprintf("the installed %s %s is a CPU-only build and the spec needs the CUDA %s build", df.Package, inst.Version, df.CUDA)
+			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is a CPU-only build and the spec needs the CUDA %s build", df.Package, inst.Version, df.CUDA)
 		}
 		if c, err := version.Parse(inst.CUDA); err != nil || !c.Trunc(2).Equal(df.CUDA.Trunc(2)) {
-			return false, fmt.Sprintf("the installed %s %s is built for CUDA %s and the spec needs CUDA %s", df.Package, inst.Version, inst.CUDA, df.CUDA)
+			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is built for CUDA %s and the spec needs CUDA %s", df.Package, inst.Version, inst.CUDA, df.CUDA)
 		}
 	case spec.JAX:
 		want := fmt.Sprintf("cuda%d", df.CUDA.Major())
 		if !slices.ContainsFunc(inst.Plugins, func(l facts.Library) bool { return strings.Contains(strings.ReplaceAll(l.Path, "_", ""), want) }) {
-			return false, fmt.Sprintf("the installed jax %s has no CUDA %d plugin", inst.Version, df.CUDA.Major())
+			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed jax %s has no CUDA %d plugin", inst.Version, df.CUDA.Major())
 		}
 	}
-	return true, ""
+	return true, "", ""
 }
 
 // planPipFramework plans a pip transaction.
@@ -119,7 +119,8 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 			Action:     planner.Delete,
 			Before:     map[string]string{"version": inst.Version, "environment": where},
 			Reason:     fmt.Sprintf("absent = true removes %s %s from %s.", df.Package, inst.Version, where),
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "pip", Remove: []string{df.Package}, Python: df.Python}}},
+			ReasonCode: planner.ReasonAbsentRequested,
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(planner.ManagerPip), Remove: []string{df.Package}, Python: df.Python}}},
 		}
 	}
 	if df.Version.IsZero() {
@@ -127,13 +128,14 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 	}
 	var why []string
 	action := planner.Create
+	code := planner.ReasonMissing
 	before := map[string]string(nil)
 	if inst != nil {
-		ok, reason := planMatches(inst, df)
+		ok, c, reason := planMatches(inst, df)
 		if ok {
 			return nil
 		}
-		action = planner.Update
+		action, code = planner.Update, c
 		before = map[string]string{"version": inst.Version, "environment": where}
 		why = append(why, reason)
 	} else {
@@ -165,13 +167,14 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 		python = df.BasePython
 	}
 	return &planner.Step{
-		Address: df.Address,
-		Action:  action,
-		Before:  before,
-		After:   after,
-		Reason:  planSentence(why),
+		Address:    df.Address,
+		Action:     action,
+		Before:     before,
+		After:      after,
+		Reason:     planSentence(why),
+		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-			Manager:  "pip",
+			Manager:  string(planner.ManagerPip),
 			Install:  []planner.PackagePin{{Name: df.Package, Version: df.Version.String(), Extras: slices.Clone(df.Extras)}},
 			Python:   python,
 			Venv:     df.Venv,
@@ -195,14 +198,15 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 			Action:     planner.Delete,
 			Before:     map[string]string{"package": df.Package + "=" + inst.Version},
 			Reason:     fmt.Sprintf("absent = true removes %s %s.", df.Package, inst.Version),
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: []string{df.Package}}}},
+			ReasonCode: planner.ReasonAbsentRequested,
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: []string{df.Package}}}},
 		}, nil
 	}
 	if df.Package == "" {
 		return nil, nil
 	}
 	if installed {
-		if up, err := pkgdb.UpstreamVersion(manager, inst.Version); err == nil && df.Versions.Check(up) {
+		if up, err := pkgdb.UpstreamVersion(string(manager), inst.Version); err == nil && df.Versions.Check(up) {
 			return nil, nil
 		}
 	}
@@ -215,14 +219,14 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		return nil, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No framework version to install", Detail: err.Error() + ".", Subject: subject.Ptr()}
 	}
 	why := []string{fmt.Sprintf("the package %s is not installed", df.Package)}
-	action := planner.Create
+	action, code := planner.Create, planner.ReasonMissing
 	var before map[string]string
-	op := &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: df.Package, Version: picked.Version, Constraint: picked.Constraint}}}
+	op := &planner.PackagesOp{Manager: string(manager), Install: []planner.PackagePin{{Name: df.Package, Version: picked.Version, Constraint: picked.Constraint}}}
 	if installed {
-		action = planner.Update
+		action, code = planner.Update, planner.ReasonVersionMismatch
 		before = map[string]string{"package": df.Package + "=" + inst.Version}
 		why = []string{fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())}
-		if picked.Version != "" && pkgdb.Compare(manager, picked.Version, inst.Version) < 0 {
+		if picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, inst.Version) < 0 {
 			op.AllowDowngrade = true
 		}
 	}
@@ -243,6 +247,7 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		Before:     before,
 		After:      map[string]string{"package": df.Package + "=" + repository.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
 		Reason:     planSentence(why),
+		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  deps,
 	}, nil

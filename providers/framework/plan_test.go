@@ -44,8 +44,9 @@ func TestPlan(t *testing.T) {
 			obs:  h100(),
 			want: &planner.Step{
 				Address: "framework.pytorch", Action: planner.Create,
-				After:  map[string]string{"version": "2.5.1+cu124", "environment": "the venv /opt/pytorch", "index_url": "https://download.pytorch.org/whl/cu124"},
-				Reason: "The package torch is not installed in the venv /opt/pytorch; installs torch==2.5.1+cu124 from https://download.pytorch.org/whl/cu124; the venv /opt/pytorch is created first with /usr/bin/python3; the cu124 wheels bring their own CUDA 12.4 runtime and cuDNN.",
+				After:      map[string]string{"version": "2.5.1+cu124", "environment": "the venv /opt/pytorch", "index_url": "https://download.pytorch.org/whl/cu124"},
+				Reason:     "The package torch is not installed in the venv /opt/pytorch; installs torch==2.5.1+cu124 from https://download.pytorch.org/whl/cu124; the venv /opt/pytorch is created first with /usr/bin/python3; the cu124 wheels bring their own CUDA 12.4 runtime and cuDNN.",
+				ReasonCode: planner.ReasonMissing,
 				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
 					Manager: "pip", Install: []planner.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
 					Python: "/usr/bin/python3", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124",
@@ -59,9 +60,10 @@ func TestPlan(t *testing.T) {
 			obs:  h100(venv("/opt/pytorch", torch("2.5.1+cpu", ""))),
 			want: &planner.Step{
 				Address: "framework.pytorch", Action: planner.Update,
-				Before: map[string]string{"version": "2.5.1+cpu", "environment": "the venv /opt/pytorch"},
-				After:  map[string]string{"version": "2.5.1+cu124", "environment": "the venv /opt/pytorch", "index_url": "https://download.pytorch.org/whl/cu124"},
-				Reason: "The installed torch 2.5.1+cpu is a CPU-only build and the spec needs the CUDA 12.4 build; installs torch==2.5.1+cu124 from https://download.pytorch.org/whl/cu124; the cu124 wheels bring their own CUDA 12.4 runtime and cuDNN.",
+				Before:     map[string]string{"version": "2.5.1+cpu", "environment": "the venv /opt/pytorch"},
+				After:      map[string]string{"version": "2.5.1+cu124", "environment": "the venv /opt/pytorch", "index_url": "https://download.pytorch.org/whl/cu124"},
+				Reason:     "The installed torch 2.5.1+cpu is a CPU-only build and the spec needs the CUDA 12.4 build; installs torch==2.5.1+cu124 from https://download.pytorch.org/whl/cu124; the cu124 wheels bring their own CUDA 12.4 runtime and cuDNN.",
+				ReasonCode: planner.ReasonVariantMismatch,
 				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
 					Manager: "pip", Install: []planner.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
 					Python: "/usr/bin/python3", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124",
@@ -81,8 +83,9 @@ func TestPlan(t *testing.T) {
 			obs:  h100(venv("/srv/tf")),
 			want: &planner.Step{
 				Address: "framework.tensorflow", Action: planner.Create,
-				After:  map[string]string{"version": "2.17.0", "environment": "/srv/tf/bin/python", "index_url": "https://pypi.org/simple", "extras": "and-cuda"},
-				Reason: "The package tensorflow is not installed in /srv/tf/bin/python; installs tensorflow[and-cuda]==2.17.0 from https://pypi.org/simple.",
+				After:      map[string]string{"version": "2.17.0", "environment": "/srv/tf/bin/python", "index_url": "https://pypi.org/simple", "extras": "and-cuda"},
+				Reason:     "The package tensorflow is not installed in /srv/tf/bin/python; installs tensorflow[and-cuda]==2.17.0 from https://pypi.org/simple.",
+				ReasonCode: planner.ReasonMissing,
 				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
 					Manager: "pip", Install: []planner.PackagePin{{Name: "tensorflow", Version: "2.17.0", Extras: []string{"and-cuda"}}},
 					Python: "/srv/tf/bin/python", IndexURL: "https://pypi.org/simple",
@@ -98,6 +101,7 @@ func TestPlan(t *testing.T) {
 				Address: "framework.pytorch", Action: planner.Delete,
 				Before:     map[string]string{"version": "2.5.1+cu124", "environment": "the venv /opt/pytorch"},
 				Reason:     "absent = true removes torch 2.5.1+cu124 from the venv /opt/pytorch.",
+				ReasonCode: planner.ReasonAbsentRequested,
 				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "pip", Remove: []string{"torch"}, Python: "/opt/pytorch/bin/python"}}},
 			},
 		},

@@ -40,6 +40,7 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 				Action:     planner.Delete,
 				Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
 				Reason:     fmt.Sprintf("absent = true removes the group %s.", g.Name),
+				ReasonCode: planner.ReasonAbsentRequested,
 				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Delete: true}}},
 			})
 			continue
@@ -56,6 +57,7 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 				Action:     planner.Create,
 				After:      map[string]string{"members": strings.Join(want, ", ")},
 				Reason:     fmt.Sprintf("The group %s does not exist: it is created%s.", g.Name, withMembers(want)),
+				ReasonCode: planner.ReasonMissing,
 				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Create: true, System: deviceGroups[g.Name], Add: slices.Clone(want)}}},
 			})
 			continue
@@ -93,6 +95,7 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 			Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
 			After:      map[string]string{"members": strings.Join(after, ", ")},
 			Reason:     capitalize(strings.Join(why, "; ")) + ".",
+			ReasonCode: planner.ReasonMembersDiffer,
 			Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Add: add, Remove: remove}}},
 		})
 	}

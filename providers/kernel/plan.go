@@ -75,7 +75,7 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 	if b == nil || !b.BlacklistNouveau.Set || d.Absent {
 		return nil
 	}
-	rebuild := planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "rebuild_initramfs"}}
+	rebuild := planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: string(planner.KernelRebuildInitramfs)}}
 	lists := nouveauBlacklists(obs)
 	ours := slices.ContainsFunc(lists, func(l facts.Blacklist) bool { return l.File == BlacklistFile })
 	if !d.BlacklistNouveau {
@@ -87,6 +87,7 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 			Action:     planner.Delete,
 			Before:     map[string]string{"blacklist": BlacklistFile},
 			Reason:     "blacklist_nouveau = false removes gpuenv's nouveau blacklist and rebuilds the initramfs without it.",
+			ReasonCode: planner.ReasonNotRequested,
 			Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: BlacklistFile, Remove: true}}, rebuild},
 			Flags:      planner.Flags{NeedsReboot: true},
 		}
@@ -106,6 +107,7 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 			After:   map[string]string{"blacklist": stale.File, "initramfs": "rebuilt"},
 			Reason: fmt.Sprintf("%s blacklists nouveau but is newer than the initramfs %s, which still loads nouveau at boot; the initramfs is rebuilt.",
 				stale.File, obs.Kernel.Initramfs.Path),
+			ReasonCode: planner.ReasonStaleInitramfs,
 			Operations: []planner.Operation{rebuild},
 			Flags:      planner.Flags{NeedsReboot: loaded},
 		}
@@ -115,10 +117,11 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 		reason += " nouveau is loaded now, so the change takes effect at the next boot."
 	}
 	return &planner.Step{
-		Address: "kernel.nouveau",
-		Action:  planner.Create,
-		After:   map[string]string{"blacklist": BlacklistFile},
-		Reason:  reason,
+		Address:    "kernel.nouveau",
+		Action:     planner.Create,
+		After:      map[string]string{"blacklist": BlacklistFile},
+		Reason:     reason,
+		ReasonCode: planner.ReasonMissing,
 		Operations: []planner.Operation{
 			{Kind: planner.OpFile, File: &planner.FileOp{Path: BlacklistFile, Content: BlacklistContent, Mode: 0o644}},
 			rebuild,
@@ -170,7 +173,8 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *pla
 		Action:     planner.Create,
 		After:      map[string]string{"package": name, "version": picked.Version},
 		Reason:     fmt.Sprintf("DKMS builds the nvidia module against the running kernel's headers, which are not installed (/lib/modules/%s/build): installs %s %s.", release, name, picked.Version),
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: name, Version: picked.Version, Constraint: picked.Constraint}}}}},
+		ReasonCode: planner.ReasonDependency,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Install: []planner.PackagePin{{Name: name, Version: picked.Version, Constraint: picked.Constraint}}}}},
 		DependsOn:  deps(req),
 	}, nil
 }

@@ -73,7 +73,7 @@ func TestFixtures(t *testing.T) {
 			}
 			for _, w := range c.present {
 				p, ok := pkgdb.Installed(got, w.name, pkgdb.FilesPresent)
-				if !ok || p.Version != w.version || p.State != w.state || p.Hold != w.hold {
+				if !ok || p.Version != w.version || string(p.State) != w.state || p.Hold != w.hold {
 					t.Errorf("%s = %+v, %v; want %+v", w.name, p, ok, w)
 				}
 			}

@@ -31,7 +31,7 @@ type Candidates struct {
 	// question asks about them all in the same command, since apt-cache
 	// reads every lists file on each start (seconds where the image
 	// dropped its package cache).
-	expected map[string][]string
+	expected map[planner.Manager][]string
 	// runs counts the commands started (Runs), so that "a converged host
 	// starts no process" can be checked.
 	runs int
@@ -41,13 +41,13 @@ var _ planner.Candidates = (*Candidates)(nil)
 
 // NewCandidates returns a Candidates for h.
 func NewCandidates(h *host.Host) *Candidates {
-	return &Candidates{host: h, cache: map[string][]string{}, expected: map[string][]string{}}
+	return &Candidates{host: h, cache: map[string][]string{}, expected: map[planner.Manager][]string{}}
 }
 
 // Expect registers names that providers may ask about, without starting
 // anything: the first Versions call for that manager asks about them
 // too.
-func (c *Candidates) Expect(manager string, names ...string) {
+func (c *Candidates) Expect(manager planner.Manager, names ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range names {
@@ -74,8 +74,8 @@ var (
 // Versions lists the versions of name that manager can install, newest
 // first. A version only in the package database (installed, no longer in
 // any archive) is not installable and not listed.
-func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]string, error) {
-	key := manager + "\x00" + name
+func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name string) ([]string, error) {
+	key := string(manager) + "\x00" + name
 	c.mu.Lock()
 	if v, ok := c.cache[key]; ok {
 		c.mu.Unlock()
@@ -83,7 +83,7 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 	}
 	batch := []string{name}
 	for _, n := range c.expected[manager] {
-		if _, done := c.cache[manager+"\x00"+n]; !done && n != name && validName(manager, n) {
+		if _, done := c.cache[string(manager)+"\x00"+n]; !done && n != name && validName(manager, n) {
 			batch = append(batch, n)
 		}
 	}
@@ -93,9 +93,9 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 	}
 	var argv []string
 	switch manager {
-	case "apt":
+	case planner.ManagerApt:
 		argv = append([]string{"apt-cache", "policy"}, batch...)
-	case "dnf":
+	case planner.ManagerDnf:
 		argv = append([]string{"dnf", "--quiet", "--showduplicates", "list"}, batch...)
 	default:
 		return nil, fmt.Errorf("unknown package manager %q", manager)
@@ -107,7 +107,7 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 	err := c.host.Run(ctx, host.Command{Argv: argv, Env: []string{"LC_ALL=C"}, Stdout: &out, Stderr: &errb})
 	found := map[string][]string{}
 	switch manager {
-	case "apt":
+	case planner.ManagerApt:
 		if err != nil {
 			return nil, fmt.Errorf("asking apt about %s: %w: %s", strings.Join(batch, " "), err, strings.TrimSpace(errb.String()))
 		}
@@ -118,7 +118,7 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 		for _, p := range pols {
 			found[p.Name] = p.Installable()
 		}
-	case "dnf":
+	case planner.ManagerDnf:
 		// dnf exits 1 with "No matching Packages to list" when it knows
 		// none of the names, which is an answer, not a failure.
 		if err != nil && !strings.Contains(errb.String()+out.String(), "No matching Packages") {
@@ -135,18 +135,18 @@ func (c *Candidates) Versions(ctx context.Context, manager, name string) ([]stri
 	}
 	c.mu.Lock()
 	for _, n := range batch {
-		c.cache[manager+"\x00"+n] = found[n]
+		c.cache[string(manager)+"\x00"+n] = found[n]
 	}
 	c.mu.Unlock()
 	return found[name], nil
 }
 
 // validName checks a package name before it goes on a command line.
-func validName(manager, name string) bool {
+func validName(manager planner.Manager, name string) bool {
 	switch manager {
-	case "apt":
+	case planner.ManagerApt:
 		return debName.MatchString(name)
-	case "dnf":
+	case planner.ManagerDnf:
 		return rpmName.MatchString(name)
 	}
 	return false

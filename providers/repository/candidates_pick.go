@@ -15,7 +15,7 @@ import (
 // PickQuery asks for one version at which a set of packages can be
 // installed together.
 type PickQuery struct {
-	Manager  string
+	Manager  planner.Manager
 	Packages []planner.PackageName
 	// Versions constrains the upstream version; the zero value admits all.
 	Versions version.Constraint
@@ -79,7 +79,7 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 	}
 	var rejected []string
 	for _, raw := range listed {
-		up, err := pkgdb.UpstreamVersion(q.Manager, raw)
+		up, err := pkgdb.UpstreamVersion(string(q.Manager), raw)
 		if err != nil || !q.Versions.Check(up) || q.Accept != nil && !q.Accept(raw, up) {
 			rejected = append(rejected, raw)
 			continue
@@ -142,12 +142,12 @@ func ShownVersion(v string) string {
 	return v
 }
 
-func managerTool(m string) string {
+func managerTool(m planner.Manager) string {
 	switch m {
-	case "apt":
+	case planner.ManagerApt:
 		return "apt-cache"
-	case "dnf":
+	case planner.ManagerDnf:
 		return "dnf"
 	}
-	return m
+	return string(m)
 }

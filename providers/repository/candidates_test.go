@@ -172,7 +172,9 @@ func TestCandidatesDnf(t *testing.T) {
 // table is a planner.Candidates with fixed answers.
 type table map[string][]string
 
-func (tb table) Versions(_ context.Context, _, name string) ([]string, error) { return tb[name], nil }
+func (tb table) Versions(_ context.Context, _ planner.Manager, name string) ([]string, error) {
+	return tb[name], nil
+}
 
 var _ planner.Candidates = table{}
 

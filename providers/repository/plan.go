@@ -43,7 +43,7 @@ type Provider struct{}
 // Expecter is the optional capability of a planner.Candidates to learn
 // in advance which packages providers may ask about (Candidates.Expect).
 type Expecter interface {
-	Expect(manager string, names ...string)
+	Expect(manager planner.Manager, names ...string)
 }
 
 var _ planner.Provider = Provider{}
@@ -209,6 +209,12 @@ func fileStep(observed facts.RepositoryFiles, address string, absent bool, files
 	before, after := map[string]string{}, map[string]string{}
 	created := true
 	var changed []string
+	var code planner.ReasonCode // the first change's
+	because := func(c planner.ReasonCode) {
+		if code == "" {
+			code = c
+		}
+	}
 	for _, f := range files {
 		cur, exists := fileDigest(observed.Files, f.Path)
 		if exists {
@@ -222,6 +228,7 @@ func fileStep(observed facts.RepositoryFiles, address string, absent bool, files
 		case remove:
 			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Remove: true, After: f.After}})
 			changed = append(changed, "removes "+f.Path)
+			because(planner.ReasonNotRequested)
 		case exists && cur != "" && cur == planner.Digest(f.Content):
 			after[f.Path] = "present"
 			continue
@@ -230,8 +237,10 @@ func fileStep(observed facts.RepositoryFiles, address string, absent bool, files
 			after[f.Path] = "present"
 			if exists {
 				changed = append(changed, "rewrites "+f.Path+", which differs from the spec")
+				because(planner.ReasonContentDiffers)
 			} else {
 				changed = append(changed, "writes "+f.Path)
+				because(planner.ReasonMissing)
 			}
 		}
 	}
@@ -247,8 +256,9 @@ func fileStep(observed facts.RepositoryFiles, address string, absent bool, files
 		action = planner.Create
 		before = nil
 	}
-	s := &planner.Step{Address: address, Action: action, Before: before, After: after, Operations: ops}
+	s := &planner.Step{Address: address, Action: action, Before: before, After: after, Operations: ops, ReasonCode: code}
 	if absent {
+		s.ReasonCode = planner.ReasonAbsentRequested
 		s.Reason = fmt.Sprintf("absent = true removes %s: %s.", what, strings.Join(changed, "; "))
 	} else {
 		s.Reason = fmt.Sprintf("The spec configures %s: %s.", what, strings.Join(changed, "; "))
@@ -358,6 +368,7 @@ func (p Provider) componentsStep(req *planner.Request) *planner.Step {
 		After:   map[string]string{"components": strings.Join(need, " "), "suites": strings.Join(suites, " ")},
 		Reason: fmt.Sprintf("The spec's Debian packages are in %s, which the host's package sources do not enable (%s missing); %s adds them for the suites the host uses.",
 			strings.Join(need, " and "), strings.Join(missing, ", "), ComponentsFile),
+		ReasonCode: planner.ReasonDependency,
 		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: ComponentsFile, Content: b.String(), Mode: 0o644, After: []string{"apt-get", "update"}}}},
 	}
 }

@@ -25,9 +25,9 @@ const maxProblems = 10
 var (
 	wants  = map[string]bool{"unknown": true, "install": true, "hold": true, "deinstall": true, "purge": true}
 	eflags = map[string]bool{"ok": true, "reinstreq": true}
-	states = map[string]bool{
-		"not-installed": true, "config-files": true, "half-installed": true, "unpacked": true,
-		"half-configured": true, "triggers-awaited": true, "triggers-pending": true, "installed": true,
+	states = map[facts.PackageState]bool{
+		facts.StateNotInstalled: true, facts.StateConfigFiles: true, facts.StateHalfInstalled: true, facts.StateUnpacked: true,
+		facts.StateHalfConfigured: true, facts.StateTriggersAwaited: true, facts.StateTriggersPending: true, facts.StateInstalled: true,
 	}
 )
 
@@ -81,7 +81,7 @@ func ReadDpkg(h *host.Host) Dpkg {
 	db.Packages = st.packages
 	for _, k := range updated {
 		pkg := updates[k]
-		if pkg.State == "not-installed" {
+		if pkg.State == facts.StateNotInstalled {
 			continue
 		}
 		db.Total++
@@ -126,7 +126,7 @@ func ReadDpkgAll(h *host.Host) Dpkg {
 		}
 	}
 	for _, p := range db.Packages {
-		if p.State != "not-installed" {
+		if p.State != facts.StateNotInstalled {
 			db.Total++
 		}
 	}
@@ -448,10 +448,10 @@ func (db *statusDB) add(pkg facts.Package, ok bool, problem string) {
 	if !ok {
 		return
 	}
-	if pkg.State != "not-installed" {
+	if pkg.State != facts.StateNotInstalled {
 		db.total++
 	}
-	if pkg.State != "not-installed" || db.every {
+	if pkg.State != facts.StateNotInstalled || db.every {
 		if db.packages == nil && !db.every {
 			// A real database has a few dozen relevant packages: one
 			// allocation rather than seven.
@@ -597,13 +597,13 @@ func toPackage(p *control.Paragraph) (pkg facts.Package, ok bool, problem string
 		pkg.Source = src
 	}
 	words := strings.Fields(v["Status"])
-	if len(words) != 3 || !wants[words[0]] || !eflags[words[1]] || !states[words[2]] {
+	if len(words) != 3 || !wants[words[0]] || !eflags[words[1]] || !states[facts.PackageState(words[2])] {
 		return pkg, false, fmt.Sprintf("package %s: unrecognised Status %q", pkg.Name, v["Status"])
 	}
-	pkg.Want, pkg.State = words[0], words[2]
+	pkg.Want, pkg.State = words[0], facts.PackageState(words[2])
 	pkg.Hold = words[0] == "hold"
 	pkg.ReinstallRequired = words[1] == "reinstreq"
-	if pkg.Version == "" && pkg.State != "not-installed" {
+	if pkg.Version == "" && pkg.State != facts.StateNotInstalled {
 		return pkg, true, fmt.Sprintf("package %s (%s) has no Version field", pkg.Name, pkg.State)
 	}
 	return pkg, true, ""
@@ -616,7 +616,7 @@ func StatusText(p facts.Package) string {
 	if p.ReinstallRequired {
 		flag = "reinstreq"
 	}
-	return p.Want + " " + flag + " " + p.State
+	return p.Want + " " + flag + " " + string(p.State)
 }
 
 // JournalPending reports whether dpkg's journal holds entries it has not

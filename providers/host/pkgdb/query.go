@@ -12,19 +12,19 @@ type StateFilter int
 
 const (
 	// Configured accepts a package dpkg or rpm has fully installed and
-	// configured (State "installed"), held or not.
+	// configured (facts.StateInstalled), held or not.
 	Configured StateFilter = iota
 	// FilesPresent accepts a package whose files are on the system,
-	// configured or not: every state but "not-installed" and
-	// "config-files", which leave no program behind.
+	// configured or not: every state but facts.StateNotInstalled and
+	// facts.StateConfigFiles, which leave no program behind.
 	FilesPresent
 )
 
-func (f StateFilter) accepts(state string) bool {
+func (f StateFilter) accepts(state facts.PackageState) bool {
 	if f == FilesPresent {
-		return state != "not-installed" && state != "config-files"
+		return state != facts.StateNotInstalled && state != facts.StateConfigFiles
 	}
-	return state == "installed"
+	return state == facts.StateInstalled
 }
 
 // Installed returns the package called name in a state the filter

@@ -57,7 +57,7 @@ func ParseRPM(data []byte, keep func(name string) bool) (total int, pkgs []facts
 			Version:      version,
 			Architecture: f[4],
 			Source:       sourceName(f[5], f[2], f[3]),
-			State:        "installed",
+			State:        facts.StateInstalled,
 			Want:         "install",
 		})
 	}
