@@ -48,7 +48,7 @@ func Describe(op planner.Operation) string {
 		if len(p.Hold) > 0 {
 			parts = append(parts, "holding "+strings.Join(p.Hold, ", "))
 		}
-		return p.Manager + ": " + strings.Join(parts, "; ")
+		return string(p.Manager) + ": " + strings.Join(parts, "; ")
 	case op.File != nil:
 		if op.File.Remove {
 			return "removing " + op.File.Path
@@ -122,7 +122,7 @@ func DescribeInverse(inv *Inverse) string {
 		case "rebuild_initramfs":
 			return "rebuilding the initramfs from the restored files"
 		}
-		return describeKernel(&planner.KernelOp{Action: inv.Kernel.Action, Module: inv.Kernel.Module})
+		return describeKernel(&planner.KernelOp{Action: planner.KernelAction(inv.Kernel.Action), Module: inv.Kernel.Module})
 	case inv.Service != nil:
 		if inv.Service.Enabled {
 			return "re-enabling " + inv.Service.Unit

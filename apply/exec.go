@@ -54,7 +54,7 @@ type Expectation struct {
 
 func (e Expectation) manager() string {
 	if e.Op != nil {
-		return e.Op.Manager
+		return string(e.Op.Manager)
 	}
 	return e.Inverse.Manager
 }

@@ -31,12 +31,12 @@ func (packagesExecutor) names(inv *PackagesInverse) ([]string, error) {
 }
 
 func (x packagesExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	m, _ := x.manager(op.Manager)
+	m, _ := x.manager(string(op.Manager))
 	return m.prepare(ctx, ws, seq, op)
 }
 
 func (x packagesExecutor) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
-	m, _ := x.manager(op.Manager)
+	m, _ := x.manager(string(op.Manager))
 	return m.run(ctx, ws, op)
 }
 

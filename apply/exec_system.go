@@ -103,7 +103,7 @@ func (x kernelExecutor) moduleLoaded(name string) (bool, error) {
 }
 
 func (x kernelExecutor) run(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
-	return x.kernel(ctx, ws, op.Action, op.Module)
+	return x.kernel(ctx, ws, string(op.Action), op.Module)
 }
 
 func (x kernelExecutor) kernel(ctx context.Context, ws *Workspace, action, module string) error {
@@ -252,15 +252,15 @@ func (x deviceExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan
 	if x.Devices == nil {
 		return nil, fmt.Errorf("setting %s of GPU %d (%s): NVML is not available", op.Setting, op.Index, op.UUID)
 	}
-	prev, err := x.Devices.Get(op.UUID, op.Setting)
+	prev, err := x.Devices.Get(op.UUID, string(op.Setting))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s of GPU %d (%s): %w", op.Setting, op.Index, op.UUID, err)
 	}
-	return &DeviceInverse{UUID: op.UUID, Setting: op.Setting, Value: prev}, nil
+	return &DeviceInverse{UUID: op.UUID, Setting: string(op.Setting), Value: prev}, nil
 }
 
 func (x deviceExecutor) run(_ context.Context, _ *Workspace, op *planner.DeviceOp) error {
-	return x.Devices.Set(op.UUID, op.Setting, op.Value)
+	return x.Devices.Set(op.UUID, string(op.Setting), op.Value)
 }
 
 func (x deviceExecutor) undo(_ context.Context, _ *Workspace, inv *DeviceInverse) error {

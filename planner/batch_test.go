@@ -21,7 +21,7 @@ func fileOp(path string) Operation {
 }
 
 func kernelOp(action string) Operation {
-	return Operation{Kind: OpKernel, Kernel: &KernelOp{Action: action}}
+	return Operation{Kind: OpKernel, Kernel: &KernelOp{Action: KernelAction(action)}}
 }
 
 func withOps(addr string, ops ...Operation) Step {

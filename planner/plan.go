@@ -197,7 +197,7 @@ type Operation struct {
 type PackagesOp struct {
 	// Manager is a Manager: "apt", "dnf" or "pip". (It becomes of that
 	// type once apply's executor no longer reads it as a string.)
-	Manager string `json:"manager"`
+	Manager Manager `json:"manager"`
 	// Install pins exact versions (name=version).
 	Install []PackagePin `json:"install,omitempty"`
 	Remove  []string     `json:"remove,omitempty"`
@@ -277,7 +277,7 @@ const (
 type KernelOp struct {
 	// Action is a KernelAction (a string until apply's executor no longer
 	// reads it as one).
-	Action string `json:"action"`
+	Action KernelAction `json:"action"`
 	Module string `json:"module,omitempty"`
 }
 
@@ -296,7 +296,7 @@ type DeviceOp struct {
 	Index int    `json:"index"`
 	// Setting is a DeviceSetting (a string until apply's executor no
 	// longer reads it as one); Value is one the setting takes.
-	Setting string `json:"setting"`
+	Setting DeviceSetting `json:"setting"`
 	Value   string `json:"value"`
 }
 

@@ -243,7 +243,7 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 		case planner.KernelUnloadModule:
 			return "unload module " + op.Kernel.Module
 		}
-		return strings.TrimSpace(op.Kernel.Action + " " + op.Kernel.Module)
+		return strings.TrimSpace(string(op.Kernel.Action) + " " + op.Kernel.Module)
 	case op.Service != nil:
 		sv := op.Service
 		verb, now := "disable ", " and stop it now"
@@ -291,7 +291,7 @@ func packagesText(p *planner.PackagesOp) string {
 	if len(p.Unhold) > 0 {
 		parts = append(parts, "unhold "+strings.Join(p.Unhold, " "))
 	}
-	s := p.Manager + ": " + strings.Join(parts, "; ")
+	s := string(p.Manager) + ": " + strings.Join(parts, "; ")
 	if p.AllowDowngrade {
 		s += " (a downgrade)"
 	}

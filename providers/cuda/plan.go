@@ -54,7 +54,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			Before:     map[string]string{"packages": strings.Join(remove, ", "), "path": strings.Join(paths, ", ")},
 			Reason:     "absent = true removes the CUDA toolkit: " + strings.Join(remove, ", ") + ".",
 			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove}}},
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
 		})
 		return resp
 	}
@@ -93,7 +93,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		return resp
 	}
 	var names []string
-	op := &planner.PackagesOp{Manager: string(manager)}
+	op := &planner.PackagesOp{Manager: manager}
 	for _, p := range d.Packages {
 		names = append(names, p.Name)
 		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: picked.Version, Constraint: picked.Constraint})

@@ -116,7 +116,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 				continue
 			}
 			before[key], after[key] = d.ComputeMode, want
-			ops = append(ops, planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: string(planner.SettingComputeMode), Value: want}})
+			ops = append(ops, planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: planner.SettingComputeMode, Value: want}})
 		}
 		if len(unknown) > 0 {
 			resp.Warnings = append(resp.Warnings, planner.Warning{

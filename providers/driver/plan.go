@@ -139,7 +139,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if err != nil {
 		return nil, err
 	}
-	op := &planner.PackagesOp{Manager: string(manager)}
+	op := &planner.PackagesOp{Manager: manager}
 	for _, n := range names {
 		op.Install = append(op.Install, planner.PackagePin{Name: n, Version: picked.Version, Constraint: picked.Constraint})
 	}
@@ -321,7 +321,7 @@ func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager planner
 		Reason: fmt.Sprintf("Removes %s: another driver branch, flavour or source than the spec's (%s %s modules), which would conflict with it.",
 			strings.Join(remove, ", "), d.Source, d.KernelModules),
 		ReasonCode: planner.ReasonVariantMismatch,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove, Purge: true, Unhold: unhold}}},
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true, Unhold: unhold}}},
 		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
 }
@@ -360,7 +360,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	if len(change) == 0 {
 		return nil
 	}
-	op := &planner.PackagesOp{Manager: string(manager)}
+	op := &planner.PackagesOp{Manager: manager}
 	reason := fmt.Sprintf("hold = true keeps %s at the planned version: unattended upgrades cannot move the driver away from the loaded kernel module.", strings.Join(change, ", "))
 	if d.Hold {
 		op.Hold = change
@@ -486,7 +486,7 @@ func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step
 		Before:     map[string]string{"packages": strings.Join(remove, ", ")},
 		Reason:     "absent = true removes the NVIDIA driver: " + strings.Join(remove, ", ") + ".",
 		ReasonCode: planner.ReasonAbsentRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: remove, Purge: true}}},
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true}}},
 		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
 }

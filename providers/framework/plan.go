@@ -120,7 +120,7 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 			Before:     map[string]string{"version": inst.Version, "environment": where},
 			Reason:     fmt.Sprintf("absent = true removes %s %s from %s.", df.Package, inst.Version, where),
 			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(planner.ManagerPip), Remove: []string{df.Package}, Python: df.Python}}},
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: planner.ManagerPip, Remove: []string{df.Package}, Python: df.Python}}},
 		}
 	}
 	if df.Version.IsZero() {
@@ -174,7 +174,7 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 		Reason:     planSentence(why),
 		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-			Manager:  string(planner.ManagerPip),
+			Manager:  planner.ManagerPip,
 			Install:  []planner.PackagePin{{Name: df.Package, Version: df.Version.String(), Extras: slices.Clone(df.Extras)}},
 			Python:   python,
 			Venv:     df.Venv,
@@ -199,7 +199,7 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 			Before:     map[string]string{"package": df.Package + "=" + inst.Version},
 			Reason:     fmt.Sprintf("absent = true removes %s %s.", df.Package, inst.Version),
 			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Remove: []string{df.Package}}}},
+			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: []string{df.Package}}}},
 		}, nil
 	}
 	if df.Package == "" {
@@ -221,7 +221,7 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 	why := []string{fmt.Sprintf("the package %s is not installed", df.Package)}
 	action, code := planner.Create, planner.ReasonMissing
 	var before map[string]string
-	op := &planner.PackagesOp{Manager: string(manager), Install: []planner.PackagePin{{Name: df.Package, Version: picked.Version, Constraint: picked.Constraint}}}
+	op := &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: df.Package, Version: picked.Version, Constraint: picked.Constraint}}}
 	if installed {
 		action, code = planner.Update, planner.ReasonVersionMismatch
 		before = map[string]string{"package": df.Package + "=" + inst.Version}

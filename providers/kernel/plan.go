@@ -75,7 +75,7 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 	if b == nil || !b.BlacklistNouveau.Set || d.Absent {
 		return nil
 	}
-	rebuild := planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: string(planner.KernelRebuildInitramfs)}}
+	rebuild := planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: planner.KernelRebuildInitramfs}}
 	lists := nouveauBlacklists(obs)
 	ours := slices.ContainsFunc(lists, func(l facts.Blacklist) bool { return l.File == BlacklistFile })
 	if !d.BlacklistNouveau {
@@ -174,7 +174,7 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *pla
 		After:      map[string]string{"package": name, "version": picked.Version},
 		Reason:     fmt.Sprintf("DKMS builds the nvidia module against the running kernel's headers, which are not installed (/lib/modules/%s/build): installs %s %s.", release, name, picked.Version),
 		ReasonCode: planner.ReasonDependency,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: string(manager), Install: []planner.PackagePin{{Name: name, Version: picked.Version, Constraint: picked.Constraint}}}}},
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: name, Version: picked.Version, Constraint: picked.Constraint}}}}},
 		DependsOn:  deps(req),
 	}, nil
 }

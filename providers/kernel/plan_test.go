@@ -81,7 +81,7 @@ func TestPlan(t *testing.T) {
 							t.Errorf("blacklist content %q", op.File.Content)
 						}
 					case op.Kernel != nil:
-						line += " kernel " + op.Kernel.Action
+						line += " kernel " + string(op.Kernel.Action)
 					}
 				}
 				got = append(got, line)
