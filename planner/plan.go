@@ -278,7 +278,7 @@ type KernelOp struct {
 	// Action is a KernelAction (a string until apply's executor no longer
 	// reads it as one).
 	Action KernelAction `json:"action"`
-	Module string `json:"module,omitempty"`
+	Module string       `json:"module,omitempty"`
 }
 
 // ServiceOp enables or disables a systemd unit.
@@ -297,7 +297,7 @@ type DeviceOp struct {
 	// Setting is a DeviceSetting (a string until apply's executor no
 	// longer reads it as one); Value is one the setting takes.
 	Setting DeviceSetting `json:"setting"`
-	Value   string `json:"value"`
+	Value   string        `json:"value"`
 }
 
 // DeviceSetting names an NVML device setting.
