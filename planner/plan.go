@@ -275,8 +275,6 @@ const (
 
 // KernelOp changes the kernel's state.
 type KernelOp struct {
-	// Action is a KernelAction (a string until apply's executor no longer
-	// reads it as one).
 	Action KernelAction `json:"action"`
 	Module string       `json:"module,omitempty"`
 }
@@ -294,8 +292,7 @@ type DeviceOp struct {
 	// UUID identifies the device; Index is for the reader.
 	UUID  string `json:"uuid"`
 	Index int    `json:"index"`
-	// Setting is a DeviceSetting (a string until apply's executor no
-	// longer reads it as one); Value is one the setting takes.
+	// Value is one the setting takes.
 	Setting DeviceSetting `json:"setting"`
 	Value   string        `json:"value"`
 }
