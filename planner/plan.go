@@ -195,8 +195,7 @@ type Operation struct {
 // PackagesOp is one package-manager transaction. Apply computes its inverse
 // from the package state before it runs.
 type PackagesOp struct {
-	// Manager is a Manager: "apt", "dnf" or "pip". (It becomes of that
-	// type once apply's executor no longer reads it as a string.)
+	// Manager is "apt", "dnf" or "pip".
 	Manager Manager `json:"manager"`
 	// Install pins exact versions (name=version).
 	Install []PackagePin `json:"install,omitempty"`
