@@ -554,12 +554,14 @@ func (s *Store) refreshStatus() error {
 // StatusFile: no generation was ever made.
 func ReadStatus(h *host.Host, stateDir string) (StatusFile, error) {
 	var st StatusFile
-	if err := CheckStateDir(h, stateDir); err != nil {
-		return st, err
-	}
 	data, err := h.ReadFile(path.Join(stateDir, statusName))
 	if errors.Is(err, fs.ErrNotExist) {
+		// Nothing was ever applied here: nothing to trust or not (and
+		// a converged plan does not walk the directories above it).
 		return st, nil
+	}
+	if err := CheckStateDir(h, stateDir); err != nil {
+		return st, err
 	}
 	if err != nil {
 		return st, err
