@@ -691,11 +691,3 @@ func (x dnfManager) recover(ctx context.Context, ws *Workspace) error {
 	_ = x.dnfRun(ctx, ws, deadline, []string{"dnf", "--setopt=exit_on_lock=True", dnfOffline, "check"})
 	return nil
 }
-
-// recoveryNote is the journal's note on a package manager's recovery.
-func recoveryNote(manager string) string {
-	if manager == "dnf" {
-		return "package manager recovery (dnf check; the inverse resolves a package left installed twice)"
-	}
-	return "package manager recovery (dpkg --audit, dpkg --configure -a)"
-}

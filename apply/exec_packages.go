@@ -216,3 +216,15 @@ func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *planner
 	}
 	return inv, nil
 }
+
+// recoveryNote is what the journal says of a package manager's recovery
+// before the inverse of a transaction that was cut short.
+func recoveryNote(manager string) string {
+	switch manager {
+	case "dnf":
+		return "package manager recovery (dnf check; the inverse resolves a package left installed twice)"
+	case "pip":
+		return "no package manager recovery: pip keeps no transaction state; the inverse restores the environment"
+	}
+	return "package manager recovery (dpkg --audit; the inverse repairs what an interrupted dpkg left, from the saved package files)"
+}
