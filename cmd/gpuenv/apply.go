@@ -238,7 +238,7 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 					st.diagnostics(hcl.Diagnostics{stale.Diagnostic()})
 					return nil, &exitCodeError{code: exitError}
 				}
-				w := hcl.NewDiagnosticTextWriter(g.Stderr, nil, diagnosticsWidth, g.Color())
+				w := g.diagnosticWriter(nil)
 				w.WriteDiagnostic(stale.Diagnostic())
 				return nil, &exitCodeError{code: exitError}
 			}
@@ -269,7 +269,7 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 		if st != nil {
 			st.diagnostics(diags)
 		} else {
-			w := hcl.NewDiagnosticTextWriter(g.Stderr, s.Files, diagnosticsWidth, g.Color())
+			w := g.diagnosticWriter(s.Files)
 			w.WriteDiagnostics(diags)
 		}
 	}

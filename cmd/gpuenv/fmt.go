@@ -90,7 +90,7 @@ func runFmt(g *globalOptions, o fmtOptions, args []string) error {
 		}
 	}
 	if len(diags) > 0 {
-		w := hcl.NewDiagnosticTextWriter(g.Stderr, files, diagnosticsWidth, g.Color())
+		w := g.diagnosticWriter(files)
 		if err := w.WriteDiagnostics(diags); err != nil {
 			return err
 		}

@@ -13,6 +13,12 @@ import (
 // on terminals.
 const diagnosticsWidth = 78
 
+// diagnosticWriter renders diagnostics for a person on stderr, in the
+// one width and with colour as the flags and the terminal decide.
+func (g *globalOptions) diagnosticWriter(files map[string]*hcl.File) hcl.DiagnosticWriter {
+	return hcl.NewDiagnosticTextWriter(g.Stderr, files, diagnosticsWidth, g.Color())
+}
+
 // writeDiagnostics prints diagnostics as HCL renders them (file:line:col,
 // the source line, a marker under the range) to stderr, or, with --json,
 // as a JSON document on stdout.
@@ -25,8 +31,7 @@ func writeDiagnostics(g *globalOptions, files map[string]*hcl.File, diags hcl.Di
 			Diagnostics []spec.JSONDiagnostic `json:"diagnostics"`
 		}{!diags.HasErrors(), len(diags.Errs()), len(diags) - len(diags.Errs()), spec.DiagnosticsJSON(diags)})
 	}
-	w := hcl.NewDiagnosticTextWriter(g.Stderr, files, diagnosticsWidth, g.Color())
-	return w.WriteDiagnostics(diags)
+	return g.diagnosticWriter(files).WriteDiagnostics(diags)
 }
 
 // writeJSON prints v as indented JSON on stdout.

@@ -389,7 +389,7 @@ func writePlan(g *globalOptions, files map[string]*hcl.File, p *planner.Plan, di
 		})
 	}
 	if len(diags) > 0 {
-		w := hcl.NewDiagnosticTextWriter(g.Stderr, files, diagnosticsWidth, g.Color())
+		w := g.diagnosticWriter(files)
 		if err := w.WriteDiagnostics(diags); err != nil {
 			return err
 		}
