@@ -47,6 +47,7 @@ doctor could not run.`,
   gpuenv doctor --json | jq '.checks[] | select(.status == "problem")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := newDoctorView(g)
 			h, err := openHost(g)
 			if err != nil {
 				return err
@@ -55,12 +56,7 @@ doctor could not run.`,
 			if err != nil {
 				return err
 			}
-			if g.JSON {
-				err = writeJSON(g, r)
-			} else {
-				err = writeDoctor(g.Stdout, r, g.Root)
-			}
-			if err != nil {
+			if err := v.Report(r); err != nil {
 				return err
 			}
 			if !r.Healthy {
@@ -129,15 +125,51 @@ func invokingUser(g *globalOptions, h *host.Host) (*doctor.User, error) {
 	return nil, nil
 }
 
-// writeDoctor prints a report for a person: the groups in order, one line
-// per check, and for warnings and problems the evidence and the fix.
-func writeDoctor(w io.Writer, r *doctor.Report, root string) error {
-	p := &printer{w: w}
+// doctorView shows doctor's report, for a person or as JSON; the flags
+// choose one, once, in newDoctorView.
+type doctorView interface {
+	// Report shows r and returns the first write error.
+	Report(r *doctor.Report) error
+}
+
+// newDoctorView chooses doctor's view from the flags: the report as JSON
+// with --json, else the checks for a person.
+func newDoctorView(g *globalOptions) doctorView {
+	if g.JSON {
+		return &doctorJSON{g: g}
+	}
+	return &doctorHuman{w: g.Stdout, root: g.Root}
+}
+
+// doctorJSON prints the report as a JSON document.
+type doctorJSON struct {
+	g *globalOptions
+}
+
+var _ doctorView = (*doctorJSON)(nil)
+
+func (v *doctorJSON) Report(r *doctor.Report) error {
+	return writeJSON(v.g, r)
+}
+
+// doctorHuman prints the report for a person.
+type doctorHuman struct {
+	w io.Writer
+	// root is --root as the user wrote it.
+	root string
+}
+
+var _ doctorView = (*doctorHuman)(nil)
+
+// Report prints the groups in order, one line per check, and for warnings
+// and problems the evidence and the fix.
+func (v *doctorHuman) Report(r *doctor.Report) error {
+	p := &printer{w: v.w}
 	who := "unknown user"
 	if r.User != nil {
 		who = "user " + r.User.Name
 	}
-	p.printf("Checking %s for %s\n", root, who)
+	p.printf("Checking %s for %s\n", v.root, who)
 	group := 0
 	for _, c := range r.Checks {
 		if c.Group.Number != group {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -43,17 +42,13 @@ With --json it prints the observation document (schema_version) that plan,
 apply and doctor work from.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				v := newObserveView(g)
 				h, err := openHost(g)
 				if err != nil {
 					return err
 				}
 				obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
-				if g.JSON {
-					return writeJSON(g, obs)
-				}
-				v := &observeView{w: g.Stdout, color: g.Color()}
-				v.render(obs, g.Root)
-				return v.err
+				return v.Observation(obs)
 			},
 		}
 		repeatable(cmd.Flags(), &pythons, "python", "a Python `INTERPRETER` (path inside --root) whose environment to observe; repeatable")
@@ -62,34 +57,58 @@ apply and doctor work from.`,
 	})
 }
 
-// observeView renders an observation for a person. It only formats: every
+// observeView shows observe's result, for a person or as JSON; the flags
+// choose one, once, in newObserveView.
+type observeView interface {
+	// Observation shows obs and returns the first write error.
+	Observation(obs *facts.Observation) error
+}
+
+// newObserveView chooses observe's view from the flags: the observation
+// document with --json, else sections for a person.
+func newObserveView(g *globalOptions) observeView {
+	if g.JSON {
+		return &observeJSON{g: g}
+	}
+	return &observeHuman{printer: printer{w: g.Stdout}, color: g.Color(), root: g.Root}
+}
+
+// observeJSON prints the observation document.
+type observeJSON struct {
+	g *globalOptions
+}
+
+var _ observeView = (*observeJSON)(nil)
+
+func (v *observeJSON) Observation(obs *facts.Observation) error {
+	return writeJSON(v.g, obs)
+}
+
+// observeHuman renders an observation for a person. It only formats: every
 // judgement (problems included) is in the observation.
-type observeView struct {
-	w     io.Writer
+type observeHuman struct {
+	printer
 	color bool
-	err   error
+	// root is --root as the user wrote it.
+	root string
 	// problems are the observation's, taken out as their section prints.
 	problems []facts.Problem
 }
 
-func (v *observeView) printf(format string, args ...any) {
-	if v.err == nil {
-		_, v.err = fmt.Fprintf(v.w, format, args...)
-	}
-}
+var _ observeView = (*observeHuman)(nil)
 
 // section starts a layer's block and ends the previous one with its
 // problems.
-func (v *observeView) section(title string) {
+func (v *observeHuman) section(title string) {
 	v.printf("\n%s\n", title)
 }
 
-func (v *observeView) item(format string, args ...any) {
+func (v *observeHuman) item(format string, args ...any) {
 	v.printf("  "+format+"\n", args...)
 }
 
 // flag prints the problems of the given layers.
-func (v *observeView) flag(layers ...string) {
+func (v *observeHuman) flag(layers ...string) {
 	rest := v.problems[:0]
 	for _, p := range v.problems {
 		if !slices.Contains(layers, p.Layer) {
@@ -105,10 +124,10 @@ func (v *observeView) flag(layers ...string) {
 	v.problems = rest
 }
 
-// render prints obs; root is --root as the user wrote it.
-func (v *observeView) render(obs *facts.Observation, root string) {
+// Observation prints obs, one section per layer, each with its problems.
+func (v *observeHuman) Observation(obs *facts.Observation) error {
 	v.problems = slices.Clone(obs.Problems)
-	v.printf("Host %s\n", root)
+	v.printf("Host %s\n", v.root)
 	v.os(obs)
 	v.kernel(obs)
 	v.gpus(obs)
@@ -138,6 +157,7 @@ func (v *observeView) render(obs *facts.Observation, root string) {
 			}
 		}
 	}
+	return v.err
 }
 
 func orUnknown(s string) string {
@@ -147,7 +167,7 @@ func orUnknown(s string) string {
 	return s
 }
 
-func (v *observeView) os(obs *facts.Observation) {
+func (v *observeHuman) os(obs *facts.Observation) {
 	o := obs.OS
 	v.section("OS")
 	name := o.Name
@@ -165,7 +185,7 @@ func (v *observeView) os(obs *facts.Observation) {
 
 // initProcess says what process 1 is, and so whether systemd takes a
 // changed setting now or at the next boot.
-func (v *observeView) initProcess(in facts.Init) {
+func (v *observeHuman) initProcess(in facts.Init) {
 	switch {
 	case in.Systemd:
 		v.item("init: systemd, process 1 of the running system")
@@ -180,7 +200,7 @@ func (v *observeView) initProcess(in facts.Init) {
 	}
 }
 
-func (v *observeView) kernel(obs *facts.Observation) {
+func (v *observeHuman) kernel(obs *facts.Observation) {
 	k := obs.Kernel
 	v.section("Kernel")
 	v.item("running %s, Secure Boot %s", orUnknown(k.Release), orUnknown(k.SecureBoot))
@@ -239,7 +259,7 @@ func (v *observeView) kernel(obs *facts.Observation) {
 	v.flag("kernel")
 }
 
-func (v *observeView) gpus(obs *facts.Observation) {
+func (v *observeHuman) gpus(obs *facts.Observation) {
 	v.section("GPUs on the PCI bus")
 	if len(obs.PCI) == 0 {
 		v.item("no NVIDIA GPU")
@@ -265,7 +285,7 @@ func (v *observeView) gpus(obs *facts.Observation) {
 	v.flag("pci")
 }
 
-func (v *observeView) nvml(obs *facts.Observation) {
+func (v *observeHuman) nvml(obs *facts.Observation) {
 	n := obs.NVML
 	v.section("NVML")
 	if n.Status != "ok" {
@@ -301,7 +321,7 @@ func bytesText(b uint64) string {
 	return fmt.Sprintf("%d MiB", b>>20)
 }
 
-func (v *observeView) driver(obs *facts.Observation) {
+func (v *observeHuman) driver(obs *facts.Observation) {
 	d := obs.Driver
 	v.section("Driver")
 	if d.ModuleVersion == "" {
@@ -325,7 +345,7 @@ func (v *observeView) driver(obs *facts.Observation) {
 	v.flag("driver")
 }
 
-func (v *observeView) devices(obs *facts.Observation) {
+func (v *observeHuman) devices(obs *facts.Observation) {
 	v.section("Device nodes")
 	if len(obs.DeviceNodes) == 0 {
 		v.item("no /dev/nvidia* nodes")
@@ -344,7 +364,7 @@ func (v *observeView) devices(obs *facts.Observation) {
 	v.flag("devices")
 }
 
-func (v *observeView) packages(obs *facts.Observation) {
+func (v *observeHuman) packages(obs *facts.Observation) {
 	p := obs.Packages
 	v.section("Packages")
 	if p.Manager == "" {
@@ -373,7 +393,7 @@ func (v *observeView) packages(obs *facts.Observation) {
 	v.flag("packages")
 }
 
-func (v *observeView) repositories(obs *facts.Observation) {
+func (v *observeHuman) repositories(obs *facts.Observation) {
 	v.section("Package repositories")
 	if len(obs.Repositories) == 0 {
 		v.item("none enabled")
@@ -389,7 +409,7 @@ func (v *observeView) repositories(obs *facts.Observation) {
 	v.flag("repositories")
 }
 
-func (v *observeView) cuda(obs *facts.Observation) {
+func (v *observeHuman) cuda(obs *facts.Observation) {
 	c := obs.CUDA
 	v.section("CUDA toolkits")
 	if len(c.Toolkits) == 0 {
@@ -413,7 +433,7 @@ func (v *observeView) cuda(obs *facts.Observation) {
 	v.flag("cuda")
 }
 
-func (v *observeView) cudnn(obs *facts.Observation) {
+func (v *observeHuman) cudnn(obs *facts.Observation) {
 	v.section("cuDNN")
 	if len(obs.CuDNN.Installs) == 0 {
 		v.item("none")
@@ -437,7 +457,7 @@ func (v *observeView) cudnn(obs *facts.Observation) {
 	v.flag("cudnn")
 }
 
-func (v *observeView) python(obs *facts.Observation) {
+func (v *observeHuman) python(obs *facts.Observation) {
 	v.section("Python environments")
 	if len(obs.Python) == 0 {
 		v.item("none found")
@@ -478,7 +498,7 @@ func (v *observeView) python(obs *facts.Observation) {
 // the distributions gpuenv knows; the full list is in --json.
 var gpuGroups = []string{"video", "render", "nvidia"}
 
-func (v *observeView) groups(obs *facts.Observation) {
+func (v *observeHuman) groups(obs *facts.Observation) {
 	v.section("Groups")
 	shown := 0
 	for _, g := range obs.Groups {
@@ -499,7 +519,7 @@ func (v *observeView) groups(obs *facts.Observation) {
 	v.flag("groups")
 }
 
-func (v *observeView) environment(obs *facts.Observation) {
+func (v *observeHuman) environment(obs *facts.Observation) {
 	e := obs.Environment
 	v.section("Environment")
 	if len(e.Variables) == 0 {

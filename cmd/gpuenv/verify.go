@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -92,6 +93,7 @@ func deviceNodes(h *host.Host) map[string]bool {
 
 func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout time.Duration) error {
 	ctx := cmd.Context()
+	v := newVerifyView(g)
 	h, err := openHost(g)
 	if err != nil {
 		return err
@@ -99,13 +101,9 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
 	work := verify.Workloads(obs)
 	if len(work) == 0 {
-		if g.JSON {
-			if err := writeJSON(g, verifyReport{FormatVersion: "1.0", Root: obs.Root, Results: []verify.Result{}, Explanation: []doctor.Check{}}); err != nil {
-				return err
-			}
-		} else {
-			fmt.Fprintf(g.Stderr, "Nothing to verify: no PyTorch, TensorFlow or JAX in the system's Python%s.\n", pythonsText(pythons))
-			fmt.Fprintln(g.Stderr, "Name a virtual environment's interpreter with --python.")
+		rep := &verifyReport{FormatVersion: "1.0", Root: obs.Root, Results: []verify.Result{}, Explanation: []doctor.Check{}}
+		if err := v.NothingToVerify(rep, pythons); err != nil {
+			return err
 		}
 		return &exitCodeError{code: exitError}
 	}
@@ -113,11 +111,10 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 	if err != nil {
 		return err
 	}
-	p := &printer{w: g.Stdout}
-	if !g.JSON {
-		p.printf("Verifying %s in %s (timeout %s each)\n", countWord(len(work), "workload"), g.Root, timeout)
+	if err := v.Start(len(work), timeout); err != nil {
+		return err
 	}
-	rep := verifyReport{FormatVersion: "1.0", Root: obs.Root, Verified: true}
+	rep := &verifyReport{FormatVersion: "1.0", Root: obs.Root, Verified: true}
 	var failed []verify.Result
 	nodesBefore := deviceNodes(h)
 	for _, w := range work {
@@ -127,8 +124,8 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 			rep.Verified = false
 			failed = append(failed, r)
 		}
-		if !g.JSON {
-			writeResult(p, r)
+		if err := v.Result(r); err != nil {
+			return err
 		}
 	}
 	for p := range deviceNodes(h) {
@@ -137,8 +134,8 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 		}
 	}
 	slices.Sort(rep.CreatedDeviceNodes)
-	if len(rep.CreatedDeviceNodes) > 0 && !g.JSON {
-		p.printf("The workloads created device files that were not there: %s (the driver's libraries make them when they run as root).\n", strings.Join(rep.CreatedDeviceNodes, ", "))
+	if err := v.CreatedDeviceNodes(rep.CreatedDeviceNodes); err != nil {
+		return err
 	}
 	rep.Explanation = []doctor.Check{}
 	if len(failed) > 0 {
@@ -148,27 +145,112 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 		}
 		rep.Explanation = explain(dr, failed)
 	}
-	if g.JSON {
-		if err := writeJSON(g, rep); err != nil {
-			return err
-		}
-	} else if len(failed) > 0 {
-		if len(rep.Explanation) == 0 {
-			p.printf("\ngpuenv doctor finds nothing on the host that explains it; the output above is the framework's own.\n")
-		} else {
-			p.printf("\nWhy, according to gpuenv doctor:\n")
-			for _, c := range rep.Explanation {
-				writeCheck(p, c)
-			}
-		}
-	}
-	if p.err != nil {
-		return p.err
+	if err := v.Report(rep); err != nil {
+		return err
 	}
 	if !rep.Verified {
 		return &exitCodeError{code: exitChanges}
 	}
 	return nil
+}
+
+// verifyView shows verify's progress and result, for a person or as JSON;
+// the flags choose one, once, in newVerifyView. Each method returns the
+// first write error.
+type verifyView interface {
+	// NothingToVerify says that no framework was found; rep is the empty
+	// report and pythons are the --python interpreters.
+	NothingToVerify(rep *verifyReport, pythons []string) error
+	// Start comes before the first of n workloads runs.
+	Start(n int, timeout time.Duration) error
+	// Result comes after each workload.
+	Result(r verify.Result) error
+	// CreatedDeviceNodes comes after the last workload, with the device
+	// files the workloads created (often none).
+	CreatedDeviceNodes(paths []string) error
+	// Report comes last, with the whole report.
+	Report(rep *verifyReport) error
+}
+
+// newVerifyView chooses verify's view from the flags: the report as one
+// JSON document at the end with --json, else lines for a person as each
+// workload finishes.
+func newVerifyView(g *globalOptions) verifyView {
+	if g.JSON {
+		return &verifyJSON{g: g}
+	}
+	return &verifyHuman{out: printer{w: g.Stdout}, errw: g.Stderr, root: g.Root}
+}
+
+// verifyJSON prints the report, and nothing before it.
+type verifyJSON struct {
+	g *globalOptions
+}
+
+var _ verifyView = (*verifyJSON)(nil)
+
+func (v *verifyJSON) NothingToVerify(rep *verifyReport, _ []string) error {
+	return writeJSON(v.g, rep)
+}
+
+func (v *verifyJSON) Start(int, time.Duration) error    { return nil }
+func (v *verifyJSON) Result(verify.Result) error        { return nil }
+func (v *verifyJSON) CreatedDeviceNodes([]string) error { return nil }
+
+func (v *verifyJSON) Report(rep *verifyReport) error {
+	return writeJSON(v.g, rep)
+}
+
+// verifyHuman prints a line per workload as it finishes, then, when one
+// failed, doctor's explanation.
+type verifyHuman struct {
+	// out is stdout; it keeps the first write error.
+	out printer
+	// errw is stderr, for saying that there is nothing to verify.
+	errw io.Writer
+	// root is --root as the user wrote it.
+	root string
+}
+
+var _ verifyView = (*verifyHuman)(nil)
+
+func (v *verifyHuman) NothingToVerify(_ *verifyReport, pythons []string) error {
+	p := &printer{w: v.errw}
+	p.printf("Nothing to verify: no PyTorch, TensorFlow or JAX in the system's Python%s.\n", pythonsText(pythons))
+	p.printf("Name a virtual environment's interpreter with --python.\n")
+	return p.err
+}
+
+func (v *verifyHuman) Start(n int, timeout time.Duration) error {
+	v.out.printf("Verifying %s in %s (timeout %s each)\n", countWord(n, "workload"), v.root, timeout)
+	return v.out.err
+}
+
+func (v *verifyHuman) Result(r verify.Result) error {
+	writeResult(&v.out, r)
+	return v.out.err
+}
+
+func (v *verifyHuman) CreatedDeviceNodes(paths []string) error {
+	if len(paths) > 0 {
+		v.out.printf("The workloads created device files that were not there: %s (the driver's libraries make them when they run as root).\n", strings.Join(paths, ", "))
+	}
+	return v.out.err
+}
+
+func (v *verifyHuman) Report(rep *verifyReport) error {
+	if rep.Verified {
+		return v.out.err
+	}
+	if len(rep.Explanation) == 0 {
+		v.out.printf("\ngpuenv doctor finds nothing on the host that explains it; the output above is the framework's own.\n")
+	} else {
+		v.out.printf("\nWhy, according to gpuenv doctor:\n")
+		for _, c := range rep.Explanation {
+			writeCheck(&v.out, c)
+		}
+	}
+	return v.out.err
 }
 
 func pythonsText(pythons []string) string {
