@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/gpuenv/gpuenv/spec"
 )
 
 // diagnosticsWidth is where HCL's text writer wraps details; 0 would
@@ -19,19 +17,11 @@ func (g *globalOptions) diagnosticWriter(files map[string]*hcl.File) hcl.Diagnos
 	return hcl.NewDiagnosticTextWriter(g.Stderr, files, diagnosticsWidth, g.Color())
 }
 
-// writeDiagnostics prints diagnostics as HCL renders them (file:line:col,
-// the source line, a marker under the range) to stderr, or, with --json,
-// as a JSON document on stdout.
+// writeDiagnostics prints diagnostics as validate does: as HCL renders
+// them (file:line:col, the source line, a marker under the range) to
+// stderr, or, with --json, as a JSON document on stdout.
 func writeDiagnostics(g *globalOptions, files map[string]*hcl.File, diags hcl.Diagnostics) error {
-	if g.JSON {
-		return writeJSON(g, struct {
-			Valid       bool                  `json:"valid"`
-			ErrorCount  int                   `json:"error_count"`
-			WarnCount   int                   `json:"warning_count"`
-			Diagnostics []spec.JSONDiagnostic `json:"diagnostics"`
-		}{!diags.HasErrors(), len(diags.Errs()), len(diags) - len(diags.Errs()), spec.DiagnosticsJSON(diags)})
-	}
-	return g.diagnosticWriter(files).WriteDiagnostics(diags)
+	return newValidateView(g).Diagnostics(files, diags)
 }
 
 // writeJSON prints v as indented JSON on stdout.

@@ -78,6 +78,7 @@ Exit status: 0 success (with or without changes), 1 error; with
 
 func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath string) error {
 	ctx := cmd.Context()
+	view := newPlanView(g)
 	opts, diags := o.vars.loadOptions(g.Env)
 	var files map[string]*hcl.File
 	var s *spec.Spec
@@ -86,7 +87,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		files = s.Files
 	}
 	if diags.HasErrors() {
-		if err := writePlan(g, files, nil, diags); err != nil {
+		if err := view.Plan(files, nil, diags); err != nil {
 			return err
 		}
 		return &exitCodeError{code: exitError}
@@ -104,7 +105,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 	})
 	diags = append(diags, more...)
 	p, obs := pd.plan, pd.obs
-	if err := writePlan(g, files, p, diags); err != nil {
+	if err := view.Plan(files, p, diags); err != nil {
 		return err
 	}
 	if p == nil || diags.HasErrors() {
@@ -114,8 +115,8 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		if err := savePlan(o.out, p, obs); err != nil {
 			return err
 		}
-		if !g.JSON {
-			fmt.Fprintf(g.Stdout, "\nSaved the plan to %s. Apply exactly this plan with:\n    gpuenv apply %s\n", o.out, o.out)
+		if err := view.Saved(o.out); err != nil {
+			return err
 		}
 	}
 	if o.detailedExitcode && !p.Empty() {

@@ -377,25 +377,8 @@ func wrap(w io.Writer, indent, text string) {
 	}
 }
 
-// writePlan prints the plan in the chosen format, with diags: warnings
-// before a human plan on stderr, or in the JSON document.
+// writePlan prints the plan in the format the flags chose, with diags:
+// warnings before a human plan on stderr, or in the JSON document.
 func writePlan(g *globalOptions, files map[string]*hcl.File, p *planner.Plan, diags hcl.Diagnostics) error {
-	if g.JSON {
-		return writeJSON(g, planDocument{
-			FormatVersion: planner.FormatVersion,
-			Errored:       p == nil || diags.HasErrors(),
-			Plan:          p,
-			Diagnostics:   spec.DiagnosticsJSON(diags),
-		})
-	}
-	if len(diags) > 0 {
-		w := g.diagnosticWriter(files)
-		if err := w.WriteDiagnostics(diags); err != nil {
-			return err
-		}
-	}
-	if p != nil {
-		return (&humanPlan{w: g.Stdout, color: g.Color()}).render(p)
-	}
-	return nil
+	return newPlanView(g).Plan(files, p, diags)
 }

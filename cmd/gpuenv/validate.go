@@ -72,6 +72,7 @@ Exit status: 0 when the spec is valid (warnings allowed), 1 when it is not.`,
 		ValidArgsFunction: completeSpecPaths,
 		Args:              cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			view := newValidateView(g)
 			path := "."
 			if len(args) == 1 {
 				path = args[0]
@@ -83,20 +84,13 @@ Exit status: 0 when the spec is valid (warnings allowed), 1 when it is not.`,
 				diags = append(diags, more...)
 				files = s.Files
 			}
-			if err := writeDiagnostics(g, files, diags); err != nil {
+			if err := view.Diagnostics(files, diags); err != nil {
 				return err
 			}
 			if diags.HasErrors() {
 				return &exitCodeError{code: exitError}
 			}
-			if !g.JSON {
-				if len(diags) > 0 {
-					fmt.Fprintln(g.Stdout, "Success! The spec is valid, but there were some warnings.")
-				} else {
-					fmt.Fprintln(g.Stdout, "Success! The spec is valid.")
-				}
-			}
-			return nil
+			return view.Valid(len(diags) > 0)
 		},
 	}
 	vf.register(cmd)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"runtime"
 	"runtime/debug"
 
@@ -44,15 +43,7 @@ func init() {
 			Short: "Print gpuenv's version",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				v := buildVersion()
-				if g.JSON {
-					return writeJSON(g, v)
-				}
-				fmt.Fprintf(g.Stdout, "gpuenv %s (%s, %s)\n", v.Version, v.GoVersion, v.Platform)
-				if v.Revision != "" {
-					fmt.Fprintf(g.Stdout, "revision %s\n", v.Revision)
-				}
-				return nil
+				return newVersionView(g).Version(buildVersion())
 			},
 		}
 		addJSONFlag(cmd, g)
