@@ -99,11 +99,7 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 			if err != nil {
 				return err
 			}
-			if g.JSON {
-				if err := writeJSON(g, res); err != nil {
-					return err
-				}
-			} else if res.Generation != 0 {
+			if res.Generation != 0 {
 				fmt.Fprintln(g.Stdout)
 				if res.Status == apply.StatusDone {
 					fmt.Fprintf(g.Stdout, "Rollback complete: %d inverses run (generation %d).\n", len(res.Reverted), res.Generation)
@@ -127,11 +123,10 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 	return cmd
 }
 
+// showRollback is the human view of what a rollback will undo; the JSON
+// view prints it as a rollback_plan event.
 func showRollback(g *globalOptions, p *apply.RollbackPlan) {
 	w := g.Stdout
-	if g.JSON {
-		w = g.Stderr
-	}
 	switch {
 	case p.Continues != 0:
 		fmt.Fprintf(w, "Finishing rollback generation %d, which did not finish.\n", p.Continues)
