@@ -10,10 +10,9 @@ import (
 // is rewritten after the journal's end record, and a write that failed
 // there (the disk full) would otherwise leave a cleanly ended generation
 // shown as running, or an apply undone by a finished rollback shown as
-// still applied. It changes only the copies in gens, and reports whether
-// any differed from the files.
-func (s *Store) reconcile(gens []Meta) bool {
-	changed := false
+// still applied. It changes only the copies in gens; repair writes them
+// back.
+func (s *Store) reconcile(gens []Meta) {
 	for i := range gens {
 		m := &gens[i]
 		if m.Finished != nil || m.Status == StatusDamaged {
@@ -21,14 +20,9 @@ func (s *Store) reconcile(gens []Meta) bool {
 			// shown as damaged until a person looks at it.
 			continue
 		}
-		recs, err := ReadJournal(filepath.Join(s.genAbs(m.ID), journalName), false)
-		if err != nil || len(recs) == 0 {
-			continue
-		}
-		if last := recs[len(recs)-1]; last.Event == EventEnd && last.Status != "" {
-			t := last.Time
-			m.Status, m.Finished = last.Status, &t
-			changed = true
+		if end, ok := journalEnd(filepath.Join(s.genAbs(m.ID), journalName)); ok {
+			t := end.Time
+			m.Status, m.Finished = end.Status, &t
 		}
 	}
 	for _, rb := range gens {
@@ -44,10 +38,19 @@ func (s *Store) reconcile(gens []Meta) bool {
 			if m.Status.Unfinished() {
 				m.Status = StatusReverted
 			}
-			changed = true
 		}
 	}
-	return changed
+}
+
+// journalEnd returns the end record of the journal at p (on this machine),
+// if it has one: the generation it belongs to ended, with that status.
+func journalEnd(p string) (Record, bool) {
+	recs, err := ReadJournal(p, false)
+	if err != nil || len(recs) == 0 {
+		return Record{}, false
+	}
+	last := recs[len(recs)-1]
+	return last, last.Event == EventEnd && last.Status != ""
 }
 
 // repair writes back what reconcile found, while the lock is held, so

@@ -592,15 +592,11 @@ func EndedAs(h *host.Host, stateDir string, id int) (Status, bool) {
 	if err != nil {
 		return "", false
 	}
-	recs, err := ReadJournal(p, false)
-	if err != nil || len(recs) == 0 {
+	end, ok := journalEnd(p)
+	if !ok || end.Status.Unfinished() {
 		return "", false
 	}
-	last := recs[len(recs)-1]
-	if last.Event != EventEnd || last.Status == "" || last.Status.Unfinished() {
-		return "", false
-	}
-	return last.Status, true
+	return end.Status, true
 }
 
 // newGeneration creates the next generation's directory and meta.

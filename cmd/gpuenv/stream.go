@@ -36,34 +36,25 @@ func newEventStream(w io.Writer) *eventStream {
 	return s
 }
 
-// write prints one event, stamping it; the first write error is kept and
-// later events are dropped, since a reader that went away reads nothing.
+// write prints one event built here, stamping it.
 func (s *eventStream) write(ev map[string]any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return
-	}
 	if _, ok := ev["@timestamp"]; !ok {
 		ev["@timestamp"] = time.Now().UTC()
 	}
-	s.err = s.enc.Encode(ev)
+	s.encode(ev)
 }
 
-// run prints one of the engine's events.
-func (s *eventStream) run(e apply.RunEvent) {
-	data, err := json.Marshal(e)
-	if err != nil {
-		s.mu.Lock()
-		s.err = err
-		s.mu.Unlock()
-		return
+// run prints one of the engine's events, stamped when it happened.
+func (s *eventStream) run(e apply.RunEvent) { s.encode(e) }
+
+// encode prints one object; the first write error is kept and later
+// events are dropped, since a reader that went away reads nothing.
+func (s *eventStream) encode(v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = s.enc.Encode(v)
 	}
-	var ev map[string]any
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return
-	}
-	s.write(ev)
 }
 
 // plan prints the plan document, as `plan --json` prints it.

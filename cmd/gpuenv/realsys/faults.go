@@ -317,19 +317,10 @@ func (r *Root) PowerCut() []string {
 	var killed []string
 	for pass := 0; pass < 100; pass++ {
 		found := false
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			root, err := os.Readlink(filepath.Join("/proc", e.Name(), "root"))
-			if err != nil || (root != r.Dir && !strings.HasPrefix(root, r.Dir+"/")) {
-				continue
-			}
+		for _, pid := range r.processesInside() {
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 			if err := unix.Kill(pid, unix.SIGKILL); err == nil {
 				found = true
-				cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 				killed = append(killed, fmt.Sprintf("%d %s", pid, strings.Join(strings.Fields(strings.ReplaceAll(string(cmdline), "\x00", " ")), " ")))
 			}
 		}

@@ -365,6 +365,16 @@ func unmountRetry(target string) error {
 
 // killInside kills the processes whose root directory is inside r.Dir.
 func (r *Root) killInside() {
+	for _, pid := range r.processesInside() {
+		r.t.Logf("killing process %d left running inside the root", pid)
+		unix.Kill(pid, unix.SIGKILL)
+	}
+}
+
+// processesInside lists the processes whose root directory is r.Dir or
+// below it: the ones a command run in the root started.
+func (r *Root) processesInside() []int {
+	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -375,9 +385,9 @@ func (r *Root) killInside() {
 		if err != nil || (root != r.Dir && !strings.HasPrefix(root, r.Dir+"/")) {
 			continue
 		}
-		r.t.Logf("killing process %d left running inside the root", pid)
-		unix.Kill(pid, unix.SIGKILL)
+		out = append(out, pid)
 	}
+	return out
 }
 
 // mountsUnder lists the mount points at or under dir.
