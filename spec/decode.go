@@ -101,19 +101,6 @@ func (b *body) str(name string) (Attr[string], *hcl.Attribute) {
 	return setAttr(val.AsString(), attr.Expr.Range()), attr
 }
 
-// word reads a string attribute that must be a plain word: see checkWord.
-func (b *body) word(name, what string) Attr[string] {
-	a, attr := b.str(name)
-	if !a.Set {
-		return a
-	}
-	if p := checkWord(what, a.Value); p != "" {
-		b.valueError(attr, attr.Expr.Range(), "Invalid "+what, "%s", p)
-		return Attr[string]{}
-	}
-	return a
-}
-
 func (b *body) path(name string) Attr[string] {
 	a, attr := b.str(name)
 	if !a.Set {

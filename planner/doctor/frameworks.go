@@ -252,16 +252,6 @@ func archsCover(archs []string, cc version.Version) bool {
 	return false
 }
 
-// venvOf returns the virtual environment directory of an interpreter in
-// its bin directory.
-func venvOf(interp string) string {
-	dir := path.Dir(interp)
-	if path.Base(dir) == "bin" {
-		return path.Dir(dir)
-	}
-	return ""
-}
-
 // gpuBuildFix is the spec block that installs a GPU build of fw the
 // driver runs, in fw's environment (or a new one for a distribution
 // package).

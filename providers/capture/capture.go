@@ -101,15 +101,6 @@ func (w *writer) block(typ string, labels []string, comment ...string) *hclwrite
 	return w.f.Body().AppendNewBlock(typ, labels).Body()
 }
 
-func installed(obs *facts.Observation, name string) (facts.Package, bool) {
-	for _, p := range obs.Packages.Packages {
-		if p.Name == name && p.State == facts.StateInstalled {
-			return p, true
-		}
-	}
-	return facts.Package{}, false
-}
-
 func (w *writer) driver(obs *facts.Observation) {
 	drv, _ := doctor.DriverVersion(obs)
 	v := drv.String()
