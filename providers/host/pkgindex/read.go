@@ -55,6 +55,9 @@ type reader struct {
 	warns []facts.Warning
 	// offers are the relevant stanzas read, by package name.
 	offers map[string][]offer
+	// cacheFailed is set once writing the cache failed: one warning
+	// says so, not one per list.
+	cacheFailed bool
 }
 
 func (r *reader) warn(p string, format string, args ...any) {
@@ -235,9 +238,10 @@ func (r *reader) scan(p string, id facts.FileIdentity, scanFn func(source, func(
 	if err != nil {
 		return scanned{}, err
 	}
-	if !r.opts.NoCache {
+	if !r.opts.NoCache && !r.cacheFailed {
 		if err := writeCache(r.h, p, id, s); err != nil {
-			r.warn(CacheDir, "not caching the relevant stanzas of %s: %v", p, err)
+			r.cacheFailed = true
+			r.warn(CacheDir, "not caching the relevant stanzas of the package lists: %v", err)
 		}
 	}
 	return s, nil
