@@ -62,32 +62,26 @@ func rewriteKeepingIdentity(t *testing.T, root string, content []byte) {
 	}
 }
 
-// hasDriver reports whether the indexes list nvidia-driver 535.261.03-1,
-// which only the bookworm non-free list does.
-func hasDriver(ix facts.PackageIndexes) bool {
+// hasVersion reports whether the indexes list nvidia-driver at version.
+func hasVersion(ix facts.PackageIndexes, version string) bool {
 	for _, p := range ix.Packages {
 		for _, v := range p.Versions {
-			if p.Name == "nvidia-driver" && v.Version == "535.261.03-1" {
+			if p.Name == "nvidia-driver" && v.Version == version {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// hasDriver reports whether the indexes list nvidia-driver 535.261.03-1,
+// which only the bookworm non-free list does.
+func hasDriver(ix facts.PackageIndexes) bool { return hasVersion(ix, "535.261.03-1") }
 
 const otherList = "Package: nvidia-driver\nVersion: 1.0-1\nArchitecture: amd64\n\n"
 
 // hasOther reports whether the indexes hold otherList's package.
-func hasOther(ix facts.PackageIndexes) bool {
-	for _, p := range ix.Packages {
-		for _, v := range p.Versions {
-			if p.Name == "nvidia-driver" && v.Version == "1.0-1" {
-				return true
-			}
-		}
-	}
-	return false
-}
+func hasOther(ix facts.PackageIndexes) bool { return hasVersion(ix, "1.0-1") }
 
 func TestCacheIsUsedForTheSameList(t *testing.T) {
 	root, read := cacheRoot(t)
