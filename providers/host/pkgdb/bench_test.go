@@ -3,9 +3,7 @@ package pkgdb
 import (
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -25,11 +23,11 @@ func BenchmarkParseStatus(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime(b)
+	cpu := hosttest.CPUTime(b)
 	for b.Loop() {
 		parseStatus(data, nil, false)
 	}
-	cpu.report(b)
+	cpu.Report(b)
 }
 
 // BenchmarkReadDpkg is reading dpkg's files and parsing them.
@@ -39,29 +37,11 @@ func BenchmarkReadDpkg(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	cpu := cpuTime(b)
+	cpu := hosttest.CPUTime(b)
 	for b.Loop() {
 		ReadDpkg(h)
 	}
-	cpu.report(b)
-}
-
-// cpuClock measures the process's CPU time over a benchmark loop, which
-// on a shared, loaded machine says more than the wall clock ns/op.
-type cpuClock struct{ start time.Duration }
-
-func cpuTime(b *testing.B) cpuClock { return cpuClock{rusage(b)} }
-
-func (c cpuClock) report(b *testing.B) {
-	b.ReportMetric(float64((rusage(b)-c.start).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-func rusage(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu.Report(b)
 }
 
 // BenchmarkReadDpkgAll is apply's read of the whole database: every
@@ -73,9 +53,9 @@ func BenchmarkReadDpkgAll(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(ReadDpkgAll(h).Packages)), "packages")
 	b.ReportAllocs()
-	cpu := cpuTime(b)
+	cpu := hosttest.CPUTime(b)
 	for b.Loop() {
 		ReadDpkgAll(h)
 	}
-	cpu.report(b)
+	cpu.Report(b)
 }
