@@ -18,13 +18,33 @@ import (
 
 const stateDir = applytest.StateDir
 
-// fixture is a fake host for one test.
-type fixture struct {
-	*applytest.Fixture
+// testHost is a fake host for one test, with what the tests do to any
+// host, whichever package manager it has.
+type testHost struct {
 	t      *testing.T
+	root   string
 	h      *host.Host
 	runner *applytest.Runner
 	out    bytes.Buffer
+	// snap reads the host as "the same host" compares it: its package
+	// database is the package manager's own.
+	snap func(root string, extra ...string) (*applytest.State, error)
+}
+
+func newTestHost(t *testing.T, root string, env []string, snap func(string, ...string) (*applytest.State, error)) *testHost {
+	t.Helper()
+	th := &testHost{t: t, root: root, runner: &applytest.Runner{Env: env}, snap: snap}
+	var err error
+	if th.h, err = host.New(root, host.WithRunner(th.runner)); err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+// fixture is the standard fake host (applytest.BuildHost) for one test.
+type fixture struct {
+	*applytest.Fixture
+	*testHost
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -33,35 +53,45 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &fixture{Fixture: f, t: t, runner: &applytest.Runner{Env: f.Env}}
-	fx.h, err = host.New(f.Root, host.WithRunner(fx.runner))
+	return &fixture{f, newTestHost(t, f.Root, f.Env, applytest.Snapshot)}
+}
+
+// rpmFixture is the fake RPM host (applytest.BuildRPMHost) for one test.
+type rpmFixture struct {
+	*applytest.RPMFixture
+	*testHost
+}
+
+func newRPMFixture(t *testing.T) *rpmFixture {
+	t.Helper()
+	f, err := applytest.BuildRPMHost(applytest.TempDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fx
+	return &rpmFixture{f, newTestHost(t, f.Root, f.Env, applytest.SnapshotRPM)}
 }
 
-func (fx *fixture) snapshot() *applytest.State {
+func (fx *testHost) snapshot() *applytest.State {
 	fx.t.Helper()
-	s, err := applytest.Snapshot(fx.Root, stateDir)
+	s, err := fx.snap(fx.root, stateDir)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
 	return s
 }
 
-func (fx *fixture) same(want *applytest.State, what string) {
+func (fx *testHost) same(want *applytest.State, what string) {
 	fx.t.Helper()
 	if d := applytest.Diff(want, fx.snapshot()); d != "" {
 		fx.t.Fatalf("%s: the host differs:\n%s\n--- output:\n%s", what, d, fx.out.String())
 	}
 }
 
-func (fx *fixture) opts(x apply.Executor) apply.Options {
+func (fx *testHost) opts(x apply.Executor) apply.Options {
 	return apply.Options{StateDir: stateDir, Executor: x, Out: &fx.out}
 }
 
-func (fx *fixture) apply(p *planner.Plan, o apply.Options) *apply.Result {
+func (fx *testHost) apply(p *planner.Plan, o apply.Options) *apply.Result {
 	fx.t.Helper()
 	res, err := apply.Apply(context.Background(), fx.h, p, o)
 	if err != nil {
@@ -70,7 +100,7 @@ func (fx *fixture) apply(p *planner.Plan, o apply.Options) *apply.Result {
 	return res
 }
 
-func (fx *fixture) rollback(to int) *apply.Result {
+func (fx *testHost) rollback(to int) *apply.Result {
 	fx.t.Helper()
 	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: to, Out: &fx.out})
 	if err != nil {
@@ -79,34 +109,55 @@ func (fx *fixture) rollback(to int) *apply.Result {
 	return res
 }
 
-func (fx *fixture) read(p string) string {
+func (fx *testHost) read(p string) string {
 	fx.t.Helper()
-	data, err := os.ReadFile(filepath.Join(fx.Root, p))
+	data, err := os.ReadFile(filepath.Join(fx.root, p))
 	if err != nil {
 		fx.t.Fatal(err)
 	}
 	return string(data)
 }
 
-func (fx *fixture) exists(p string) bool {
-	_, err := os.Lstat(filepath.Join(fx.Root, p))
+func (fx *testHost) exists(p string) bool {
+	_, err := os.Lstat(filepath.Join(fx.root, p))
 	return err == nil
 }
 
 // executor is the host executor of the fixture, which fault injection
 // wraps.
-func (fx *fixture) executor() apply.Executor { return &apply.HostExecutor{Host: fx.h} }
+func (fx *testHost) executor() apply.Executor { return &apply.HostExecutor{Host: fx.h} }
 
-// forceUnlock clears the lock a killed gpuenv left, as force-unlock does.
-func (fx *fixture) forceUnlock() {
+func (fx *testHost) store() *apply.Store {
 	fx.t.Helper()
 	store, err := apply.OpenStore(fx.h, stateDir)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	if _, _, err := store.ForceUnlock(); err != nil {
+	return store
+}
+
+// lock takes the state directory's lock, as a running gpuenv holds it.
+func (fx *testHost) lock() (*apply.Store, *apply.Lock) {
+	fx.t.Helper()
+	store := fx.store()
+	lock, err := store.Lock("apply")
+	if err != nil {
 		fx.t.Fatal(err)
 	}
+	return store, lock
+}
+
+// forceUnlock clears the lock a killed gpuenv left, as force-unlock does.
+func (fx *testHost) forceUnlock() {
+	fx.t.Helper()
+	if _, _, err := fx.store().ForceUnlock(); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
+// oneStep is a plan of one step.
+func oneStep(address string, action planner.Action, ops ...planner.Operation) *planner.Plan {
+	return &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: address, Action: action, Operations: ops}}}
 }
 
 func TestApplyStandardPlan(t *testing.T) {

@@ -43,10 +43,10 @@ func TestDnfPackageArgumentsAfterDoubleDash(t *testing.T) {
 	fx := newRPMFixture(t)
 	calls := filepath.Join(t.TempDir(), "calls")
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvCalls+"="+calls)
-	if res := fx.apply(applytest.DnfPlan(), nil); res.Status != apply.StatusApplied {
+	if res := fx.apply(applytest.DnfPlan(), fx.opts(nil)); res.Status != apply.StatusApplied {
 		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
 	}
-	if rb := fx.rollback(); rb.Status != apply.StatusDone {
+	if rb := fx.rollback(-1); rb.Status != apply.StatusDone {
 		t.Fatalf("rollback status %s\n%s", rb.Status, fx.out.String())
 	}
 	checked, bad := dashDashCalls(t, calls, func(args []string) (string, bool) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -25,15 +26,26 @@ const (
 
 // TestKillHelper is not a test: run by the kill tests in a child process,
 // it applies (or rolls back) on a fixture and SIGKILLs itself right after
-// journal record K is durable.
+// journal record K is durable. Mode "dnf" applies the dnf plan on an RPM
+// fixture.
 func TestKillHelper(t *testing.T) {
 	dir := os.Getenv(envKillDir)
 	if dir == "" {
 		t.Skip("helper process for TestKilled*")
 	}
 	at, _ := strconv.Atoi(os.Getenv(envKillAt))
-	f := applytest.OpenHost(dir)
-	h, err := host.New(f.Root, host.WithRunner(&applytest.Runner{Env: f.Env}))
+	mode := os.Getenv(envKillMode)
+	var root string
+	var env []string
+	var plan *planner.Plan
+	if mode == "dnf" {
+		f := applytest.OpenRPMHost(dir)
+		root, env, plan = f.Root, f.Env, applytest.DnfPlan()
+	} else {
+		f := applytest.OpenHost(dir)
+		root, env, plan = f.Root, f.Env, applytest.StandardPlan(f.Index)
+	}
+	h, err := host.New(root, host.WithRunner(&applytest.Runner{Env: env}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +55,10 @@ func TestKillHelper(t *testing.T) {
 			select {}
 		}
 	}
-	if os.Getenv(envKillMode) == "rollback" {
+	if mode == "rollback" {
 		_, err = apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: point})
 	} else {
-		_, err = apply.Apply(context.Background(), h, applytest.StandardPlan(f.Index), apply.Options{StateDir: stateDir, JournalPoint: point})
+		_, err = apply.Apply(context.Background(), h, plan, apply.Options{StateDir: stateDir, JournalPoint: point})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -84,11 +96,7 @@ func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State, ended b
 	if !errors.As(err, &le) || !le.Stale {
 		t.Fatalf("apply after a kill: %v, want a stale-lock refusal", err)
 	}
-	store, err := apply.OpenStore(fx.h, stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, removed, err := store.ForceUnlock(); err != nil || !removed {
+	if _, removed, err := fx.store().ForceUnlock(); err != nil || !removed {
 		t.Fatalf("force-unlock: removed %v, %v", removed, err)
 	}
 	// Killed past the end record, the status file still says running;
@@ -118,21 +126,6 @@ func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State, ended b
 	}
 }
 
-// killFixture builds a fixture in a directory the helper can find.
-func killFixture(t *testing.T) (*fixture, string) {
-	dir := applytest.TempDir(t)
-	f, err := applytest.BuildHost(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx := &fixture{Fixture: f, t: t, runner: &applytest.Runner{Env: f.Env}}
-	fx.h, err = host.New(f.Root, host.WithRunner(fx.runner))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fx, dir
-}
-
 // journalPoints counts the journal records of an uninterrupted apply
 // (and of the rollback after it) of the standard plan.
 func journalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
@@ -149,57 +142,86 @@ func journalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
 	return applyPoints, rollbackPoints
 }
 
+// atEveryJournalPoint runs test in a parallel subtest for each journal
+// point k from 1 to points; kill, given to test, runs the helper in mode
+// on the fixture laid out in dir, killed at k. It logs how many were
+// killed, and what each kill was followed by (after).
+func atEveryJournalPoint(t *testing.T, what string, points int, after string, test func(t *testing.T, k int, kill func(dir, mode string))) {
+	var killed atomic.Int32
+	for k := 1; k <= points; k++ {
+		t.Run(fmt.Sprint(k), func(t *testing.T) {
+			t.Parallel()
+			test(t, k, func(dir, mode string) {
+				t.Helper()
+				if !runKilled(t, dir, mode, k) {
+					t.Fatalf("the %s finished before journal point %d", what, k)
+				}
+				killed.Add(1)
+			})
+		})
+	}
+	t.Cleanup(func() {
+		t.Logf("%s killed (SIGKILL) at %d of %d journal points, each followed by %s", what, killed.Load(), points, after)
+	})
+}
+
 func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
 	points, _ := journalPoints(t)
 	if points < 20 {
 		t.Fatalf("the standard plan journals only %d records", points)
 	}
-	var killed atomic.Int32
-	for k := 1; k <= points; k++ {
-		t.Run(fmt.Sprint(k), func(t *testing.T) {
-			t.Parallel()
-			fx, dir := killFixture(t)
-			before := fx.snapshot()
-			if !runKilled(t, dir, "apply", k) {
-				t.Fatalf("the apply finished before journal point %d", k)
-			}
-			killed.Add(1)
-			recoverAndCheck(t, fx, before, k == points)
-		})
-	}
-	t.Cleanup(func() {
-		t.Logf("apply killed (SIGKILL) at %d of %d journal points, each followed by force-unlock and a rollback to the same host", killed.Load(), points)
+	atEveryJournalPoint(t, "apply", points, "force-unlock and a rollback to the same host", func(t *testing.T, k int, kill func(dir, mode string)) {
+		fx := newFixture(t)
+		before := fx.snapshot()
+		kill(fx.Dir, "apply")
+		recoverAndCheck(t, fx, before, k == points)
 	})
 }
 
 func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
 	_, points := journalPoints(t)
-	var killed atomic.Int32
-	for k := 1; k <= points; k++ {
-		t.Run(fmt.Sprint(k), func(t *testing.T) {
-			t.Parallel()
-			fx, dir := killFixture(t)
-			before := fx.snapshot()
-			if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-				t.Fatalf("apply: %s", res.Status)
-			}
-			if !runKilled(t, dir, "rollback", k) {
-				t.Fatalf("the rollback finished before journal point %d", k)
-			}
-			killed.Add(1)
-			fx.forceUnlock()
-			res := fx.rollback(-1)
-			if res.Status != apply.StatusDone {
-				t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-			}
-			fx.same(before, "after a killed rollback was finished")
-			gens, _ := apply.History(fx.h, stateDir)
-			if len(gens) != 2 || gens[0].UndoneBy != 2 {
-				t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
-			}
-		})
+	atEveryJournalPoint(t, "rollback", points, "a second rollback that finished it", func(t *testing.T, k int, kill func(dir, mode string)) {
+		fx := newFixture(t)
+		before := fx.snapshot()
+		if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
+			t.Fatalf("apply: %s", res.Status)
+		}
+		kill(fx.Dir, "rollback")
+		fx.forceUnlock()
+		res := fx.rollback(-1)
+		if res.Status != apply.StatusDone {
+			t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+		}
+		fx.same(before, "after a killed rollback was finished")
+		gens, _ := apply.History(fx.h, stateDir)
+		if len(gens) != 2 || gens[0].UndoneBy != 2 {
+			t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
+		}
+	})
+}
+
+func TestDnfKilledApplyAtEveryJournalPoint(t *testing.T) {
+	points := 0
+	{
+		fx := newRPMFixture(t)
+		o := fx.opts(nil)
+		o.JournalPoint = func(n int) { points = n }
+		if res := fx.apply(applytest.DnfPlan(), o); res.Status != apply.StatusApplied {
+			t.Fatalf("apply: %s %+v", res.Status, res)
+		}
 	}
-	t.Cleanup(func() {
-		t.Logf("rollback killed (SIGKILL) at %d of %d journal points, each finished by a second rollback", killed.Load(), points)
+	if points < 8 {
+		t.Fatalf("the dnf plan journals only %d records", points)
+	}
+	atEveryJournalPoint(t, "dnf apply", points, "force-unlock and a rollback to the same host", func(t *testing.T, k int, kill func(dir, mode string)) {
+		fx := newRPMFixture(t)
+		before := fx.snapshot()
+		kill(fx.Dir, "dnf")
+		fx.forceUnlock()
+		res := fx.rollback(-1)
+		if res.Status != apply.StatusDone {
+			t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+		}
+		fx.same(before, fmt.Sprintf("killed at journal point %d, then rolled back", k))
 	})
 }

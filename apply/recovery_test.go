@@ -42,14 +42,22 @@ func TestRollbackAfterDpkgCutDuringUnpack(t *testing.T) {
 	if res := fx.apply(applytest.StandardPlan(fx.Index), o); res.Status != apply.StatusFailed {
 		t.Fatalf("status %s", res.Status)
 	}
-	if !strings.Contains(fx.read("/var/lib/dpkg/status"), "reinstreq") {
-		t.Fatal("the fake left no package needing reinstallation")
+	fx.rollbackRepairs(before, "reinstreq", "after a rollback from a half-unpacked package")
+}
+
+// rollbackRepairs checks that dpkg's status file shows a package in
+// state, as an interrupted transaction left it, and that a rollback then
+// ends with the host as it was before.
+func (fx *fixture) rollbackRepairs(before *applytest.State, state, what string) {
+	fx.t.Helper()
+	if !strings.Contains(fx.read("/var/lib/dpkg/status"), state) {
+		fx.t.Fatalf("no package was left %s", state)
 	}
 	res := fx.rollback(-1)
 	if res.Status != apply.StatusDone {
-		t.Fatalf("rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+		fx.t.Fatalf("rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
 	}
-	fx.same(before, "after a rollback from a half-unpacked package")
+	fx.same(before, what)
 }
 
 // failAfterApt fails the second operation, after the apt transaction
@@ -80,14 +88,7 @@ func TestRollbackJudgesPackagesByStatus(t *testing.T) {
 	if res.Status != apply.StatusFailed || res.ExitCode() != 3 {
 		t.Fatalf("status %s exit %d\n%s", res.Status, res.ExitCode(), fx.out.String())
 	}
-	if !strings.Contains(fx.read("/var/lib/dpkg/status"), "half-configured") {
-		t.Fatal("the failed revert left nothing half-configured")
-	}
-	res = fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after the rollback repaired the half-configured packages")
+	fx.rollbackRepairs(before, "half-configured", "after the rollback repaired the half-configured packages")
 }
 
 // apt-get can exit 0 with a package left half-configured (a trigger that
@@ -154,7 +155,7 @@ func TestSignalDuringLastOperationReverts(t *testing.T) {
 func TestTornJournalRecordIsRecovered(t *testing.T) {
 	for _, mode := range []string{"apply", "rollback"} {
 		t.Run(mode, func(t *testing.T) {
-			fx, dir := killFixture(t)
+			fx := newFixture(t)
 			before := fx.snapshot()
 			gen := "1"
 			if mode == "rollback" {
@@ -163,7 +164,7 @@ func TestTornJournalRecordIsRecovered(t *testing.T) {
 				}
 				gen = "2"
 			}
-			if !runKilled(t, dir, mode, 7) {
+			if !runKilled(t, fx.Dir, mode, 7) {
 				t.Fatal("not killed")
 			}
 			j := filepath.Join(fx.Root, stateDir, "generations", gen, "journal")
@@ -193,9 +194,9 @@ func TestTornJournalRecordIsRecovered(t *testing.T) {
 // A journal cut exactly at a record boundary (the failed write wrote
 // nothing) is an unfinished generation, not a finished one.
 func TestJournalCutAtRecordBoundaryIsUnfinished(t *testing.T) {
-	fx, dir := killFixture(t)
+	fx := newFixture(t)
 	before := fx.snapshot()
-	if !runKilled(t, dir, "apply", 9) {
+	if !runKilled(t, fx.Dir, "apply", 9) {
 		t.Fatal("not killed")
 	}
 	st, err := apply.ReadStatus(fx.h, stateDir)
@@ -262,14 +263,7 @@ func TestInterruptedRollbackIsResumed(t *testing.T) {
 	if res.Status != apply.StatusFailed || res.ExitCode() != 3 {
 		t.Fatalf("the cut rollback: %s exit %d\n%s", res.Status, res.ExitCode(), fx.out.String())
 	}
-	if !strings.Contains(fx.read("/var/lib/dpkg/status"), "reinstreq") {
-		t.Fatal("the fake left no package needing reinstallation")
-	}
-	res = fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("the resumed rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after a resumed rollback")
+	fx.rollbackRepairs(before, "reinstreq", "after a resumed rollback")
 	gens, _ := apply.History(fx.h, stateDir)
 	if len(gens) != 2 || gens[1].Status != apply.StatusDone || gens[0].UndoneBy != 2 {
 		t.Errorf("history: %+v", gens)

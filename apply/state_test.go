@@ -108,16 +108,9 @@ func TestRollbackConfirmAndDecline(t *testing.T) {
 
 func TestConcurrentApplyRefused(t *testing.T) {
 	fx := newFixture(t)
-	store, err := apply.OpenStore(fx.h, stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock, err := store.Lock("apply")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, lock := fx.lock()
 	before := fx.snapshot()
-	_, err = apply.Apply(context.Background(), fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
+	_, err := apply.Apply(context.Background(), fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
 	var le *apply.LockedError
 	if !errors.As(err, &le) || le.Stale || le.Holder.PID != os.Getpid() || !strings.Contains(err.Error(), "another gpuenv is running") {
 		t.Fatalf("second apply: %v", err)
