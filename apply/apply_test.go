@@ -109,6 +109,17 @@ func (fx *testHost) rollback(to int) *apply.Result {
 	return res
 }
 
+// rollsBack rolls back the last generation, which must end with the host
+// as it was before.
+func (fx *testHost) rollsBack(before *applytest.State, what string) {
+	fx.t.Helper()
+	res := fx.rollback(-1)
+	if res.Status != apply.StatusDone {
+		fx.t.Fatalf("%s: rollback: %s %+v\n%s", what, res.Status, res.RevertFailed, fx.out.String())
+	}
+	fx.same(before, what)
+}
+
 func (fx *testHost) read(p string) string {
 	fx.t.Helper()
 	data, err := os.ReadFile(filepath.Join(fx.root, p))
@@ -416,9 +427,5 @@ func TestApplyRevertFailureNeedsAttention(t *testing.T) {
 	if len(res.Reverted) != 1 {
 		t.Errorf("reverted %q before the failing inverse", res.Reverted)
 	}
-	res = fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("rollback: %s %+v", res.Status, res.RevertFailed)
-	}
-	fx.same(before, "after the rollback finished the revert")
+	fx.rollsBack(before, "after the rollback finished the revert")
 }

@@ -112,11 +112,7 @@ func TestDnfRollbackOfflineFromSavedFiles(t *testing.T) {
 	}
 	calls := filepath.Join(t.TempDir(), "calls")
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvCalls+"="+calls)
-	rb := fx.rollback(-1)
-	if rb.Status != apply.StatusDone {
-		t.Fatalf("rollback status %s, revert failed %+v\n%s", rb.Status, rb.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after an offline rollback")
+	fx.rollsBack(before, "after an offline rollback")
 	data, _ := os.ReadFile(calls)
 	var installs []string
 	for _, l := range strings.Split(string(data), "\n") {

@@ -116,23 +116,18 @@ func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State, ended b
 			t.Fatalf("apply over an unfinished generation: %v", err)
 		}
 	}
-	res := fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after a kill and a rollback")
+	fx.rollsBack(before, "after a kill and a rollback")
 	if st, _ := apply.ReadStatus(fx.h, stateDir); st.Unfinished {
 		t.Fatalf("still unfinished after rollback: %+v", st)
 	}
 }
 
-// journalPoints counts the journal records of an uninterrupted apply
-// (and of the rollback after it) of the standard plan.
-func journalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
-	fx := newFixture(t)
+// journalPoints counts the journal records of an uninterrupted apply of
+// p on fx (and of the rollback after it).
+func journalPoints(t *testing.T, fx *testHost, p *planner.Plan) (applyPoints, rollbackPoints int) {
 	o := fx.opts(nil)
 	o.JournalPoint = func(n int) { applyPoints = n }
-	if res := fx.apply(applytest.StandardPlan(fx.Index), o); res.Status != apply.StatusApplied {
+	if res := fx.apply(p, o); res.Status != apply.StatusApplied {
 		t.Fatalf("apply: %s", res.Status)
 	}
 	_, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: func(n int) { rollbackPoints = n }})
@@ -140,6 +135,12 @@ func journalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
 		t.Fatal(err)
 	}
 	return applyPoints, rollbackPoints
+}
+
+// standardJournalPoints is journalPoints of the standard plan.
+func standardJournalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
+	fx := newFixture(t)
+	return journalPoints(t, fx.testHost, applytest.StandardPlan(fx.Index))
 }
 
 // atEveryJournalPoint runs test in a parallel subtest for each journal
@@ -166,7 +167,7 @@ func atEveryJournalPoint(t *testing.T, what string, points int, after string, te
 }
 
 func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
-	points, _ := journalPoints(t)
+	points, _ := standardJournalPoints(t)
 	if points < 20 {
 		t.Fatalf("the standard plan journals only %d records", points)
 	}
@@ -179,7 +180,7 @@ func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
 }
 
 func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
-	_, points := journalPoints(t)
+	_, points := standardJournalPoints(t)
 	atEveryJournalPoint(t, "rollback", points, "a second rollback that finished it", func(t *testing.T, k int, kill func(dir, mode string)) {
 		fx := newFixture(t)
 		before := fx.snapshot()
@@ -188,11 +189,7 @@ func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
 		}
 		kill(fx.Dir, "rollback")
 		fx.forceUnlock()
-		res := fx.rollback(-1)
-		if res.Status != apply.StatusDone {
-			t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-		}
-		fx.same(before, "after a killed rollback was finished")
+		fx.rollsBack(before, "after a killed rollback was finished")
 		gens, _ := apply.History(fx.h, stateDir)
 		if len(gens) != 2 || gens[0].UndoneBy != 2 {
 			t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
@@ -201,15 +198,7 @@ func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
 }
 
 func TestDnfKilledApplyAtEveryJournalPoint(t *testing.T) {
-	points := 0
-	{
-		fx := newRPMFixture(t)
-		o := fx.opts(nil)
-		o.JournalPoint = func(n int) { points = n }
-		if res := fx.apply(applytest.DnfPlan(), o); res.Status != apply.StatusApplied {
-			t.Fatalf("apply: %s %+v", res.Status, res)
-		}
-	}
+	points, _ := journalPoints(t, newRPMFixture(t).testHost, applytest.DnfPlan())
 	if points < 8 {
 		t.Fatalf("the dnf plan journals only %d records", points)
 	}
@@ -218,10 +207,6 @@ func TestDnfKilledApplyAtEveryJournalPoint(t *testing.T) {
 		before := fx.snapshot()
 		kill(fx.Dir, "dnf")
 		fx.forceUnlock()
-		res := fx.rollback(-1)
-		if res.Status != apply.StatusDone {
-			t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-		}
-		fx.same(before, fmt.Sprintf("killed at journal point %d, then rolled back", k))
+		fx.rollsBack(before, fmt.Sprintf("killed at journal point %d, then rolled back", k))
 	})
 }
