@@ -47,12 +47,19 @@ type fixture struct {
 	*testHost
 }
 
-func newFixture(t *testing.T) *fixture {
+// build lays out a fake host with build in a directory of its own.
+func build[F any](t *testing.T, build func(dir string) (F, error)) F {
 	t.Helper()
-	f, err := applytest.BuildHost(applytest.TempDir(t))
+	f, err := build(applytest.TempDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := build(t, applytest.BuildHost)
 	return &fixture{f, newTestHost(t, f.Root, f.Env, applytest.Snapshot)}
 }
 
@@ -64,10 +71,7 @@ type rpmFixture struct {
 
 func newRPMFixture(t *testing.T) *rpmFixture {
 	t.Helper()
-	f, err := applytest.BuildRPMHost(applytest.TempDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := build(t, applytest.BuildRPMHost)
 	return &rpmFixture{f, newTestHost(t, f.Root, f.Env, applytest.SnapshotRPM)}
 }
 
@@ -258,10 +262,8 @@ func TestApplyStandardPlan(t *testing.T) {
 	}
 
 	// Rolling back both applies restores the original host.
-	fx.rollback(-1)
-	fx.same(after, "after undoing the second apply")
-	fx.rollback(-1)
-	fx.same(before, "after undoing the first apply")
+	fx.rollsBack(after, "after undoing the second apply")
+	fx.rollsBack(before, "after undoing the first apply")
 	res = fx.rollback(-1)
 	if res.Generation != 0 {
 		t.Errorf("a rollback with nothing to undo made generation %d", res.Generation)
@@ -367,8 +369,7 @@ func TestApplyToolFailureReverts(t *testing.T) {
 				if !strings.Contains(fx.out.String(), "nvidia-smi 535.261.03-1 is not in the archive any more") {
 					t.Errorf("no fallback to rebuilding the package:\n%s", fx.out.String())
 				}
-				fx.rollback(-1)
-				fx.same(before, "after rolling back from repacked packages")
+				fx.rollsBack(before, "after rolling back from repacked packages")
 				return
 			}
 			if res.Status != apply.StatusReverted {

@@ -58,10 +58,8 @@ func TestDnfApplyConverges(t *testing.T) {
 		t.Fatalf("second apply: status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
 	}
 	fx.same(after, "a second apply of the same plan")
-	fx.rollback(-1)
-	fx.same(after, "rolling back the second apply")
-	fx.rollback(-1)
-	fx.same(before, "rolling back the first apply")
+	fx.rollsBack(after, "rolling back the second apply")
+	fx.rollsBack(before, "rolling back the first apply")
 }
 
 func TestDnfFailureAtEachOperationReverts(t *testing.T) {
@@ -145,8 +143,7 @@ func TestDnfVersionlockRoundTrip(t *testing.T) {
 	if !strings.Contains(string(list), "nvidia-driver-cuda-3:550.54.15-1.el9.*") || strings.Contains(string(list), "libnvidia-ml-") {
 		t.Errorf("lock list:\n%s", list)
 	}
-	fx.rollback(-1)
-	fx.same(base, "after rolling back the holds")
+	fx.rollsBack(base, "after rolling back the holds")
 }
 
 // TestDnfRefusals: what dnf cannot do, or cannot undo offline, is refused
@@ -247,8 +244,7 @@ func TestDnfHoldOfNewPackageUndone(t *testing.T) {
 	if got := fx.packages()["cuda-toolkit-12-4"]; got != "(absent) held" {
 		t.Fatalf("after removal by hand: %q", got)
 	}
-	fx.rollback(-1)
-	fx.same(before, "rolling back a package installed and locked")
+	fx.rollsBack(before, "rolling back a package installed and locked")
 }
 
 func TestDnfLockedPinAtItsVersionKeepsTheLock(t *testing.T) {
@@ -262,6 +258,5 @@ func TestDnfLockedPinAtItsVersionKeepsTheLock(t *testing.T) {
 	if got := fx.packages()["libnvidia-ml"]; got != applytest.DnfDriverOld+".x86_64 held" {
 		t.Errorf("libnvidia-ml: %q, want it still locked", got)
 	}
-	fx.rollback(-1)
-	fx.same(before, "rolling back")
+	fx.rollsBack(before, "rolling back")
 }

@@ -41,8 +41,7 @@ func TestRollbackWalksBackAndTo(t *testing.T) {
 		t.Fatalf("first rollback: generation %d %s", res.Generation, res.Status)
 	}
 	fx.same(s1, "after one rollback")
-	fx.rollback(-1)
-	fx.same(s0, "after two rollbacks")
+	fx.rollsBack(s0, "after two rollbacks")
 
 	gens, err := apply.History(fx.h, stateDir)
 	if err != nil {
@@ -293,8 +292,7 @@ func TestApplyRemovalsAndOddFiles(t *testing.T) {
 	if fi, err := os.Lstat(odd); err != nil || fi.Mode()&os.ModeSetuid != 0 || fi.Mode().Perm() != 0o644 {
 		t.Errorf("%s: %v %v", odd, fi.Mode(), err)
 	}
-	fx.rollback(-1)
-	fx.same(before, "after undoing removals")
+	fx.rollsBack(before, "after undoing removals")
 }
 
 // TestOrphanGenerationDirectory is what a kill between creating a

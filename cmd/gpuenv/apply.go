@@ -22,10 +22,6 @@ import (
 	"github.com/gpuenv/gpuenv/spec"
 )
 
-func init() {
-	commands = append(commands, newApplyCmd)
-}
-
 // applyHooks are test-only entry points into apply, set by test commands
 // (a gpuenv that kills itself at a journal point), never by a flag.
 var applyHooks struct {

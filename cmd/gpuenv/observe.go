@@ -24,13 +24,12 @@ func openHost(g *globalOptions) (*host.Host, error) {
 	return host.New(g.Root, hostOptions...)
 }
 
-func init() {
-	commands = append(commands, func(g *globalOptions) *cobra.Command {
-		var pythons []string
-		cmd := &cobra.Command{
-			Use:   "observe",
-			Short: "Show what is on the host: GPUs, driver, kernel modules, CUDA, cuDNN, frameworks",
-			Long: `Observe reads the host (--root) and prints, one section per layer, what is
+func newObserveCmd(g *globalOptions) *cobra.Command {
+	var pythons []string
+	cmd := &cobra.Command{
+		Use:   "observe",
+		Short: "Show what is on the host: GPUs, driver, kernel modules, CUDA, cuDNN, frameworks",
+		Long: `Observe reads the host (--root) and prints, one section per layer, what is
 installed and running: the GPUs on the PCI bus and their kernel driver, the
 loaded modules and blacklists, NVML's view, the driver libraries, device
 nodes, packages, CUDA toolkits, cuDNN, Python environments and their
@@ -40,21 +39,20 @@ Debian-family host.
 
 With --json it prints the observation document (schema_version) that plan,
 apply and doctor work from.`,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				v := newObserveView(g)
-				h, err := openHost(g)
-				if err != nil {
-					return err
-				}
-				obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
-				return v.Observation(obs)
-			},
-		}
-		repeatable(cmd.Flags(), &pythons, "python", "a Python `INTERPRETER` (path inside --root) whose environment to observe; repeatable")
-		addJSONFlag(cmd, g)
-		return cmd
-	})
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := newObserveView(g)
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
+			obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
+			return v.Observation(obs)
+		},
+	}
+	repeatable(cmd.Flags(), &pythons, "python", "a Python `INTERPRETER` (path inside --root) whose environment to observe; repeatable")
+	addJSONFlag(cmd, g)
+	return cmd
 }
 
 // observeView shows observe's result, for a person or as JSON; the flags

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -19,10 +18,6 @@ import (
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
 )
-
-func init() {
-	commands = append(commands, newPlanCmd)
-}
 
 // planOptions are plan's own flags.
 type planOptions struct {
@@ -192,24 +187,9 @@ func savePlan(name string, p *planner.Plan, obs *facts.Observation) error {
 	if err := planner.WriteSavedPlan(&buf, p, obs); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return fmt.Errorf("saving the plan: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving the plan: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving the plan: %w", err)
-	}
 	// The plan names packages and users; it is readable by its owner's
 	// group as a plan file of Terraform's is, and no wider.
-	if err := os.Chmod(tmp.Name(), 0o640); err != nil {
-		return fmt.Errorf("saving the plan: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
+	if err := writeWhole(name, buf.Bytes(), 0o640, os.Rename); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
 	return nil
