@@ -41,12 +41,6 @@ func newTestHost(t *testing.T, root string, env []string, snap func(string, ...s
 	return th
 }
 
-// fixture is the standard fake host (applytest.BuildHost) for one test.
-type fixture struct {
-	*applytest.Fixture
-	*testHost
-}
-
 // build lays out a fake host with build in a directory of its own.
 func build[F any](t *testing.T, build func(dir string) (F, error)) F {
 	t.Helper()
@@ -55,6 +49,12 @@ func build[F any](t *testing.T, build func(dir string) (F, error)) F {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// fixture is the standard fake host (applytest.BuildHost) for one test.
+type fixture struct {
+	*applytest.Fixture
+	*testHost
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -100,6 +100,16 @@ func (fx *testHost) apply(p *planner.Plan, o apply.Options) *apply.Result {
 	res, err := apply.Apply(context.Background(), fx.h, p, o)
 	if err != nil {
 		fx.t.Fatalf("apply: %v\n%s", err, fx.out.String())
+	}
+	return res
+}
+
+// applies applies p, which must end applied.
+func (fx *testHost) applies(p *planner.Plan) *apply.Result {
+	fx.t.Helper()
+	res := fx.apply(p, fx.opts(nil))
+	if res.Status != apply.StatusApplied {
+		fx.t.Fatalf("apply: status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
 	}
 	return res
 }
@@ -248,10 +258,7 @@ func TestApplyStandardPlan(t *testing.T) {
 	// The operations are idempotent: the same plan again changes
 	// nothing.
 	after := fx.snapshot()
-	res = fx.apply(p, fx.opts(nil))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("second apply: %s %+v", res.Status, res.Failed)
-	}
+	res = fx.applies(p)
 	fx.same(after, "after applying the same plan twice")
 
 	// An empty plan (what the planner returns for a converged host)

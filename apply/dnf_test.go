@@ -27,10 +27,7 @@ func (fx *rpmFixture) packages() map[string]string {
 func TestDnfApplyConverges(t *testing.T) {
 	fx := newRPMFixture(t)
 	before := fx.snapshot()
-	res := fx.apply(applytest.DnfPlan(), fx.opts(nil))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.DnfPlan())
 	got := fx.packages()
 	want := map[string]string{
 		"libnvidia-ml":           applytest.DnfDriverNew + ".x86_64 held",
@@ -53,10 +50,7 @@ func TestDnfApplyConverges(t *testing.T) {
 	// The inverse knew the long-named dependency from dnf's table, so
 	// undoing removes it.
 	after := fx.snapshot()
-	res = fx.apply(applytest.DnfPlan(), fx.opts(nil))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("second apply: status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.DnfPlan())
 	fx.same(after, "a second apply of the same plan")
 	fx.rollsBack(after, "rolling back the second apply")
 	fx.rollsBack(before, "rolling back the first apply")
@@ -99,10 +93,7 @@ func TestDnfFailureAtEachOperationReverts(t *testing.T) {
 func TestDnfRollbackOfflineFromSavedFiles(t *testing.T) {
 	fx := newRPMFixture(t)
 	before := fx.snapshot()
-	res := fx.apply(applytest.DnfPlan(), fx.opts(nil))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.DnfPlan())
 	// The repository goes away: the old versions must come from the
 	// generation's saved files.
 	if err := os.RemoveAll(fx.Repo); err != nil {
@@ -132,9 +123,7 @@ func TestDnfVersionlockRoundTrip(t *testing.T) {
 	fx := newRPMFixture(t)
 	base := fx.snapshot()
 	hold := oneStep("hold", planner.Update, applytest.DnfOp(planner.PackagesOp{Hold: []string{"nvidia-driver-cuda"}, Unhold: []string{"libnvidia-ml"}}))
-	if res := fx.apply(hold, fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(hold)
 	got := fx.packages()
 	if !strings.HasSuffix(got["nvidia-driver-cuda"], " held") || strings.HasSuffix(got["libnvidia-ml"], " held") {
 		t.Fatalf("holds not swapped: %v", got)
@@ -230,9 +219,7 @@ func TestDnfHoldOfNewPackageUndone(t *testing.T) {
 		Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
 		Hold:    []string{"cuda-toolkit-12-4"},
 	}))
-	if res := fx.apply(p, fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(p)
 	if got := fx.packages()["cuda-toolkit-12-4"]; got != "12.4.1-1.x86_64 held" {
 		t.Fatalf("cuda-toolkit-12-4: %q", got)
 	}
@@ -252,9 +239,7 @@ func TestDnfLockedPinAtItsVersionKeepsTheLock(t *testing.T) {
 	before := fx.snapshot()
 	p := oneStep("driver", planner.Update, applytest.DnfOp(planner.PackagesOp{Install: []planner.PackagePin{
 		{Name: "libnvidia-ml", Version: applytest.DnfDriverOld}, {Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}}}))
-	if res := fx.apply(p, fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(p)
 	if got := fx.packages()["libnvidia-ml"]; got != applytest.DnfDriverOld+".x86_64 held" {
 		t.Errorf("libnvidia-ml: %q, want it still locked", got)
 	}

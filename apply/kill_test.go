@@ -184,9 +184,7 @@ func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
 	atEveryJournalPoint(t, "rollback", points, "a second rollback that finished it", func(t *testing.T, k int, kill func(dir, mode string)) {
 		fx := newFixture(t)
 		before := fx.snapshot()
-		if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-			t.Fatalf("apply: %s", res.Status)
-		}
+		fx.applies(applytest.StandardPlan(fx.Index))
 		kill(fx.Dir, "rollback")
 		fx.forceUnlock()
 		fx.rollsBack(before, "after a killed rollback was finished")

@@ -155,9 +155,7 @@ func TestTornJournalRecordIsRecovered(t *testing.T) {
 			before := fx.snapshot()
 			gen := "1"
 			if mode == "rollback" {
-				if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-					t.Fatalf("apply: %s", res.Status)
-				}
+				fx.applies(applytest.StandardPlan(fx.Index))
 				gen = "2"
 			}
 			if !runKilled(t, fx.Dir, mode, 7) {
@@ -202,9 +200,7 @@ func TestJournalCutAtRecordBoundaryIsUnfinished(t *testing.T) {
 // fails (the disk full), the journal still says how the generation ended.
 func TestMetaWriteFailureKeepsJournalsEnding(t *testing.T) {
 	fx := newFixture(t)
-	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("apply: %s", res.Status)
-	}
+	fx.applies(applytest.StandardPlan(fx.Index))
 	p := filepath.Join(fx.Root, stateDir, "generations/1/meta.json")
 	data, err := os.ReadFile(p)
 	if err != nil {
@@ -247,9 +243,7 @@ func TestMetaWriteFailureKeepsJournalsEnding(t *testing.T) {
 func TestInterruptedRollbackIsResumed(t *testing.T) {
 	fx := newFixture(t)
 	before := fx.snapshot()
-	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("apply: %s", res.Status)
-	}
+	fx.applies(applytest.StandardPlan(fx.Index))
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:install@reinstreq")
 	res := fx.rollback(-1)
 	if res.Status != apply.StatusFailed || res.ExitCode() != 3 {
@@ -270,9 +264,7 @@ func TestCutDownloadIsNotSavedForRollback(t *testing.T) {
 	fx := newFixture(t)
 	before := fx.snapshot()
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:download@empty")
-	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("apply: %s %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.StandardPlan(fx.Index))
 	if !strings.Contains(fx.out.String(), "is not whole: rebuilding it") {
 		t.Errorf("the empty download was not noticed:\n%s", fx.out.String())
 	}

@@ -273,10 +273,7 @@ func TestApplyRemovalsAndOddFiles(t *testing.T) {
 			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/bash_completion.sh", Remove: true}},
 		}},
 	}}
-	res := fx.apply(p, fx.opts(nil))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("%s %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(p)
 	if strings.Contains(fx.read("/var/lib/dpkg/status"), "Package: nvidia-smi") || fx.exists("/usr/bin/nvidia-smi") {
 		t.Error("nvidia-smi was not removed")
 	}
