@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 func newUnlockCmd(g *globalOptions) *cobra.Command {
@@ -19,11 +20,7 @@ says whose it was. It refuses while that gpuenv still runs.
 The generation the lost process was running may be unfinished: gpuenv plan
 warns about it, apply refuses, and gpuenv rollback finishes reverting it.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := openHost(g)
-			if err != nil {
-				return err
-			}
+		RunE: onHost(g, func(cmd *cobra.Command, h *host.Host) error {
 			info, removed, err := apply.ForceUnlock(h, g.stateDir())
 			if err != nil {
 				return err
@@ -42,6 +39,6 @@ warns about it, apply refuses, and gpuenv rollback finishes reverting it.`,
 				fmt.Fprintf(g.Stdout, "Generation %d is unfinished: run gpuenv rollback to finish reverting it.\n", st.Generation)
 			}
 			return nil
-		},
+		}),
 	}
 }
