@@ -161,38 +161,27 @@ func (k killCell) run(c *cell) {
 	t := c.t
 	r := newFaultRoot(t, faultRootOptions{})
 	c.r = r
-	var before *Snapshot
-	var p *Process
-	kind := faultedApply
-	switch k.when {
-	case "apply-install":
-		before = r.Snapshot()
-		r.writeSpec(installSpec())
-		r.arm(k.phase)
-		p = r.StartGpuenv(nil, "apply", "--auto-approve", specDir)
-	case "apply-upgrade":
-		r.mustApply(installSpec())
-		before = r.Snapshot()
-		r.writeSpec(upgradeSpec())
-		r.arm(k.phase)
-		p = r.StartGpuenv(nil, "apply", "--auto-approve", specDir)
-	case "rollback-upgrade":
-		r.mustApply(installSpec())
-		before = r.Snapshot()
-		r.mustApply(upgradeSpec())
-		r.arm(k.phase)
-		p = r.StartGpuenv(nil, "rollback", "--auto-approve")
-		kind = faultedRollback
-	case "rollback-install":
-		before = r.Snapshot()
-		r.mustApply(installSpec())
-		r.arm(k.phase)
-		p = r.StartGpuenv(nil, "rollback", "--auto-approve")
-		kind = faultedRollback
-	default:
+	// when is the command killed and the spec it works on: the apply of
+	// that spec, or the rollback of its apply. The upgrade is made from
+	// the install, applied before the host is taken as it was.
+	what, target, _ := strings.Cut(k.when, "-")
+	spec, ok := map[string]string{"install": installSpec(), "upgrade": upgradeSpec()}[target]
+	if !ok || what != "apply" && what != "rollback" {
 		t.Fatalf("unknown kill cell %q", k.when)
 	}
-	what := strings.SplitN(k.when, "-", 2)[0]
+	if target == "upgrade" {
+		r.mustApply(installSpec())
+	}
+	before := r.Snapshot()
+	argv, kind := []string{"apply", "--auto-approve", specDir}, faultedApply
+	if what == "rollback" {
+		r.mustApply(spec)
+		argv, kind = []string{"rollback", "--auto-approve"}, faultedRollback
+	} else {
+		r.writeSpec(spec)
+	}
+	r.arm(k.phase)
+	p := r.StartGpuenv(nil, argv...)
 	if !r.waitReached(p, k.phase, 3*time.Minute) {
 		if !p.Exited() {
 			r.PowerCut()
