@@ -754,7 +754,7 @@ func fakeVersionlock(c *Call, o *dnfOpts, d *rpmDB, repo map[string][]*rpmFile, 
 			}
 			for _, r := range found {
 				e := r.Name + "-" + r.epoch() + ":" + r.Version + "-" + r.Release + ".*"
-				if contains(entries, e) || contains(add, e) {
+				if slices.Contains(entries, e) || slices.Contains(add, e) {
 					fmt.Fprintf(c.Stdout, "Package already locked in equivalent form: %s\n", e)
 					continue
 				}

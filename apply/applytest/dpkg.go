@@ -356,6 +356,16 @@ func archive(c *Call) (map[string][]*debFile, error) {
 		func(d *debFile) string { return d.control.get("Version") })
 }
 
+// aptState is what apt works from: the archive and dpkg's database.
+func aptState(c *Call) (map[string][]*debFile, *db, error) {
+	arch, err := archive(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := openDB(c)
+	return arch, d, err
+}
+
 // pickDeb is the newest package called name in the archive at version
 // ver, or at any version when ver is empty; nil when there is none.
 func pickDeb(arch map[string][]*debFile, name, ver string) *debFile {
@@ -395,11 +405,7 @@ func fakeAptGet(c *Call) int {
 		return c.errorf(100, "E: Invalid operation")
 	}
 	sub, args := pos[0], pos[1:]
-	arch, err := archive(c)
-	if err != nil {
-		return c.errorf(100, "E: %v", err)
-	}
-	d, err := openDB(c)
+	arch, d, err := aptState(c)
 	if err != nil {
 		return c.errorf(100, "E: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -166,16 +167,7 @@ func (d *rpmDB) named(name string) []*rpmInst {
 // owned reports whether a package other than except owns file p.
 func (d *rpmDB) owned(p string, except *rpmInst) bool {
 	for _, q := range d.pkgs {
-		if q != except && contains(q.files, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
+		if q != except && slices.Contains(q.files, p) {
 			return true
 		}
 	}
