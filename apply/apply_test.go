@@ -21,7 +21,10 @@ const stateDir = applytest.StateDir
 // testHost is a fake host for one test, with what the tests do to any
 // host, whichever package manager it has.
 type testHost struct {
-	t      *testing.T
+	t *testing.T
+	// dir is where the host was laid out, which a helper process opens
+	// it from; root is its root directory.
+	dir    string
 	root   string
 	h      *host.Host
 	runner *applytest.Runner
@@ -31,9 +34,9 @@ type testHost struct {
 	snap func(root string, extra ...string) (*applytest.State, error)
 }
 
-func newTestHost(t *testing.T, root string, env []string, snap func(string, ...string) (*applytest.State, error)) *testHost {
+func newTestHost(t *testing.T, dir, root string, env []string, snap func(string, ...string) (*applytest.State, error)) *testHost {
 	t.Helper()
-	th := &testHost{t: t, root: root, runner: &applytest.Runner{Env: env}, snap: snap}
+	th := &testHost{t: t, dir: dir, root: root, runner: &applytest.Runner{Env: env}, snap: snap}
 	var err error
 	if th.h, err = host.New(root, host.WithRunner(th.runner)); err != nil {
 		t.Fatal(err)
@@ -60,7 +63,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := build(t, applytest.BuildHost)
-	return &fixture{f, newTestHost(t, f.Root, f.Env, applytest.Snapshot)}
+	return &fixture{f, newTestHost(t, f.Dir, f.Root, f.Env, applytest.Snapshot)}
 }
 
 // rpmFixture is the fake RPM host (applytest.BuildRPMHost) for one test.
@@ -72,7 +75,7 @@ type rpmFixture struct {
 func newRPMFixture(t *testing.T) *rpmFixture {
 	t.Helper()
 	f := build(t, applytest.BuildRPMHost)
-	return &rpmFixture{f, newTestHost(t, f.Root, f.Env, applytest.SnapshotRPM)}
+	return &rpmFixture{f, newTestHost(t, f.Dir, f.Root, f.Env, applytest.SnapshotRPM)}
 }
 
 func (fx *testHost) snapshot() *applytest.State {

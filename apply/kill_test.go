@@ -88,10 +88,10 @@ func runKilled(t *testing.T, dir, mode string, k int) bool {
 // then the host must be the one before. ended says the kill came after
 // the journal's end record: the apply finished and only its meta.json
 // was not rewritten, so it is applied, and rollback undoes it.
-func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State, ended bool) {
+func recoverAndCheck(t *testing.T, fx *testHost, plan *planner.Plan, before *applytest.State, ended bool) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := apply.Apply(ctx, fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
+	_, err := apply.Apply(ctx, fx.h, plan, fx.opts(nil))
 	var le *apply.LockedError
 	if !errors.As(err, &le) || !le.Stale {
 		t.Fatalf("apply after a kill: %v, want a stale-lock refusal", err)
@@ -110,7 +110,7 @@ func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State, ended b
 			t.Fatalf("history after a kill past the end record: %+v %v, want generation 1 applied", gens, err)
 		}
 	} else {
-		_, err = apply.Apply(ctx, fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
+		_, err = apply.Apply(ctx, fx.h, plan, fx.opts(nil))
 		var uf *apply.UnfinishedError
 		if !errors.As(err, &uf) {
 			t.Fatalf("apply over an unfinished generation: %v", err)
@@ -123,8 +123,9 @@ func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State, ended b
 }
 
 // journalPoints counts the journal records of an uninterrupted apply of
-// p on fx (and of the rollback after it).
-func journalPoints(t *testing.T, fx *testHost, p *planner.Plan) (applyPoints, rollbackPoints int) {
+// the plan on a host that host lays out (and of the rollback after it).
+func journalPoints(t *testing.T, host func(*testing.T) (*testHost, *planner.Plan)) (applyPoints, rollbackPoints int) {
+	fx, p := host(t)
 	o := fx.opts(nil)
 	o.JournalPoint = func(n int) { applyPoints = n }
 	if res := fx.apply(p, o); res.Status != apply.StatusApplied {
@@ -137,24 +138,21 @@ func journalPoints(t *testing.T, fx *testHost, p *planner.Plan) (applyPoints, ro
 	return applyPoints, rollbackPoints
 }
 
-// standardJournalPoints is journalPoints of the standard plan.
-func standardJournalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
-	fx := newFixture(t)
-	return journalPoints(t, fx.testHost, applytest.StandardPlan(fx.Index))
-}
-
 // atEveryJournalPoint runs test in a parallel subtest for each journal
-// point k from 1 to points; kill, given to test, runs the helper in mode
-// on the fixture laid out in dir, killed at k. It logs how many were
+// point k from 1 to points, of which there must be least; kill, given to
+// test, runs the helper in mode on fx, killed at k. It logs how many were
 // killed, and what each kill was followed by (after).
-func atEveryJournalPoint(t *testing.T, what string, points int, after string, test func(t *testing.T, k int, kill func(dir, mode string))) {
+func atEveryJournalPoint(t *testing.T, what string, points, least int, after string, test func(t *testing.T, k int, kill func(fx *testHost, mode string))) {
+	if points < least {
+		t.Fatalf("the %s journals only %d records", what, points)
+	}
 	var killed atomic.Int32
 	for k := 1; k <= points; k++ {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			t.Parallel()
-			test(t, k, func(dir, mode string) {
+			test(t, k, func(fx *testHost, mode string) {
 				t.Helper()
-				if !runKilled(t, dir, mode, k) {
+				if !runKilled(t, fx.dir, mode, k) {
 					t.Fatalf("the %s finished before journal point %d", what, k)
 				}
 				killed.Add(1)
@@ -166,45 +164,47 @@ func atEveryJournalPoint(t *testing.T, what string, points int, after string, te
 	})
 }
 
+// standardHost is the standard fake host and plan.
+func standardHost(t *testing.T) (*testHost, *planner.Plan) {
+	fx := newFixture(t)
+	return fx.testHost, applytest.StandardPlan(fx.Index)
+}
+
 func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
-	points, _ := standardJournalPoints(t)
-	if points < 20 {
-		t.Fatalf("the standard plan journals only %d records", points)
+	for _, tc := range []struct {
+		what string
+		mode string // the helper's: the standard plan, or the dnf plan on an RPM host
+		// least is how many records the plan journals at least.
+		least int
+		host  func(t *testing.T) (*testHost, *planner.Plan)
+	}{
+		{"apply", "apply", 20, standardHost},
+		{"dnf apply", "dnf", 8, func(t *testing.T) (*testHost, *planner.Plan) { return newRPMFixture(t).testHost, applytest.DnfPlan() }},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			points, _ := journalPoints(t, tc.host)
+			atEveryJournalPoint(t, tc.what, points, tc.least, "force-unlock and a rollback to the same host", func(t *testing.T, k int, kill func(*testHost, string)) {
+				fx, plan := tc.host(t)
+				before := fx.snapshot()
+				kill(fx, tc.mode)
+				recoverAndCheck(t, fx, plan, before, k == points)
+			})
+		})
 	}
-	atEveryJournalPoint(t, "apply", points, "force-unlock and a rollback to the same host", func(t *testing.T, k int, kill func(dir, mode string)) {
-		fx := newFixture(t)
-		before := fx.snapshot()
-		kill(fx.Dir, "apply")
-		recoverAndCheck(t, fx, before, k == points)
-	})
 }
 
 func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
-	_, points := standardJournalPoints(t)
-	atEveryJournalPoint(t, "rollback", points, "a second rollback that finished it", func(t *testing.T, k int, kill func(dir, mode string)) {
-		fx := newFixture(t)
+	_, points := journalPoints(t, standardHost)
+	atEveryJournalPoint(t, "rollback", points, 0, "a second rollback that finished it", func(t *testing.T, k int, kill func(*testHost, string)) {
+		fx, plan := standardHost(t)
 		before := fx.snapshot()
-		fx.applies(applytest.StandardPlan(fx.Index))
-		kill(fx.Dir, "rollback")
+		fx.applies(plan)
+		kill(fx, "rollback")
 		fx.forceUnlock()
 		fx.rollsBack(before, "after a killed rollback was finished")
 		gens, _ := apply.History(fx.h, stateDir)
 		if len(gens) != 2 || gens[0].UndoneBy != 2 {
 			t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
 		}
-	})
-}
-
-func TestDnfKilledApplyAtEveryJournalPoint(t *testing.T) {
-	points, _ := journalPoints(t, newRPMFixture(t).testHost, applytest.DnfPlan())
-	if points < 8 {
-		t.Fatalf("the dnf plan journals only %d records", points)
-	}
-	atEveryJournalPoint(t, "dnf apply", points, "force-unlock and a rollback to the same host", func(t *testing.T, k int, kill func(dir, mode string)) {
-		fx := newRPMFixture(t)
-		before := fx.snapshot()
-		kill(fx.Dir, "dnf")
-		fx.forceUnlock()
-		fx.rollsBack(before, fmt.Sprintf("killed at journal point %d, then rolled back", k))
 	})
 }

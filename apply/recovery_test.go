@@ -158,7 +158,7 @@ func TestTornJournalRecordIsRecovered(t *testing.T) {
 				fx.applies(applytest.StandardPlan(fx.Index))
 				gen = "2"
 			}
-			if !runKilled(t, fx.Dir, mode, 7) {
+			if !runKilled(t, fx.dir, mode, 7) {
 				t.Fatal("not killed")
 			}
 			j := filepath.Join(fx.Root, stateDir, "generations", gen, "journal")
@@ -186,14 +186,14 @@ func TestTornJournalRecordIsRecovered(t *testing.T) {
 func TestJournalCutAtRecordBoundaryIsUnfinished(t *testing.T) {
 	fx := newFixture(t)
 	before := fx.snapshot()
-	if !runKilled(t, fx.Dir, "apply", 9) {
+	if !runKilled(t, fx.dir, "apply", 9) {
 		t.Fatal("not killed")
 	}
 	st, err := apply.ReadStatus(fx.h, stateDir)
 	if err != nil || !st.Unfinished {
 		t.Fatalf("status %+v %v, want unfinished", st, err)
 	}
-	recoverAndCheck(t, fx, before, false)
+	recoverAndCheck(t, fx.testHost, applytest.StandardPlan(fx.Index), before, false)
 }
 
 // meta.json is rewritten after the journal's end record; when that write
