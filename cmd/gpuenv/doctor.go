@@ -42,8 +42,12 @@ doctor could not run.`,
   sudo gpuenv doctor --python /opt/venv/bin/python
   gpuenv doctor --json | jq '.checks[] | select(.status == "problem")'`,
 		Args: cobra.NoArgs,
-		RunE: onHost(g, func(cmd *cobra.Command, h *host.Host) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := newDoctorView(g)
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
 			r, err := runDoctor(cmd.Context(), g, h, pythons)
 			if err != nil {
 				return err
@@ -55,7 +59,7 @@ doctor could not run.`,
 				return &exitCodeError{code: exitChanges}
 			}
 			return nil
-		}),
+		},
 	}
 	repeatable(cmd.Flags(), &pythons, "python", "also check the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	addJSONFlag(cmd, g)

@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 func newHistoryCmd(g *globalOptions) *cobra.Command {
@@ -21,8 +20,12 @@ is missing or unreadable is listed as damaged: rollback stops there.
 N generations. Those generations can still be rolled back as long as the
 package archive or index still has the old versions.`,
 		Args: cobra.NoArgs,
-		RunE: onHost(g, func(cmd *cobra.Command, h *host.Host) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			view := newHistoryView(g)
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("keep") {
 				pr, err := apply.Prune(h, g.stateDir(), keep)
 				if err != nil {
@@ -46,7 +49,7 @@ package archive or index still has the old versions.`,
 				return err
 			}
 			return view.Generations(gens)
-		}),
+		},
 	}
 	cmd.Flags().IntVar(&keep, "keep", 0, "remove the saved package files of all but the newest `N` generations")
 	addJSONFlag(cmd, g)

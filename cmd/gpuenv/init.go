@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/capture"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -36,7 +35,11 @@ inside --root), which must not exist yet.`,
 		Example: `  gpuenv init --python /opt/venv/bin/python --out gpuenv.hcl
   gpuenv plan gpuenv.hcl`,
 		Args: cobra.NoArgs,
-		RunE: onHost(g, func(cmd *cobra.Command, h *host.Host) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
 			obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
 			src := capture.Spec(obs)
 			// The spec must read back as written: a capture that gpuenv
@@ -61,7 +64,7 @@ inside --root), which must not exist yet.`,
 			}
 			fmt.Fprintf(g.Stdout, "Wrote the spec of %s to %s. See what it would change with:\n    gpuenv plan %s\n", g.Root, out, out)
 			return nil
-		}),
+		},
 	}
 	repeatable(cmd.Flags(), &pythons, "python", "also capture the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().StringVar(&out, "out", "", "write the spec to `FILE` instead of standard output; FILE must not exist")

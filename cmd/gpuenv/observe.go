@@ -24,18 +24,6 @@ func openHost(g *globalOptions) (*host.Host, error) {
 	return host.New(g.Root, hostOptions...)
 }
 
-// onHost is the RunE of a command that works on the host at --root: it
-// opens the host and runs f on it.
-func onHost(g *globalOptions, f func(cmd *cobra.Command, h *host.Host) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, _ []string) error {
-		h, err := openHost(g)
-		if err != nil {
-			return err
-		}
-		return f(cmd, h)
-	}
-}
-
 func newObserveCmd(g *globalOptions) *cobra.Command {
 	var pythons []string
 	cmd := &cobra.Command{
@@ -52,11 +40,15 @@ Debian-family host.
 With --json it prints the observation document (schema_version) that plan,
 apply and doctor work from.`,
 		Args: cobra.NoArgs,
-		RunE: onHost(g, func(cmd *cobra.Command, h *host.Host) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := newObserveView(g)
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
 			obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
 			return v.Observation(obs)
-		}),
+		},
 	}
 	repeatable(cmd.Flags(), &pythons, "python", "a Python `INTERPRETER` (path inside --root) whose environment to observe; repeatable")
 	addJSONFlag(cmd, g)

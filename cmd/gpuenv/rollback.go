@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 func newRollbackCmd(g *globalOptions) *cobra.Command {
@@ -34,7 +33,11 @@ recovery first.
 Exit status: 0 done or nothing to roll back; 1 error or refused; 3 an inverse
 failed and the host needs attention (rollback again after fixing the cause).`,
 		Args: cobra.NoArgs,
-		RunE: onHost(g, func(cmd *cobra.Command, h *host.Host) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
 			if !cmd.Flags().Changed("to") {
 				to = -1
 			} else if to < 0 {
@@ -108,7 +111,7 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 				return &exitCodeError{code: code}
 			}
 			return nil
-		}),
+		},
 	}
 	cmd.Flags().IntVar(&to, "to", 0, "restore the host as it was right after generation `N` (0: before the first apply)")
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking for confirmation")

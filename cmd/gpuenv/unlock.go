@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 func newUnlockCmd(g *globalOptions) *cobra.Command {
@@ -20,7 +19,11 @@ says whose it was. It refuses while that gpuenv still runs.
 The generation the lost process was running may be unfinished: gpuenv plan
 warns about it, apply refuses, and gpuenv rollback finishes reverting it.`,
 		Args: cobra.NoArgs,
-		RunE: onHost(g, func(cmd *cobra.Command, h *host.Host) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
 			info, removed, err := apply.ForceUnlock(h, g.stateDir())
 			if err != nil {
 				return err
@@ -39,6 +42,6 @@ warns about it, apply refuses, and gpuenv rollback finishes reverting it.`,
 				fmt.Fprintf(g.Stdout, "Generation %d is unfinished: run gpuenv rollback to finish reverting it.\n", st.Generation)
 			}
 			return nil
-		}),
+		},
 	}
 }
