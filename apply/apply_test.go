@@ -155,19 +155,13 @@ func (fx *testHost) exists(p string) bool {
 // wraps.
 func (fx *testHost) executor() apply.Executor { return &apply.HostExecutor{Host: fx.h} }
 
-func (fx *testHost) store() *apply.Store {
+// lock takes the state directory's lock, as a running gpuenv holds it.
+func (fx *testHost) lock() (*apply.Store, *apply.Lock) {
 	fx.t.Helper()
 	store, err := apply.OpenStore(fx.h, stateDir)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	return store
-}
-
-// lock takes the state directory's lock, as a running gpuenv holds it.
-func (fx *testHost) lock() (*apply.Store, *apply.Lock) {
-	fx.t.Helper()
-	store := fx.store()
 	lock, err := store.Lock("apply")
 	if err != nil {
 		fx.t.Fatal(err)
@@ -178,7 +172,7 @@ func (fx *testHost) lock() (*apply.Store, *apply.Lock) {
 // forceUnlock clears the lock a killed gpuenv left, as force-unlock does.
 func (fx *testHost) forceUnlock() {
 	fx.t.Helper()
-	if _, _, err := fx.store().ForceUnlock(); err != nil {
+	if _, _, err := apply.ForceUnlock(fx.h, stateDir); err != nil {
 		fx.t.Fatal(err)
 	}
 }

@@ -96,7 +96,7 @@ func recoverAndCheck(t *testing.T, fx *testHost, plan *planner.Plan, before *app
 	if !errors.As(err, &le) || !le.Stale {
 		t.Fatalf("apply after a kill: %v, want a stale-lock refusal", err)
 	}
-	if _, removed, err := fx.store().ForceUnlock(); err != nil || !removed {
+	if _, removed, err := apply.ForceUnlock(fx.h, stateDir); err != nil || !removed {
 		t.Fatalf("force-unlock: removed %v, %v", removed, err)
 	}
 	// Killed past the end record, the status file still says running;
