@@ -19,10 +19,22 @@ import (
 	"github.com/gpuenv/gpuenv/spec"
 )
 
+// planFlags are the flags of the commands that plan a spec on this host:
+// the spec's input variables, and the Python environments to observe
+// besides those the spec names.
+type planFlags struct {
+	vars    varFlags
+	pythons []string
+}
+
+func (f *planFlags) register(cmd *cobra.Command) {
+	f.vars.register(cmd)
+	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+}
+
 // planOptions are plan's own flags.
 type planOptions struct {
-	vars             varFlags
-	pythons          []string
+	planFlags
 	out              string
 	detailedExitcode bool
 }
@@ -63,8 +75,7 @@ Exit status: 0 success (with or without changes), 1 error; with
 			return runPlan(cmd, g, &o, specPath)
 		},
 	}
-	o.vars.register(cmd)
-	repeatable(cmd.Flags(), &o.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	o.planFlags.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
 	addJSONFlag(cmd, g)
