@@ -44,10 +44,10 @@ func newTestHost(t *testing.T, dir, root string, env []string, snap func(string,
 	return th
 }
 
-// build lays out a fake host with build in a directory of its own.
-func build[F any](t *testing.T, build func(dir string) (F, error)) F {
+// build lays out a fake host with layOut in a directory of its own.
+func build[F any](t *testing.T, layOut func(dir string) (F, error)) F {
 	t.Helper()
-	f, err := build(applytest.TempDir(t))
+	f, err := layOut(applytest.TempDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestApplyStandardPlan(t *testing.T) {
 	// The operations are idempotent: the same plan again changes
 	// nothing.
 	after := fx.snapshot()
-	res = fx.applies(p)
+	fx.applies(p)
 	fx.same(after, "after applying the same plan twice")
 
 	// An empty plan (what the planner returns for a converged host)

@@ -123,9 +123,10 @@ func recoverAndCheck(t *testing.T, fx *testHost, plan *planner.Plan, before *app
 }
 
 // journalPoints counts the journal records of an uninterrupted apply of
-// the plan on a host that host lays out (and of the rollback after it).
-func journalPoints(t *testing.T, host func(*testing.T) (*testHost, *planner.Plan)) (applyPoints, rollbackPoints int) {
-	fx, p := host(t)
+// the plan on the host that layOut lays out (and of the rollback after
+// it).
+func journalPoints(t *testing.T, layOut func(*testing.T) (*testHost, *planner.Plan)) (applyPoints, rollbackPoints int) {
+	fx, p := layOut(t)
 	o := fx.opts(nil)
 	o.JournalPoint = func(n int) { applyPoints = n }
 	if res := fx.apply(p, o); res.Status != apply.StatusApplied {
