@@ -278,10 +278,6 @@ type aptManager struct{ *HostExecutor }
 
 var _ packageManager = aptManager{}
 
-func (x aptManager) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	return prepareTransaction(ctx, ws, seq, op, x, &PackagesInverse{Manager: "apt"})
-}
-
 func (x aptManager) waitLock(ctx context.Context, ws *Workspace) error {
 	return x.waitDpkgLock(ctx, ws)
 }
