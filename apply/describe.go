@@ -80,6 +80,8 @@ func Describe(op planner.Operation) string {
 		return verb + op.Service.Unit
 	case op.Device != nil:
 		return fmt.Sprintf("setting %s of GPU %d to %s", op.Device.Setting, op.Device.Index, op.Device.Value)
+	case op.Refresh != nil:
+		return fmt.Sprintf("fetching %s's package indexes", op.Refresh.Manager)
 	}
 	return string(op.Kind)
 }
@@ -130,6 +132,8 @@ func DescribeInverse(inv *Inverse) string {
 		return "disabling " + inv.Service.Unit
 	case inv.Device != nil:
 		return fmt.Sprintf("setting %s of GPU %s back to %s", inv.Device.Setting, inv.Device.UUID, inv.Device.Value)
+	case inv.Refresh != nil:
+		return "nothing: the package indexes are a cache of the archives, kept as fetched"
 	}
 	return string(inv.Kind)
 }

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -92,6 +93,18 @@ type HostExecutor struct {
 	// PackageLockTimeout bounds the wait for dpkg's lock (held by
 	// unattended-upgrades, say). Zero: DefaultPackageLockTimeout.
 	PackageLockTimeout time.Duration
+	// Indexes reads the root's package indexes as a plan's observation
+	// does. An apt transaction reads them afresh, after the operations
+	// before it (a refresh, a new repository) ran: to pin a version the
+	// plan left to apply, to pin what its pins depend on at one exact
+	// version, and to take the package files it saves for rollback from
+	// the package cache where their checksum is the index's. Nil: apt is
+	// asked in a child process instead, and every file is downloaded.
+	Indexes func(ctx context.Context) (*facts.PackageIndexes, error)
+
+	// indexes are what Indexes read for the transaction indexesOp.
+	indexes   *facts.PackageIndexes
+	indexesOp *planner.PackagesOp
 }
 
 // DefaultPackageLockTimeout is how long a package transaction waits for
@@ -234,6 +247,9 @@ var kinds = map[planner.OpKind]func(*HostExecutor) kindExecutor{
 	planner.OpDevice: func(x *HostExecutor) kindExecutor {
 		return typedKind[planner.DeviceOp, DeviceInverse]{deviceExecutor{x}}
 	},
+	planner.OpRefresh: func(x *HostExecutor) kindExecutor {
+		return typedKind[planner.RefreshOp, RefreshInverse]{refreshExecutor{x}}
+	},
 }
 
 // kind is the executor of operations of kind k, nil for a kind gpuenv
@@ -255,7 +271,7 @@ func validateOp(op planner.Operation) error {
 		return fmt.Errorf("unknown operation kind %q", op.Kind)
 	}
 	set := 0
-	for _, p := range []bool{op.Packages != nil, op.File != nil, op.Group != nil, op.Kernel != nil, op.Service != nil, op.Device != nil} {
+	for _, p := range []bool{op.Packages != nil, op.File != nil, op.Group != nil, op.Kernel != nil, op.Service != nil, op.Device != nil, op.Refresh != nil} {
 		if p {
 			set++
 		}

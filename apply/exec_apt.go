@@ -8,21 +8,17 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
-	"github.com/gpuenv/gpuenv/spec/version"
 )
 
 // Where dpkg keeps its database and the lock apt front-ends take.
@@ -278,32 +274,15 @@ type aptManager struct{ *HostExecutor }
 
 var _ packageManager = aptManager{}
 
-func (x aptManager) waitLock(ctx context.Context, ws *Workspace) error {
-	return x.waitDpkgLock(ctx, ws)
-}
-
-// pinPending pins what the plan left to apply, then the packages the pins
-// depend on at one exact version.
-func (x aptManager) pinPending(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
-	if err := x.pinLatest(ctx, ws, op); err != nil {
-		return err
-	}
-	x.pinExactDependencies(ctx, ws, op)
-	return nil
-}
-
-func (x aptManager) readPrior(_ context.Context, _ *Workspace, _ *planner.PackagesOp, _ *PackagesInverse) (priorState, error) {
-	before, err := x.readDpkg()
-	if err != nil {
-		return nil, err
-	}
-	return &aptPrior{x: x, before: before}, nil
-}
-
 // aptPrior is dpkg's database before an apt transaction.
 type aptPrior struct {
 	x      aptManager
 	before map[string]debState
+	// ix are the package indexes (aptPrepare.ix), nil when they cannot
+	// answer.
+	ix *facts.PackageIndexes
+	// saved are the package files saveAll kept, by package name.
+	saved map[string]string
 }
 
 func (a *aptPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
@@ -366,13 +345,27 @@ func (a *aptPrior) prior(ctx context.Context, ws *Workspace, seq int, name strin
 		pp.Version = s.Version
 	}
 	if changed {
-		saved, err := a.x.saveDeb(ctx, ws, seq, name, s.Version)
-		if err != nil {
-			return nil, err
+		if pp.Saved = a.saved[name]; pp.Saved == "" {
+			saved, err := a.x.saveDebs(ctx, ws, seq, []debRef{{name, s.Version}}, a.ix)
+			if err != nil {
+				return nil, err
+			}
+			pp.Saved = saved[name]
 		}
-		pp.Saved = saved
 	}
 	return []PriorPackage{pp}, nil
+}
+
+// saveAll keeps the installed package files of the packages the
+// transaction changes, all at once (saveDebs).
+func (a *aptPrior) saveAll(ctx context.Context, ws *Workspace, seq int, names []string) error {
+	refs := make([]debRef, 0, len(names))
+	for _, n := range names {
+		refs = append(refs, debRef{n, a.before[n].Version})
+	}
+	saved, err := a.x.saveDebs(ctx, ws, seq, refs, a.ix)
+	a.saved = saved
+	return err
 }
 
 // finish records the packages dpkg had left half-done before the
@@ -444,175 +437,6 @@ func hostArch(before map[string]debState, name string) string {
 		return name[i+1:]
 	}
 	return ""
-}
-
-// saveDeb keeps the installed version of a package as a .deb in the
-// generation: from the archive when it still has that version, else
-// rebuilt from the installed files. The package cache is not relied on:
-// images often clean it.
-func (x aptManager) saveDeb(ctx context.Context, ws *Workspace, seq int, name, version string) (string, error) {
-	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+name)
-	dir := filepath.Join(ws.Path, sub)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	inRoot := path.Join(ws.Dir, sub)
-	// find returns the package file saved in dir once it is whole; a cut
-	// one is removed, so that the next way of saving it starts afresh.
-	var broken error
-	find := func() string {
-		m, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
-		if len(m) != 1 {
-			return ""
-		}
-		if err := checkDebFile(m[0]); err != nil {
-			broken = err
-			fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
-			os.Remove(m[0])
-			return ""
-		}
-		return path.Join(inRoot, filepath.Base(m[0]))
-	}
-	// apt-get download writes into the working directory; env -C sets it
-	// without a shell.
-	// As root: apt's sandbox user cannot write into the private
-	// generation directory.
-	if err := x.command(ctx, ws, aptEnv, "env", "-C", inRoot, "apt-get", "-o", "APT::Sandbox::User=root", "download", "--", name+"="+version); err == nil {
-		if f := find(); f != "" {
-			return f, syncDir(dir)
-		}
-	}
-	if broken != nil {
-		ws.say("the downloaded package file of %s %s is not whole: rebuilding it from dpkg's records of the installed package", name, version)
-	} else {
-		ws.say("%s %s is not in the archive any more: rebuilding it from dpkg's records of the installed package", name, version)
-	}
-	if err := x.rebuildDeb(ctx, ws, dir, inRoot, name, version); err != nil {
-		return "", fmt.Errorf("cannot save %s %s for rollback (apt-get download failed and rebuilding it did too; see %s): %w", name, version, ws.Dir+"/"+logName, err)
-	}
-	f := find()
-	if f == "" && broken != nil {
-		return "", fmt.Errorf("cannot save %s %s for rollback: %w", name, version, broken)
-	}
-	if f == "" {
-		return "", fmt.Errorf("cannot save %s %s for rollback: dpkg-deb wrote no package file", name, version)
-	}
-	return f, syncDir(dir)
-}
-
-// Control files dpkg keeps in /var/lib/dpkg/info for an installed
-// package, by the name they have in a package's DEBIAN directory.
-var controlFiles = []string{"preinst", "postinst", "prerm", "postrm", "config", "templates", "triggers", "shlibs", "symbols", "conffiles", "md5sums"}
-
-// rebuildDeb makes a package file of an installed package from dpkg's own
-// records, as dpkg-repack does but with only dpkg-deb, which every Debian
-// system has: the control fields from the status database, the
-// maintainer scripts and control files dpkg kept, and the installed files
-// its file list names, with their current contents, modes, owners and
-// link targets. The tree is built inside the generation (private) and
-// removed afterwards.
-func (x aptManager) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoot, name, version string) error {
-	para, arch, err := pkgdb.ControlParagraph(x.Host, name, version)
-	if err != nil {
-		return err
-	}
-	info := "/var/lib/dpkg/info/" + name
-	if _, err := x.Host.Stat(info + ".list"); err != nil && arch != "" {
-		info += ":" + arch
-	}
-	list, err := x.Host.ReadFile(info + ".list")
-	if err != nil {
-		return fmt.Errorf("dpkg's file list of %s: %w", name, err)
-	}
-	tree := filepath.Join(dir, "tree")
-	os.RemoveAll(tree)
-	defer os.RemoveAll(tree)
-	if err := os.MkdirAll(filepath.Join(tree, "DEBIAN"), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(tree, "DEBIAN", "control"), para, 0o644); err != nil {
-		return err
-	}
-	for _, c := range controlFiles {
-		data, err := x.Host.ReadFile(info + "." + c)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		mode := os.FileMode(0o644)
-		if c == "preinst" || c == "postinst" || c == "prerm" || c == "postrm" || c == "config" {
-			mode = 0o755
-		}
-		if err := os.WriteFile(filepath.Join(tree, "DEBIAN", c), data, mode); err != nil {
-			return err
-		}
-	}
-	for _, p := range strings.Split(string(list), "\n") {
-		if p == "" || p == "/." || !path.IsAbs(p) {
-			continue
-		}
-		if err := x.copyInstalled(p, filepath.Join(tree, filepath.FromSlash(p))); err != nil {
-			return fmt.Errorf("copying %s of %s: %w", p, name, err)
-		}
-	}
-	return x.command(ctx, ws, nil, "dpkg-deb", "-Zgzip", "--build", "--", path.Join(inRoot, "tree"), inRoot)
-}
-
-// copyInstalled copies one installed path (inside the root) to dst on
-// this machine as it is: a directory, a file with its bytes, or a
-// symbolic link, with mode and owner. A path that is gone is skipped, as
-// dpkg-repack does.
-func (x aptManager) copyInstalled(p, dst string) error {
-	rp, err := x.real(p)
-	if err != nil {
-		return err
-	}
-	fi, err := os.Lstat(rp)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case fi.IsDir():
-		if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(rp)
-		if err != nil {
-			return err
-		}
-		if err := os.Symlink(target, dst); err != nil {
-			return err
-		}
-		return os.Lchown(dst, int(st.Uid), int(st.Gid))
-	case fi.Mode().IsRegular():
-		data, err := os.ReadFile(rp)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(dst, data, 0o600); err != nil {
-			return err
-		}
-	default:
-		// Device nodes and pipes are not package contents dpkg ships.
-		return nil
-	}
-	if os.Geteuid() == 0 {
-		if err := os.Lchown(dst, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
-	}
-	// After the owner: chown clears setuid and setgid bits.
-	return os.Chmod(dst, fileMode(st.Mode&0o7777))
 }
 
 // waitDpkgLock waits, up to the timeout, for another package manager
@@ -876,144 +700,4 @@ func (x aptManager) setHolds(ctx context.Context, ws *Workspace, pkgs []PriorPac
 		return x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, hold...)...)
 	}
 	return nil
-}
-
-// pinLatest fixes the versions the plan could only learn after apply: the
-// repositories its earlier steps configured are in place now, so apt lists
-// their packages. Each pin gets the newest listed version that satisfies
-// its constraint; the journal then records that exact version.
-func (x aptManager) pinLatest(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
-	var names []string
-	for _, p := range op.Install {
-		if p.Version == "" {
-			names = append(names, p.Name)
-		}
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	out, err := x.output(ctx, ws, aptEnv, append([]string{"apt-cache", "policy"}, names...)...)
-	if err != nil {
-		return fmt.Errorf("asking apt for the versions of %s: %w", strings.Join(names, ", "), err)
-	}
-	policies, err := pkgdb.ParseAptPolicy(out)
-	if err != nil {
-		return fmt.Errorf("reading apt-cache policy: %w", err)
-	}
-	for i := range op.Install {
-		p := &op.Install[i]
-		if p.Version != "" {
-			continue
-		}
-		var c version.Constraint
-		if p.Constraint != "" {
-			if c, err = version.ParseConstraint(p.Constraint); err != nil {
-				return fmt.Errorf("package %s: %w", p.Name, err)
-			}
-		}
-		best := ""
-		for _, pol := range policies {
-			if pol.Name != p.Name {
-				continue
-			}
-			for _, v := range pol.Versions {
-				up, err := version.FromDebian(v.Version)
-				if err != nil || !c.Check(up) {
-					continue
-				}
-				if best == "" {
-					best = v.Version
-				} else if cmp, err := version.CompareDebian(v.Version, best); err == nil && cmp > 0 {
-					best = v.Version
-				}
-			}
-		}
-		if best == "" {
-			return fmt.Errorf("apt lists no version of %s that satisfies %q, even with the plan's repositories configured", p.Name, p.Constraint)
-		}
-		ws.say("%s: pinned %s=%s, the newest version apt lists that satisfies %q", "apt", p.Name, best, p.Constraint)
-		p.Version = best
-	}
-	return nil
-}
-
-// pinExactDependencies adds to the transaction the packages its pins depend
-// on at one exact version. Debian's driver packages depend on each other
-// with "(= version)": installing nvidia-smi=535.261.03-1 while the archive's
-// candidate for nvidia-alternative is 535.309.01 leaves apt unable to
-// resolve the transaction, since apt takes candidates for what is not
-// pinned. Pinning them too installs the consistent set the plan asked for.
-// A pin apt cannot show (a version no longer in the archive) is left as it
-// is: the dry run that follows reports what apt cannot do.
-func (x aptManager) pinExactDependencies(ctx context.Context, ws *Workspace, op *planner.PackagesOp) {
-	pinned := map[string]bool{}
-	for _, p := range op.Install {
-		pinned[p.Name] = true
-	}
-	for i := 0; i < len(op.Install); i++ {
-		p := op.Install[i]
-		out, err := x.output(ctx, ws, aptEnv, "apt-cache", "show", p.Name+"="+p.Version)
-		if err != nil {
-			continue
-		}
-		for _, dep := range exactDependencies(out) {
-			if pinned[dep.Name] {
-				continue
-			}
-			pinned[dep.Name] = true
-			ws.say("apt: pinning %s=%s, which %s %s depends on exactly", dep.Name, dep.Version, p.Name, p.Version)
-			op.Install = append(op.Install, dep)
-		}
-	}
-}
-
-// exactDependencies reads the first paragraph of apt-cache show and returns
-// the dependencies (Depends, Pre-Depends) that name one package at one
-// exact version, without alternatives.
-func exactDependencies(show []byte) []planner.PackagePin {
-	var out []planner.PackagePin
-	fields := map[string]string{}
-	var last string
-	for _, line := range strings.Split(string(show), "\n") {
-		if line == "" {
-			break
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			if last != "" {
-				fields[last] += " " + strings.TrimSpace(line)
-			}
-			continue
-		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			last = ""
-			continue
-		}
-		last = k
-		fields[k] = strings.TrimSpace(v)
-	}
-	for _, field := range []string{"Pre-Depends", "Depends"} {
-		for _, rel := range strings.Split(fields[field], ",") {
-			rel = strings.TrimSpace(rel)
-			if rel == "" || strings.Contains(rel, "|") {
-				continue
-			}
-			name, cond, ok := strings.Cut(rel, "(")
-			if !ok {
-				continue
-			}
-			cond = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(cond), ")"))
-			v, exact := strings.CutPrefix(cond, "=")
-			if !exact {
-				continue
-			}
-			name, _, _ = strings.Cut(strings.TrimSpace(name), ":")
-			v = strings.TrimSpace(v)
-			if name == "" || v == "" || strings.ContainsAny(name+v, " []") {
-				continue
-			}
-			out = append(out, planner.PackagePin{Name: name, Version: v})
-		}
-	}
-	return out
 }

@@ -164,6 +164,13 @@ type priorState interface {
 	finish(inv *PackagesInverse, affected map[string]bool)
 }
 
+// batchSaver is a priorState that saves the package files of all the
+// packages a transaction changes at once, before prior records each: one
+// download for them all instead of one per package.
+type batchSaver interface {
+	saveAll(ctx context.Context, ws *Workspace, seq int, names []string) error
+}
+
 // prepareTransaction is the prepare of every package manager: wait for
 // the lock, pin pending versions, read the prior state, learn from a dry
 // run which packages the transaction affects, and record each of them,

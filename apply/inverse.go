@@ -14,6 +14,7 @@ type Inverse struct {
 	Kernel   *KernelInverse   `json:"kernel,omitempty"`
 	Service  *ServiceInverse  `json:"service,omitempty"`
 	Device   *DeviceInverse   `json:"device,omitempty"`
+	Refresh  *RefreshInverse  `json:"refresh,omitempty"`
 }
 
 // FileInverse is a file as it was: absent, a symlink, or a regular file
@@ -95,6 +96,12 @@ type ServiceInverse struct {
 	Enabled bool   `json:"enabled"`
 	// Active is recorded only when the operation starts or stops the unit.
 	Active *bool `json:"active,omitempty"`
+}
+
+// RefreshInverse is the inverse of a refresh of a package manager's
+// indexes, which restores nothing (refreshExecutor says why).
+type RefreshInverse struct {
+	Manager string `json:"manager"`
 }
 
 // DeviceInverse is a device setting's previous value.

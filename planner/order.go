@@ -15,6 +15,7 @@ type Layer int
 
 const (
 	LayerRepositories  Layer = iota + 1 // package sources, before anything is installed from them
+	LayerIndexes                        // their indexes fetched, once the sources are in place
 	LayerPurge                          // conflicting driver packages out before others come in
 	LayerNouveau                        // nouveau blacklisted and out of the initramfs before nvidia is built
 	LayerKernelHeaders                  // headers before DKMS builds the module
@@ -36,6 +37,7 @@ const (
 
 var layerNames = [...]string{
 	LayerRepositories:   "repositories",
+	LayerIndexes:        "indexes",
 	LayerPurge:          "purge",
 	LayerNouveau:        "nouveau",
 	LayerKernelHeaders:  "kernel-headers",
@@ -64,6 +66,8 @@ func LayerOf(address string) Layer {
 	switch kind {
 	case "repository":
 		return LayerRepositories
+	case "index":
+		return LayerIndexes
 	case "kernel":
 		if rest == "headers" {
 			return LayerKernelHeaders

@@ -7,8 +7,10 @@ import (
 )
 
 // FormatVersion is the version of the JSON plan document. A reader refuses
-// a document whose major version it does not know.
-const FormatVersion = "1.1"
+// a document whose major version it does not know. 1.2 writes a version
+// known only after apply as "version": null with "known_after_apply":
+// true, and adds the refresh operation.
+const FormatVersion = "1.2"
 
 // Action is what a step does to its resource, as Terraform says it. The
 // zero value is NoOp, so an unset Action can never change a host.
@@ -95,6 +97,8 @@ type Step struct {
 	// step in the plan's order (see LayerOf):
 	//
 	//	repository.<name>  an APT repository (sources list, key, pin)
+	//	index.<manager>    refreshing a package manager's indexes
+	//	                   ("index.apt": apt-get update)
 	//	driver.purge       removing driver packages that conflict with the
 	//	                   spec's (another branch, flavour or source)
 	//	kernel.nouveau     blacklisting nouveau and rebuilding the initramfs
@@ -173,6 +177,7 @@ const (
 	OpKernel   OpKind = "kernel"   // rebuild the initramfs, load or unload a module
 	OpService  OpKind = "service"  // enable or disable a systemd unit
 	OpDevice   OpKind = "device"   // an NVML device setting
+	OpRefresh  OpKind = "refresh"  // fetch a package manager's indexes
 )
 
 // Operation is one primitive, executable change. Exactly the field named
@@ -190,6 +195,7 @@ type Operation struct {
 	Kernel      *KernelOp   `json:"kernel,omitempty"`
 	Service     *ServiceOp  `json:"service,omitempty"`
 	Device      *DeviceOp   `json:"device,omitempty"`
+	Refresh     *RefreshOp  `json:"refresh,omitempty"`
 }
 
 // PackagesOp is one package-manager transaction. Apply computes its inverse
@@ -219,13 +225,58 @@ type PackagesOp struct {
 type PackagePin struct {
 	Name string `json:"name"`
 	// Version is the exact version to install. It is empty only when the
-	// package manager cannot list the package until a repository this plan
-	// configures is in place: apply then pins, once that step ran, the
-	// newest version it lists that satisfies Constraint, and journals it.
+	// version is known after apply (KnownAfterApply): the package manager
+	// cannot list the package until a step before it ran, one that
+	// configures its repository or refreshes indexes that are not on disk.
+	// Apply then pins, once that step ran, the newest version the indexes
+	// list that satisfies Constraint, and journals it.
 	Version    string `json:"version"`
 	Constraint string `json:"constraint,omitempty"`
 	// Extras are pip extras ("and-cuda").
 	Extras []string `json:"extras,omitempty"`
+}
+
+// KnownAfterApply reports whether the pin's version is left to apply.
+func (p PackagePin) KnownAfterApply() bool { return p.Version == "" }
+
+// pinJSON is PackagePin as the plan document writes it: a version known
+// only after apply is null, and says so, as Terraform writes an unknown
+// value.
+type pinJSON struct {
+	Name            string   `json:"name"`
+	Version         *string  `json:"version"`
+	KnownAfterApply bool     `json:"known_after_apply,omitempty"`
+	Constraint      string   `json:"constraint,omitempty"`
+	Extras          []string `json:"extras,omitempty"`
+}
+
+// MarshalJSON writes a version known after apply as null.
+func (p PackagePin) MarshalJSON() ([]byte, error) {
+	j := pinJSON{Name: p.Name, Constraint: p.Constraint, Extras: p.Extras}
+	if p.KnownAfterApply() {
+		j.KnownAfterApply = true
+	} else {
+		j.Version = &p.Version
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON is the inverse of MarshalJSON. It also reads format 1.1,
+// which wrote a version known after apply as "". A pin that has both a
+// version and known_after_apply is refused: it would say two things.
+func (p *PackagePin) UnmarshalJSON(b []byte) error {
+	var j pinJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = PackagePin{Name: j.Name, Constraint: j.Constraint, Extras: j.Extras}
+	if j.Version != nil {
+		p.Version = *j.Version
+	}
+	if j.KnownAfterApply && p.Version != "" {
+		return fmt.Errorf("pin of %s has version %q and is known after apply", j.Name, p.Version)
+	}
+	return nil
 }
 
 // FileOp writes (or, with Remove, deletes) one file inside the root.
@@ -252,6 +303,30 @@ type GroupOp struct {
 	Delete bool     `json:"delete,omitempty"`
 	Add    []string `json:"add,omitempty"`
 	Remove []string `json:"remove,omitempty"`
+}
+
+// RefreshOp fetches a package manager's indexes from its configured
+// sources: apt-get update, dnf makecache. The plan runs it first where
+// the indexes it needs are not on disk (an image before its first
+// apt-get update), so that the steps after it install versions the
+// archive has. Its inverse does nothing: the indexes are a cache of the
+// archives, which apt itself refreshes whenever it is told to, and
+// undoing a package step restores saved package files, never from the
+// indexes.
+type RefreshOp struct {
+	Manager Manager `json:"manager"`
+}
+
+// RefreshCommand is the command that refreshes manager's indexes; nil
+// for a manager that has none (pip).
+func RefreshCommand(m Manager) []string {
+	switch m {
+	case ManagerApt:
+		return []string{"apt-get", "update"}
+	case ManagerDnf:
+		return []string{"dnf", "makecache"}
+	}
+	return nil
 }
 
 // Manager names the package manager that runs a package transaction.

@@ -91,6 +91,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	steps = refreshSteps(steps, &obs.PackageIndexes)
 	if err := validateSteps(steps); err != nil {
 		return nil, append(diags, programmingError(err))
 	}

@@ -42,7 +42,7 @@ const (
 	ReasonStaleInitramfs ReasonCode = "stale_initramfs"
 	// ReasonDependency: another step needs it (the running kernel's
 	// headers for DKMS, a repository component the spec's packages are
-	// in).
+	// in, the package indexes a version is chosen from).
 	ReasonDependency ReasonCode = "dependency"
 )
 

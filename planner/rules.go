@@ -102,6 +102,10 @@ func CheckOperation(op Operation) error {
 		}
 	case OpDevice:
 		return checkDevice(op.Device)
+	case OpRefresh:
+		if RefreshCommand(op.Refresh.Manager) == nil {
+			return fmt.Errorf("refresh of package manager %q: only apt's and dnf's indexes are refreshed", op.Refresh.Manager)
+		}
 	}
 	return nil
 }

@@ -139,7 +139,7 @@ func shownPlan() *Plan {
 			Operations: []Operation{pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550-open"}})}},
 		{Address: "cuda", Action: Create, After: map[string]string{"version": "12.4.1", "package": "cuda-toolkit-12-4=12.4.1-1"},
 			Operations: []Operation{aptOp("cuda-toolkit-12-4", "12.4.1-1")}},
-		{Address: "cudnn", Action: Create, After: map[string]string{"version": knownAfterApply, "packages": "libcudnn9-cuda-12, libcudnn9-dev-cuda-12"},
+		{Address: "cudnn", Action: Create, After: map[string]string{"version": KnownAfterApply, "packages": "libcudnn9-cuda-12, libcudnn9-dev-cuda-12"},
 			Operations: []Operation{pkgOp(PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "libcudnn9-cuda-12", Constraint: "9.*"}, {Name: "libcudnn9-dev-cuda-12", Constraint: "9.*"}}})}},
 		{Address: "framework.tensorflow", Action: Create, After: map[string]string{"version": "2.17.0", "index_url": "https://pypi.org/simple", "extras": "and-cuda"},
 			Operations: []Operation{pkgOp(PackagesOp{Manager: "pip", Venv: "/opt/tf", Python: "/usr/bin/python3", IndexURL: "https://pypi.org/simple",

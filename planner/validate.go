@@ -45,6 +45,7 @@ func (op *Operation) validate() error {
 		OpKernel:   op.Kernel != nil,
 		OpService:  op.Service != nil,
 		OpDevice:   op.Device != nil,
+		OpRefresh:  op.Refresh != nil,
 	}
 	known, ok := set[op.Kind]
 	if !ok {
@@ -164,9 +165,9 @@ func samePackagesOp(a, b *PackagesOp) bool {
 		slices.Equal(a.Remove, b.Remove) && slices.Equal(a.Hold, b.Hold) && slices.Equal(a.Unhold, b.Unhold)
 }
 
-// knownAfterApply is what a step shows for a version only apply learns
-// (providers/repository.KnownAfterApply); its pins have no version.
-const knownAfterApply = "(known after apply)"
+// KnownAfterApply is what a step shows for a version only apply learns;
+// its pins have no version (PackagePin.KnownAfterApply).
+const KnownAfterApply = "(known after apply)"
 
 // checkShown refuses a step whose package operations do something else
 // than its shown values say, as providers fill them: the version it
@@ -200,10 +201,10 @@ func (s *Step) checkShown() error {
 			return fmt.Errorf("it installs %s but shows no version", strings.Join(names, ", "))
 		}
 		for _, p := range pins {
-			if p.Version != want && !(p.Version == "" && (want == "" || want == knownAfterApply)) {
+			if p.Version != want && !(p.Version == "" && (want == "" || want == KnownAfterApply)) {
 				got := p.Version
 				if got == "" {
-					got = knownAfterApply
+					got = KnownAfterApply
 				}
 				return fmt.Errorf("it shows version %s but installs %s %s", want, p.Name, got)
 			}

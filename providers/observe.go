@@ -5,6 +5,7 @@ package providers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -81,6 +82,23 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	pathsInsideRoot(obs, h.Root())
 	normalize(obs)
 	return obs
+}
+
+// IndexesOf returns what reads h's package indexes as Observe does, for
+// apply (apply.HostExecutor.Indexes): the sources, the installed packages
+// and the indexes, and nothing else of the host.
+func IndexesOf(h *host.Host) func(ctx context.Context) (*facts.PackageIndexes, error) {
+	return func(ctx context.Context) (*facts.PackageIndexes, error) {
+		var sys facts.Observation
+		system.Observe(ctx, h, &sys)
+		pkgs, _ := packages.Observe(ctx, h, sys.OS.Family)
+		repos, _ := repository.Observe(h, sys.OS.Family)
+		ix, warns := pkgindex.Read(h, pkgindex.Options{Family: sys.OS.Family, Repositories: repos, Installed: pkgs.Packages, Arch: sys.OS.Arch})
+		if len(ix.Indexes) == 0 && len(warns) > 0 {
+			return nil, fmt.Errorf("%s: %s", warns[0].Path, warns[0].Message)
+		}
+		return &ix, nil
+	}
 }
 
 // unfinishedPackages flags packages a package manager left half done: an

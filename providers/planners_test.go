@@ -114,7 +114,12 @@ func addresses(p *planner.Plan) []string {
 }
 
 // TestDebianExampleWithoutGPU is the README's command: Debian 12 without
-// a GPU and without non-free, planning examples/debian12-distro.
+// a GPU and without non-free, planning examples/debian12-distro. As an
+// image before its first apt-get update, the root has no package list:
+// nothing is asked of apt, and every version is known after apply, once
+// the step that enables contrib and non-free has run apt-get update. On
+// the same kind of machine with its lists fetched (contrib and non-free
+// enabled), the versions come from the lists, and still no process runs.
 func TestDebianExampleWithoutGPU(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "/usr/lib/os-release", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\n")
@@ -126,6 +131,7 @@ func TestDebianExampleWithoutGPU(t *testing.T) {
 	want := []string{
 		"repository.distro-components create",
 		"kernel.nouveau create",
+		"kernel.headers create",
 		"driver create",
 		"cuda create",
 		"framework.pytorch create",
@@ -133,23 +139,39 @@ func TestDebianExampleWithoutGPU(t *testing.T) {
 	if got := addresses(plan); !slices.Equal(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}
-	if len(runner.runs) != 1 || !slices.Equal(runner.runs[0][:4], []string{"chroot", root, "apt-cache", "policy"}) {
-		t.Errorf("package manager runs %q, want one apt-cache policy for every package", runner.runs)
+	if len(runner.runs) != 0 {
+		t.Errorf("package manager runs %q, want none: the root has no list to ask about", runner.runs)
 	}
-	if d := plan.Step("driver"); d == nil || d.Operations[0].Packages.Install[1].Name != "nvidia-kernel-dkms" || d.Operations[0].Packages.Install[1].Version != "535.309.01-0+deb12u1" {
-		t.Errorf("driver step %+v", d)
+	if d := plan.Step("driver"); d == nil || d.Operations[0].Packages.Install[1].Name != "nvidia-kernel-dkms" || !d.Operations[0].Packages.Install[1].KnownAfterApply() ||
+		d.Operations[0].Packages.Install[1].Constraint != "535.*" || d.After["version"] != planner.KnownAfterApply {
+		t.Errorf("driver step %+v: want nvidia-kernel-dkms known after apply, the newest 535.*", d)
 	}
 	if !slices.ContainsFunc(plan.Warnings, func(w planner.Warning) bool { return w.Check == planner.CheckNoGPU }) {
 		t.Errorf("no warning that the host has no GPU: %+v", plan.Warnings)
 	}
 	// The example names no repository: a step enables contrib and non-free
-	// (whose NVIDIA packages depend on contrib) for the suites the host uses.
+	// (whose NVIDIA packages depend on contrib) for the suites the host
+	// uses, and runs apt-get update, which fetches every list: no step of
+	// its own refreshes them.
 	st := plan.Step("repository.distro-components")
-	if st == nil || !strings.Contains(st.Operations[0].File.Content, "Suites: bookworm bookworm-updates\nComponents: contrib non-free\n") {
+	if st == nil || !strings.Contains(st.Operations[0].File.Content, "Suites: bookworm bookworm-updates\nComponents: contrib non-free\n") ||
+		!slices.Equal(st.Operations[0].File.After, []string{"apt-get", "update"}) {
 		t.Fatalf("components step %+v in %q", st, addresses(plan))
 	}
 	if d := plan.Step("driver"); d == nil || !slices.Contains(d.DependsOn, "repository.distro-components") {
 		t.Errorf("the driver must wait for the components: %+v", d)
+	}
+
+	root = hosttest.Build(t, "debian12-lists")
+	plan, runner = planRoot(t, root, s, nil)
+	if len(runner.runs) != 0 {
+		t.Errorf("with the lists fetched: package manager runs %q, want none", runner.runs)
+	}
+	if d := plan.Step("driver"); d == nil || d.Operations[0].Packages.Install[1].Name != "nvidia-kernel-dkms" || d.Operations[0].Packages.Install[1].Version != "535.309.01-0+deb12u1" {
+		t.Errorf("with the lists fetched: driver step %+v", d)
+	}
+	if st := plan.Step(planner.RefreshAddress(planner.ManagerApt)); st != nil {
+		t.Errorf("with the lists fetched: a refresh is planned: %+v", st)
 	}
 }
 

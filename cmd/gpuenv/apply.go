@@ -162,7 +162,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 		NoRevert:     o.noRevert,
 		Out:          progress,
 		Before:       pl.obs,
-		Executor:     &apply.HostExecutor{Host: h, Devices: devices},
+		Executor:     &apply.HostExecutor{Host: h, Devices: devices, Indexes: providers.IndexesOf(h)},
 		JournalPoint: applyHooks.journalPoint,
 	}
 	if pl.spec != nil {

@@ -152,6 +152,9 @@ type planCase struct {
 	root string
 	spec string // relative to the repository root
 	args []string
+	// indexes: the candidates come from the root's package indexes, as
+	// gpuenv itself answers them, not from a table.
+	indexes bool
 }
 
 func (c planCase) name() string {
@@ -174,6 +177,8 @@ var planCases = []planCase{
 	{root: "rhel9", spec: "examples/shared-multiuser"},
 	{root: "tensorflow-no-cudnn", spec: "examples/tensorflow-server"},
 	{root: "nouveau", spec: "examples/pytorch-workstation"},
+	{root: "apt-no-lists", spec: "cmd/gpuenv/testdata/plan/apt-no-lists/userspace.hcl", indexes: true},
+	{root: "debian12-lists", spec: "cmd/gpuenv/testdata/plan/apt-no-lists/userspace.hcl", indexes: true},
 }
 
 // runPlan runs gpuenv plan in this process against a built fixture root.
@@ -199,7 +204,12 @@ func TestPlanGolden(t *testing.T) {
 		t.Run(c.name(), func(t *testing.T) {
 			root := hosttest.Build(t, c.root)
 			cands := loadCandidates(t, c.root)
-			withPlanHost(t, cands, runnerFor(t, c.root))
+			if c.indexes {
+				withPlanHost(t, nil, noRunner{t})
+				newCandidates = func(h *host.Host) planner.Candidates { return providers.Candidates(h) }
+			} else {
+				withPlanHost(t, cands, runnerFor(t, c.root))
+			}
 			code, stdout, stderr := runPlanCase(root, c, false)
 			jcode, jstdout, jstderr := runPlanCase(root, c, true)
 			if jcode != code {
@@ -209,6 +219,9 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("--json wrote to stderr:\n%s", jstderr)
 			}
 			asked := "none"
+			if c.indexes {
+				asked = "none (from the package indexes on disk)"
+			}
 			if len(cands.asked) > 0 {
 				asked = strings.Join(slices.Compact(slices.Sorted(slices.Values(cands.asked))), ", ")
 			}

@@ -257,6 +257,8 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 	case op.Device != nil:
 		d := op.Device
 		return fmt.Sprintf("set %s = %s on GPU %d (%s)", d.Setting, d.Value, d.Index, d.UUID)
+	case op.Refresh != nil:
+		return fmt.Sprintf("fetch %s's package indexes (%s)", op.Refresh.Manager, strings.Join(planner.RefreshCommand(op.Refresh.Manager), " "))
 	}
 	return string(op.Kind)
 }
@@ -274,7 +276,11 @@ func packagesText(p *planner.PackagesOp) string {
 			if planner.Manager(p.Manager) == planner.ManagerPip {
 				sep = "=="
 			}
-			pins[i] = name + sep + pin.Version
+			v := pin.Version
+			if pin.KnownAfterApply() {
+				v = planner.KnownAfterApply
+			}
+			pins[i] = name + sep + v
 		}
 		parts = append(parts, "install "+strings.Join(pins, " "))
 	}

@@ -165,4 +165,10 @@ type IndexedVersion struct {
 	Filename string `json:"filename,omitempty"`
 	Size     int64  `json:"size,omitempty"`
 	SHA256   string `json:"sha256,omitempty"`
+	// ExactDepends are the version's dependencies (Pre-Depends, Depends)
+	// on one package at one exact version, without alternatives, as
+	// "name=version": apt resolves what a transaction does not pin from
+	// its candidates, so an apply that installs this version pins them
+	// too. NVIDIA's packages depend on their siblings this way.
+	ExactDepends []string `json:"exact_depends,omitempty"`
 }

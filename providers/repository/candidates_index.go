@@ -25,30 +25,30 @@ func (c *Candidates) Indexes() *facts.PackageIndexes {
 }
 
 // fromIndexes answers Versions from the indexes: the versions some index
-// lists, newest first, as the observation orders them. It cannot answer
-// where the root has no index of manager (lists never fetched: the
-// package manager is asked, as before an update it would answer from
-// nothing, or from a cache of its own), or for a package the indexes do
-// not keep, which only relevant ones are.
+// lists, newest first, as the observation orders them. Where the root has
+// no index of manager because none was fetched (its configured sources
+// are all missing: an image before its first apt-get update) it answers
+// that nothing is listed yet, and Pick leaves the version to apply, after
+// a refresh. It cannot answer where no source of manager is known at all
+// (the package manager is asked, as it may read sources gpuenv does not),
+// or for a package the indexes do not keep, which only relevant ones are.
 func (c *Candidates) fromIndexes(manager planner.Manager, name string) ([]string, bool) {
 	c.mu.Lock()
 	ix := c.indexes
 	c.mu.Unlock()
-	if ix == nil || ix.Manager != string(manager) || len(ix.Indexes) == 0 || !pkgdb.Relevant(name) {
+	if ix == nil || ix.Manager != string(manager) || len(ix.Indexes) == 0 && len(ix.Missing) == 0 || !pkgdb.Relevant(name) {
 		return nil, false
 	}
-	var out []string
-	for i := range ix.Packages {
-		p := &ix.Packages[i]
-		if p.Name != name {
-			continue
-		}
-		for _, v := range p.Versions {
-			if len(v.Origins) > 0 {
-				out = append(out, v.Version)
-			}
-		}
-		break
+	return pkgdb.IndexListed(ix, name), true
+}
+
+// Unfetched returns the configured sources of manager whose indexes are
+// not on disk, as the observation found them.
+func (c *Candidates) Unfetched(manager planner.Manager) []facts.IndexSource {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.indexes == nil || c.indexes.Manager != string(manager) {
+		return nil
 	}
-	return out, true
+	return c.indexes.Missing
 }

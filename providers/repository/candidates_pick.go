@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -44,10 +45,14 @@ type Picked struct {
 }
 
 // Pick chooses the newest version that satisfies q and at which every
-// package of the set is available. It asks the package manager first;
+// package of the set is available (pkgdb.PickVersion, the rule apply
+// follows for a version left to it). It asks the package manager first;
 // when that lists nothing for the first package, it falls back to the
 // versions gpuenv's tables know for the archive, then to the version the
-// package tables derive.
+// package tables derive. Where configured sources of the manager have no
+// index on disk (the Candidates says so: Unfetched), nothing the indexes
+// lack is guessed: the version is known after apply, which refreshes the
+// indexes first.
 func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, error) {
 	if len(q.Packages) == 0 {
 		return Picked{}, fmt.Errorf("no packages to pick a version for")
@@ -57,9 +62,13 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 	if err != nil {
 		return Picked{}, err
 	}
+	var missing []facts.IndexSource
+	if u, ok := cands.(unfetched); ok {
+		missing = u.Unfetched(q.Manager)
+	}
 	note := ""
 	table := map[string]compat.DistroPackage{}
-	if len(listed) == 0 {
+	if len(listed) == 0 && len(missing) == 0 {
 		for _, p := range slices.Backward(compat.DistroPackages(q.OS, q.OSVersion, first)) {
 			listed = append(listed, p.Version)
 			table[p.Version] = p
@@ -77,29 +86,28 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 		}
 		others[p.Name] = vs
 	}
-	var rejected []string
-	for _, raw := range listed {
-		up, err := pkgdb.UpstreamVersion(string(q.Manager), raw)
-		if err != nil || !q.Versions.Check(up) || q.Accept != nil && !q.Accept(raw, up) {
-			rejected = append(rejected, raw)
-			continue
+	picked, rejected := pkgdb.PickVersion(string(q.Manager), listed, others, func(raw string, up version.Version) bool {
+		return q.Versions.Check(up) && (q.Accept == nil || q.Accept(raw, up))
+	})
+	if picked != "" {
+		if row, fromTable := table[picked]; fromTable {
+			note = fmt.Sprintf("%s does not list %s yet, so the version comes from gpuenv's table of the archive (%s, %s)", managerTool(q.Manager), first, row.Suite, row.Source)
 		}
-		ok := true
-		for name, vs := range others {
-			// A package the manager does not list yet (its repository
-			// is being added) is taken to follow the first one.
-			if len(vs) > 0 && !slices.Contains(vs, raw) {
-				ok = false
-				rejected = append(rejected, raw+" (no "+name+" "+raw+")")
-				break
-			}
+		return Picked{Version: picked, Note: note}, nil
+	}
+	if len(missing) > 0 {
+		sources := fmt.Sprintf("%d configured sources", len(missing))
+		if len(missing) == 1 {
+			sources = "a configured source"
 		}
-		if ok {
-			if row, fromTable := table[raw]; fromTable {
-				note = fmt.Sprintf("%s does not list %s yet, so the version comes from gpuenv's table of the archive (%s, %s)", managerTool(q.Manager), first, row.Suite, row.Source)
-			}
-			return Picked{Version: raw, Note: note}, nil
+		note := fmt.Sprintf("%s has not fetched the index of %s, so the version of %s is known after apply: the newest the fetched indexes list", refreshTool(q.Manager), sources, first)
+		if !q.Versions.IsZero() {
+			note += fmt.Sprintf(" that satisfies %q", q.Versions.String())
 		}
+		if len(rejected) > 0 {
+			note += " (the indexes on disk list " + strings.Join(rejected, ", ") + ")"
+		}
+		return Picked{Constraint: q.Versions.String(), Note: note}, nil
 	}
 	if len(listed) == 0 {
 		if q.Pending {
@@ -110,6 +118,20 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 	return Picked{}, fmt.Errorf("no version of %s fits %s: %s lists %s", first, constraintText(q.Versions), managerTool(q.Manager), strings.Join(rejected, ", "))
 }
 
+// unfetched is the capability of a Candidates to name the configured
+// sources whose indexes are not on disk (Candidates.Unfetched).
+type unfetched interface {
+	Unfetched(manager planner.Manager) []facts.IndexSource
+}
+
+// refreshTool is the command that fetches m's indexes, as messages name it.
+func refreshTool(m planner.Manager) string {
+	if c := planner.RefreshCommand(m); c != nil {
+		return strings.Join(c, " ")
+	}
+	return string(m)
+}
+
 func constraintText(c version.Constraint) string {
 	if c.IsZero() {
 		return "any version"
@@ -118,7 +140,7 @@ func constraintText(c version.Constraint) string {
 }
 
 // KnownAfterApply is what a step shows for a version only apply learns.
-const KnownAfterApply = "(known after apply)"
+const KnownAfterApply = planner.KnownAfterApply
 
 // Pending reports whether a plan configures package repositories: the
 // spec's repository blocks, or archive components it enables.

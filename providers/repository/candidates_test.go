@@ -310,3 +310,56 @@ func TestCandidatesFromIndexes(t *testing.T) {
 		t.Errorf("another manager's indexes: %v, %d runs", err, c.Runs())
 	}
 }
+
+// unlisted is a table whose manager has configured sources with no index
+// on disk.
+type unlisted struct {
+	table
+	missing []facts.IndexSource
+}
+
+func (u unlisted) Unfetched(planner.Manager) []facts.IndexSource { return u.missing }
+
+// Where configured sources have no index on disk, what the indexes lack is
+// known after apply, which refreshes them first: never guessed from
+// gpuenv's tables, and not an error. What the indexes on disk offer is
+// still picked from them.
+func TestPickBeforeTheRefresh(t *testing.T) {
+	missing := []facts.IndexSource{{URI: "http://deb.debian.org/debian", Suite: "bookworm", Component: "non-free"}}
+	q := PickQuery{Manager: "apt", Packages: []planner.PackageName{{Name: "nvidia-driver"}}, Versions: version.MustParseConstraint("535.*"), OS: "debian", OSVersion: "12"}
+	for _, tc := range []struct {
+		name  string
+		cands unlisted
+		want  Picked
+	}{
+		{"nothing on disk", unlisted{table{}, missing}, Picked{Constraint: "535.*",
+			Note: `apt-get update has not fetched the index of a configured source, so the version of nvidia-driver is known after apply: the newest the fetched indexes list that satisfies "535.*"`}},
+		{"nothing on disk fits", unlisted{table{"nvidia-driver": {"525.147.05-4"}}, missing}, Picked{Constraint: "535.*",
+			Note: `apt-get update has not fetched the index of a configured source, so the version of nvidia-driver is known after apply: the newest the fetched indexes list that satisfies "535.*" (the indexes on disk list 525.147.05-4)`}},
+		{"on disk", unlisted{table{"nvidia-driver": {"535.261.03-1"}}, missing}, Picked{Version: "535.261.03-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Pick(context.Background(), tc.cands, q)
+			if err != nil || got != tc.want {
+				t.Errorf("picked %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// Before the first apt-get update the indexes answer that nothing is
+// listed, without asking apt, and name the sources that are not fetched.
+func TestCandidatesBeforeTheRefresh(t *testing.T) {
+	c := NewCandidates(newHost(t, refusing{t}))
+	missing := []facts.IndexSource{{File: "/etc/apt/sources.list", URI: "http://deb.debian.org/debian", Suite: "bookworm", Component: "main"}}
+	c.UseIndexes(&facts.PackageIndexes{Manager: "apt", Indexes: []facts.PackageIndex{}, Missing: missing})
+	if got, err := c.Versions(context.Background(), "apt", "nvidia-driver"); err != nil || len(got) != 0 || c.Runs() != 0 {
+		t.Errorf("versions %v, %v, %d runs: want none, and no process", got, err, c.Runs())
+	}
+	if got := c.Unfetched("apt"); len(got) != 1 || got[0] != missing[0] {
+		t.Errorf("unfetched %+v", got)
+	}
+	if got := c.Unfetched("dnf"); got != nil {
+		t.Errorf("dnf's unfetched sources from apt's indexes: %+v", got)
+	}
+}

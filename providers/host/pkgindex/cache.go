@@ -36,7 +36,7 @@ import (
 const CacheDir = "/var/cache/gpuenv"
 
 // cacheFormat heads every cache file; a new format changes it.
-const cacheFormat = "gpuenv index stanzas 1"
+const cacheFormat = "gpuenv index stanzas 2"
 
 // geteuid is the effective user, which tests replace.
 var geteuid = os.Geteuid

@@ -53,6 +53,8 @@ type offer struct {
 	index                                         int
 	name, version, arch, source, filename, sha256 string
 	size                                          int64
+	// exact are the stanza's dependencies on one exact version.
+	exact []string
 }
 
 // policy holds what priorities are computed from.
@@ -152,7 +154,7 @@ func (pol *policy) versions(name string, offers []offer, installed string) []fac
 			if src == name {
 				src = ""
 			}
-			out = append(out, facts.IndexedVersion{Version: o.version, Architecture: o.arch, Source: src, Filename: o.filename, Size: o.size, SHA256: o.sha256})
+			out = append(out, facts.IndexedVersion{Version: o.version, Architecture: o.arch, Source: src, Filename: o.filename, Size: o.size, SHA256: o.sha256, ExactDepends: o.exact})
 		}
 		// apt downloads the instance of the first source that lists the
 		// version; the offers come in source order.

@@ -202,7 +202,8 @@ func (r *reader) readList(l listName, rel *facts.ReleaseData) {
 	native := r.out.Architecture
 	for _, para := range paras {
 		v := para.Values
-		o := offer{index: n, name: v["Package"], version: v["Version"], arch: v["Architecture"], source: v["Source"], filename: v["Filename"], sha256: v["SHA256"]}
+		o := offer{index: n, name: v["Package"], version: v["Version"], arch: v["Architecture"], source: v["Source"], filename: v["Filename"], sha256: v["SHA256"],
+			exact: pkgdb.ExactRelations(v["Pre-Depends"], v["Depends"])}
 		o.size, _ = strconv.ParseInt(v["Size"], 10, 64)
 		if o.name == "" || o.version == "" {
 			continue

@@ -30,6 +30,8 @@ type scanned struct {
 var stanzaFields = map[string]bool{
 	"Package": true, "Version": true, "Architecture": true, "Source": true,
 	"Filename": true, "Size": true, "SHA256": true,
+	// For the dependencies on an exact version (IndexedVersion.ExactDepends).
+	"Depends": true, "Pre-Depends": true,
 }
 
 var (

@@ -1,0 +1,408 @@
+package apply
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+)
+
+// aptArchives is apt's package cache, where apt-get keeps the package
+// files it downloaded.
+const aptArchives = "/var/cache/apt/archives"
+
+// debRef is one installed package version to save.
+type debRef struct{ name, version string }
+
+// saveDebs keeps the installed version of each package as a .deb in the
+// generation, each in a directory of its own, and returns them by name.
+// Each comes from the first of these that has it:
+//
+//   - the package cache, when the copy there has the size and SHA-256 the
+//     index gives for that version (ix): apt left it there when it
+//     installed the package, and nothing is fetched;
+//   - the archive, through one apt-get download for all the versions an
+//     index still lists (all of them where ix is nil), each checked
+//     against the index's checksum;
+//   - dpkg's own records of the installed package, rebuilt with dpkg-deb,
+//     for what no archive has (or what could not be fetched).
+//
+// The package cache is not relied on (images often clean it), only used
+// when its file is the archive's.
+func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs []debRef, ix *facts.PackageIndexes) (map[string]string, error) {
+	saved := map[string]string{}
+	var fetch []debRef
+	var rebuild []debRef
+	why := map[string]string{}
+	for _, p := range pkgs {
+		dir, inRoot, err := debDir(ws, seq, p.name)
+		if err != nil {
+			return nil, err
+		}
+		v := pkgdb.IndexedVersion(ix, p.name, p.version)
+		if f := x.copyCached(ws, dir, p, v); f != "" {
+			saved[p.name] = path.Join(inRoot, f)
+			continue
+		}
+		if ix == nil || v != nil && len(v.Origins) > 0 {
+			fetch = append(fetch, p)
+			continue
+		}
+		rebuild = append(rebuild, p)
+		why[p.name] = fmt.Sprintf("%s %s is not in the archive any more", p.name, p.version)
+	}
+	if len(fetch) > 0 {
+		got, broken := x.downloadDebs(ctx, ws, seq, fetch, ix)
+		for _, p := range fetch {
+			if f, ok := got[p.name]; ok {
+				saved[p.name] = f
+				continue
+			}
+			rebuild = append(rebuild, p)
+			switch {
+			case broken[p.name] != nil:
+				why[p.name] = fmt.Sprintf("the downloaded package file of %s %s is not whole", p.name, p.version)
+			case ix != nil:
+				why[p.name] = fmt.Sprintf("%s %s could not be downloaded", p.name, p.version)
+			default:
+				why[p.name] = fmt.Sprintf("%s %s is not in the archive any more", p.name, p.version)
+			}
+		}
+	}
+	// In name order, as the packages came: the first that cannot be
+	// saved is the one the error names.
+	order := map[string]int{}
+	for i, p := range pkgs {
+		order[p.name] = i
+	}
+	slices.SortStableFunc(rebuild, func(a, b debRef) int { return order[a.name] - order[b.name] })
+	for _, p := range rebuild {
+		ws.say("%s: rebuilding it from dpkg's records of the installed package", why[p.name])
+		f, err := x.rebuildSaved(ctx, ws, seq, p)
+		if err != nil {
+			return nil, err
+		}
+		saved[p.name] = f
+	}
+	return saved, nil
+}
+
+// debDir is the directory of a package's saved file in the generation, on
+// this machine and inside the root, created if need be.
+func debDir(ws *Workspace, seq int, name string) (dir, inRoot string, err error) {
+	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+name)
+	dir = filepath.Join(ws.Path, sub)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
+	}
+	return dir, path.Join(ws.Dir, sub), nil
+}
+
+// archiveName is the name apt gives a package file in its cache and in the
+// working directory of apt-get download: name_version_arch.deb, each part
+// quoted as apt quotes it ("1:2.3" is "1%3a2.3").
+func archiveName(name, version, arch string) string {
+	return quoteArchive(name) + "_" + quoteArchive(version) + "_" + quoteArchive(arch) + ".deb"
+}
+
+// quoteArchive is apt's QuoteString for a cache file name: '%', ':', '_',
+// controls, spaces and bytes above ASCII as %xx.
+func quoteArchive(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' || c == ':' || c == '_' || c <= 0x20 || c >= 0x7f {
+			fmt.Fprintf(&b, "%%%02x", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// copyCached copies p's package file from apt's package cache into dir
+// when a file there has the size and SHA-256 the index gives for that
+// version (v), and returns its name; "" when there is none. The copy is
+// checked while it is written: the bytes kept are the bytes hashed.
+func (x aptManager) copyCached(ws *Workspace, dir string, p debRef, v *facts.IndexedVersion) string {
+	if v == nil || v.SHA256 == "" || v.Size <= 0 {
+		return ""
+	}
+	names := []string{archiveName(p.name, p.version, v.Architecture)}
+	if b := path.Base(v.Filename); v.Filename != "" && b != names[0] {
+		names = append(names, b)
+	}
+	for _, n := range names {
+		src, err := x.Host.Resolve(path.Join(aptArchives, n))
+		if err != nil {
+			continue
+		}
+		fi, err := os.Lstat(src)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() != v.Size {
+			continue
+		}
+		dst := filepath.Join(dir, names[0])
+		if err := copyChecked(src, dst, v.SHA256); err != nil {
+			fmt.Fprintf(ws.Log, "gpuenv: not saving %s from the package cache: %v\n", src, err)
+			os.Remove(dst)
+			continue
+		}
+		if err := checkDebFile(dst); err != nil {
+			fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
+			os.Remove(dst)
+			continue
+		}
+		fmt.Fprintf(ws.Log, "gpuenv: saved %s %s from the package cache (%s, SHA-256 as the index gives it)\n", p.name, p.version, path.Join(aptArchives, n))
+		if err := syncDir(dir); err != nil {
+			return ""
+		}
+		return names[0]
+	}
+	return ""
+}
+
+// copyChecked copies src to dst (mode 0600), failing when the bytes'
+// SHA-256 is not want.
+func copyChecked(src, dst, want string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	sum := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, sum), in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != want {
+		return fmt.Errorf("its SHA-256 is %s, the index's %s", got, want)
+	}
+	return nil
+}
+
+// fileSHA256 is the SHA-256 of a file, in hex.
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sum := sha256.New()
+	if _, err := io.Copy(sum, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
+}
+
+// downloadDebs fetches pkgs from the archive with one apt-get download and
+// moves each whole file into its package's directory. It returns the
+// files saved by name, and why a downloaded file was refused (cut, or not
+// the index's).
+func (x aptManager) downloadDebs(ctx context.Context, ws *Workspace, seq int, pkgs []debRef, ix *facts.PackageIndexes) (map[string]string, map[string]error) {
+	got := map[string]string{}
+	broken := map[string]error{}
+	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-download")
+	tmp := filepath.Join(ws.Path, sub)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
+		return got, broken
+	}
+	defer os.RemoveAll(tmp)
+	// apt-get download writes into the working directory; env -C sets it
+	// without a shell. As root: apt's sandbox user cannot write into the
+	// private generation directory. A version apt cannot find fails the
+	// command, and what it fetched before still counts.
+	argv := []string{"env", "-C", path.Join(ws.Dir, sub), "apt-get", "-o", "APT::Sandbox::User=root", "download", "--"}
+	for _, p := range pkgs {
+		argv = append(argv, p.name+"="+p.version)
+	}
+	_ = x.command(ctx, ws, aptEnv, argv...)
+	for _, p := range pkgs {
+		m, _ := filepath.Glob(filepath.Join(tmp, quoteArchive(p.name)+"_"+quoteArchive(p.version)+"_*.deb"))
+		if len(m) != 1 {
+			continue
+		}
+		f := m[0]
+		if err := checkDebFile(f); err != nil {
+			broken[p.name] = err
+			fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
+			continue
+		}
+		if v := pkgdb.IndexedVersion(ix, p.name, p.version); v != nil && v.SHA256 != "" {
+			if sum, err := fileSHA256(f); err != nil || sum != v.SHA256 {
+				broken[p.name] = fmt.Errorf("%s is not the archive's package file: SHA-256 %s, the index's %s (%v)", f, sum, v.SHA256, err)
+				fmt.Fprintf(ws.Log, "gpuenv: %v\n", broken[p.name])
+				continue
+			}
+		}
+		dir, inRoot, err := debDir(ws, seq, p.name)
+		if err == nil {
+			err = os.Rename(f, filepath.Join(dir, filepath.Base(f)))
+		}
+		if err == nil {
+			err = syncDir(dir)
+		}
+		if err != nil {
+			fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
+			continue
+		}
+		got[p.name] = path.Join(inRoot, filepath.Base(f))
+	}
+	return got, broken
+}
+
+// rebuildSaved rebuilds p's package file from dpkg's records into its
+// directory and returns it, once whole.
+func (x aptManager) rebuildSaved(ctx context.Context, ws *Workspace, seq int, p debRef) (string, error) {
+	dir, inRoot, err := debDir(ws, seq, p.name)
+	if err != nil {
+		return "", err
+	}
+	if err := x.rebuildDeb(ctx, ws, dir, inRoot, p.name, p.version); err != nil {
+		return "", fmt.Errorf("cannot save %s %s for rollback (the archive did not give it and rebuilding it failed; see %s): %w", p.name, p.version, ws.Dir+"/"+logName, err)
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
+	if len(m) != 1 {
+		return "", fmt.Errorf("cannot save %s %s for rollback: dpkg-deb wrote no package file", p.name, p.version)
+	}
+	if err := checkDebFile(m[0]); err != nil {
+		os.Remove(m[0])
+		return "", fmt.Errorf("cannot save %s %s for rollback: %w", p.name, p.version, err)
+	}
+	return path.Join(inRoot, filepath.Base(m[0])), syncDir(dir)
+}
+
+// Control files dpkg keeps in /var/lib/dpkg/info for an installed
+// package, by the name they have in a package's DEBIAN directory.
+var controlFiles = []string{"preinst", "postinst", "prerm", "postrm", "config", "templates", "triggers", "shlibs", "symbols", "conffiles", "md5sums"}
+
+// rebuildDeb makes a package file of an installed package from dpkg's own
+// records, as dpkg-repack does but with only dpkg-deb, which every Debian
+// system has: the control fields from the status database, the
+// maintainer scripts and control files dpkg kept, and the installed files
+// its file list names, with their current contents, modes, owners and
+// link targets. The tree is built inside the generation (private) and
+// removed afterwards.
+func (x aptManager) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoot, name, version string) error {
+	para, arch, err := pkgdb.ControlParagraph(x.Host, name, version)
+	if err != nil {
+		return err
+	}
+	info := "/var/lib/dpkg/info/" + name
+	if _, err := x.Host.Stat(info + ".list"); err != nil && arch != "" {
+		info += ":" + arch
+	}
+	list, err := x.Host.ReadFile(info + ".list")
+	if err != nil {
+		return fmt.Errorf("dpkg's file list of %s: %w", name, err)
+	}
+	tree := filepath.Join(dir, "tree")
+	os.RemoveAll(tree)
+	defer os.RemoveAll(tree)
+	if err := os.MkdirAll(filepath.Join(tree, "DEBIAN"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tree, "DEBIAN", "control"), para, 0o644); err != nil {
+		return err
+	}
+	for _, c := range controlFiles {
+		data, err := x.Host.ReadFile(info + "." + c)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if c == "preinst" || c == "postinst" || c == "prerm" || c == "postrm" || c == "config" {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(tree, "DEBIAN", c), data, mode); err != nil {
+			return err
+		}
+	}
+	for _, p := range strings.Split(string(list), "\n") {
+		if p == "" || p == "/." || !path.IsAbs(p) {
+			continue
+		}
+		if err := x.copyInstalled(p, filepath.Join(tree, filepath.FromSlash(p))); err != nil {
+			return fmt.Errorf("copying %s of %s: %w", p, name, err)
+		}
+	}
+	return x.command(ctx, ws, nil, "dpkg-deb", "-Zgzip", "--build", "--", path.Join(inRoot, "tree"), inRoot)
+}
+
+// copyInstalled copies one installed path (inside the root) to dst on
+// this machine as it is: a directory, a file with its bytes, or a
+// symbolic link, with mode and owner. A path that is gone is skipped, as
+// dpkg-repack does.
+func (x aptManager) copyInstalled(p, dst string) error {
+	rp, err := x.real(p)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(rp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.IsDir():
+		if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(rp)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(target, dst); err != nil {
+			return err
+		}
+		return os.Lchown(dst, int(st.Uid), int(st.Gid))
+	case fi.Mode().IsRegular():
+		data, err := os.ReadFile(rp)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			return err
+		}
+	default:
+		// Device nodes and pipes are not package contents dpkg ships.
+		return nil
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(dst, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+	}
+	// After the owner: chown clears setuid and setgid bits.
+	return os.Chmod(dst, fileMode(st.Mode&0o7777))
+}
