@@ -76,7 +76,9 @@ func readApt(h *host.Host, opts Options) (facts.PackageIndexes, []facts.Warning)
 		r.warn(ListsDir, "reading apt's lists: %v", err)
 	}
 	for _, e := range entries {
-		if e.Type().IsRegular() {
+		// A local source's list (file:) is a symbolic link to the
+		// repository's own Packages file, which apt reads in place.
+		if e.Type().IsRegular() || e.Type()&fs.ModeSymlink != 0 {
 			names[e.Name()] = true
 		}
 	}
@@ -89,7 +91,7 @@ func readApt(h *host.Host, opts Options) (facts.PackageIndexes, []facts.Warning)
 	var archs []string
 	for _, e := range entriesOf(opts.Repositories) {
 		lists := matchLists(e, names)
-		if len(lists) == 0 {
+		if len(lists) == 0 && r.release(e, names, releases) == nil {
 			comps := e.components
 			if e.flat() {
 				comps = []string{""}
@@ -97,6 +99,11 @@ func readApt(h *host.Host, opts Options) (facts.PackageIndexes, []facts.Warning)
 			for _, c := range comps {
 				r.out.Missing = append(r.out.Missing, facts.IndexSource{File: e.file, URI: e.uri, Suite: e.suite, Component: c})
 			}
+			continue
+		}
+		if len(lists) == 0 {
+			// The suite was fetched and its components are empty: apt
+			// keeps no list of an empty Packages file.
 			continue
 		}
 		found = append(found, suiteLists{lists, r.release(e, names, releases)})

@@ -347,3 +347,44 @@ func TestReadDnf(t *testing.T) {
 		t.Errorf("packages %q, want %q", names, want)
 	}
 }
+
+// A local repository (file:) is read where apt reads it: its list in
+// ListsDir is a symbolic link to the repository's own Packages file.
+func TestLocalRepositoryList(t *testing.T) {
+	h, _ := fixture(t, "apt-no-lists")
+	root := h.Root()
+	stanza := "Package: cuda-toolkit-12-4\nVersion: 12.4.1-1\nArchitecture: amd64\nFilename: ./cuda-toolkit-12-4_12.4.1-1_amd64.deb\nSize: 1000\nSHA256: 00\n\n"
+	if err := os.MkdirAll(filepath.Join(root, "srv/cuda-repo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "srv/cuda-repo/Packages"), []byte(stanza), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/srv/cuda-repo/./Packages", filepath.Join(root, ListsDir, "_srv_cuda-repo_._Packages")); err != nil {
+		t.Fatal(err)
+	}
+	repos := []facts.Repository{{File: "/etc/apt/sources.list.d/cuda-repo.list", URIs: []string{"file:///srv/cuda-repo"}, Suites: []string{"./"}}}
+	ix := read(t, h, repos, Options{NoCache: true})
+	if len(ix.Indexes) != 1 || len(ix.Missing) != 0 || !slices.Equal(pkgdb.IndexListed(&ix, "cuda-toolkit-12-4"), []string{"12.4.1-1"}) {
+		t.Errorf("the local repository's list: indexes %+v, missing %+v, packages %+v", ix.Indexes, ix.Missing, ix.Packages)
+	}
+}
+
+// A suite whose Release is on disk was fetched: a component of it with no
+// list is empty (apt keeps no list of an empty Packages file, as
+// bookworm-updates' contrib often is), not missing.
+func TestEmptyComponentIsNotMissing(t *testing.T) {
+	h, _ := fixture(t, "apt-no-lists")
+	release := "Origin: Debian\nSuite: stable-updates\nCodename: bookworm-updates\nComponents: main contrib non-free\nSHA256:\n e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855        0 contrib/binary-amd64/Packages\n"
+	if err := os.WriteFile(filepath.Join(h.Root(), ListsDir, "deb.debian.org_debian_dists_bookworm-updates_Release"), []byte(release), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repos := []facts.Repository{
+		{File: "/etc/apt/sources.list", URIs: []string{"http://deb.debian.org/debian"}, Suites: []string{"bookworm-updates"}, Components: []string{"contrib"}},
+		{File: "/etc/apt/sources.list", URIs: []string{"http://deb.debian.org/debian"}, Suites: []string{"bookworm"}, Components: []string{"contrib"}},
+	}
+	ix := read(t, h, repos, Options{NoCache: true})
+	if len(ix.Missing) != 1 || ix.Missing[0].Suite != "bookworm" {
+		t.Errorf("missing %+v, want only bookworm's contrib (no Release, no list)", ix.Missing)
+	}
+}
