@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -35,8 +36,9 @@ type debRef struct{ name, version string }
 //     index gives for that version (ix): apt left it there when it
 //     installed the package, and nothing is fetched;
 //   - the archive, through one apt-get download for all the versions an
-//     index still lists (all of them where ix is nil), each checked
-//     against the index's checksum;
+//     index still lists, each checked against the index's checksum (where
+//     ix is nil, one download per package: which versions the archive
+//     still has is not known);
 //   - dpkg's own records of the installed package, rebuilt with dpkg-deb,
 //     for what no archive has (or what could not be fetched).
 //
@@ -65,7 +67,22 @@ func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs [
 		why[p.name] = fmt.Sprintf("%s %s is not in the archive any more", p.name, p.version)
 	}
 	if len(fetch) > 0 {
-		got, broken := x.downloadDebs(ctx, ws, seq, fetch, ix)
+		// apt-get download fetches nothing when it cannot find one of
+		// the versions it is given: only where the indexes say which the
+		// archive still has are they fetched together.
+		batches := [][]debRef{fetch}
+		if ix == nil {
+			batches = nil
+			for _, p := range fetch {
+				batches = append(batches, []debRef{p})
+			}
+		}
+		got, broken := map[string]string{}, map[string]error{}
+		for _, b := range batches {
+			g, br := x.downloadDebs(ctx, ws, seq, b, ix)
+			maps.Copy(got, g)
+			maps.Copy(broken, br)
+		}
 		for _, p := range fetch {
 			if f, ok := got[p.name]; ok {
 				saved[p.name] = f

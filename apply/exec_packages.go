@@ -213,7 +213,19 @@ func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *planner
 		}
 	}
 	prior.finish(inv, affected)
-	for _, n := range slices.Sorted(maps.Keys(affected)) {
+	names := slices.Sorted(maps.Keys(affected))
+	if bs, ok := prior.(batchSaver); ok {
+		var changed []string
+		for _, n := range names {
+			if changes[n] {
+				changed = append(changed, n)
+			}
+		}
+		if err := bs.saveAll(ctx, ws, seq, changed); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range names {
 		pp, err := prior.prior(ctx, ws, seq, n, changes[n])
 		if err != nil {
 			return nil, err

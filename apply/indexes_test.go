@@ -50,40 +50,58 @@ func (fx *fixture) indexed() *apply.HostExecutor {
 // With the package indexes to answer from, the standard plan's apt
 // transaction asks apt nothing (no apt-cache), fetches the old package
 // files it saves with one apt-get download of what the archive still has,
-// and rebuilds only the one it has lost; rollback restores the host.
+// and rebuilds only what it has lost; rollback restores the host.
 func TestApplyQueriesTheIndexesOnce(t *testing.T) {
-	fx := newFixture(t)
-	before := fx.snapshot()
-	calls := callsOf(t, fx)
-	res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(fx.indexed()))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
+	for _, tc := range []struct {
+		name     string
+		restored bool // the archive has libnvidia-ml1's old version again
+		rebuilt  int
+	}{
+		{name: "one version lost", rebuilt: 1},
+		{name: "both in the archive", restored: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			if tc.restored {
+				if err := applytest.WriteArchive(fx.Archive, applytest.DriverDebs(applytest.DriverOld)[0]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := fx.snapshot()
+			calls := callsOf(t, fx)
+			res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(fx.indexed()))
+			if res.Status != apply.StatusApplied {
+				t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
+			}
+			got := calls()
+			for _, c := range got {
+				if c[0] == "apt-cache" {
+					t.Errorf("apply asked apt-cache: %q", c)
+				}
+			}
+			if n := count(got, "apt-get", "download"); n != 1 {
+				t.Errorf("%d apt-get download calls, want 1", n)
+			}
+			if n := count(got, "dpkg-deb", "--build"); n != tc.rebuilt {
+				t.Errorf("%d dpkg-deb --build calls, want %d", n, tc.rebuilt)
+			}
+			gen := filepath.Join(fx.Root, stateDir, "generations", "1", "packages")
+			old := applytest.DriverDebs(applytest.DriverOld)
+			saved, err := os.ReadFile(filepath.Join(gen, "1-nvidia-smi", old[1].FileName()))
+			if err != nil || !bytes.Equal(saved, old[1].Bytes()) {
+				t.Errorf("nvidia-smi %s saved %d bytes (%v), want the archive's file", applytest.DriverOld, len(saved), err)
+			}
+			// Rebuilt or downloaded, it is the package as installed.
+			saved, err = os.ReadFile(filepath.Join(gen, "1-libnvidia-ml1", old[0].FileName()))
+			if err != nil || !bytes.Equal(saved, old[0].Bytes()) {
+				t.Errorf("libnvidia-ml1 %s saved %d bytes (%v), want the installed package", applytest.DriverOld, len(saved), err)
+			}
+			if _, err := os.Stat(filepath.Join(gen, "1-download")); err == nil {
+				t.Error("the download directory is left in the generation")
+			}
+			fx.rollsBack(before, "after rolling back an apply that asked the indexes")
+		})
 	}
-	got := calls()
-	for _, c := range got {
-		if c[0] == "apt-cache" {
-			t.Errorf("apply asked apt-cache: %q", c)
-		}
-	}
-	if n := count(got, "apt-get", "download"); n != 1 {
-		t.Errorf("%d apt-get download calls, want 1", n)
-	}
-	if n := count(got, "dpkg-deb", "--build"); n != 1 {
-		t.Errorf("%d dpkg-deb --build calls, want 1 (libnvidia-ml1 %s, which the archive lost)", n, applytest.DriverOld)
-	}
-	gen := filepath.Join(fx.Root, stateDir, "generations", "1", "packages")
-	smi := applytest.ArchiveDebs()[0]
-	saved, err := os.ReadFile(filepath.Join(gen, "1-nvidia-smi", smi.FileName()))
-	if err != nil || !bytes.Equal(saved, smi.Bytes()) {
-		t.Errorf("nvidia-smi %s saved %d bytes (%v), want the archive's file", applytest.DriverOld, len(saved), err)
-	}
-	if m, _ := filepath.Glob(filepath.Join(gen, "1-libnvidia-ml1", "*.deb")); len(m) != 1 {
-		t.Errorf("libnvidia-ml1 saved as %v, want one rebuilt package file", m)
-	}
-	if _, err := os.Stat(filepath.Join(gen, "1-download")); err == nil {
-		t.Error("the download directory is left in the generation")
-	}
-	fx.rollsBack(before, "after rolling back an apply that asked the indexes")
 }
 
 // A package file apt left in its cache is saved from there when its

@@ -38,7 +38,8 @@ const (
 	NewVenv   = "/opt/jax"
 )
 
-func driverDebs(v string) []Deb {
+// DriverDebs are the driver packages at version v.
+func DriverDebs(v string) []Deb {
 	return []Deb{
 		{Name: "libnvidia-ml1", Version: v, Files: map[string]string{
 			"/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.1": "NVML " + v + "\n",
@@ -54,8 +55,8 @@ func driverDebs(v string) []Deb {
 // libnvidia-ml1 535.261.03-1 is deliberately missing, as an archive that
 // moved on has lost it: saving it for rollback needs dpkg-repack.
 func ArchiveDebs() []Deb {
-	old := driverDebs(DriverOld)
-	return append([]Deb{old[1]}, append(driverDebs(DriverNew),
+	old := DriverDebs(DriverOld)
+	return append([]Deb{old[1]}, append(DriverDebs(DriverNew),
 		Deb{Name: "cuda-cudart-12-4", Version: "12.4.127-1", Files: map[string]string{
 			"/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12": "cudart 12.4.127\n",
 		}},
@@ -107,7 +108,7 @@ func BuildHost(dir string) (*Fixture, error) {
 	}
 	// The installed driver, from package files outside the archive.
 	pkgs := filepath.Join(f.Root, "tmp", "installed")
-	if err := WriteArchive(pkgs, driverDebs(DriverOld)...); err != nil {
+	if err := WriteArchive(pkgs, DriverDebs(DriverOld)...); err != nil {
 		return nil, err
 	}
 	r := &Runner{Env: f.Env}
@@ -115,7 +116,7 @@ func BuildHost(dir string) (*Fixture, error) {
 		return r.Run(context.Background(), host.Command{Argv: append([]string{"chroot", f.Root}, argv...)})
 	}
 	steps := [][]string{
-		{"dpkg", "-i", "/tmp/installed/" + driverDebs(DriverOld)[0].FileName(), "/tmp/installed/" + driverDebs(DriverOld)[1].FileName()},
+		{"dpkg", "-i", "/tmp/installed/" + DriverDebs(DriverOld)[0].FileName(), "/tmp/installed/" + DriverDebs(DriverOld)[1].FileName()},
 		{"apt-mark", "hold", "libnvidia-ml1"},
 		{"python3", "-m", "venv", Venv},
 		{Venv + "/bin/python", "-m", "pip", "install", "--index-url", f.Index, "torch==" + TorchOld},
