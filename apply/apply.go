@@ -382,6 +382,23 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		begun = append(begun, undoItem{gen: gen.Meta.ID, op: n, step: it.step, what: what, inv: inv})
 		stop := e.ticker(start, opts.ProgressInterval)
 		_, err = safe(func() (*Inverse, error) { return nil, e.exec.Run(run, e.ws, it.op) })
+		var again *PrepareAgainError
+		if errors.As(err, &again) {
+			// Nothing changed: the operation is prepared again, and its
+			// new inverse, journaled for the same operation, replaces
+			// the first (remaining keeps the last).
+			e.ws.say("%s", again.Reason)
+			if inv, err = safe(func() (*Inverse, error) { return e.exec.Prepare(run, e.ws, n, it.op) }); err != nil {
+				err = fmt.Errorf("preparing again: %w", err)
+			} else {
+				if jerr := e.j.append(Record{Event: EventBegin, Op: n, Step: it.step, Operation: &it.op, Inverse: inv}); jerr != nil {
+					stop()
+					return e.abort(res, jerr)
+				}
+				begun[len(begun)-1].inv = inv
+				_, err = safe(func() (*Inverse, error) { return nil, e.exec.Run(run, e.ws, it.op) })
+			}
+		}
 		stop()
 		if err != nil {
 			fmt.Fprintf(out, " failed after %s\n", elapsed(start))

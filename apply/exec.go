@@ -25,7 +25,8 @@ import (
 //     bytes and package files). It returns a *SkipError for an operation
 //     that must not run on this host, with the reason.
 //   - Run changes the host as the operation says. It may be interrupted at
-//     any point (killed).
+//     any point (killed). It returns a *PrepareAgainError, having changed
+//     nothing, when the operation must be prepared again first.
 //   - Undo is idempotent: it compares the host with the inverse and
 //     changes only what differs, so it is safe to run after a Run that
 //     finished, failed half-way or never started, and safe to run twice.
@@ -105,7 +106,20 @@ type HostExecutor struct {
 	// indexes are what Indexes read for the transaction indexesOp.
 	indexes   *facts.PackageIndexes
 	indexesOp *planner.PackagesOp
+	// trivialOp is the apt transaction prepared without a dry run, which
+	// apt is told to refuse if it would change more than its pins;
+	// fullOp the one that must be prepared with a dry run, apt having
+	// refused it so.
+	trivialOp, fullOp *planner.PackagesOp
 }
+
+// PrepareAgainError is what Run returns for an operation that changed
+// nothing and must be prepared again before it runs: its preparation
+// assumed less than the package manager then wanted to do. The engine
+// prepares it once more, journals the new inverse, and runs it again.
+type PrepareAgainError struct{ Reason string }
+
+func (e *PrepareAgainError) Error() string { return e.Reason }
 
 // DefaultPackageLockTimeout is how long a package transaction waits for
 // another package manager to finish.

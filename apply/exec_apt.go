@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -310,6 +311,13 @@ func (a *aptPrior) simulate(ctx context.Context, ws *Workspace, op *planner.Pack
 	if len(op.Install) == 0 && len(op.Remove) == 0 {
 		return nil, nil
 	}
+	if a.x.fullOp != op && a.trivial(op) {
+		// The pins are all the transaction changes, if apt agrees:
+		// run tells it to refuse anything more (--trivial-only), and
+		// the dry run is done only when it does.
+		a.x.trivialOp = op
+		return nil, nil
+	}
 	argv := aptTransaction(op, true)
 	for _, p := range op.Install {
 		if a.before[p.Name].held() {
@@ -331,6 +339,25 @@ func (a *aptPrior) simulate(ctx context.Context, ws *Workspace, op *planner.Pack
 		}
 	}
 	return names, nil
+}
+
+// trivial reports whether op is likely to change its pins and nothing
+// else: it upgrades or downgrades packages already installed to versions
+// that the pins' exact dependencies are pinned along with (pinPending),
+// and removes nothing. apt judges the same (--trivial-only) by whether it
+// would install anything but the pins, remove anything, or downgrade or
+// change a held package; a pin already at its version would let one
+// extra package through that count, so none may be.
+func (a *aptPrior) trivial(op *planner.PackagesOp) bool {
+	if len(op.Install) == 0 || len(op.Remove) > 0 || op.Purge || op.AllowDowngrade {
+		return false
+	}
+	for _, p := range op.Install {
+		if s := a.before[p.Name]; !s.installed() || !s.stable() || s.Version == p.Version {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *aptPrior) changes(name string) bool {
@@ -507,7 +534,14 @@ func (x aptManager) run(ctx context.Context, ws *Workspace, op *planner.Packages
 	if len(op.Install) > 0 || len(op.Remove) > 0 {
 		argv := aptTransaction(op, false)
 		argv = slices.Insert(argv, 1, x.aptLockOption()...)
+		trivial := x.trivialOp == op
+		if trivial {
+			argv = slices.Insert(argv, 1, "--trivial-only")
+		}
 		if err := x.command(ctx, ws, aptEnv, argv...); err != nil {
+			if trivial {
+				return x.notTrivial(ctx, ws, op, before, unhold, err)
+			}
 			return err
 		}
 	}
@@ -515,6 +549,27 @@ func (x aptManager) run(ctx context.Context, ws *Workspace, op *planner.Packages
 		return x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, op.Hold...)...)
 	}
 	return nil
+}
+
+// notTrivial handles the failure of a transaction prepared as trivial
+// (trivialOp): apt refuses, before it fetches or changes anything, a
+// transaction that would change more than its pins. When dpkg's database
+// shows nothing changed, once the holds released for it are set again,
+// the transaction is prepared again with a dry run (PrepareAgainError);
+// anything else is the failure it is.
+func (x aptManager) notTrivial(ctx context.Context, ws *Workspace, op *planner.PackagesOp, before map[string]debState, unheld []string, failure error) error {
+	x.trivialOp = nil
+	if len(unheld) > 0 {
+		if err := x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, unheld...)...); err != nil {
+			return failure
+		}
+	}
+	after, err := x.readDpkg()
+	if err != nil || !maps.Equal(before, after) {
+		return failure
+	}
+	x.fullOp = op
+	return &PrepareAgainError{Reason: "apt would change more packages than the transaction names: preparing it again with a dry run"}
 }
 
 // undo puts every package the transaction could change back to its

@@ -86,6 +86,7 @@ func remaining(id int, journals map[int][]Record) []undoItem {
 		}
 	}
 	var items []undoItem
+	at := map[int]int{}
 	for _, r := range journals[id] {
 		if r.Event != EventBegin || undone[r.Op] || r.Inverse == nil {
 			continue
@@ -94,7 +95,15 @@ func remaining(id int, journals map[int][]Record) []undoItem {
 		if r.Operation != nil {
 			what = Describe(*r.Operation)
 		}
-		items = append(items, undoItem{gen: id, op: r.Op, step: r.Step, what: what, inv: r.Inverse, interrupted: !outcome[r.Op]})
+		it := undoItem{gen: id, op: r.Op, step: r.Step, what: what, inv: r.Inverse, interrupted: !outcome[r.Op]}
+		// An operation prepared again (PrepareAgainError) has a second
+		// begin record, whose inverse is the one that stands.
+		if i, seen := at[r.Op]; seen {
+			items[i] = it
+			continue
+		}
+		at[r.Op] = len(items)
+		items = append(items, it)
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].op > items[j].op })
 	return items

@@ -493,6 +493,21 @@ func fakeAptGet(c *Call) int {
 			return c.errorf(100, "E: Packages were downgraded and -y was used without --allow-downgrades.")
 		}
 	}
+	if opts["--trivial-only"] {
+		// apt refuses, before it fetches or changes anything, to
+		// install more than it was given, to remove, or to downgrade.
+		for _, ch := range changes {
+			cur := d.installedVersion(ch.name)
+			switch {
+			case ch.deb == nil:
+			case cur == ch.deb.control.get("Version"):
+				continue
+			case explicit[ch.name] != nil && (cur == "" || compareVersions(ch.deb.control.get("Version"), cur) > 0):
+				continue
+			}
+			return c.errorf(100, "E: Trivial Only specified but this is not a trivial operation.")
+		}
+	}
 	if opts["-s"] || opts["--simulate"] || opts["--dry-run"] {
 		for _, ch := range changes {
 			cur := d.installedVersion(ch.name)
