@@ -122,7 +122,7 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 		q.Component = comp
 		names, err := r.os.names(q)
 		if err != nil {
-			r.errorf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Driver packages unknown", "%s.", err)
+			r.errorf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Driver packages unknown", "%s.", err)
 			return
 		}
 		if len(names) == 0 && repo == compat.RepoNVIDIA && comp != "driver-pin" {
@@ -154,7 +154,7 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 		if dd.Source == spec.SourceDistro {
 			hint = " Use source = \"nvidia\" with a repository block for NVIDIA's repository."
 		}
-		r.errorf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Driver packages unknown",
+		r.errorf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Driver packages unknown",
 			"gpuenv's package tables name no driver package for %s from the %s source (%s).%s", r.os.Title, dd.Source, what, hint)
 		return
 	}
@@ -164,7 +164,7 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 		if streams, err := r.os.names(q); err == nil && len(streams) > 0 {
 			// RHEL 8 and 9 hide modular packages until their stream is
 			// enabled, and enabling one is not among gpuenv's operations.
-			r.warnf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Enable the driver's module stream first",
+			r.warnf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Enable the driver's module stream first",
 				"On %s, NVIDIA's driver packages are in the module stream %s, which dnf hides until it is enabled: run dnf module enable %s before applying (%s).",
 				r.os.Title, streams[0].Name, streams[0].Name, streams[0].From)
 		}
@@ -177,7 +177,7 @@ func (r *resolver) cudaPackages(dc *DesiredCUDA) {
 		err = fmt.Errorf("gpuenv's package tables name no CUDA %s toolkit package for %s from the %s source", dc.Minor, r.os.Title, dc.Source)
 	}
 	if err != nil {
-		r.errorf(subjectOf(dc.Block.Source, dc.Block.DefRange), "CUDA packages unknown", "%s.", err)
+		r.errorf(dc.Block.Source.RangeOr(dc.Block.DefRange), "CUDA packages unknown", "%s.", err)
 		return
 	}
 	dc.Packages = names
@@ -205,19 +205,19 @@ func (r *resolver) cudnnPackages(dn *DesiredCuDNN) {
 		q.Component = c
 		names, err := r.os.names(q)
 		if err != nil {
-			r.errorf(subjectOf(dn.Block.Source, dn.Block.DefRange), "cuDNN packages unknown", "%s.", err)
+			r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown", "%s.", err)
 			return
 		}
 		out = append(out, names...)
 	}
 	if len(out) == 0 {
-		r.errorf(subjectOf(dn.Block.Source, dn.Block.DefRange), "cuDNN packages unknown",
+		r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown",
 			"gpuenv's package tables name no cuDNN package for %s from the %s source.", r.os.Title, dn.Source)
 		return
 	}
 	for _, p := range out {
 		if strings.Contains(p.Notes, "installer") {
-			r.warnf(subjectOf(dn.Block.Source, dn.Block.DefRange), p.Name+" downloads cuDNN when installed",
+			r.warnf(dn.Block.Source.RangeOr(dn.Block.DefRange), p.Name+" downloads cuDNN when installed",
 				"%s (%s): %s.", p.Name, p.From, p.Notes)
 		}
 	}

@@ -3,10 +3,9 @@ package driver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
-
-	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -51,12 +50,7 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 	}
 	install, err := planPackages(ctx, req)
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "No driver version to install",
-			Detail:   err.Error() + ".",
-			Subject:  subjectRange(d.Block.Version, d.Block.DefRange).Ptr(),
-		})
+		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
 	if install != nil {
@@ -74,44 +68,24 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 	return resp
 }
 
-func subjectRange[T any](a spec.Attr[T], block hcl.Range) hcl.Range {
-	if a.Set {
-		return a.Range
-	}
-	return block
-}
-
-// repositoryDeps are the repository steps a package step waits for.
-func repositoryDeps(req *planner.Request) []string {
-	var out []string
-	for _, r := range req.Spec.Repositories {
-		out = append(out, "repository."+r.Name)
-	}
-	if len(req.Desired.Components) > 0 {
-		out = append(out, repository.ComponentsAddress)
-	}
-	return out
-}
-
 // planPackages returns the "driver" step, or nil when the installed
 // packages already satisfy the spec.
 func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, error) {
 	d := req.Desired.Driver
 	obs := req.Facts
 	manager := req.Desired.Manager
-	var names []string
+	names := repository.Names(d.Packages)
 	installed := map[string]facts.Package{}
-	for _, pn := range d.Packages {
-		names = append(names, pn.Name)
-		if pkg, ok := pkgdb.Installed(obs.Packages, pn.Name, pkgdb.Configured); ok {
-			installed[pn.Name] = pkg
+	for _, n := range names {
+		if pkg, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); ok {
+			installed[n] = pkg
 		}
 	}
 	before := map[string]string{}
 	mainPkg, haveMain := installed[names[0]]
 	if haveMain {
 		before["version"] = mainPkg.Version
-		before["packages"] = strings.Join(sortedKeys(installed), ", ")
+		before["packages"] = strings.Join(slices.Sorted(maps.Keys(installed)), ", ")
 	}
 	if f := obs.Driver.ModuleFlavor; f != "" {
 		before["kernel_modules"] = f
@@ -139,21 +113,16 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if err != nil {
 		return nil, err
 	}
-	op := &planner.PackagesOp{Manager: manager}
-	for _, n := range names {
-		op.Install = append(op.Install, planner.PackagePin{Name: n, Version: picked.Version, Constraint: picked.Constraint})
-	}
+	op := picked.Install(manager, d.Packages)
 	action := planner.Create
 	code := planner.ReasonMissing
 	var why []string
 	switch {
 	case haveMain && mainPkg.Version != picked.Version:
 		action = planner.Update
-		if picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, mainPkg.Version) < 0 {
-			op.AllowDowngrade = true
-		}
+		op.AllowDowngrade = picked.Downgrades(manager, mainPkg.Version)
 		code = planner.ReasonVersionMismatch
-		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, describe(d.Versions)))
+		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, d.Versions.Quoted()))
 	case haveMain:
 		action = planner.Update
 		var missing []string
@@ -184,17 +153,14 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if d.FloorFor != "" {
 		why = append(why, fmt.Sprintf("%s needs %s or newer", d.FloorFor, d.Floor))
 	}
-	if picked.Note != "" {
-		why = append(why, picked.Note)
-	}
 	step := &planner.Step{
 		Address:    "driver",
 		Action:     action,
 		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
-		Reason:     planner.Sentence(why),
+		Reason:     picked.Reason(why),
 		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repositoryDeps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
+		DependsOn:  append(repository.Deps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
 	}
 	if len(before) > 0 {
 		step.Before = before
@@ -208,22 +174,6 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		}
 	}
 	return step, nil
-}
-
-func describe(c interface{ String() string }) string {
-	if s := c.String(); s != "" {
-		return fmt.Sprintf("%q", s)
-	}
-	return "any version"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func gpuBusy(obs *facts.Observation) bool {
@@ -332,10 +282,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	if !d.Block.Hold.Set || manager == "" {
 		return nil
 	}
-	names := make([]string, 0, len(d.Packages))
-	for _, pn := range d.Packages {
-		names = append(names, pn.Name)
-	}
+	names := repository.Names(d.Packages)
 	present := slices.ContainsFunc(names, func(n string) bool { _, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); return ok })
 	if install == nil && !present && len(alike) > 0 {
 		// The driver in place under other names is the one to hold.
@@ -343,18 +290,17 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	}
 	var change, before []string
 	for _, name := range names {
-		pn := planner.PackageName{Name: name}
-		pkg, ok := pkgdb.Installed(obs.Packages, pn.Name, pkgdb.Configured)
+		pkg, ok := pkgdb.Installed(obs.Packages, name, pkgdb.Configured)
 		held := ok && (pkg.Hold || pkg.Want == "hold")
 		if held {
-			before = append(before, pn.Name)
+			before = append(before, name)
 		}
 		// A package being installed is not held yet, whatever it was.
 		if install != nil {
 			held = false
 		}
 		if held != d.Hold && (ok || install != nil) {
-			change = append(change, pn.Name)
+			change = append(change, name)
 		}
 	}
 	if len(change) == 0 {
@@ -477,16 +423,10 @@ func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step
 			remove = append(remove, p.Name)
 		}
 	}
-	if len(remove) == 0 {
-		return nil
+	s := repository.Remove("driver", "the NVIDIA driver", manager, remove)
+	if s != nil {
+		s.Operations[0].Packages.Purge = true
+		s.Flags = planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)}
 	}
-	return &planner.Step{
-		Address:    "driver",
-		Action:     planner.Delete,
-		Before:     map[string]string{"packages": strings.Join(remove, ", ")},
-		Reason:     "absent = true removes the NVIDIA driver: " + strings.Join(remove, ", ") + ".",
-		ReasonCode: planner.ReasonAbsentRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true}}},
-		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
-	}
+	return s
 }

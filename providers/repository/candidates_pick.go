@@ -103,18 +103,11 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 	}
 	if len(listed) == 0 {
 		if q.Pending {
-			return Picked{Constraint: q.Versions.String(), Note: fmt.Sprintf("%s does not list %s until the repositories this plan configures are in place, so its exact version is known after apply: the newest that satisfies %s", managerTool(q.Manager), first, constraintText(q.Versions))}, nil
+			return Picked{Constraint: q.Versions.String(), Note: fmt.Sprintf("%s does not list %s until the repositories this plan configures are in place, so its exact version is known after apply: the newest that satisfies %s", managerTool(q.Manager), first, q.Versions.Quoted())}, nil
 		}
 		return Picked{}, fmt.Errorf("%s lists no version of %s, and gpuenv's tables know none either (is its repository configured?)", managerTool(q.Manager), first)
 	}
-	return Picked{}, fmt.Errorf("no version of %s fits %s: %s lists %s", first, constraintText(q.Versions), managerTool(q.Manager), strings.Join(rejected, ", "))
-}
-
-func constraintText(c version.Constraint) string {
-	if c.IsZero() {
-		return "any version"
-	}
-	return fmt.Sprintf("%q", c.String())
+	return Picked{}, fmt.Errorf("no version of %s fits %s: %s lists %s", first, q.Versions.Quoted(), managerTool(q.Manager), strings.Join(rejected, ", "))
 }
 
 // KnownAfterApply is what a step shows for a version only apply learns.
