@@ -66,23 +66,17 @@ type driverNeed struct {
 }
 
 func (r *resolver) errorf(subject hcl.Range, summary, format string, args ...any) {
-	d := &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-	}
-	if subject.Filename != "" {
-		d.Subject = subject.Ptr()
-	}
-	r.diags = append(r.diags, d)
+	r.report(hcl.DiagError, subject, summary, fmt.Sprintf(format, args...))
 }
 
 func (r *resolver) warnf(subject hcl.Range, summary, format string, args ...any) {
-	d := &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-	}
+	r.report(hcl.DiagWarning, subject, summary, fmt.Sprintf(format, args...))
+}
+
+// report adds a diagnostic; a subject without a file (a value no spec
+// range stands behind) is left out rather than pointing nowhere.
+func (r *resolver) report(sev hcl.DiagnosticSeverity, subject hcl.Range, summary, detail string) {
+	d := &hcl.Diagnostic{Severity: sev, Summary: summary, Detail: detail}
 	if subject.Filename != "" {
 		d.Subject = subject.Ptr()
 	}
