@@ -22,10 +22,7 @@ import (
 // aggregator does.
 func observe(t *testing.T, root string, n host.NVML) *facts.Observation {
 	t.Helper()
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root)
 	obs := &facts.Observation{}
 	system.Observe(context.Background(), h, obs)
 	driver.Observe(context.Background(), h, n, obs)
@@ -241,18 +238,9 @@ func build(t *testing.T, name string, change func(root string)) string {
 	return root
 }
 
-func write(t *testing.T, root, p, data string) {
-	t.Helper()
-	p = filepath.Join(root, p)
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestStaleInitramfs(t *testing.T) {
 	root := build(t, "nouveau", func(root string) {
-		write(t, root, "etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\noptions nouveau modeset=0\n")
+		hosttest.WriteFile(t, root, "etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\noptions nouveau modeset=0\n")
 		later := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 		os.Chtimes(filepath.Join(root, "etc/modprobe.d/blacklist-nouveau.conf"), later, later)
 	})
@@ -270,12 +258,12 @@ func TestStaleInitramfs(t *testing.T) {
 // without headers, so DKMS could not build for it.
 func TestKernelUpdateWithoutModule(t *testing.T) {
 	root := build(t, "debian12-distro", func(root string) {
-		write(t, root, "proc/sys/kernel/osrelease", "6.1.0-29-amd64\n")
-		write(t, root, "proc/modules", "ext4 987136 1 - Live 0x0000000000000000\n")
+		hosttest.WriteFile(t, root, "proc/sys/kernel/osrelease", "6.1.0-29-amd64\n")
+		hosttest.WriteFile(t, root, "proc/modules", "ext4 987136 1 - Live 0x0000000000000000\n")
 		os.Remove(filepath.Join(root, "proc/driver/nvidia/version"))
 		os.Remove(filepath.Join(root, "sys/module/nvidia/version"))
 		os.Remove(filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"))
-		write(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
+		hosttest.WriteFile(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
 		os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
 	})
 	got := problems(observe(t, root, nil))
@@ -292,11 +280,11 @@ func TestKernelUpdateWithoutModule(t *testing.T) {
 // of the observation stands.
 func TestMalformedFiles(t *testing.T) {
 	root := build(t, "ubuntu2204-working", func(root string) {
-		write(t, root, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Mod")
-		write(t, root, "proc/modules", "nvidia_uvm 1540096 0 - Live 0x0 (OE)\nnvidia 86384")
-		write(t, root, "usr/lib/modprobe.d/nvidia-graphics-drivers.conf", "blacklist nouveau\nblacklist\n")
-		write(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/uevent", "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=zz\n")
-		write(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/class", "garbage\n")
+		hosttest.WriteFile(t, root, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Mod")
+		hosttest.WriteFile(t, root, "proc/modules", "nvidia_uvm 1540096 0 - Live 0x0 (OE)\nnvidia 86384")
+		hosttest.WriteFile(t, root, "usr/lib/modprobe.d/nvidia-graphics-drivers.conf", "blacklist nouveau\nblacklist\n")
+		hosttest.WriteFile(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/uevent", "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=zz\n")
+		hosttest.WriteFile(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/class", "garbage\n")
 	})
 	obs := observe(t, root, nil)
 	want := map[string]string{
@@ -417,13 +405,7 @@ func TestNVMLNotStartedWithoutModule(t *testing.T) {
 		{"no module, no library", func(t *testing.T) string { return hosttest.Build(t, "ubuntu2204-h100-fresh") }, 0, "library_not_found", "files"},
 		{"no module, the library installed", func(t *testing.T) string {
 			root := hosttest.Build(t, "ubuntu2204-h100-fresh")
-			lib := filepath.Join(root, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.261.03")
-			if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(lib, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			hosttest.WriteFile(t, root, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.261.03", "")
 			return root
 		}, 0, "driver_not_loaded", "files"},
 		{"the module loaded", func(t *testing.T) string { return hosttest.Build(t, "ubuntu2204-working") }, 1, "ok", ""},

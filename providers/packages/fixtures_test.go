@@ -60,10 +60,7 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
-			h, err := host.New(hosttest.Build(t, c.fixture))
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := hosttest.Fixture(t, c.fixture)
 			got, warns := Observe(context.Background(), h, "deb")
 			if len(warns) != 0 {
 				t.Errorf("warnings: %v", warns)
@@ -97,10 +94,7 @@ func TestFixtureRHEL9(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &fakeRunner{stdout: string(out)}
-	h, err := host.New(hosttest.Build(t, "rhel9"), host.WithRunner(r))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.Fixture(t, "rhel9", host.WithRunner(r))
 	got, warns := Observe(context.Background(), h, "rpm")
 	if len(warns) != 0 {
 		t.Errorf("warnings: %v", warns)

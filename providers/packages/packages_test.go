@@ -25,11 +25,7 @@ func root(t testing.TB, archive string, opts ...host.Option) *host.Host {
 	if err := hosttest.BuildArchive(txtar.Parse([]byte(archive)), dir, hosttest.TestdataDir(t)); err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.New(dir, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return hosttest.New(t, dir, opts...)
 }
 
 const statusHead = `-- var/lib/dpkg/status --

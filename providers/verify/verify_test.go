@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
 // fake writes an executable shell script standing in for a Python
@@ -28,11 +29,7 @@ func fake(t *testing.T, body string) string {
 
 func liveHost(t *testing.T) *host.Host {
 	t.Helper()
-	h, err := host.New("/", host.WithRunner(ProcessGroupRunner{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return hosttest.New(t, "/", host.WithRunner(ProcessGroupRunner{}))
 }
 
 const okLine = `{"gpuenv_verify": 1, "framework": "pytorch", "version": "2.5.1+cu124", "build_cuda": "12.4", "device": "NVIDIA H100 80GB HBM3", "on_gpu": true, "seconds": 0.25}`
@@ -185,10 +182,7 @@ func TestRunInChroot(t *testing.T) {
 	if err := os.WriteFile(py, []byte("#!/bin/sh\n[ -e /inside-the-root ] && echo '"+okLine+"'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.New(root, host.WithRunner(ProcessGroupRunner{}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root, host.WithRunner(ProcessGroupRunner{}))
 	got := Run(context.Background(), h, Workload{Interpreter: "/opt/venv/bin/python", Framework: "pytorch"}, 10*time.Second)
 	if got.Outcome != OnGPU {
 		t.Errorf("in the chroot: %s: %s (stderr %s)", got.Outcome, got.Error, got.Stderr)
