@@ -58,3 +58,14 @@ func Converged(tb testing.TB, pl *planner.Planner, s *spec.Spec, obs *facts.Obse
 		tb.Errorf("after %s: %+v", after, again.Steps)
 	}
 }
+
+// Dpkg is a dpkg database holding ps, each installed unless it says
+// otherwise.
+func Dpkg(ps ...facts.Package) facts.Packages {
+	for i := range ps {
+		if ps[i].State == "" {
+			ps[i].State, ps[i].Want = facts.StateInstalled, "install"
+		}
+	}
+	return facts.Packages{Manager: "dpkg", Total: len(ps), Packages: ps}
+}

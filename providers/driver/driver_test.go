@@ -29,12 +29,20 @@ func observe(t *testing.T, root string, n host.NVML) *facts.Observation {
 	return obs
 }
 
+// problems are the observation's problems as "layer: message".
 func problems(obs *facts.Observation) []string {
 	var out []string
 	for _, p := range obs.Problems {
 		out = append(out, p.Layer+": "+p.Message)
 	}
 	return out
+}
+
+func checkProblems(t *testing.T, obs *facts.Observation, want ...string) {
+	t.Helper()
+	if diff := cmp.Diff(want, problems(obs)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
 }
 
 func TestFreshH100(t *testing.T) {
@@ -54,10 +62,7 @@ func TestFreshH100(t *testing.T) {
 	if obs.NVML.Status != "not_attempted" {
 		t.Errorf("NVML status %q on a fixture root", obs.NVML.Status)
 	}
-	wantP := []string{"pci: no driver is bound to GPU 0000:17:00.0: no NVIDIA kernel module is installed for the running kernel"}
-	if diff := cmp.Diff(wantP, problems(obs)); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	checkProblems(t, obs, "pci: no driver is bound to GPU 0000:17:00.0: no NVIDIA kernel module is installed for the running kernel")
 	if len(obs.Kernel.Installed) != 1 || !obs.Kernel.Installed[0].Headers || !obs.Kernel.Installed[0].Running {
 		t.Errorf("installed kernels %+v", obs.Kernel.Installed)
 	}
@@ -129,10 +134,7 @@ func contains(list []string, s string) bool {
 
 func TestMismatchAfterUpgrade(t *testing.T) {
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-mismatch"), nil)
-	want := []string{"driver: driver/library version mismatch: module 550.54.15, library 550.127.05 — reboot or reload the module"}
-	if diff := cmp.Diff(want, problems(obs)); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	checkProblems(t, obs, "driver: driver/library version mismatch: module 550.54.15, library 550.127.05 — reboot or reload the module")
 }
 
 // TestMismatchWithNVML: with NVML saying the same, the problem is stated
@@ -208,10 +210,7 @@ func TestNouveau(t *testing.T) {
 	if len(obs.PCI) != 1 || obs.PCI[0].Driver != "nouveau" || obs.PCI[0].Address != "0000:01:00.0" {
 		t.Errorf("PCI %+v; want only the VGA function, bound to nouveau", obs.PCI)
 	}
-	want := []string{"kernel: GPU 0000:01:00.0 is driven by nouveau and nothing blacklists it: the nvidia driver cannot take the GPU — blacklist nouveau, rebuild the initramfs and reboot"}
-	if diff := cmp.Diff(want, problems(obs)); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	checkProblems(t, obs, "kernel: GPU 0000:01:00.0 is driven by nouveau and nothing blacklists it: the nvidia driver cannot take the GPU — blacklist nouveau, rebuild the initramfs and reboot")
 	var loaded []string
 	for _, m := range obs.Kernel.Loaded {
 		loaded = append(loaded, m.Name)
@@ -244,14 +243,10 @@ func TestStaleInitramfs(t *testing.T) {
 		later := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 		os.Chtimes(filepath.Join(root, "etc/modprobe.d/blacklist-nouveau.conf"), later, later)
 	})
-	got := problems(observe(t, root, nil))
-	want := []string{
+	checkProblems(t, observe(t, root, nil),
 		"kernel: GPU 0000:01:00.0 is driven by nouveau although /etc/modprobe.d/blacklist-nouveau.conf blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot",
 		"kernel: the initramfs /boot/initrd.img-5.15.0-105-generic (2024-04-22 09:12:31) predates the nouveau blacklist in /etc/modprobe.d/blacklist-nouveau.conf (2024-05-01 00:00:00): nouveau can still load at boot — run update-initramfs -u",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	)
 }
 
 // TestKernelUpdateWithoutModule: a new kernel was installed and booted
@@ -266,14 +261,10 @@ func TestKernelUpdateWithoutModule(t *testing.T) {
 		hosttest.WriteFile(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
 		os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
 	})
-	got := problems(observe(t, root, nil))
-	want := []string{
+	checkProblems(t, observe(t, root, nil),
 		"pci: no driver is bound to GPU 0000:01:00.0: no NVIDIA kernel module is installed for the running kernel",
 		"kernel: no nvidia module is built for the running kernel 6.1.0-29-amd64 (only for 6.1.0-27-amd64, 6.1.0-28-amd64): install the kernel headers for 6.1.0-29-amd64, then rebuild it with DKMS",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	)
 }
 
 // TestMalformedFiles: each broken file is a warning naming it, and the rest
@@ -475,8 +466,5 @@ func TestGPUMissingFromNVML(t *testing.T) {
 	s := hosttest.NVMLServer("dgxh100")
 	s.Devices = s.Devices[:7]
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-working"), host.NewNVML(s))
-	want := []string{"nvml: GPU 0000:db:00.0 is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors"}
-	if diff := cmp.Diff(want, problems(obs)); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	checkProblems(t, obs, "nvml: GPU 0000:db:00.0 is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors")
 }

@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -210,22 +209,14 @@ build_info = collections.OrderedDict([('cpu_compiler', '/usr/lib/llvm-17/bin/cl
 		t.Errorf("torch from a truncated version.py: %+v", torch)
 	}
 	site := "/opt/env/lib/python3.12/site-packages"
-	wantWarn := map[string]string{
+	hosttest.CheckWarnings(t, warns, map[string]string{
 		site + "/torch/version.py":                         "no cuda assignment",
 		site + "/tensorflow/python/platform/build_info.py": "no is_cuda_build",
 		site + "/tensorflow":                               "no TensorFlow dist-info",
 		site + "/jax/version.py":                           "no such file",
 		"/opt/missing/bin/python":                          "interpreter not found",
 		"relative/python":                                  "not absolute",
-	}
-	if len(warns) != len(wantWarn) {
-		t.Errorf("warnings: %v", warns)
-	}
-	for _, w := range warns {
-		if s, ok := wantWarn[w.Path]; !ok || !strings.Contains(w.Message, s) {
-			t.Errorf("unexpected warning %+v", w)
-		}
-	}
+	})
 }
 
 func TestNoSystemPython(t *testing.T) {

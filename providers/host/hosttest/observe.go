@@ -3,6 +3,7 @@ package hosttest
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,5 +28,19 @@ func ObserveFixtures[T any](t *testing.T, want map[string]T, observe func(fixtur
 				t.Errorf("Observe (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// CheckWarnings checks that warns are exactly one warning for each path of
+// want, whose message contains want's text for the path.
+func CheckWarnings(t *testing.T, warns []facts.Warning, want map[string]string) {
+	t.Helper()
+	if len(warns) != len(want) {
+		t.Errorf("warnings: %v", warns)
+	}
+	for _, w := range warns {
+		if s, ok := want[w.Path]; !ok || !strings.Contains(w.Message, s) {
+			t.Errorf("unexpected warning %+v", w)
+		}
 	}
 }
