@@ -480,52 +480,38 @@ func nilIfErr(fi *fileInfo, err error) (fs.FileInfo, error) {
 }
 
 // Stat follows symlinks inside the root.
-func (h *Host) Stat(p string) (fs.FileInfo, error) {
+func (h *Host) Stat(p string) (fs.FileInfo, error) { return h.stat(p, true) }
+
+// Lstat does not follow a symlink in the last component.
+func (h *Host) Lstat(p string) (fs.FileInfo, error) { return h.stat(p, false) }
+
+func (h *Host) stat(p string, followLast bool) (fs.FileInfo, error) {
 	if path.IsAbs(p) {
 		if c := h.fds.lock(); c != nil {
 			defer c.mu.Unlock()
-			return nilIfErr(c.stat(path.Clean(p), true))
+			return nilIfErr(c.stat(path.Clean(p), followLast))
 		}
 	}
 	if h.remembers(p) {
-		cur, err := h.resolveIn(p, true)
+		cur, err := h.resolveIn(p, followLast)
 		if err != nil {
 			return nil, err
 		}
 		// Resolution looked at the last component: when it is not a
 		// symlink, stat and lstat agree. Otherwise (a dangling link, a
 		// missing file) stat itself says how, in its own words.
-		if li, _ := h.component(cur); li.lerr == nil && !li.symlink {
-			return li.fi, nil
+		li, _ := h.component(cur)
+		if !followLast || li.lerr == nil && !li.symlink {
+			return li.fi, li.lerr
 		}
 		return os.Stat(filepath.Join(h.root, cur))
 	}
-	rp, err := h.Resolve(p)
+	rp, err := h.resolve(p, followLast)
 	if err != nil {
 		return nil, err
 	}
-	return os.Stat(rp)
-}
-
-// Lstat does not follow a symlink in the last component.
-func (h *Host) Lstat(p string) (fs.FileInfo, error) {
-	if path.IsAbs(p) {
-		if c := h.fds.lock(); c != nil {
-			defer c.mu.Unlock()
-			return nilIfErr(c.stat(path.Clean(p), false))
-		}
-	}
-	if h.remembers(p) {
-		cur, err := h.resolveIn(p, false)
-		if err != nil {
-			return nil, err
-		}
-		li, _ := h.component(cur)
-		return li.fi, li.lerr
-	}
-	rp, err := h.resolve(p, false)
-	if err != nil {
-		return nil, err
+	if followLast {
+		return os.Stat(rp)
 	}
 	return os.Lstat(rp)
 }
@@ -703,18 +689,28 @@ type Runner interface {
 // ExecRunner runs commands as child processes.
 type ExecRunner struct{}
 
-// Run starts c.Argv[0] found on PATH and waits for it.
-func (ExecRunner) Run(ctx context.Context, c Command) error {
+// Process is the child process that runs c: c.Argv[0] found on PATH, with
+// c's environment added to this process's and c's standard streams, as
+// the leader of a process group of its own. That group keeps Ctrl-C on
+// the terminal for gpuenv, which stops between operations and reverts,
+// and away from a package manager in the middle of dpkg's work.
+func (c Command) Process(ctx context.Context) (*exec.Cmd, error) {
 	if len(c.Argv) == 0 {
-		return errors.New("empty command")
+		return nil, errors.New("empty command")
 	}
 	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
-	// A process group of its own: Ctrl-C on the terminal reaches gpuenv,
-	// which stops between operations and reverts, and not a package
-	// manager in the middle of dpkg's work.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+// Run starts c.Argv[0] found on PATH and waits for it.
+func (ExecRunner) Run(ctx context.Context, c Command) error {
+	cmd, err := c.Process(ctx)
+	if err != nil {
+		return err
+	}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(c.Argv, " "), err)
 	}

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -239,16 +238,13 @@ const waitDelay = 2 * time.Second
 
 // Run starts c.Argv[0] found on PATH and waits for it.
 func (ProcessGroupRunner) Run(ctx context.Context, c host.Command) error {
-	if len(c.Argv) == 0 {
-		return errors.New("empty command")
+	cmd, err := c.Process(ctx)
+	if err != nil {
+		return err
 	}
-	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
-	cmd.Env = append(os.Environ(), c.Env...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = waitDelay
-	err := cmd.Run()
+	err = cmd.Run()
 	if cmd.Process != nil {
 		// Whatever the leader left behind goes with it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
