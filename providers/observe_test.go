@@ -146,25 +146,17 @@ func TestGroupsNameDeviceNodes(t *testing.T) {
 // process's CPU time per observation (cpu-ns/op), which a machine shared
 // with other work does not inflate.
 func BenchmarkObserve(b *testing.B) {
-	h := hosttest.Fixture(b, "ubuntu2204-working")
-	ctx := context.Background()
 	opts := providers.ObserveOptions{Pythons: pythons["ubuntu2204-working"]}
-	b.ReportAllocs()
-	defer hosttest.ReportCPU(b)()
-	for b.Loop() {
-		providers.Observe(ctx, h, opts)
-	}
+	hosttest.Benchmark(b, hosttest.Fixture(b, "ubuntu2204-working"), func(h *host.Host) {
+		providers.Observe(context.Background(), h, opts)
+	})
 }
 
 // BenchmarkObserveLive observes this machine (root "/"), NVML included.
 func BenchmarkObserveLive(b *testing.B) {
-	h := hosttest.New(b, "/")
-	ctx := context.Background()
-	b.ReportAllocs()
-	defer hosttest.ReportCPU(b)()
-	for b.Loop() {
-		providers.Observe(ctx, h, providers.ObserveOptions{})
-	}
+	hosttest.Benchmark(b, hosttest.New(b, "/"), func(h *host.Host) {
+		providers.Observe(context.Background(), h, providers.ObserveOptions{})
+	})
 }
 
 // recorder records the commands an observation runs.

@@ -62,9 +62,7 @@ symlink usr/local/cuda-9.9 /usr/local/nowhere
 		// Config files only: the toolkit is gone.
 		facts.Package{Name: "cuda-toolkit-11-7", Version: "11.7.1-1", State: "config-files", Want: "deinstall"},
 	))
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := facts.CUDA{
 		Default: "/usr/local/cuda-12.4",
 		Toolkits: []facts.Toolkit{
@@ -175,9 +173,7 @@ symlink usr/lib/nvidia-cuda-toolkit/bin/nvcc.profile /etc/nvcc.profile
 		facts.Package{Name: "nvidia-cuda-toolkit", Version: "11.8.89~11.8.0-5~deb12u1"},
 		facts.Package{Name: "nvidia-cuda-dev", Version: "11.8.89~11.8.0-5~deb12u1"},
 	))
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := facts.CUDA{Toolkits: []facts.Toolkit{{
 		Path: DistroDir, Version: "11.8.0", Runtime: "11.8.89", VersionFrom: "package:nvidia-cuda-toolkit",
 		Nvcc: "/usr/bin/nvcc", Layout: "distro", Package: "nvidia-cuda-toolkit",

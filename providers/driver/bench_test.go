@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/driver"
+	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
@@ -13,15 +14,11 @@ import (
 // BenchmarkObserveHardware is the share of an observation this package and
 // the system package take on the working DGX fixture.
 func BenchmarkObserveHardware(b *testing.B) {
-	h := hosttest.Fixture(b, "ubuntu2204-working")
-	ctx := context.Background()
-	b.ReportAllocs()
-	defer hosttest.ReportCPU(b)()
-	for b.Loop() {
+	hosttest.Benchmark(b, hosttest.Fixture(b, "ubuntu2204-working"), func(h *host.Host) {
 		o := h.ForObservation()
 		obs := &facts.Observation{}
-		system.Observe(ctx, o, obs)
-		driver.Observe(ctx, o, nil, obs)
+		system.Observe(context.Background(), o, obs)
+		driver.Observe(context.Background(), o, nil, obs)
 		o.Close()
-	}
+	})
 }

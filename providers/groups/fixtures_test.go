@@ -35,9 +35,7 @@ func TestFixtures(t *testing.T) {
 		t.Run(c.fixture, func(t *testing.T) {
 			h := hosttest.Fixture(t, c.fixture)
 			got, warns := Observe(h)
-			if len(warns) != 0 {
-				t.Errorf("warnings: %v", warns)
-			}
+			hosttest.NoWarnings(t, warns)
 			if len(got) < 30 {
 				t.Errorf("%d groups: not a whole /etc/group", len(got))
 			}

@@ -62,9 +62,7 @@ func TestFixtures(t *testing.T) {
 		t.Run(c.fixture, func(t *testing.T) {
 			h := hosttest.Fixture(t, c.fixture)
 			got, warns := Observe(context.Background(), h, "deb")
-			if len(warns) != 0 {
-				t.Errorf("warnings: %v", warns)
-			}
+			hosttest.NoWarnings(t, warns)
 			if got.Total < 900 {
 				t.Errorf("Total = %d: the fixture's database is not real-size", got.Total)
 			}
@@ -96,9 +94,7 @@ func TestFixtureRHEL9(t *testing.T) {
 	r := &fakeRunner{stdout: string(out)}
 	h := hosttest.Fixture(t, "rhel9", host.WithRunner(r))
 	got, warns := Observe(context.Background(), h, "rpm")
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	if r.argv == nil || r.argv[2] != "rpm" {
 		t.Errorf("ran %q", r.argv)
 	}

@@ -106,9 +106,7 @@ Description: compression library - runtime
 func TestDpkgStatus(t *testing.T) {
 	h := root(t, statusHead)
 	got, warns := Observe(context.Background(), h, "deb")
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := facts.Packages{
 		Manager: "dpkg",
 		// Every package but the purged nvidia-persistenced.
@@ -177,9 +175,7 @@ Package: nvidia-driver
 Status: garbage
 `)
 	got, warns := Observe(context.Background(), h, "deb")
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	if !got.Interrupted {
 		t.Error("Interrupted = false with journal entries")
 	}

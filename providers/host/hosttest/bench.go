@@ -4,7 +4,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuenv/gpuenv/providers/host"
 )
+
+// Benchmark runs op on h in b's loop, reporting allocations and CPU time
+// per operation.
+func Benchmark(b *testing.B, h *host.Host, op func(h *host.Host)) {
+	b.ReportAllocs()
+	defer ReportCPU(b)()
+	for b.Loop() {
+		op(h)
+	}
+}
 
 // ReportCPU starts measuring the process's CPU time and returns what adds
 // it to b's output per operation (cpu-ns/op), for a benchmark to defer: on

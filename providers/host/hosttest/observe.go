@@ -21,13 +21,19 @@ func ObserveFixtures[T any](t *testing.T, want map[string]T, observe func(fixtur
 	for _, fixture := range slices.Sorted(maps.Keys(want)) {
 		t.Run(fixture, func(t *testing.T) {
 			got, warns := observe(fixture, Fixture(t, fixture))
-			if len(warns) != 0 {
-				t.Errorf("warnings: %v", warns)
-			}
+			NoWarnings(t, warns)
 			if diff := cmp.Diff(want[fixture], got); diff != "" {
 				t.Errorf("Observe (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// NoWarnings checks that an observation read everything it looked at.
+func NoWarnings(t *testing.T, warns []facts.Warning) {
+	t.Helper()
+	if len(warns) != 0 {
+		t.Errorf("warnings: %v", warns)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
@@ -30,12 +31,7 @@ func BenchmarkParseStatus(b *testing.B) {
 
 // BenchmarkReadDpkg is reading dpkg's files and parsing them.
 func BenchmarkReadDpkg(b *testing.B) {
-	h := hosttest.Fixture(b, "ubuntu2204-working")
-	b.ReportAllocs()
-	defer hosttest.ReportCPU(b)()
-	for b.Loop() {
-		ReadDpkg(h)
-	}
+	hosttest.Benchmark(b, hosttest.Fixture(b, "ubuntu2204-working"), func(h *host.Host) { ReadDpkg(h) })
 }
 
 // BenchmarkReadDpkgAll is apply's read of the whole database: every
@@ -43,9 +39,5 @@ func BenchmarkReadDpkg(b *testing.B) {
 func BenchmarkReadDpkgAll(b *testing.B) {
 	h := hosttest.Fixture(b, "ubuntu2204-working")
 	b.ReportMetric(float64(len(ReadDpkgAll(h).Packages)), "packages")
-	b.ReportAllocs()
-	defer hosttest.ReportCPU(b)()
-	for b.Loop() {
-		ReadDpkgAll(h)
-	}
+	hosttest.Benchmark(b, h, func(h *host.Host) { ReadDpkgAll(h) })
 }
