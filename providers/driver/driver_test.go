@@ -237,34 +237,43 @@ func build(t *testing.T, name string, change func(root string)) string {
 	return root
 }
 
-func TestStaleInitramfs(t *testing.T) {
-	root := build(t, "nouveau", func(root string) {
-		hosttest.WriteFile(t, root, "etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\noptions nouveau modeset=0\n")
-		later := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-		os.Chtimes(filepath.Join(root, "etc/modprobe.d/blacklist-nouveau.conf"), later, later)
-	})
-	checkProblems(t, observe(t, root, nil),
-		"kernel: GPU 0000:01:00.0 is driven by nouveau although /etc/modprobe.d/blacklist-nouveau.conf blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot",
-		"kernel: the initramfs /boot/initrd.img-5.15.0-105-generic (2024-04-22 09:12:31) predates the nouveau blacklist in /etc/modprobe.d/blacklist-nouveau.conf (2024-05-01 00:00:00): nouveau can still load at boot — run update-initramfs -u",
-	)
-}
-
-// TestKernelUpdateWithoutModule: a new kernel was installed and booted
-// without headers, so DKMS could not build for it.
-func TestKernelUpdateWithoutModule(t *testing.T) {
-	root := build(t, "debian12-distro", func(root string) {
-		hosttest.WriteFile(t, root, "proc/sys/kernel/osrelease", "6.1.0-29-amd64\n")
-		hosttest.WriteFile(t, root, "proc/modules", "ext4 987136 1 - Live 0x0000000000000000\n")
-		os.Remove(filepath.Join(root, "proc/driver/nvidia/version"))
-		os.Remove(filepath.Join(root, "sys/module/nvidia/version"))
-		os.Remove(filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"))
-		hosttest.WriteFile(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
-		os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
-	})
-	checkProblems(t, observe(t, root, nil),
-		"pci: no driver is bound to GPU 0000:01:00.0: no NVIDIA kernel module is installed for the running kernel",
-		"kernel: no nvidia module is built for the running kernel 6.1.0-29-amd64 (only for 6.1.0-27-amd64, 6.1.0-28-amd64): install the kernel headers for 6.1.0-29-amd64, then rebuild it with DKMS",
-	)
+// TestProblemsOfChanges: a fixture changed as machines drift shows the
+// problems the drift brings.
+func TestProblemsOfChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name, fixture string
+		change        func(t *testing.T, root string)
+		want          []string
+	}{
+		{"a nouveau blacklist newer than the initramfs", "nouveau", func(t *testing.T, root string) {
+			hosttest.WriteFile(t, root, "etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\noptions nouveau modeset=0\n")
+			later := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+			os.Chtimes(filepath.Join(root, "etc/modprobe.d/blacklist-nouveau.conf"), later, later)
+		}, []string{
+			"kernel: GPU 0000:01:00.0 is driven by nouveau although /etc/modprobe.d/blacklist-nouveau.conf blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot",
+			"kernel: the initramfs /boot/initrd.img-5.15.0-105-generic (2024-04-22 09:12:31) predates the nouveau blacklist in /etc/modprobe.d/blacklist-nouveau.conf (2024-05-01 00:00:00): nouveau can still load at boot — run update-initramfs -u",
+		}},
+		// A new kernel was installed and booted without headers, so DKMS
+		// could not build for it.
+		{"a kernel update without its module", "debian12-distro", func(t *testing.T, root string) {
+			hosttest.WriteFile(t, root, "proc/sys/kernel/osrelease", "6.1.0-29-amd64\n")
+			hosttest.WriteFile(t, root, "proc/modules", "ext4 987136 1 - Live 0x0000000000000000\n")
+			os.Remove(filepath.Join(root, "proc/driver/nvidia/version"))
+			os.Remove(filepath.Join(root, "sys/module/nvidia/version"))
+			os.Remove(filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"))
+			hosttest.WriteFile(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
+			os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
+		}, []string{
+			"pci: no driver is bound to GPU 0000:01:00.0: no NVIDIA kernel module is installed for the running kernel",
+			"kernel: no nvidia module is built for the running kernel 6.1.0-29-amd64 (only for 6.1.0-27-amd64, 6.1.0-28-amd64): install the kernel headers for 6.1.0-29-amd64, then rebuild it with DKMS",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := hosttest.Build(t, tc.fixture)
+			tc.change(t, root)
+			checkProblems(t, observe(t, root, nil), tc.want...)
+		})
+	}
 }
 
 // TestMalformedFiles: each broken file is a warning naming it, and the rest
