@@ -85,7 +85,10 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	mainPkg, haveMain := installed[names[0]]
 	if haveMain {
 		before["version"] = mainPkg.Version
-		before["packages"] = strings.Join(slices.Sorted(maps.Keys(installed)), ", ")
+		// Sized up front: this runs on every plan, converged or not.
+		present := slices.AppendSeq(make([]string, 0, len(installed)), maps.Keys(installed))
+		slices.Sort(present)
+		before["packages"] = strings.Join(present, ", ")
 	}
 	if f := obs.Driver.ModuleFlavor; f != "" {
 		before["kernel_modules"] = f
