@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -198,14 +199,8 @@ var topLevel = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|nvidi
 // install nvidia-open): same flavour, a version the spec admits. Such a
 // driver is left alone. None when the spec installs the userspace alone.
 func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager planner.Manager) []string {
-	if d.KernelModules == spec.KernelModulesNone {
-		return nil
-	}
 	var out []string
-	for _, p := range obs.Packages.Packages {
-		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
-			continue
-		}
+	for p := range installedTopLevel(obs, d) {
 		up, err := pkgdb.UpstreamVersion(string(manager), p.Version)
 		if err != nil || !d.Versions.Check(up) || installedFlavor(obs, p.Name) != string(d.KernelModules) {
 			return nil
@@ -213,6 +208,22 @@ func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager planner.M
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// installedTopLevel yields the installed top-level driver packages; none
+// when the spec installs the userspace alone, which lives beside any
+// module and so neither stands in for one nor conflicts with one.
+func installedTopLevel(obs *facts.Observation, d *planner.DesiredDriver) iter.Seq[facts.Package] {
+	return func(yield func(facts.Package) bool) {
+		if d.KernelModules == spec.KernelModulesNone {
+			return
+		}
+		for _, p := range obs.Packages.Packages {
+			if p.State == facts.StateInstalled && topLevel.MatchString(p.Name) && !yield(p) {
+				return
+			}
+		}
+	}
 }
 
 // installedFlavor tells the kernel-module flavour of an installed driver:
@@ -235,17 +246,10 @@ func installedFlavor(obs *facts.Observation, name string) string {
 }
 
 // conflicting lists the installed top-level driver packages that are not
-// the spec's; none when the spec installs the userspace alone, which
-// lives beside any module.
+// the spec's.
 func conflicting(obs *facts.Observation, d *planner.DesiredDriver) []string {
-	if d.KernelModules == spec.KernelModulesNone {
-		return nil
-	}
 	var out []string
-	for _, p := range obs.Packages.Packages {
-		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
-			continue
-		}
+	for p := range installedTopLevel(obs, d) {
 		if slices.ContainsFunc(d.Packages, func(pn planner.PackageName) bool { return pn.Name == p.Name }) {
 			continue
 		}
