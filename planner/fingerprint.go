@@ -40,13 +40,17 @@ const (
 	// FactsUnits are the systemd units gpuenv manages: their enablement,
 	// and the digest of a unit file gpuenv writes.
 	FactsUnits = "units"
+	// FactsIndexes are the package indexes on disk, by identity, with the
+	// pins and priorities that apply to them: the versions a step
+	// installs were chosen from them.
+	FactsIndexes = "package_indexes"
 )
 
 // allSections is every section, in the order digests are listed.
 var allSections = []string{
 	FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsDevices, FactsDeviceNodes,
 	FactsPackages, FactsRepos, FactsRepoFiles, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment, FactsInit,
-	FactsUnits,
+	FactsUnits, FactsIndexes,
 }
 
 // sectionsFor lists the sections a step's resource is decided from.
@@ -99,15 +103,15 @@ type SectionDigest struct {
 }
 
 // stepSections lists the sections a step depends on: its resource's, and
-// the package sources (and the keyrings that sign them) when it installs
-// or removes with apt or dnf, whose candidate versions (and what a
-// transaction pulls in with them) come from the sources enabled when the
-// plan was made.
+// the package sources (the keyrings that sign them, and the indexes
+// fetched from them) when it installs or removes with apt or dnf, whose
+// candidate versions (and what a transaction pulls in with them) come
+// from the sources enabled when the plan was made.
 func stepSections(s *Step) []string {
 	secs := sectionsFor(s.Address)
 	for _, op := range s.Operations {
 		if op.Packages != nil && Manager(op.Packages.Manager) != ManagerPip {
-			for _, sec := range []string{FactsRepos, FactsRepoFiles} {
+			for _, sec := range []string{FactsRepos, FactsRepoFiles, FactsIndexes} {
 				if !slices.Contains(secs, sec) {
 					secs = append(slices.Clone(secs), sec)
 				}
@@ -209,6 +213,12 @@ func section(name string, obs *facts.Observation) any {
 		return obs.Init
 	case FactsUnits:
 		return obs.Units
+	case FactsIndexes:
+		// The sources without an index are the repositories section's
+		// business; this one covers the indexes a plan chose from.
+		ix := obs.PackageIndexes
+		ix.Missing = nil
+		return ix
 	}
 	return nil
 }

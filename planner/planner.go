@@ -57,6 +57,9 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	if cands == nil {
 		cands = NoCandidates{}
 	}
+	if ic, ok := cands.(IndexCandidates); ok {
+		ic.UseIndexes(&obs.PackageIndexes)
+	}
 	req := &Request{Spec: s, Facts: obs, Candidates: cands}
 	if p.Resolve != nil {
 		d, more := p.Resolve(s, obs)

@@ -71,9 +71,10 @@ type Response struct {
 }
 
 // Candidates answers which versions of a package the host's package
-// manager can install. Implementations run the manager's query
-// (apt-cache madison, dnf --showduplicates) inside the root and may cache
-// the answer for the life of one plan.
+// manager can install. Implementations answer from the package indexes on
+// disk (IndexCandidates), or run the manager's query (apt-cache policy,
+// dnf --showduplicates) inside the root, and may cache the answer for the
+// life of one plan.
 type Candidates interface {
 	// Versions lists the versions of package name that manager ("apt",
 	// "dnf") can install, newest first, written as the manager writes

@@ -313,7 +313,7 @@ func TestResolvePackageNames(t *testing.T) {
 			name: "NVIDIA's repository from R590 pins the branch first",
 			src:  "driver {\n  version = \"590.*\"\n  source = \"nvidia\"\n}\ncudnn {\n  version = \"9.*\"\n  source = \"nvidia\"\n}\ncuda {\n  version = \"13.1\"\n  source = \"nvidia\"\n}\n",
 			obs:  machine(ubuntu2204, h100),
-			want: []string{"nvidia-driver-pinning-590", "nvidia-open-590", "cuda-toolkit-13-1", "libcudnn9-cuda-13", "libcudnn9-dev-cuda-13"},
+			want: []string{"nvidia-driver-pinning-590", "nvidia-open", "cuda-toolkit-13-1", "libcudnn9-cuda-13", "libcudnn9-dev-cuda-13"},
 		},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/framework"
 	"github.com/gpuenv/gpuenv/providers/groups"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/pkgindex"
 	"github.com/gpuenv/gpuenv/providers/packages"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/providers/system"
@@ -34,7 +35,9 @@ type ObserveOptions struct {
 
 // Observe reads everything gpuenv knows how to see on h. It never fails:
 // what could not be read is a warning in the result, and the rest stands.
-// It starts no process on a Debian-family host and changes nothing.
+// It starts no process on a Debian-family host and changes nothing but
+// gpuenv's cache of the package indexes' relevant stanzas, when run as
+// root (pkgindex.CacheDir).
 func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Observation {
 	// Nothing changes the root while it is observed, so path resolution
 	// may be remembered for the length of this pass.
@@ -57,6 +60,8 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	obs.Repositories, warns = repository.Observe(h, obs.OS.Family)
 	add(warns)
 	obs.RepositoryFiles = repository.ObserveFiles(h, obs.OS.Family)
+	obs.PackageIndexes, warns = pkgindex.Read(h, pkgindex.Options{Family: obs.OS.Family, Repositories: obs.Repositories, Installed: obs.Packages.Packages, Arch: obs.OS.Arch})
+	add(warns)
 	// The toolkit and cuDNN observers take the package list rather than
 	// read the database again.
 	obs.CUDA, warns = cuda.Observe(h, obs.Packages)

@@ -32,11 +32,13 @@ func Planners() []planner.Provider {
 	}
 }
 
-// Candidates returns what asks the root's package manager for versions,
-// for planner.Planner.Candidates. It starts a process only when a
-// provider asks, which it does only for a resource that must change; the
-// repository provider tells it first which packages the spec installs
-// (Expect), so that one command answers every question.
+// Candidates returns what answers the providers' questions about package
+// versions, for planner.Planner.Candidates: from the package indexes on
+// disk that the plan's observation holds, starting no process. Only where
+// the root has none (its lists never fetched) does it ask the package
+// manager, when a provider asks, which it does only for a resource that
+// must change; the repository provider tells it first which packages the
+// spec installs (Expect), so that one command answers every question.
 func Candidates(h *host.Host) *repository.Candidates {
 	return repository.NewCandidates(h)
 }

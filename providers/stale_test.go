@@ -95,6 +95,8 @@ func TestSavedPlanStaleAfterFileEdit(t *testing.T) {
 	dgx := root{archive: "-- etc/os-release --\nID=ubuntu\nVERSION_ID=\"22.04\"\n" +
 		"-- proc/driver/nvidia/version --\nNVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Feb 13 01:10:03 UTC 2024\n", nvml: true}
 	working := root{fixture: "ubuntu2204-working", pkgs: []facts.Package{{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1", State: "installed", Want: "install"}}}
+	lists := root{fixture: "debian12-lists"}
+	const debianDriverSpec = "driver {\n  version = \"535.*\"\n  source = \"distro\"\n  kernel_modules = \"proprietary\"\n}\n"
 	const envSpec = "environment {\n  cuda_visible_devices = [\"0\"]\n}\n"
 	const deviceSpec = "device \"all\" {\n  compute_mode = \"exclusive_process\"\n}\n"
 	const persistenceSpec = "driver {\n  version = \"550.*\"\n  persistence_mode = true\n}\n"
@@ -114,6 +116,7 @@ func TestSavedPlanStaleAfterFileEdit(t *testing.T) {
 		{"a repository's keyring", repoRoot, staleRepositorySpec, "repository.cuda", write("usr/share/keyrings/cuda-archive-keyring.gpg", "another key\n"), planner.FactsRepoFiles},
 		{"the compute modes' boot unit", dgx, deviceSpec, "device.boot", write("etc/systemd/system/gpuenv-compute-mode.service", "[Service]\nExecStart=/bin/true\n"), planner.FactsUnits},
 		{"the boot unit's enablement", dgx, deviceSpec, "device.boot", link(wants+"gpuenv-compute-mode.service", "/etc/systemd/system/gpuenv-compute-mode.service"), planner.FactsUnits},
+		{"a package list apt fetched again", lists, debianDriverSpec, "driver", appendTo("var/lib/apt/lists/deb.debian.org_debian_dists_bookworm-updates_main_binary-amd64_Packages", "Package: nvidia-driver\nVersion: 535.309.02-1\nArchitecture: amd64\n\n"), planner.FactsIndexes},
 		{"nvidia-persistenced's enablement", working, persistenceSpec, "driver.persistence", link(wants+"nvidia-persistenced.service", "/usr/lib/systemd/system/nvidia-persistenced.service"), planner.FactsUnits},
 	}
 	for _, tt := range tests {

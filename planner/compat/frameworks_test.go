@@ -145,10 +145,13 @@ func TestJAXPlugin(t *testing.T) {
 		jax                 string
 		major               uint64
 		extra, local, cudnn string
+		maxCuDNN            string // empty: 10
 		driver, cc          string
 		err                 bool
 	}{
-		{jax: "0.4.30", major: 12, extra: "cuda12", local: "cuda12_local", cudnn: "8.9", driver: "525"},
+		{jax: "0.4.26", major: 12, extra: "cuda12", local: "cuda12_local", cudnn: "8.9", maxCuDNN: "9", driver: "525"},
+		{jax: "0.4.28", major: 12, extra: "cuda12", local: "cuda12_local", cudnn: "8.9", maxCuDNN: "9", driver: "525"},
+		{jax: "0.4.30", major: 12, extra: "cuda12", local: "cuda12_local", cudnn: "9.0", driver: "525"},
 		{jax: "0.5.3", major: 12, extra: "cuda12", local: "cuda12_local", cudnn: "9.1", driver: "525"},
 		{jax: "0.6.2", major: 12, extra: "cuda12", local: "cuda12-local", cudnn: "9.8", driver: "525"},
 		{jax: "0.8.0", major: 13, extra: "cuda13", local: "cuda13-local", cudnn: "9.8", driver: "580", cc: "7.5"},
@@ -164,7 +167,11 @@ func TestJAXPlugin(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if j.Extra != tc.extra || j.LocalExtra != tc.local || str(j.MinCuDNN) != tc.cudnn || str(j.MaxCuDNN) != "10" || str(j.MinDriver) != tc.driver || str(j.MinCC) != tc.cc {
+		maxCuDNN := tc.maxCuDNN
+		if maxCuDNN == "" {
+			maxCuDNN = "10"
+		}
+		if j.Extra != tc.extra || j.LocalExtra != tc.local || str(j.MinCuDNN) != tc.cudnn || str(j.MaxCuDNN) != maxCuDNN || str(j.MinDriver) != tc.driver || str(j.MinCC) != tc.cc {
 			t.Errorf("JAXPlugin(%s, %d) = %+v", tc.jax, tc.major, j)
 		}
 		if want := "jax-cuda" + strings.TrimPrefix(tc.extra, "cuda") + "-plugin"; j.Plugin != want {

@@ -30,6 +30,10 @@ type Observation struct {
 	// persistence daemon, the compute modes' boot-time unit.
 	Units []Unit `json:"units"`
 
+	// PackageIndexes are the indexes of the package sources on disk and
+	// the GPU-relevant packages they offer.
+	PackageIndexes PackageIndexes `json:"package_indexes"`
+
 	// Problems are what the observation shows to be wrong with the GPU
 	// stack as it stands, each found from facts above.
 	Problems []Problem `json:"problems"`

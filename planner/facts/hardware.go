@@ -124,7 +124,11 @@ type PCIDevice struct {
 	DeviceID        uint16 `json:"device_id"`
 	SubsystemVendor uint16 `json:"subsystem_vendor_id,omitempty"`
 	SubsystemDevice uint16 `json:"subsystem_device_id,omitempty"`
-	Class           uint32 `json:"class"`
+	// PCIID and SubsystemID are the same ids as lspci -nn prints them
+	// ("10de:2330"), for people and tools that search by that form.
+	PCIID       string `json:"pci_id"`
+	SubsystemID string `json:"subsystem_id,omitempty"`
+	Class       uint32 `json:"class"`
 	// Driver is the bound kernel driver: "nvidia", "nouveau", "vfio-pci",
 	// or "" when none is bound.
 	Driver string `json:"driver"`

@@ -58,6 +58,9 @@ type Repository struct {
 	// Suites and Components are apt's ("bookworm", "main contrib").
 	Suites     []string `json:"suites,omitempty"`
 	Components []string `json:"components,omitempty"`
+	// Priority is a dnf repository's priority= (lower wins; dnf's
+	// default, 99, when 0).
+	Priority int `json:"priority,omitempty"`
 }
 
 // CUDA lists the installed CUDA toolkits.

@@ -112,6 +112,10 @@ func (o *observer) pci() {
 			continue
 		}
 		d.Address = e.Name()
+		d.PCIID = fmt.Sprintf("%04x:%04x", d.VendorID, d.DeviceID)
+		if d.SubsystemVendor != 0 || d.SubsystemDevice != 0 {
+			d.SubsystemID = fmt.Sprintf("%04x:%04x", d.SubsystemVendor, d.SubsystemDevice)
+		}
 		if g, ok := compat.GPUByPCIID(d.DeviceID); ok {
 			d.Model = g.Model
 			d.Architecture = g.Arch

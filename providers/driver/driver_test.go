@@ -49,6 +49,7 @@ func TestFreshH100(t *testing.T) {
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-h100-fresh"), nil)
 	want := []facts.PCIDevice{{
 		Address: "0000:17:00.0", VendorID: 0x10de, DeviceID: 0x2330, SubsystemVendor: 0x10de, SubsystemDevice: 0x16c1,
+		PCIID: "10de:2330", SubsystemID: "10de:16c1",
 		Class: 0x030200, Model: "H100 SXM5 80GB HBM3", Architecture: "Hopper", ComputeCapability: "9.0",
 	}}
 	// The ASPEED VGA of the BMC is a display controller too, but not

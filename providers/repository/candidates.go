@@ -9,15 +9,19 @@ import (
 	"sync"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
-// Candidates asks the root's package managers which versions of a package
-// they can install: apt through apt-cache policy, dnf through dnf
-// --showduplicates list. Each command runs inside the root (host.Run),
+// Candidates answers which versions of a package the root's package
+// managers can install: from the package indexes on disk where the plan's
+// observation holds them (UseIndexes), which starts no process;
+// otherwise, where the lists were never fetched or for a package the
+// observation does not keep, by asking apt through apt-cache policy and
+// dnf through dnf --showduplicates list. Each command runs inside the root (host.Run),
 // as an argv slice with names checked first, under LC_ALL=C so that the
 // output is the one the parsers read. apt-cache reads the lists files
 // itself, compressed or not. Answers are cached for the life of the value,
@@ -35,6 +39,9 @@ type Candidates struct {
 	// runs counts the commands started (Runs), so that "a converged host
 	// starts no process" can be checked.
 	runs int
+	// indexes are the package indexes on disk (UseIndexes), which answer
+	// instead of a command wherever they hold the manager's.
+	indexes *facts.PackageIndexes
 }
 
 var _ planner.Candidates = (*Candidates)(nil)
@@ -90,6 +97,9 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 	c.mu.Unlock()
 	if !validName(manager, name) {
 		return nil, fmt.Errorf("%q is not a package name %s accepts", name, manager)
+	}
+	if v, ok := c.fromIndexes(manager, name); ok {
+		return v, nil
 	}
 	var argv []string
 	switch manager {

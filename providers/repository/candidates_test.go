@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -252,5 +253,57 @@ func TestPick(t *testing.T) {
 				t.Errorf("picked %+v, want %s with note %q", got, tt.want, tt.note)
 			}
 		})
+	}
+}
+
+// refusing is a runner that fails the test on any command.
+type refusing struct{ t *testing.T }
+
+func (r refusing) Run(_ context.Context, c host.Command) error {
+	r.t.Errorf("a process was started: %q", c.Argv)
+	return errors.New("refused")
+}
+
+func TestCandidatesFromIndexes(t *testing.T) {
+	c := NewCandidates(newHost(t, refusing{t}))
+	ix := &facts.PackageIndexes{
+		Manager: "apt",
+		Indexes: []facts.PackageIndex{{Path: "/var/lib/apt/lists/x_Packages"}},
+		Packages: []facts.IndexedPackage{
+			{Name: "nvidia-driver", Versions: []facts.IndexedVersion{
+				{Version: "535.309.01-0+deb12u1", Origins: []string{"/var/lib/apt/lists/x_Packages"}},
+				{Version: "535.300.00-1", Installed: true, Origins: []string{}},
+				{Version: "535.261.03-1", Origins: []string{"/var/lib/apt/lists/x_Packages"}},
+			}},
+		},
+	}
+	c.UseIndexes(ix)
+	ctx := context.Background()
+	got, err := c.Versions(ctx, "apt", "nvidia-driver")
+	if err != nil || !slices.Equal(got, []string{"535.309.01-0+deb12u1", "535.261.03-1"}) {
+		t.Errorf("versions %v, %v: want what the indexes list, not the version only installed", got, err)
+	}
+	if got, err := c.Versions(ctx, "apt", "nvidia-cuda-toolkit"); err != nil || len(got) != 0 {
+		t.Errorf("a package no index lists: %v, %v", got, err)
+	}
+	if _, err := c.Versions(ctx, "apt", "nvidia-driver; reboot"); err == nil {
+		t.Error("an invalid name must fail")
+	}
+	if c.Runs() != 0 {
+		t.Errorf("%d runs", c.Runs())
+	}
+
+	// Without an index of the manager, it is asked, as before.
+	rec := &recorder{out: map[string]string{"apt-cache": aptPolicy}}
+	c = NewCandidates(newHost(t, rec))
+	c.UseIndexes(&facts.PackageIndexes{Manager: "apt", Indexes: []facts.PackageIndex{}})
+	if got, err := c.Versions(ctx, "apt", "nvidia-driver"); err != nil || len(got) != 2 || c.Runs() != 1 {
+		t.Errorf("empty lists: %v, %v, %d runs", got, err, c.Runs())
+	}
+	// dnf's indexes do not answer for apt.
+	c = NewCandidates(newHost(t, rec))
+	c.UseIndexes(&facts.PackageIndexes{Manager: "dnf", Indexes: ix.Indexes, Packages: ix.Packages})
+	if _, err := c.Versions(ctx, "apt", "nvidia-driver"); err != nil || c.Runs() != 1 {
+		t.Errorf("another manager's indexes: %v, %d runs", err, c.Runs())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -170,7 +171,8 @@ func ParseRepoFile(file string, data []byte) []facts.Repository {
 				uris = []string{cur[k]}
 			}
 		}
-		out = append(out, facts.Repository{File: file, ID: id, URIs: orNil(uris)})
+		prio, _ := strconv.Atoi(cur["priority"])
+		out = append(out, facts.Repository{File: file, ID: id, URIs: orNil(uris), Priority: prio})
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		t := strings.TrimSpace(line)

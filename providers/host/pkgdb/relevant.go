@@ -128,3 +128,12 @@ func SortPackages(ps []facts.Package) {
 		return ps[i].Architecture < ps[j].Architecture
 	})
 }
+
+// RelevantName is Relevant for a name still inside a buffer being
+// scanned, without converting it to a string.
+func RelevantName(name []byte) bool { return relevantBytes(name) }
+
+// RelevantRule names the relevance rule: it changes whenever the
+// prefixes do, so that what was kept under an older rule (a cache of
+// relevant stanzas) is not taken for what the current one keeps.
+func RelevantRule() string { return strings.Join(relevantPrefixes, ",") }
