@@ -15,10 +15,6 @@ import (
 	"github.com/gpuenv/gpuenv/providers/verify"
 )
 
-func init() {
-	commands = append(commands, newVerifyCmd)
-}
-
 // verifyRunner runs the workloads. It kills each workload's whole process
 // group at the timeout; test-only entry points replace it, as they replace
 // NVML, so that no flag of the real binary can.
