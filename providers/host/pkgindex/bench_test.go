@@ -35,10 +35,7 @@ func BenchmarkReadLive(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("the cache is written only as root")
 	}
-	live, err := host.New("/")
-	if err != nil {
-		b.Fatal(err)
-	}
+	live := hosttest.New(b, "/")
 	repos, _ := repository.Observe(live, "deb")
 	root := b.TempDir()
 	n := 0
@@ -59,10 +56,7 @@ func BenchmarkReadLive(b *testing.B) {
 	if err := os.MkdirAll(filepath.Join(root, "var/cache"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	h, err := host.New(root)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := hosttest.New(b, root)
 	if ix, _ := Read(h, Options{Family: "deb", Repositories: repos, NoCache: true}); len(ix.Indexes) == 0 {
 		b.Skip("this machine has no package lists apt fetched")
 	}
