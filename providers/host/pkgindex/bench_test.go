@@ -63,14 +63,11 @@ func BenchmarkReadLive(b *testing.B) {
 	benchRead(b, h, repos)
 	b.Run("floor", func(b *testing.B) {
 		ix, _ := Read(h, Options{Family: "deb", Repositories: repos, NoCache: true})
-		b.ReportAllocs()
-		cpu := hosttest.CPUTime(b)
-		for b.Loop() {
+		hosttest.Benchmark(b, h, func(h *host.Host) {
 			for _, x := range ix.Indexes {
 				decompressOnly(b, h, x.Path)
 			}
-		}
-		cpu.Report(b)
+		})
 	})
 }
 
@@ -87,12 +84,7 @@ func benchRead(b *testing.B, h *host.Host, repos []facts.Repository) {
 			for _, x := range ix.Indexes {
 				stanzas += x.Stanzas
 			}
-			b.ReportAllocs()
-			cpu := hosttest.CPUTime(b)
-			for b.Loop() {
-				Read(h, opts)
-			}
-			cpu.Report(b)
+			hosttest.Benchmark(b, h, func(h *host.Host) { Read(h, opts) })
 			b.ReportMetric(float64(stanzas), "stanzas")
 			b.ReportMetric(float64(len(ix.Packages)), "packages")
 		})
