@@ -53,18 +53,18 @@ type Step string
 // The steps. Load, init, version and count concern the driver; the others
 // are done on each device.
 const (
-	StepLoad     Step = "load"     // dlopen libcuda.so.1
-	StepInit     Step = "init"     // cuInit
-	StepVersion  Step = "version"  // cuDriverGetVersion
-	StepCount    Step = "count"    // cuDeviceGetCount
-	StepDevice   Step = "device"   // cuDeviceGet, name, capability, memory
-	StepContext  Step = "context"  // cuCtxCreate
-	StepAlloc    Step = "alloc"    // cuMemAlloc
-	StepCopyIn   Step = "copy_in"  // cuMemcpyHtoD
-	StepModule   Step = "module"   // cuModuleLoadDataEx: the PTX JIT
-	StepLaunch   Step = "launch"   // cuLaunchKernel, cuCtxSynchronize
-	StepCopyOut  Step = "copy_out" // cuMemcpyDtoH
-	StepCompare  Step = "compare"  // the sums against the host's
+	StepLoad    Step = "load"     // dlopen libcuda.so.1
+	StepInit    Step = "init"     // cuInit
+	StepVersion Step = "version"  // cuDriverGetVersion
+	StepCount   Step = "count"    // cuDeviceGetCount
+	StepDevice  Step = "device"   // cuDeviceGet, name, capability, memory
+	StepContext Step = "context"  // cuCtxCreate
+	StepAlloc   Step = "alloc"    // cuMemAlloc
+	StepCopyIn  Step = "copy_in"  // cuMemcpyHtoD
+	StepModule  Step = "module"   // cuModuleLoadDataEx: the PTX JIT
+	StepLaunch  Step = "launch"   // cuLaunchKernel, cuCtxSynchronize
+	StepCopyOut Step = "copy_out" // cuMemcpyDtoH
+	StepCompare Step = "compare"  // the sums against the host's
 	// StepExit is the child's end, after its last device: a driver can
 	// crash as the process unloads it.
 	StepExit Step = "exit"
