@@ -32,9 +32,10 @@ type Options struct {
 	// Steps and Batch size the training (DefaultSteps, DefaultBatch when
 	// zero).
 	Steps, Batch int
-	// Done, when set, is called after each workload with its results on
-	// every GPU, narrowed; calls come one at a time.
-	Done func(rs []Result)
+	// Checked, when set, is called after the framework-free check, and
+	// Done after each workload with its results on every GPU, narrowed.
+	Checked func(c *cudacheck.Report)
+	Done    func(rs []Result)
 }
 
 // Report is the whole verification.
@@ -81,6 +82,9 @@ func Verify(ctx context.Context, o Options) *Report {
 			timeout = DefaultTimeout
 		}
 		rep.CUDACheck = cudacheck.Run(ctx, o.CUDACheck, timeout)
+		if o.Checked != nil {
+			o.Checked(rep.CUDACheck)
+		}
 	}
 	rep.Verified = rep.CUDACheck == nil || rep.CUDACheck.OK()
 	if o.CUDAOnly {
@@ -162,7 +166,7 @@ func gpuTargets(env []string, check *cudacheck.Report, obs *facts.Observation) [
 		for i, e := range entries {
 			t := Target{Index: i, Visible: e}
 			if d := checked(i); d != nil {
-				t.Name, t.UUID = d.Name, d.UUID
+				t.Name, t.UUID, t.Capability = d.Name, d.UUID, d.Capability
 			}
 			out = append(out, t)
 		}
@@ -172,7 +176,7 @@ func gpuTargets(env []string, check *cudacheck.Report, obs *facts.Observation) [
 		for i := range check.Count {
 			t := Target{Index: i, Visible: strconv.Itoa(i)}
 			if d := checked(i); d != nil {
-				t.Name, t.UUID = d.Name, d.UUID
+				t.Name, t.UUID, t.Capability = d.Name, d.UUID, d.Capability
 				if d.UUID != "" {
 					t.Visible = d.UUID
 				}
@@ -183,7 +187,7 @@ func gpuTargets(env []string, check *cudacheck.Report, obs *facts.Observation) [
 	}
 	if obs != nil {
 		for _, d := range obs.NVML.Devices {
-			t := Target{Index: d.Index, Visible: strconv.Itoa(d.Index), Name: d.Name, UUID: d.UUID}
+			t := Target{Index: d.Index, Visible: strconv.Itoa(d.Index), Name: d.Name, UUID: d.UUID, Capability: d.ComputeCapability}
 			if d.UUID != "" {
 				t.Visible = d.UUID
 			}

@@ -184,11 +184,11 @@ func TestClassify(t *testing.T) {
 
 func TestGPUTargets(t *testing.T) {
 	check := &cudacheck.Report{Count: 2, Devices: []cudacheck.Device{
-		{Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-aaaa"},
-		{Ordinal: 1, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-bbbb"},
+		{Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-aaaa", Capability: "9.0"},
+		{Ordinal: 1, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-bbbb", Capability: "9.0"},
 	}}
 	obs := &facts.Observation{NVML: facts.NVML{Devices: []facts.GPUDevice{
-		{Index: 0, Name: "Tesla T4", UUID: "GPU-t4-0"},
+		{Index: 0, Name: "Tesla T4", UUID: "GPU-t4-0", ComputeCapability: "7.5"},
 		{Index: 1, Name: "Tesla T4"},
 	}}}
 	tests := []struct {
@@ -199,19 +199,19 @@ func TestGPUTargets(t *testing.T) {
 		want  []Target
 	}{
 		{"every GPU the check found, by UUID", nil, check, obs, []Target{
-			{Index: 0, Visible: "GPU-aaaa", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-aaaa"},
-			{Index: 1, Visible: "GPU-bbbb", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-bbbb"},
+			{Index: 0, Visible: "GPU-aaaa", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-aaaa", Capability: "9.0"},
+			{Index: 1, Visible: "GPU-bbbb", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-bbbb", Capability: "9.0"},
 		}},
 		{"CUDA_VISIBLE_DEVICES, as far as CUDA accepted it", []string{"CUDA_VISIBLE_DEVICES=1,0,9"}, check, obs, []Target{
-			{Index: 0, Visible: "1", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-aaaa"},
-			{Index: 1, Visible: "0", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-bbbb"},
+			{Index: 0, Visible: "1", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-aaaa", Capability: "9.0"},
+			{Index: 1, Visible: "0", Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-bbbb", Capability: "9.0"},
 		}},
 		{"CUDA_VISIBLE_DEVICES without the check", []string{"CUDA_VISIBLE_DEVICES= 3, 9"}, nil, obs, []Target{
 			{Index: 0, Visible: "3"}, {Index: 1, Visible: "9"},
 		}},
 		{"CUDA_VISIBLE_DEVICES empty hides every GPU", []string{"CUDA_VISIBLE_DEVICES="}, check, obs, []Target{}},
 		{"NVML's GPUs when the check found none", nil, &cudacheck.Report{Count: -1}, obs, []Target{
-			{Index: 0, Visible: "GPU-t4-0", Name: "Tesla T4", UUID: "GPU-t4-0"},
+			{Index: 0, Visible: "GPU-t4-0", Name: "Tesla T4", UUID: "GPU-t4-0", Capability: "7.5"},
 			{Index: 1, Visible: "1", Name: "Tesla T4"},
 		}},
 		{"no GPU known", nil, nil, &facts.Observation{}, []Target{}},
@@ -267,9 +267,9 @@ esac`
 		t.Fatalf("check %+v", rep.CUDACheck)
 	}
 	wantGPUs := []Target{
-		{Index: 0, Visible: "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f", Name: "Fake GPU 0", UUID: "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"},
-		{Index: 1, Visible: "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f", Name: "Fake GPU 1", UUID: "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f"},
-		{Index: 2, Visible: "GPU-20212223-2425-2627-2829-2a2b2c2d2e2f", Name: "Fake GPU 2", UUID: "GPU-20212223-2425-2627-2829-2a2b2c2d2e2f"},
+		{Index: 0, Visible: "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f", Name: "Fake GPU 0", UUID: "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f", Capability: "8.0"},
+		{Index: 1, Visible: "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f", Name: "Fake GPU 1", UUID: "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f", Capability: "8.0"},
+		{Index: 2, Visible: "GPU-20212223-2425-2627-2829-2a2b2c2d2e2f", Name: "Fake GPU 2", UUID: "GPU-20212223-2425-2627-2829-2a2b2c2d2e2f", Capability: "8.0"},
 	}
 	if d := cmp.Diff(wantGPUs, rep.GPUs); d != "" {
 		t.Errorf("GPUs (-want +got):\n%s", d)

@@ -113,9 +113,10 @@ type Target struct {
 	Index int `json:"index"`
 	// Visible is the CUDA_VISIBLE_DEVICES value that shows this GPU
 	// alone: its UUID, or the entry of CUDA_VISIBLE_DEVICES that names it.
-	Visible string `json:"cuda_visible_devices"`
-	Name    string `json:"name,omitempty"`
-	UUID    string `json:"uuid,omitempty"`
+	Visible    string `json:"cuda_visible_devices"`
+	Name       string `json:"name,omitempty"`
+	UUID       string `json:"uuid,omitempty"`
+	Capability string `json:"compute_capability,omitempty"`
 }
 
 // Job is one run of a workload.

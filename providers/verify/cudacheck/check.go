@@ -135,6 +135,9 @@ type line struct {
 	Begin   Step     `json:"begin,omitempty"`
 	Ordinal *int     `json:"ordinal,omitempty"`
 	Driver  *driverV `json:"driver,omitempty"`
+	// Known is what the device said about itself, before the steps that
+	// may crash: the parent names a device that crashed with it.
+	Known   *Device  `json:"known,omitempty"`
 	Device  *Device  `json:"device,omitempty"`
 	Failure *Failure `json:"failure,omitempty"`
 }
@@ -178,15 +181,15 @@ func Child(w io.Writer, from int) int {
 	}
 	emit(line{Driver: &driverV{Version: v, Count: n}})
 	for i := from; i < n; i++ {
-		dev := checkDevice(d, i, func(s Step) { begin(s, &i) })
+		dev := checkDevice(d, i, func(s Step) { begin(s, &i) }, func(k Device) { emit(line{Known: &k}) })
 		emit(line{Device: &dev})
 	}
 	return 0
 }
 
 // checkDevice runs the device steps on ordinal i, calling begin before
-// each.
-func checkDevice(d *driver, i int, begin func(Step)) Device {
+// each, and known with what the device said about itself.
+func checkDevice(d *driver, i int, begin func(Step), known func(Device)) Device {
 	out := Device{Ordinal: i, Passed: []Step{}}
 	pass := func(s Step) { out.Passed = append(out.Passed, s) }
 
@@ -208,6 +211,7 @@ func checkDevice(d *driver, i int, begin func(Step)) Device {
 	out.TotalMemory, _ = d.totalMemory(dev)
 	out.UUID = d.uuid(dev)
 	pass(StepDevice)
+	known(out)
 
 	begin(StepContext)
 	ctx, r := d.createContext(dev)

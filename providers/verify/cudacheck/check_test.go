@@ -158,9 +158,11 @@ func failedDevice(d Device, passed []Step, f *Failure) Device {
 }
 
 func crashed(d Device, passed []Step, at Step, how string) Device {
-	// What the device line would have said is lost with the child; the
-	// parent knows the ordinal and the step.
-	return Device{Ordinal: d.Ordinal, Passed: passed, Crashed: how, Failure: &Failure{Step: at, Message: "the check's process " + how}}
+	// The device line is lost with the child; the parent knows the step,
+	// and what the device said before the context.
+	d.Passed, d.FreeMemory, d.Crashed = passed, 0, how
+	d.Failure = &Failure{Step: at, Message: "the check's process " + how}
+	return d
 }
 
 // TestRunTimeout: a device that never finishes is killed at the timeout,

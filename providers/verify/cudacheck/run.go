@@ -75,7 +75,8 @@ func Run(ctx context.Context, start Start, timeout time.Duration) *Report {
 		if s := strings.TrimSpace(stderr.String()); s != "" {
 			stderrs = append(stderrs, s)
 		}
-		cur, cancelled := rep.read(&stdout), ctx.Err() != nil
+		cur, known := rep.read(&stdout)
+		cancelled := ctx.Err() != nil
 		var exit *exec.ExitError
 		switch {
 		case err != nil && !errors.As(err, &exit) && !timedOut && !cancelled:
@@ -97,7 +98,12 @@ func Run(ctx context.Context, start Start, timeout time.Duration) *Report {
 				}
 				break
 			}
-			dev := Device{Ordinal: cur.ordinal, Passed: slices.Clone(DeviceSteps[:max(slices.Index(DeviceSteps, cur.step), 0)]), TimedOut: timedOut}
+			dev := Device{Ordinal: cur.ordinal}
+			if known != nil && known.Ordinal == cur.ordinal {
+				dev = *known
+			}
+			dev.Passed = slices.Clone(DeviceSteps[:max(slices.Index(DeviceSteps, cur.step), 0)])
+			dev.TimedOut = timedOut
 			dev.Failure = &Failure{Step: cur.step, Message: "the check's process " + how}
 			if !timedOut {
 				dev.Crashed = how
@@ -122,9 +128,11 @@ type position struct {
 }
 
 // read takes a child's lines into rep and returns the step it began last
-// and did not finish; a line cut short by a crash is ignored.
-func (rep *Report) read(r io.Reader) position {
+// and did not finish, and what the device of that step said about itself;
+// a line cut short by a crash is ignored.
+func (rep *Report) read(r io.Reader) (position, *Device) {
 	cur := position{step: StepExit, ordinal: -1}
+	var known *Device
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
@@ -138,6 +146,8 @@ func (rep *Report) read(r io.Reader) position {
 			if l.Ordinal != nil {
 				cur.ordinal = *l.Ordinal
 			}
+		case l.Known != nil:
+			known = l.Known
 		case l.Driver != nil:
 			rep.DriverVersion = fmt.Sprintf("%d.%d", l.Driver.Version/1000, l.Driver.Version%1000/10)
 			rep.Count = l.Driver.Count
@@ -150,7 +160,7 @@ func (rep *Report) read(r io.Reader) position {
 			cur = position{step: StepExit, ordinal: -1}
 		}
 	}
-	return cur
+	return cur, known
 }
 
 // ended says how a process that did not exit normally ended.
