@@ -44,14 +44,23 @@ const (
 //go:embed scripts/*.py
 var scripts embed.FS
 
+// commonScript is the part of every workload that is not the framework's:
+// reading the configuration, timing the steps, judging the loss, printing
+// the report.
+const commonScript = "common"
+
 // Script returns the embedded workload of a framework ("pytorch",
-// "tensorflow", "jax").
+// "tensorflow", "jax"): the common part, then the framework's.
 func Script(framework string) (string, error) {
 	b, err := scripts.ReadFile("scripts/" + framework + ".py")
-	if err != nil {
+	if err != nil || framework == commonScript {
 		return "", fmt.Errorf("no workload for framework %q", framework)
 	}
-	return string(b), nil
+	common, err := scripts.ReadFile("scripts/" + commonScript + ".py")
+	if err != nil {
+		return "", err
+	}
+	return string(common) + "\n" + string(b), nil
 }
 
 // Workload is one framework in one Python environment.

@@ -1,33 +1,14 @@
 # gpuenv verify: JAX. A few training steps of a tiny convolutional
 # classifier on synthetic MNIST-shaped data, on the first device the process
-# sees (gpuenv pins one GPU per process with CUDA_VISIBLE_DEVICES), with
-# cuDNN and mixed precision; prints one JSON line, whatever happens. The
-# same steps as the PyTorch workload, as far as JAX allows: it has no
-# layers, optimiser or autocast of its own, so they are written out here.
-#
-# argv: FRAMEWORK CONFIG, CONFIG being JSON: device ("cuda" or "cpu"),
-# cudnn and amp (booleans), steps, batch.
-import json
-import sys
-
-# The current directory (sys.path[0] under -c) may hold a file named like the
-# framework; only installed packages may answer the import.
-sys.path = [p for p in sys.path if p not in ("", ".")]
-import math
-import os
-import time
+# sees (gpuenv shows each process one GPU with CUDA_VISIBLE_DEVICES), with
+# cuDNN and mixed precision: the same steps as the PyTorch workload, as far
+# as JAX allows. It has no layers, optimiser or autocast of its own, so
+# they are written out here.
 
 # By default JAX takes most of the GPU at start; the peak would say nothing
 # about the model.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-cfg = {"device": "cuda", "cudnn": True, "amp": True, "steps": 20, "batch": 64}
-if len(sys.argv) > 2:
-    cfg.update(json.loads(sys.argv[2]))
-out = {"gpuenv_verify": 1, "framework": "jax", "on_gpu": False, "phase": "import", "config": cfg}
-try:
-    out["identity"] = {"uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups()), "home": os.environ.get("HOME", "")}
-except OSError:
-    pass
+cfg, out = begin("jax")
 
 dev = None
 gpu = cfg["device"] != "cpu"
@@ -64,8 +45,7 @@ try:
         try:
             from jax._src.lib import cuda_versions
 
-            v = cuda_versions.cudnn_get_version()
-            out["cudnn_version"] = "%d.%d.%d" % (v // 10000, v // 100 % 100, v % 100) if v >= 90000 else "%d.%d.%d" % (v // 1000, v // 100 % 10, v % 100)
+            out["cudnn_version"] = cudnn_version(cuda_versions.cudnn_get_version())
         except Exception:  # noqa: BLE001 -- not every jaxlib says
             pass
         # Mixed precision on a GPU: float16, with loss scaling.
@@ -167,33 +147,23 @@ try:
     if off:
         raise RuntimeError("not on %s: %s" % (dev, ", ".join(off)))
 
-    losses, times = [], []
-    for step in range(cfg["steps"]):
-        x, y = batches[step % len(batches)]
+    state = [params, momentum, scale, good]
+
+    def step(i):
+        x, y = batches[i % len(batches)]
         out["phase"] = "step"
-        start = time.perf_counter()
-        params, momentum, scale, good, loss = train_step(params, momentum, scale, good, x, y)
-        value = float(loss)  # waits for the step
-        times.append(time.perf_counter() - start)
-        losses.append(value)
-        if not math.isfinite(value):
-            raise FloatingPointError("the loss is %s at step %d" % (value, step + 1))
-    out["phase"] = "check"
-    out["losses"] = losses
-    out["step_seconds"] = sorted(times[1:])[len(times[1:]) // 2] if len(times) > 1 else times[0]
-    out["first_step_seconds"] = times[0]
-    out["seconds"] = sum(times)
-    out["steps"] = len(losses)
-    k = max(1, len(losses) // 4)
-    if not sum(losses[-k:]) / k < sum(losses[:k]) / k:
-        raise ArithmeticError("the loss did not fall: %.4f over the first %d steps, %.4f over the last %d" % (sum(losses[:k]) / k, k, sum(losses[-k:]) / k, k))
+        result = train_step(*state, x, y)
+        state[:] = result[:4]
+        loss = result[4]
+        return float(loss)  # waits for the step
+
+    train(out, cfg["steps"], step)
     out["on_gpu"] = gpu and dev.platform in ("gpu", "cuda")
     out["phase"] = "done"
 except SystemExit:
     pass
 except BaseException as e:  # noqa: B902 -- the report must always be printed
-    out["error"] = "%s: %s" % (type(e).__name__, e)
-    out["error_type"] = type(e).__name__
+    failed(out, e)
 finally:
     if dev is not None and gpu:
         try:
@@ -202,5 +172,4 @@ finally:
             out["memory_free"] = int(stats["bytes_limit"] - stats["bytes_in_use"])
         except Exception:  # noqa: BLE001 -- not every backend keeps statistics
             pass
-print(json.dumps(out))
-sys.stdout.flush()
+emit(out)

@@ -1,28 +1,8 @@
 # gpuenv verify: PyTorch. A few training steps of a tiny convolutional
 # classifier on synthetic MNIST-shaped data, on the first device the process
-# sees (gpuenv pins one GPU per process with CUDA_VISIBLE_DEVICES), with
-# cuDNN and mixed precision; prints one JSON line, whatever happens.
-#
-# argv: FRAMEWORK CONFIG, CONFIG being JSON: device ("cuda" or "cpu"),
-# cudnn and amp (booleans), steps, batch.
-import json
-import sys
-
-# The current directory (sys.path[0] under -c) may hold a file named like the
-# framework; only installed packages may answer the import.
-sys.path = [p for p in sys.path if p not in ("", ".")]
-import math
-import os
-import time
-
-cfg = {"device": "cuda", "cudnn": True, "amp": True, "steps": 20, "batch": 64}
-if len(sys.argv) > 2:
-    cfg.update(json.loads(sys.argv[2]))
-out = {"gpuenv_verify": 1, "framework": "pytorch", "on_gpu": False, "phase": "import", "config": cfg}
-try:
-    out["identity"] = {"uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups()), "home": os.environ.get("HOME", "")}
-except OSError:
-    pass
+# sees (gpuenv shows each process one GPU with CUDA_VISIBLE_DEVICES), with
+# cuDNN and mixed precision.
+cfg, out = begin("pytorch")
 
 
 def memory(torch, dev):
@@ -63,8 +43,7 @@ try:
         out["capability"] = "%d.%d" % (props.major, props.minor)
         out["memory_total"] = int(props.total_memory)
         if torch.backends.cudnn.is_available():
-            v = torch.backends.cudnn.version()
-            out["cudnn_version"] = "%d.%d.%d" % (v // 1000, v // 100 % 10, v % 100) if v < 90000 else "%d.%d.%d" % (v // 10000, v // 100 % 100, v % 100)
+            out["cudnn_version"] = cudnn_version(torch.backends.cudnn.version())
         out["cudnn"] = bool(cfg["cudnn"]) and torch.backends.cudnn.is_available()
         # Mixed precision on a GPU: float16 with loss scaling.
         amp_dtype = torch.float16
@@ -105,10 +84,8 @@ try:
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     scaler = torch.cuda.amp.GradScaler(enabled=gpu and amp)
 
-    losses, times = [], []
-    for step in range(cfg["steps"]):
-        x, y = batches[step % len(batches)]
-        start = time.perf_counter()
+    def step(i):
+        x, y = batches[i % len(batches)]
         out["phase"] = "forward"
         opt.zero_grad(set_to_none=True)
         with torch.autocast(device_type=dev.type, dtype=amp_dtype, enabled=amp):
@@ -118,20 +95,9 @@ try:
         out["phase"] = "optimizer"
         scaler.step(opt)
         scaler.update()
-        value = loss.item()  # waits for the step: the time is the step's
-        times.append(time.perf_counter() - start)
-        losses.append(value)
-        if not math.isfinite(value):
-            raise FloatingPointError("the loss is %s at step %d" % (value, step + 1))
-    out["phase"] = "check"
-    out["losses"] = losses
-    out["step_seconds"] = sorted(times[1:])[len(times[1:]) // 2] if len(times) > 1 else times[0]
-    out["first_step_seconds"] = times[0]
-    out["seconds"] = sum(times)
-    out["steps"] = len(losses)
-    k = max(1, len(losses) // 4)
-    if not sum(losses[-k:]) / k < sum(losses[:k]) / k:
-        raise ArithmeticError("the loss did not fall: %.4f over the first %d steps, %.4f over the last %d" % (sum(losses[:k]) / k, k, sum(losses[-k:]) / k, k))
+        return loss.item()  # waits for the step
+
+    train(out, cfg["steps"], step)
     if gpu:
         torch.cuda.synchronize(dev)
     out["on_gpu"] = gpu
@@ -139,10 +105,8 @@ try:
 except SystemExit:
     pass
 except BaseException as e:  # noqa: B902 -- the report must always be printed
-    out["error"] = "%s: %s" % (type(e).__name__, e)
-    out["error_type"] = type(e).__name__
+    failed(out, e)
 finally:
     if torch is not None and dev is not None and dev.type == "cuda":
         memory(torch, dev)
-print(json.dumps(out))
-sys.stdout.flush()
+emit(out)

@@ -1,31 +1,11 @@
 # gpuenv verify: TensorFlow. A few training steps of a tiny convolutional
 # classifier on synthetic MNIST-shaped data, on the first device the process
-# sees (gpuenv pins one GPU per process with CUDA_VISIBLE_DEVICES), with
-# cuDNN and mixed precision; prints one JSON line, whatever happens. The
-# same steps as the PyTorch workload, as far as TensorFlow allows.
-#
-# argv: FRAMEWORK CONFIG, CONFIG being JSON: device ("cuda" or "cpu"),
-# cudnn and amp (booleans), steps, batch.
-import json
-import sys
-
-# The current directory (sys.path[0] under -c) may hold a file named like the
-# framework; only installed packages may answer the import.
-sys.path = [p for p in sys.path if p not in ("", ".")]
-import math
-import os
-import time
+# sees (gpuenv shows each process one GPU with CUDA_VISIBLE_DEVICES), with
+# cuDNN and mixed precision: the same steps as the PyTorch workload, as far
+# as TensorFlow allows.
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-cfg = {"device": "cuda", "cudnn": True, "amp": True, "steps": 20, "batch": 64}
-if len(sys.argv) > 2:
-    cfg.update(json.loads(sys.argv[2]))
-out = {"gpuenv_verify": 1, "framework": "tensorflow", "on_gpu": False, "phase": "import", "config": cfg}
-try:
-    out["identity"] = {"uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups()), "home": os.environ.get("HOME", "")}
-except OSError:
-    pass
-
+cfg, out = begin("tensorflow")
 
 
 def device_of(t):
@@ -126,32 +106,18 @@ try:
             opt.apply_gradients(zip(grads, model.trainable_variables))
             return loss
 
-        losses, times = [], []
-        for step in range(cfg["steps"]):
-            x, y = batches[step % len(batches)]
+        def step(i):
+            x, y = batches[i % len(batches)]
             out["phase"] = "step"
-            start = time.perf_counter()
-            value = float(train_step(x, y).numpy())  # waits for the step
-            times.append(time.perf_counter() - start)
-            losses.append(value)
-            if not math.isfinite(value):
-                raise FloatingPointError("the loss is %s at step %d" % (value, step + 1))
-    out["phase"] = "check"
-    out["losses"] = losses
-    out["step_seconds"] = sorted(times[1:])[len(times[1:]) // 2] if len(times) > 1 else times[0]
-    out["first_step_seconds"] = times[0]
-    out["seconds"] = sum(times)
-    out["steps"] = len(losses)
-    k = max(1, len(losses) // 4)
-    if not sum(losses[-k:]) / k < sum(losses[:k]) / k:
-        raise ArithmeticError("the loss did not fall: %.4f over the first %d steps, %.4f over the last %d" % (sum(losses[:k]) / k, k, sum(losses[-k:]) / k, k))
+            return float(train_step(x, y).numpy())  # waits for the step
+
+        train(out, cfg["steps"], step)
     out["on_gpu"] = gpu
     out["phase"] = "done"
 except SystemExit:
     pass
 except BaseException as e:  # noqa: B902 -- the report must always be printed
-    out["error"] = "%s: %s" % (type(e).__name__, e)
-    out["error_type"] = type(e).__name__
+    failed(out, e)
 finally:
     if tf is not None and gpu and out.get("phase") not in ("import", "device"):
         try:
@@ -159,5 +125,4 @@ finally:
             out["memory_peak"] = int(info["peak"])
         except Exception:  # noqa: BLE001
             pass
-print(json.dumps(out))
-sys.stdout.flush()
+emit(out)
