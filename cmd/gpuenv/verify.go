@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
@@ -17,6 +18,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/verify"
 	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/spec"
 )
 
 func init() {
@@ -171,20 +173,22 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 	pythons := o.pythons
 	var specVars [][2]string
 	if len(args) == 1 {
+		// The spec gives its frameworks' interpreters and its environment;
+		// a spec with errors gives nothing to trust.
 		opts, diags := o.vars.loadOptions(g.Env)
+		var files map[string]*hcl.File
 		if !diags.HasErrors() {
-			s, more := loadSpec(args[0], opts, diags)
-			diags = more
-			if !diags.HasErrors() {
-				pythons = pythonsToObserve(s, pythons)
-				specVars = environment.Variables(s.Environment)
+			var s *spec.Spec
+			s, diags = loadSpec(args[0], opts, diags)
+			files = s.Files
+			pythons = pythonsToObserve(s, pythons)
+			specVars = environment.Variables(s.Environment)
+		}
+		if diags.HasErrors() {
+			if err := writeDiagnostics(g, files, diags); err != nil {
+				return err
 			}
-			if diags.HasErrors() {
-				if err := writeDiagnostics(g, s.Files, diags); err != nil {
-					return err
-				}
-				return &exitCodeError{code: exitError}
-			}
+			return &exitCodeError{code: exitError}
 		}
 	}
 	h, err := openHost(g)
@@ -226,7 +230,8 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 		return fmt.Errorf("--cuda-only: the framework-free check runs only on the running system (--root /)")
 	}
 	if len(opts.Workloads) == 0 && !checks {
-		rep := &verifyReport{FormatVersion: verifyFormatVersion, Root: obs.Root, Report: &verify.Report{GPUs: []verify.Target{}, Results: []verify.Result{}}, Explanation: []doctor.Check{}}
+		empty := &verify.Report{User: u, Device: opts.Device, GPUs: []verify.Target{}, Results: []verify.Result{}}
+		rep := &verifyReport{FormatVersion: verifyFormatVersion, Root: obs.Root, Report: empty, Explanation: []doctor.Check{}}
 		if err := v.NothingToVerify(rep, pythons); err != nil {
 			return err
 		}

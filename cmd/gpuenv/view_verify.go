@@ -333,10 +333,7 @@ func resultText(r verify.Result) string {
 	case verify.OnGPU:
 		return "✓ trained"
 	case verify.OnCPU:
-		if r.OK() {
-			return "✓ trained on the CPU"
-		}
-		return "✗ not on a GPU"
+		return "✓ trained on the CPU"
 	}
 	s := "✗ " + outcomeText[r.Outcome]
 	if r.Kind == verify.KindOutOfMemory {
@@ -350,7 +347,6 @@ func resultText(r verify.Result) string {
 
 var outcomeText = map[verify.Outcome]string{
 	verify.NotOnGPU:   "not on a GPU",
-	verify.OnCPU:      "not on a GPU",
 	verify.Failed:     "failed",
 	verify.Crashed:    "crashed",
 	verify.TimedOut:   "timed out",
@@ -360,7 +356,6 @@ var outcomeText = map[verify.Outcome]string{
 // outcomeLine is how a failure reads after the workload's name.
 var outcomeLine = map[verify.Outcome]string{
 	verify.NotOnGPU:   "ran, but not on a GPU",
-	verify.OnCPU:      "ran, but not on a GPU",
 	verify.Failed:     "failed",
 	verify.Crashed:    "crashed",
 	verify.TimedOut:   "timed out",
