@@ -689,28 +689,18 @@ type Runner interface {
 // ExecRunner runs commands as child processes.
 type ExecRunner struct{}
 
-// Process is the child process that runs c: c.Argv[0] found on PATH, with
-// c's environment added to this process's and c's standard streams, as
-// the leader of a process group of its own. That group keeps Ctrl-C on
-// the terminal for gpuenv, which stops between operations and reverts,
-// and away from a package manager in the middle of dpkg's work.
-func (c Command) Process(ctx context.Context) (*exec.Cmd, error) {
+// Run starts c.Argv[0] found on PATH and waits for it.
+func (ExecRunner) Run(ctx context.Context, c Command) error {
 	if len(c.Argv) == 0 {
-		return nil, errors.New("empty command")
+		return errors.New("empty command")
 	}
 	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	// A process group of its own: Ctrl-C on the terminal reaches gpuenv,
+	// which stops between operations and reverts, and not a package
+	// manager in the middle of dpkg's work.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd, nil
-}
-
-// Run starts c.Argv[0] found on PATH and waits for it.
-func (ExecRunner) Run(ctx context.Context, c Command) error {
-	cmd, err := c.Process(ctx)
-	if err != nil {
-		return err
-	}
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(c.Argv, " "), err)
 	}
