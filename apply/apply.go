@@ -277,23 +277,15 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	if err := ValidatePlan(plan); err != nil {
 		return nil, err
 	}
-	store, err := OpenStore(h, opts.StateDir)
-	if err != nil {
-		return nil, err
-	}
 	command := opts.Command
 	if command == "" {
 		command = "apply"
 	}
-	lock, err := store.Lock(command)
+	store, lock, gens, err := lockStore(h, opts.StateDir, command)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Release()
-	gens, err := store.Generations()
-	if err != nil {
-		return nil, err
-	}
 	if err := store.repair(gens); err != nil {
 		return nil, err
 	}

@@ -18,50 +18,87 @@ import (
 
 const stateDir = applytest.StateDir
 
-// fixture is a fake host for one test.
-type fixture struct {
-	*applytest.Fixture
-	t      *testing.T
+// testHost is a fake host for one test, with what the tests do to any
+// host, whichever package manager it has.
+type testHost struct {
+	t *testing.T
+	// dir is where the host was laid out, which a helper process opens
+	// it from; root is its root directory.
+	dir    string
+	root   string
 	h      *host.Host
 	runner *applytest.Runner
 	out    bytes.Buffer
+	// snap reads the host as "the same host" compares it: its package
+	// database is the package manager's own.
+	snap func(root string, extra ...string) (*applytest.State, error)
+}
+
+func newTestHost(t *testing.T, dir, root string, env []string, snap func(string, ...string) (*applytest.State, error)) *testHost {
+	t.Helper()
+	th := &testHost{t: t, dir: dir, root: root, runner: &applytest.Runner{Env: env}, snap: snap}
+	var err error
+	if th.h, err = host.New(root, host.WithRunner(th.runner)); err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+// build lays out a fake host with layOut in a directory of its own.
+func build[F any](t *testing.T, layOut func(dir string) (F, error)) F {
+	t.Helper()
+	f, err := layOut(applytest.TempDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// fixture is the standard fake host (applytest.BuildHost) for one test.
+type fixture struct {
+	*applytest.Fixture
+	*testHost
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f, err := applytest.BuildHost(applytest.TempDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx := &fixture{Fixture: f, t: t, runner: &applytest.Runner{Env: f.Env}}
-	fx.h, err = host.New(f.Root, host.WithRunner(fx.runner))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fx
+	f := build(t, applytest.BuildHost)
+	return &fixture{f, newTestHost(t, f.Dir, f.Root, f.Env, applytest.Snapshot)}
 }
 
-func (fx *fixture) snapshot() *applytest.State {
+// rpmFixture is the fake RPM host (applytest.BuildRPMHost) for one test.
+type rpmFixture struct {
+	*applytest.RPMFixture
+	*testHost
+}
+
+func newRPMFixture(t *testing.T) *rpmFixture {
+	t.Helper()
+	f := build(t, applytest.BuildRPMHost)
+	return &rpmFixture{f, newTestHost(t, f.Dir, f.Root, f.Env, applytest.SnapshotRPM)}
+}
+
+func (fx *testHost) snapshot() *applytest.State {
 	fx.t.Helper()
-	s, err := applytest.Snapshot(fx.Root, stateDir)
+	s, err := fx.snap(fx.root, stateDir)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
 	return s
 }
 
-func (fx *fixture) same(want *applytest.State, what string) {
+func (fx *testHost) same(want *applytest.State, what string) {
 	fx.t.Helper()
 	if d := applytest.Diff(want, fx.snapshot()); d != "" {
 		fx.t.Fatalf("%s: the host differs:\n%s\n--- output:\n%s", what, d, fx.out.String())
 	}
 }
 
-func (fx *fixture) opts(x apply.Executor) apply.Options {
+func (fx *testHost) opts(x apply.Executor) apply.Options {
 	return apply.Options{StateDir: stateDir, Executor: x, Out: &fx.out}
 }
 
-func (fx *fixture) apply(p *planner.Plan, o apply.Options) *apply.Result {
+func (fx *testHost) apply(p *planner.Plan, o apply.Options) *apply.Result {
 	fx.t.Helper()
 	res, err := apply.Apply(context.Background(), fx.h, p, o)
 	if err != nil {
@@ -70,7 +107,17 @@ func (fx *fixture) apply(p *planner.Plan, o apply.Options) *apply.Result {
 	return res
 }
 
-func (fx *fixture) rollback(to int) *apply.Result {
+// applies applies p, which must end applied.
+func (fx *testHost) applies(p *planner.Plan) *apply.Result {
+	fx.t.Helper()
+	res := fx.apply(p, fx.opts(nil))
+	if res.Status != apply.StatusApplied {
+		fx.t.Fatalf("apply: status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
+	}
+	return res
+}
+
+func (fx *testHost) rollback(to int) *apply.Result {
 	fx.t.Helper()
 	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: to, Out: &fx.out})
 	if err != nil {
@@ -79,34 +126,60 @@ func (fx *fixture) rollback(to int) *apply.Result {
 	return res
 }
 
-func (fx *fixture) read(p string) string {
+// rollsBack rolls back the last generation, which must end with the host
+// as it was before.
+func (fx *testHost) rollsBack(before *applytest.State, what string) {
 	fx.t.Helper()
-	data, err := os.ReadFile(filepath.Join(fx.Root, p))
+	res := fx.rollback(-1)
+	if res.Status != apply.StatusDone {
+		fx.t.Fatalf("%s: rollback: %s %+v\n%s", what, res.Status, res.RevertFailed, fx.out.String())
+	}
+	fx.same(before, what)
+}
+
+func (fx *testHost) read(p string) string {
+	fx.t.Helper()
+	data, err := os.ReadFile(filepath.Join(fx.root, p))
 	if err != nil {
 		fx.t.Fatal(err)
 	}
 	return string(data)
 }
 
-func (fx *fixture) exists(p string) bool {
-	_, err := os.Lstat(filepath.Join(fx.Root, p))
+func (fx *testHost) exists(p string) bool {
+	_, err := os.Lstat(filepath.Join(fx.root, p))
 	return err == nil
 }
 
 // executor is the host executor of the fixture, which fault injection
 // wraps.
-func (fx *fixture) executor() apply.Executor { return &apply.HostExecutor{Host: fx.h} }
+func (fx *testHost) executor() apply.Executor { return &apply.HostExecutor{Host: fx.h} }
 
-// forceUnlock clears the lock a killed gpuenv left, as force-unlock does.
-func (fx *fixture) forceUnlock() {
+// lock takes the state directory's lock, as a running gpuenv holds it.
+func (fx *testHost) lock() (*apply.Store, *apply.Lock) {
 	fx.t.Helper()
 	store, err := apply.OpenStore(fx.h, stateDir)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	if _, _, err := store.ForceUnlock(); err != nil {
+	lock, err := store.Lock("apply")
+	if err != nil {
 		fx.t.Fatal(err)
 	}
+	return store, lock
+}
+
+// forceUnlock clears the lock a killed gpuenv left, as force-unlock does.
+func (fx *testHost) forceUnlock() {
+	fx.t.Helper()
+	if _, _, err := apply.ForceUnlock(fx.h, stateDir); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
+// oneStep is a plan of one step.
+func oneStep(address string, action planner.Action, ops ...planner.Operation) *planner.Plan {
+	return &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: address, Action: action, Operations: ops}}}
 }
 
 func TestApplyStandardPlan(t *testing.T) {
@@ -182,10 +255,7 @@ func TestApplyStandardPlan(t *testing.T) {
 	// The operations are idempotent: the same plan again changes
 	// nothing.
 	after := fx.snapshot()
-	res = fx.apply(p, fx.opts(nil))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("second apply: %s %+v", res.Status, res.Failed)
-	}
+	fx.applies(p)
 	fx.same(after, "after applying the same plan twice")
 
 	// An empty plan (what the planner returns for a converged host)
@@ -196,10 +266,8 @@ func TestApplyStandardPlan(t *testing.T) {
 	}
 
 	// Rolling back both applies restores the original host.
-	fx.rollback(-1)
-	fx.same(after, "after undoing the second apply")
-	fx.rollback(-1)
-	fx.same(before, "after undoing the first apply")
+	fx.rollsBack(after, "after undoing the second apply")
+	fx.rollsBack(before, "after undoing the first apply")
 	res = fx.rollback(-1)
 	if res.Generation != 0 {
 		t.Errorf("a rollback with nothing to undo made generation %d", res.Generation)
@@ -305,8 +373,7 @@ func TestApplyToolFailureReverts(t *testing.T) {
 				if !strings.Contains(fx.out.String(), "nvidia-smi 535.261.03-1 is not in the archive any more") {
 					t.Errorf("no fallback to rebuilding the package:\n%s", fx.out.String())
 				}
-				fx.rollback(-1)
-				fx.same(before, "after rolling back from repacked packages")
+				fx.rollsBack(before, "after rolling back from repacked packages")
 				return
 			}
 			if res.Status != apply.StatusReverted {
@@ -365,9 +432,5 @@ func TestApplyRevertFailureNeedsAttention(t *testing.T) {
 	if len(res.Reverted) != 1 {
 		t.Errorf("reverted %q before the failing inverse", res.Reverted)
 	}
-	res = fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("rollback: %s %+v", res.Status, res.RevertFailed)
-	}
-	fx.same(before, "after the rollback finished the revert")
+	fx.rollsBack(before, "after the rollback finished the revert")
 }

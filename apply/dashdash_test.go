@@ -43,10 +43,8 @@ func TestDnfPackageArgumentsAfterDoubleDash(t *testing.T) {
 	fx := newRPMFixture(t)
 	calls := filepath.Join(t.TempDir(), "calls")
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvCalls+"="+calls)
-	if res := fx.apply(applytest.DnfPlan(), nil); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
-	if rb := fx.rollback(); rb.Status != apply.StatusDone {
+	fx.applies(applytest.DnfPlan())
+	if rb := fx.rollback(-1); rb.Status != apply.StatusDone {
 		t.Fatalf("rollback status %s\n%s", rb.Status, fx.out.String())
 	}
 	checked, bad := dashDashCalls(t, calls, func(args []string) (string, bool) {
@@ -82,9 +80,7 @@ func TestPipPackageArgumentsAfterDoubleDash(t *testing.T) {
 	fx := newFixture(t)
 	calls := filepath.Join(t.TempDir(), "calls")
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvCalls+"="+calls)
-	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.StandardPlan(fx.Index))
 	fx.rollback(-1)
 	checked, bad := dashDashCalls(t, calls, func(args []string) (string, bool) {
 		if !strings.HasPrefix(args[0], "python") || len(args) < 3 || args[1] != "-m" {

@@ -1,7 +1,6 @@
 package apply_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -16,62 +15,6 @@ import (
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
-type rpmFixture struct {
-	*applytest.RPMFixture
-	t      *testing.T
-	h      *host.Host
-	runner *applytest.Runner
-	out    bytes.Buffer
-}
-
-func newRPMFixture(t *testing.T) *rpmFixture {
-	t.Helper()
-	f, err := applytest.BuildRPMHost(applytest.TempDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx := &rpmFixture{RPMFixture: f, t: t, runner: &applytest.Runner{Env: f.Env}}
-	fx.h, err = host.New(f.Root, host.WithRunner(fx.runner))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fx
-}
-
-func (fx *rpmFixture) snapshot() *applytest.State {
-	fx.t.Helper()
-	s, err := applytest.SnapshotRPM(fx.Root, stateDir)
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	return s
-}
-
-func (fx *rpmFixture) same(want *applytest.State, what string) {
-	fx.t.Helper()
-	if d := applytest.Diff(want, fx.snapshot()); d != "" {
-		fx.t.Fatalf("%s: the host differs:\n%s\n--- output:\n%s", what, d, fx.out.String())
-	}
-}
-
-func (fx *rpmFixture) apply(p *planner.Plan, x apply.Executor) *apply.Result {
-	fx.t.Helper()
-	res, err := apply.Apply(context.Background(), fx.h, p, apply.Options{StateDir: stateDir, Executor: x, Out: &fx.out})
-	if err != nil {
-		fx.t.Fatalf("apply: %v\n%s", err, fx.out.String())
-	}
-	return res
-}
-
-func (fx *rpmFixture) rollback() *apply.Result {
-	fx.t.Helper()
-	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, Out: &fx.out})
-	if err != nil {
-		fx.t.Fatalf("rollback: %v\n%s", err, fx.out.String())
-	}
-	return res
-}
-
 func (fx *rpmFixture) packages() map[string]string {
 	fx.t.Helper()
 	m, err := applytest.RPMState(fx.Root)
@@ -84,10 +27,7 @@ func (fx *rpmFixture) packages() map[string]string {
 func TestDnfApplyConverges(t *testing.T) {
 	fx := newRPMFixture(t)
 	before := fx.snapshot()
-	res := fx.apply(applytest.DnfPlan(), nil)
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.DnfPlan())
 	got := fx.packages()
 	want := map[string]string{
 		"libnvidia-ml":           applytest.DnfDriverNew + ".x86_64 held",
@@ -110,15 +50,10 @@ func TestDnfApplyConverges(t *testing.T) {
 	// The inverse knew the long-named dependency from dnf's table, so
 	// undoing removes it.
 	after := fx.snapshot()
-	res = fx.apply(applytest.DnfPlan(), nil)
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("second apply: status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.DnfPlan())
 	fx.same(after, "a second apply of the same plan")
-	fx.rollback()
-	fx.same(after, "rolling back the second apply")
-	fx.rollback()
-	fx.same(before, "rolling back the first apply")
+	fx.rollsBack(after, "rolling back the second apply")
+	fx.rollsBack(before, "rolling back the first apply")
 }
 
 func TestDnfFailureAtEachOperationReverts(t *testing.T) {
@@ -143,7 +78,7 @@ func TestDnfFailureAtEachOperationReverts(t *testing.T) {
 			fx := newRPMFixture(t)
 			before := fx.snapshot()
 			fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"="+tc.fail)
-			res := fx.apply(applytest.DnfPlan(), nil)
+			res := fx.apply(applytest.DnfPlan(), fx.opts(nil))
 			if res.Status != apply.StatusReverted {
 				t.Fatalf("status %s, failed %+v, revert %+v\n%s", res.Status, res.Failed, res.RevertFailed, fx.out.String())
 			}
@@ -158,10 +93,7 @@ func TestDnfFailureAtEachOperationReverts(t *testing.T) {
 func TestDnfRollbackOfflineFromSavedFiles(t *testing.T) {
 	fx := newRPMFixture(t)
 	before := fx.snapshot()
-	res := fx.apply(applytest.DnfPlan(), nil)
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.DnfPlan())
 	// The repository goes away: the old versions must come from the
 	// generation's saved files.
 	if err := os.RemoveAll(fx.Repo); err != nil {
@@ -169,11 +101,7 @@ func TestDnfRollbackOfflineFromSavedFiles(t *testing.T) {
 	}
 	calls := filepath.Join(t.TempDir(), "calls")
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvCalls+"="+calls)
-	rb := fx.rollback()
-	if rb.Status != apply.StatusDone {
-		t.Fatalf("rollback status %s, revert failed %+v\n%s", rb.Status, rb.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after an offline rollback")
+	fx.rollsBack(before, "after an offline rollback")
 	data, _ := os.ReadFile(calls)
 	var installs []string
 	for _, l := range strings.Split(string(data), "\n") {
@@ -194,11 +122,8 @@ func TestDnfRollbackOfflineFromSavedFiles(t *testing.T) {
 func TestDnfVersionlockRoundTrip(t *testing.T) {
 	fx := newRPMFixture(t)
 	base := fx.snapshot()
-	hold := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "hold", Action: planner.Update,
-		Operations: []planner.Operation{applytest.DnfOp(planner.PackagesOp{Hold: []string{"nvidia-driver-cuda"}, Unhold: []string{"libnvidia-ml"}})}}}}
-	if res := fx.apply(hold, nil); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	hold := oneStep("hold", planner.Update, applytest.DnfOp(planner.PackagesOp{Hold: []string{"nvidia-driver-cuda"}, Unhold: []string{"libnvidia-ml"}}))
+	fx.applies(hold)
 	got := fx.packages()
 	if !strings.HasSuffix(got["nvidia-driver-cuda"], " held") || strings.HasSuffix(got["libnvidia-ml"], " held") {
 		t.Fatalf("holds not swapped: %v", got)
@@ -207,47 +132,53 @@ func TestDnfVersionlockRoundTrip(t *testing.T) {
 	if !strings.Contains(string(list), "nvidia-driver-cuda-3:550.54.15-1.el9.*") || strings.Contains(string(list), "libnvidia-ml-") {
 		t.Errorf("lock list:\n%s", list)
 	}
-	fx.rollback()
-	fx.same(base, "after rolling back the holds")
+	fx.rollsBack(base, "after rolling back the holds")
 }
 
-func TestDnfHoldNeedsVersionlock(t *testing.T) {
-	fx := newRPMFixture(t)
-	if err := os.Remove(filepath.Join(fx.Root, applytest.VersionlockConf)); err != nil {
-		t.Fatal(err)
+// TestDnfRefusals: what dnf cannot do, or cannot undo offline, is refused
+// before the host changes.
+func TestDnfRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		address string
+		op      planner.PackagesOp
+		// noVersionlock removes the versionlock plugin's configuration
+		// first.
+		noVersionlock bool
+		want          string
+		what          string
+	}{
+		{
+			name: "HoldNeedsVersionlock", address: "hold", noVersionlock: true,
+			op:   planner.PackagesOp{Hold: []string{"nvidia-driver-cuda"}},
+			want: "versionlock plugin is not installed", what: "a refused hold",
+		},
+		{
+			name: "WhatCannotBeSaved", address: "persistenced",
+			op:   planner.PackagesOp{Install: []planner.PackagePin{{Name: "nvidia-persistenced", Version: applytest.OrphanNew.EVR()}}},
+			want: "could not be restored offline", what: "a refused upgrade",
+		},
+		{
+			name: "LockedPinUnlessReleased", address: "driver",
+			op:   planner.PackagesOp{Install: []planner.PackagePin{{Name: "libnvidia-ml", Version: applytest.DnfDriverNew}}},
+			want: "locked at", what: "a refused pin of a locked package",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newRPMFixture(t)
+			if tc.noVersionlock {
+				if err := os.Remove(filepath.Join(fx.Root, applytest.VersionlockConf)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := fx.snapshot()
+			res := fx.apply(oneStep(tc.address, planner.Update, applytest.DnfOp(tc.op)), fx.opts(nil))
+			if res.Status != apply.StatusReverted || !strings.Contains(res.Failed.Error, tc.want) {
+				t.Fatalf("status %s, failed %+v", res.Status, res.Failed)
+			}
+			fx.same(before, tc.what)
+		})
 	}
-	before := fx.snapshot()
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "hold", Action: planner.Update,
-		Operations: []planner.Operation{applytest.DnfOp(planner.PackagesOp{Hold: []string{"nvidia-driver-cuda"}})}}}}
-	res := fx.apply(p, nil)
-	if res.Status != apply.StatusReverted || !strings.Contains(res.Failed.Error, "versionlock plugin is not installed") {
-		t.Fatalf("status %s, failed %+v", res.Status, res.Failed)
-	}
-	fx.same(before, "a refused hold")
-}
-
-func TestDnfRefusesWhatCannotBeSaved(t *testing.T) {
-	fx := newRPMFixture(t)
-	before := fx.snapshot()
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "persistenced", Action: planner.Update,
-		Operations: []planner.Operation{applytest.DnfOp(planner.PackagesOp{Install: []planner.PackagePin{{Name: "nvidia-persistenced", Version: applytest.OrphanNew.EVR()}}})}}}}
-	res := fx.apply(p, nil)
-	if res.Status != apply.StatusReverted || !strings.Contains(res.Failed.Error, "could not be restored offline") {
-		t.Fatalf("status %s, failed %+v", res.Status, res.Failed)
-	}
-	fx.same(before, "a refused upgrade")
-}
-
-func TestDnfLockedPinRefusedUnlessReleased(t *testing.T) {
-	fx := newRPMFixture(t)
-	before := fx.snapshot()
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "driver", Action: planner.Update,
-		Operations: []planner.Operation{applytest.DnfOp(planner.PackagesOp{Install: []planner.PackagePin{{Name: "libnvidia-ml", Version: applytest.DnfDriverNew}}})}}}}
-	res := fx.apply(p, nil)
-	if res.Status != apply.StatusReverted || !strings.Contains(res.Failed.Error, "locked at") {
-		t.Fatalf("status %s, failed %+v", res.Status, res.Failed)
-	}
-	fx.same(before, "a refused pin of a locked package")
 }
 
 func TestDnfWaitsForItsLock(t *testing.T) {
@@ -262,7 +193,7 @@ func TestDnfWaitsForItsLock(t *testing.T) {
 	}
 	before := fx.snapshot()
 	x := &apply.HostExecutor{Host: fx.h, PackageLockTimeout: 500 * time.Millisecond}
-	res := fx.apply(applytest.DnfPlan(), x)
+	res := fx.apply(applytest.DnfPlan(), fx.opts(x))
 	if res.Status != apply.StatusReverted || !strings.Contains(res.Failed.Error, "dnf's lock") {
 		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
 	}
@@ -276,7 +207,7 @@ func TestDnfWaitsForItsLock(t *testing.T) {
 		time.Sleep(700 * time.Millisecond)
 		os.Remove(lock)
 	}()
-	if res := fx.apply(applytest.DnfPlan(), x); res.Status != apply.StatusApplied {
+	if res := fx.apply(applytest.DnfPlan(), fx.opts(x)); res.Status != apply.StatusApplied {
 		t.Fatalf("after the lock was released: status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
 	}
 }
@@ -284,14 +215,11 @@ func TestDnfWaitsForItsLock(t *testing.T) {
 func TestDnfHoldOfNewPackageUndone(t *testing.T) {
 	fx := newRPMFixture(t)
 	before := fx.snapshot()
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "cuda", Action: planner.Create,
-		Operations: []planner.Operation{applytest.DnfOp(planner.PackagesOp{
-			Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
-			Hold:    []string{"cuda-toolkit-12-4"},
-		})}}}}
-	if res := fx.apply(p, nil); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	p := oneStep("cuda", planner.Create, applytest.DnfOp(planner.PackagesOp{
+		Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
+		Hold:    []string{"cuda-toolkit-12-4"},
+	}))
+	fx.applies(p)
 	if got := fx.packages()["cuda-toolkit-12-4"]; got != "12.4.1-1.x86_64 held" {
 		t.Fatalf("cuda-toolkit-12-4: %q", got)
 	}
@@ -303,22 +231,17 @@ func TestDnfHoldOfNewPackageUndone(t *testing.T) {
 	if got := fx.packages()["cuda-toolkit-12-4"]; got != "(absent) held" {
 		t.Fatalf("after removal by hand: %q", got)
 	}
-	fx.rollback()
-	fx.same(before, "rolling back a package installed and locked")
+	fx.rollsBack(before, "rolling back a package installed and locked")
 }
 
 func TestDnfLockedPinAtItsVersionKeepsTheLock(t *testing.T) {
 	fx := newRPMFixture(t)
 	before := fx.snapshot()
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "driver", Action: planner.Update,
-		Operations: []planner.Operation{applytest.DnfOp(planner.PackagesOp{Install: []planner.PackagePin{
-			{Name: "libnvidia-ml", Version: applytest.DnfDriverOld}, {Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}}})}}}}
-	if res := fx.apply(p, nil); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	p := oneStep("driver", planner.Update, applytest.DnfOp(planner.PackagesOp{Install: []planner.PackagePin{
+		{Name: "libnvidia-ml", Version: applytest.DnfDriverOld}, {Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}}}))
+	fx.applies(p)
 	if got := fx.packages()["libnvidia-ml"]; got != applytest.DnfDriverOld+".x86_64 held" {
 		t.Errorf("libnvidia-ml: %q, want it still locked", got)
 	}
-	fx.rollback()
-	fx.same(before, "rolling back")
+	fx.rollsBack(before, "rolling back")
 }

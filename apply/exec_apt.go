@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -242,7 +242,7 @@ func (x aptManager) readDpkg() (map[string]debState, error) {
 }
 
 // simLine matches what apt-get -s prints for each package it would change.
-var simLine = regexp.MustCompile(`^(Inst|Remv|Purg) (\S+)`)
+var simLine = lazyregexp.New(`^(Inst|Remv|Purg) (\S+)`)
 
 func aptTransaction(op *planner.PackagesOp, simulate bool) []string {
 	argv := []string{"apt-get"}
@@ -277,10 +277,6 @@ func aptTransaction(op *planner.PackagesOp, simulate bool) []string {
 type aptManager struct{ *HostExecutor }
 
 var _ packageManager = aptManager{}
-
-func (x aptManager) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	return prepareTransaction(ctx, ws, seq, op, x, &PackagesInverse{Manager: "apt"})
-}
 
 func (x aptManager) waitLock(ctx context.Context, ws *Workspace) error {
 	return x.waitDpkgLock(ctx, ws)

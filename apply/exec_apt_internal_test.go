@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/tools/txtar"
+
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
 // What dpkg 1.21 left in a Debian 12 root killed (SIGKILL of every
@@ -50,22 +53,29 @@ Description: t
 `
 )
 
-func TestReadDpkgFoldsInTheJournal(t *testing.T) {
+// hostWith is a host whose root holds files (contents by path inside the
+// root); write adds another later.
+func hostWith(t *testing.T, files map[string]string) (h *host.Host, write func(p, s string)) {
+	t.Helper()
 	root := t.TempDir()
-	write := func(p, s string) {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+	write = func(p, s string) {
+		t.Helper()
+		if err := hosttest.BuildArchive(&txtar.Archive{Files: []txtar.File{{Name: p, Data: []byte(s)}}}, root, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write("var/lib/dpkg/status", cutStatus)
+	for p, s := range files {
+		write(p, s)
+	}
 	h, err := host.New(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, write
+}
+
+func TestReadDpkgFoldsInTheJournal(t *testing.T) {
+	h, write := hostWith(t, map[string]string{"var/lib/dpkg/status": cutStatus})
 	x := aptManager{&HostExecutor{Host: h}}
 	db, err := x.readDpkg()
 	if err != nil {
@@ -147,18 +157,8 @@ func TestCheckDebFile(t *testing.T) {
 // earlier upgrade of the user's that failed) is not held against an apply
 // or a rollback of packages it has nothing to do with.
 func TestCheckAptIgnoresWhatWasUnfinishedBefore(t *testing.T) {
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "var/lib/dpkg"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	status := cutStatus + "\nPackage: other\nStatus: install ok half-configured\nArchitecture: amd64\nVersion: 3\nDescription: t\n"
-	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), []byte(status), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := hostWith(t, map[string]string{"var/lib/dpkg/status": status})
 	x := aptManager{&HostExecutor{Host: h}}
 	want := expectPrior([]PriorPackage{{Name: "fa", Version: "1.0", Status: "install ok installed"}})
 	if err := x.checkApt(want, nil); err == nil || !strings.Contains(err.Error(), "other is 3 half-configured") {
@@ -175,24 +175,11 @@ func TestCheckAptIgnoresWhatWasUnfinishedBefore(t *testing.T) {
 // journal file read on its own), so libcuda1:i386 unpacked took the place
 // of libcuda1 (amd64); pkgdb matches entries by name and architecture.
 func TestReadDpkgForeignJournal(t *testing.T) {
-	root := t.TempDir()
-	for p, s := range map[string]string{
+	h, _ := hostWith(t, map[string]string{
 		"var/lib/dpkg/status": "Package: libcuda1\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1.0\n\n" +
 			"Package: libcuda1\nStatus: install ok installed\nArchitecture: i386\nVersion: 1.0\n",
 		"var/lib/dpkg/updates/0000": "Package: libcuda1\nStatus: install ok unpacked\nArchitecture: i386\nVersion: 2.0\n",
-	} {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	db, err := aptManager{&HostExecutor{Host: h}}.readDpkg()
 	if err != nil {
 		t.Fatal(err)

@@ -225,10 +225,6 @@ type dnfManager struct{ *HostExecutor }
 
 var _ packageManager = dnfManager{}
 
-func (x dnfManager) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	return prepareTransaction(ctx, ws, seq, op, x, &PackagesInverse{Manager: "dnf"})
-}
-
 func (x dnfManager) waitLock(ctx context.Context, ws *Workspace) error {
 	return x.waitDnfLock(ctx, ws, time.Now().Add(x.lockTimeout()))
 }
@@ -415,6 +411,15 @@ func (x dnfManager) dnfRun(ctx context.Context, ws *Workspace, deadline time.Tim
 	return err
 }
 
+// dnfOn runs dnf with args on pkgs, given after a "--" so that no name is
+// read as an option; with no pkgs it runs nothing.
+func (x dnfManager) dnfOn(ctx context.Context, ws *Workspace, deadline time.Time, pkgs []string, args ...string) error {
+	if len(pkgs) == 0 {
+		return nil
+	}
+	return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, args, []string{"--"}, pkgs))
+}
+
 // dnfOutput runs argv once the lock is free and returns its output.
 func (x dnfManager) dnfOutput(ctx context.Context, ws *Workspace, argv []string) ([]byte, error) {
 	var out bytes.Buffer
@@ -477,31 +482,22 @@ func (x dnfManager) run(ctx context.Context, ws *Workspace, op *planner.Packages
 				unlock = append(unlock, p.Name)
 			}
 		}
-		if len(unlock) > 0 {
-			if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete", "--"}, unlock)); err != nil {
-				return err
-			}
+		if err := x.dnfOn(ctx, ws, deadline, unlock, dnfOffline, "versionlock", "delete"); err != nil {
+			return err
 		}
 	}
 	// Removals go first: a package replaced by another that conflicts
 	// with it (one driver flavour for another) must be gone before its
 	// successor goes in.
-	if len(op.Remove) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"remove", "--"}, op.Remove)); err != nil {
-			return err
-		}
+	if err := x.dnfOn(ctx, ws, deadline, op.Remove, "remove"); err != nil {
+		return err
 	}
 	// dnf install moves an installed package to the pinned version
 	// whichever way it lies: upgrade or downgrade.
-	if len(op.Install) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"install", "--"}, pinSpecs(op))); err != nil {
-			return err
-		}
+	if err := x.dnfOn(ctx, ws, deadline, pinSpecs(op), "install"); err != nil {
+		return err
 	}
-	if len(op.Hold) > 0 {
-		return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "add", "--"}, op.Hold))
-	}
-	return nil
+	return x.dnfOn(ctx, ws, deadline, op.Hold, dnfOffline, "versionlock", "add")
 }
 
 // undo puts every package the transaction could change back to the
@@ -596,27 +592,19 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 		}
 	}
 	sort.Strings(unlock)
-	if len(unlock) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete", "--"}, unlock)); err != nil {
-			return err
-		}
+	if err := x.dnfOn(ctx, ws, deadline, unlock, dnfOffline, "versionlock", "delete"); err != nil {
+		return err
 	}
-	if len(duplicates) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "--noautoremove", "remove", "--"}, duplicates)); err != nil {
-			return err
-		}
+	if err := x.dnfOn(ctx, ws, deadline, duplicates, dnfOffline, "--noautoremove", "remove"); err != nil {
+		return err
 	}
 	// Old versions go back first, so that nothing left depends on a
 	// package removed next. Saved files need no repository.
-	if len(files) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "install", "--"}, files)); err != nil {
-			return err
-		}
+	if err := x.dnfOn(ctx, ws, deadline, files, dnfOffline, "install"); err != nil {
+		return err
 	}
-	if len(specs) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{"install", "--"}, specs)); err != nil {
-			return err
-		}
+	if err := x.dnfOn(ctx, ws, deadline, specs, "install"); err != nil {
+		return err
 	}
 	if cur, err = x.readRPM(ctx, ws); err != nil {
 		return err
@@ -629,17 +617,13 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 			}
 		}
 	}
-	if len(remove) > 0 {
-		// --noautoremove: dependencies the removed packages pulled in
-		// are in the inverse themselves; nothing else may go with them.
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "--noautoremove", "remove", "--"}, remove)); err != nil {
-			return err
-		}
+	// --noautoremove: dependencies the removed packages pulled in are in
+	// the inverse themselves; nothing else may go with them.
+	if err := x.dnfOn(ctx, ws, deadline, remove, dnfOffline, "--noautoremove", "remove"); err != nil {
+		return err
 	}
-	if len(reinstall) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "reinstall", "--"}, reinstall)); err != nil {
-			return err
-		}
+	if err := x.dnfOn(ctx, ws, deadline, reinstall, dnfOffline, "reinstall"); err != nil {
+		return err
 	}
 	if cur, err = x.readRPM(ctx, ws); err != nil {
 		return err
@@ -667,15 +651,10 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 	if (len(lock) > 0 || len(release) > 0) && !locks.present {
 		return fmt.Errorf("cannot restore the version locks of %s: dnf's versionlock plugin is not installed any more", strings.Join(slices.Concat(lock, release), ", "))
 	}
-	if len(release) > 0 {
-		if err := x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "delete", "--"}, release)); err != nil {
-			return err
-		}
+	if err := x.dnfOn(ctx, ws, deadline, release, dnfOffline, "versionlock", "delete"); err != nil {
+		return err
 	}
-	if len(lock) > 0 {
-		return x.dnfRun(ctx, ws, deadline, slices.Concat(dnfBase, []string{dnfOffline, "versionlock", "add", "--"}, lock))
-	}
-	return nil
+	return x.dnfOn(ctx, ws, deadline, lock, dnfOffline, "versionlock", "add")
 }
 
 // recover runs before the inverses of a dnf transaction that was

@@ -3,8 +3,9 @@ package apply
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,7 @@ func (packagesExecutor) names(inv *PackagesInverse) ([]string, error) {
 
 func (x packagesExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
 	m, _ := x.manager(string(op.Manager))
-	return m.prepare(ctx, ws, seq, op)
+	return prepareTransaction(ctx, ws, seq, op, m)
 }
 
 func (x packagesExecutor) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
@@ -46,9 +47,10 @@ func (x packagesExecutor) undo(ctx context.Context, ws *Workspace, inv *Packages
 }
 
 // packageManager carries out the transactions of one package manager,
-// with the contract of Executor.
+// with the contract of Executor; prepareTransaction prepares them through
+// its transactionHooks.
 type packageManager interface {
-	prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error)
+	transactionHooks
 	run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error
 	undo(ctx context.Context, ws *Workspace, inv *PackagesInverse) error
 	// recover brings the manager back to a consistent state after a
@@ -133,8 +135,9 @@ type transactionHooks interface {
 	// pinPending fixes the versions the plan could only learn at apply.
 	pinPending(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error
 	// readPrior reads the state the transaction would change and refuses
-	// a transaction the manager cannot carry out. It returns nil, and no
-	// error, when the transaction changes nothing of the host's (a pip
+	// a transaction the manager cannot carry out. It records in inv what
+	// the manager's undo needs besides the packages. It returns nil, and
+	// no error, when the transaction changes nothing of the host's (a pip
 	// environment it creates), having said so in inv.
 	readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, inv *PackagesInverse) (priorState, error)
 }
@@ -165,7 +168,8 @@ type priorState interface {
 // the lock, pin pending versions, read the prior state, learn from a dry
 // run which packages the transaction affects, and record each of them,
 // saving the package files of those it changes, in name order.
-func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp, m transactionHooks, inv *PackagesInverse) (*PackagesInverse, error) {
+func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp, m transactionHooks) (*PackagesInverse, error) {
+	inv := &PackagesInverse{Manager: string(op.Manager)}
 	if err := m.waitLock(ctx, ws); err != nil {
 		return nil, err
 	}
@@ -202,12 +206,7 @@ func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *planner
 		}
 	}
 	prior.finish(inv, affected)
-	names := make([]string, 0, len(affected))
-	for n := range affected {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(affected)) {
 		pp, err := prior.prior(ctx, ws, seq, n, changes[n])
 		if err != nil {
 			return nil, err

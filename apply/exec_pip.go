@@ -9,15 +9,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
 // pipNorm is PEP 503's normalised project name.
-var pipRun = regexp.MustCompile(`[-_.]+`)
+var pipRun = lazyregexp.New(`[-_.]+`)
 
 func pipNorm(name string) string { return pipRun.ReplaceAllString(strings.ToLower(name), "-") }
 
@@ -84,10 +84,6 @@ type pipManager struct{ *HostExecutor }
 
 var _ packageManager = pipManager{}
 
-func (x pipManager) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
-	return prepareTransaction(ctx, ws, seq, op, x, &PackagesInverse{Manager: "pip", Python: pipPython(op), Venv: op.Venv, IndexURL: op.IndexURL})
-}
-
 // waitLock does nothing: pip takes no lock.
 func (pipManager) waitLock(context.Context, *Workspace) error { return nil }
 
@@ -95,6 +91,7 @@ func (pipManager) waitLock(context.Context, *Workspace) error { return nil }
 func (pipManager) pinPending(context.Context, *Workspace, *planner.PackagesOp) error { return nil }
 
 func (x pipManager) readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, inv *PackagesInverse) (priorState, error) {
+	inv.Python, inv.Venv, inv.IndexURL = pipPython(op), op.Venv, op.IndexURL
 	if op.Venv != "" {
 		ok, err := x.venvExists(op.Venv)
 		if err != nil {

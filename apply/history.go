@@ -96,19 +96,11 @@ func Prune(h *host.Host, stateDir string, keep int) (*Pruned, error) {
 	if err := checkRoot(h); err != nil {
 		return nil, err
 	}
-	store, err := OpenStore(h, stateDir)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := store.Lock("history --keep")
+	store, lock, gens, err := lockStore(h, stateDir, "history --keep")
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Release()
-	gens, err := store.Generations()
-	if err != nil {
-		return nil, err
-	}
 	res := &Pruned{}
 	for i := 0; i < len(gens)-keep; i++ {
 		m := gens[i]

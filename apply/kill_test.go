@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -25,15 +26,26 @@ const (
 
 // TestKillHelper is not a test: run by the kill tests in a child process,
 // it applies (or rolls back) on a fixture and SIGKILLs itself right after
-// journal record K is durable.
+// journal record K is durable. Mode "dnf" applies the dnf plan on an RPM
+// fixture.
 func TestKillHelper(t *testing.T) {
 	dir := os.Getenv(envKillDir)
 	if dir == "" {
 		t.Skip("helper process for TestKilled*")
 	}
 	at, _ := strconv.Atoi(os.Getenv(envKillAt))
-	f := applytest.OpenHost(dir)
-	h, err := host.New(f.Root, host.WithRunner(&applytest.Runner{Env: f.Env}))
+	mode := os.Getenv(envKillMode)
+	var root string
+	var env []string
+	var plan *planner.Plan
+	if mode == "dnf" {
+		f := applytest.OpenRPMHost(dir)
+		root, env, plan = f.Root, f.Env, applytest.DnfPlan()
+	} else {
+		f := applytest.OpenHost(dir)
+		root, env, plan = f.Root, f.Env, applytest.StandardPlan(f.Index)
+	}
+	h, err := host.New(root, host.WithRunner(&applytest.Runner{Env: env}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +55,10 @@ func TestKillHelper(t *testing.T) {
 			select {}
 		}
 	}
-	if os.Getenv(envKillMode) == "rollback" {
+	if mode == "rollback" {
 		_, err = apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: point})
 	} else {
-		_, err = apply.Apply(context.Background(), h, applytest.StandardPlan(f.Index), apply.Options{StateDir: stateDir, JournalPoint: point})
+		_, err = apply.Apply(context.Background(), h, plan, apply.Options{StateDir: stateDir, JournalPoint: point})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -76,19 +88,15 @@ func runKilled(t *testing.T, dir, mode string, k int) bool {
 // then the host must be the one before. ended says the kill came after
 // the journal's end record: the apply finished and only its meta.json
 // was not rewritten, so it is applied, and rollback undoes it.
-func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State, ended bool) {
+func recoverAndCheck(t *testing.T, fx *testHost, plan *planner.Plan, before *applytest.State, ended bool) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := apply.Apply(ctx, fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
+	_, err := apply.Apply(ctx, fx.h, plan, fx.opts(nil))
 	var le *apply.LockedError
 	if !errors.As(err, &le) || !le.Stale {
 		t.Fatalf("apply after a kill: %v, want a stale-lock refusal", err)
 	}
-	store, err := apply.OpenStore(fx.h, stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, removed, err := store.ForceUnlock(); err != nil || !removed {
+	if _, removed, err := apply.ForceUnlock(fx.h, stateDir); err != nil || !removed {
 		t.Fatalf("force-unlock: removed %v, %v", removed, err)
 	}
 	// Killed past the end record, the status file still says running;
@@ -102,44 +110,26 @@ func recoverAndCheck(t *testing.T, fx *fixture, before *applytest.State, ended b
 			t.Fatalf("history after a kill past the end record: %+v %v, want generation 1 applied", gens, err)
 		}
 	} else {
-		_, err = apply.Apply(ctx, fx.h, applytest.StandardPlan(fx.Index), fx.opts(nil))
+		_, err = apply.Apply(ctx, fx.h, plan, fx.opts(nil))
 		var uf *apply.UnfinishedError
 		if !errors.As(err, &uf) {
 			t.Fatalf("apply over an unfinished generation: %v", err)
 		}
 	}
-	res := fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after a kill and a rollback")
+	fx.rollsBack(before, "after a kill and a rollback")
 	if st, _ := apply.ReadStatus(fx.h, stateDir); st.Unfinished {
 		t.Fatalf("still unfinished after rollback: %+v", st)
 	}
 }
 
-// killFixture builds a fixture in a directory the helper can find.
-func killFixture(t *testing.T) (*fixture, string) {
-	dir := applytest.TempDir(t)
-	f, err := applytest.BuildHost(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx := &fixture{Fixture: f, t: t, runner: &applytest.Runner{Env: f.Env}}
-	fx.h, err = host.New(f.Root, host.WithRunner(fx.runner))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fx, dir
-}
-
-// journalPoints counts the journal records of an uninterrupted apply
-// (and of the rollback after it) of the standard plan.
-func journalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
-	fx := newFixture(t)
+// journalPoints counts the journal records of an uninterrupted apply of
+// the plan on the host that layOut lays out (and of the rollback after
+// it).
+func journalPoints(t *testing.T, layOut func(*testing.T) (*testHost, *planner.Plan)) (applyPoints, rollbackPoints int) {
+	fx, p := layOut(t)
 	o := fx.opts(nil)
 	o.JournalPoint = func(n int) { applyPoints = n }
-	if res := fx.apply(applytest.StandardPlan(fx.Index), o); res.Status != apply.StatusApplied {
+	if res := fx.apply(p, o); res.Status != apply.StatusApplied {
 		t.Fatalf("apply: %s", res.Status)
 	}
 	_, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: func(n int) { rollbackPoints = n }})
@@ -149,57 +139,73 @@ func journalPoints(t *testing.T) (applyPoints, rollbackPoints int) {
 	return applyPoints, rollbackPoints
 }
 
-func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
-	points, _ := journalPoints(t)
-	if points < 20 {
-		t.Fatalf("the standard plan journals only %d records", points)
+// atEveryJournalPoint runs test in a parallel subtest for each journal
+// point k from 1 to points, of which there must be least; kill, given to
+// test, runs the helper in mode on fx, killed at k. It logs how many were
+// killed, and what each kill was followed by (after).
+func atEveryJournalPoint(t *testing.T, what string, points, least int, after string, test func(t *testing.T, k int, kill func(fx *testHost, mode string))) {
+	if points < least {
+		t.Fatalf("the %s journals only %d records", what, points)
 	}
 	var killed atomic.Int32
 	for k := 1; k <= points; k++ {
 		t.Run(fmt.Sprint(k), func(t *testing.T) {
 			t.Parallel()
-			fx, dir := killFixture(t)
-			before := fx.snapshot()
-			if !runKilled(t, dir, "apply", k) {
-				t.Fatalf("the apply finished before journal point %d", k)
-			}
-			killed.Add(1)
-			recoverAndCheck(t, fx, before, k == points)
+			test(t, k, func(fx *testHost, mode string) {
+				t.Helper()
+				if !runKilled(t, fx.dir, mode, k) {
+					t.Fatalf("the %s finished before journal point %d", what, k)
+				}
+				killed.Add(1)
+			})
 		})
 	}
 	t.Cleanup(func() {
-		t.Logf("apply killed (SIGKILL) at %d of %d journal points, each followed by force-unlock and a rollback to the same host", killed.Load(), points)
+		t.Logf("%s killed (SIGKILL) at %d of %d journal points, each followed by %s", what, killed.Load(), points, after)
 	})
 }
 
-func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
-	_, points := journalPoints(t)
-	var killed atomic.Int32
-	for k := 1; k <= points; k++ {
-		t.Run(fmt.Sprint(k), func(t *testing.T) {
-			t.Parallel()
-			fx, dir := killFixture(t)
-			before := fx.snapshot()
-			if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-				t.Fatalf("apply: %s", res.Status)
-			}
-			if !runKilled(t, dir, "rollback", k) {
-				t.Fatalf("the rollback finished before journal point %d", k)
-			}
-			killed.Add(1)
-			fx.forceUnlock()
-			res := fx.rollback(-1)
-			if res.Status != apply.StatusDone {
-				t.Fatalf("rollback after the kill: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-			}
-			fx.same(before, "after a killed rollback was finished")
-			gens, _ := apply.History(fx.h, stateDir)
-			if len(gens) != 2 || gens[0].UndoneBy != 2 {
-				t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
-			}
+// standardHost is the standard fake host and plan.
+func standardHost(t *testing.T) (*testHost, *planner.Plan) {
+	fx := newFixture(t)
+	return fx.testHost, applytest.StandardPlan(fx.Index)
+}
+
+func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
+	for _, tc := range []struct {
+		what string
+		mode string // the helper's: the standard plan, or the dnf plan on an RPM host
+		// least is how many records the plan journals at least.
+		least int
+		host  func(t *testing.T) (*testHost, *planner.Plan)
+	}{
+		{"apply", "apply", 20, standardHost},
+		{"dnf apply", "dnf", 8, func(t *testing.T) (*testHost, *planner.Plan) { return newRPMFixture(t).testHost, applytest.DnfPlan() }},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			points, _ := journalPoints(t, tc.host)
+			atEveryJournalPoint(t, tc.what, points, tc.least, "force-unlock and a rollback to the same host", func(t *testing.T, k int, kill func(*testHost, string)) {
+				fx, plan := tc.host(t)
+				before := fx.snapshot()
+				kill(fx, tc.mode)
+				recoverAndCheck(t, fx, plan, before, k == points)
+			})
 		})
 	}
-	t.Cleanup(func() {
-		t.Logf("rollback killed (SIGKILL) at %d of %d journal points, each finished by a second rollback", killed.Load(), points)
+}
+
+func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
+	_, points := journalPoints(t, standardHost)
+	atEveryJournalPoint(t, "rollback", points, 0, "a second rollback that finished it", func(t *testing.T, k int, kill func(*testHost, string)) {
+		fx, plan := standardHost(t)
+		before := fx.snapshot()
+		fx.applies(plan)
+		kill(fx, "rollback")
+		fx.forceUnlock()
+		fx.rollsBack(before, "after a killed rollback was finished")
+		gens, _ := apply.History(fx.h, stateDir)
+		if len(gens) != 2 || gens[0].UndoneBy != 2 {
+			t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
+		}
 	})
 }

@@ -92,8 +92,7 @@ func TestValidatePlan(t *testing.T) {
 		{planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/../../../../tmp/x"}}, "not an absolute, clean path"},
 		{planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "ssh.service"}}, "not one gpuenv manages"},
 	} {
-		p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: "x", Action: planner.Update, Operations: []planner.Operation{tc.op}}}}
-		if err := apply.ValidatePlan(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := apply.ValidatePlan(oneStep("x", planner.Update, tc.op)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.op, err, tc.want)
 		}
 	}

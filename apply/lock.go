@@ -101,6 +101,26 @@ func (s *Store) Lock(command string) (*Lock, error) {
 	return &Lock{f: f, path: p}, syncDir(s.abs)
 }
 
+// lockStore opens the state directory dir inside h's root, takes its lock
+// for command and reads its generations, which the lock keeps as read
+// until the caller releases it.
+func lockStore(h *host.Host, dir, command string) (*Store, *Lock, []Meta, error) {
+	store, err := OpenStore(h, dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lock, err := store.Lock(command)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	gens, err := store.Generations()
+	if err != nil {
+		lock.Release()
+		return nil, nil, nil, err
+	}
+	return store, lock, gens, nil
+}
+
 // Release removes the lock file and drops the flock.
 func (l *Lock) Release() error {
 	if l == nil || l.f == nil {

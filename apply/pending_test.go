@@ -46,8 +46,7 @@ func TestApplyPinsVersionKnownAfterApply(t *testing.T) {
 			if journal := fx.read("/var/lib/gpuenv/generations/1/journal"); !strings.Contains(journal, `"version":"`+tc.want+`"`) {
 				t.Errorf("the journal does not record the pinned version %s:\n%s", tc.want, journal)
 			}
-			fx.rollback(-1)
-			fx.same(before, "after rollback")
+			fx.rollsBack(before, "after rollback")
 		})
 	}
 }

@@ -42,13 +42,10 @@ func TestRealPip(t *testing.T) {
 	venv := filepath.Join(dir, "venv")
 	state := filepath.Join(dir, "state")
 	pip := func(version string) *planner.Plan {
-		return &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-			Address: "framework.pytorch", Action: planner.Update,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-				Manager: "pip", Python: python, Venv: venv, IndexURL: index,
-				Install: []planner.PackagePin{{Name: "torch", Version: version}},
-			}}},
-		}}}
+		return oneStep("framework.pytorch", planner.Update, planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+			Manager: "pip", Python: python, Venv: venv, IndexURL: index,
+			Install: []planner.PackagePin{{Name: "torch", Version: version}},
+		}})
 	}
 	var out bytes.Buffer
 	run := func(p *planner.Plan) {

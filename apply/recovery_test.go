@@ -42,14 +42,18 @@ func TestRollbackAfterDpkgCutDuringUnpack(t *testing.T) {
 	if res := fx.apply(applytest.StandardPlan(fx.Index), o); res.Status != apply.StatusFailed {
 		t.Fatalf("status %s", res.Status)
 	}
-	if !strings.Contains(fx.read("/var/lib/dpkg/status"), "reinstreq") {
-		t.Fatal("the fake left no package needing reinstallation")
+	fx.rollbackRepairs(before, "reinstreq", "after a rollback from a half-unpacked package")
+}
+
+// rollbackRepairs checks that dpkg's status file shows a package in
+// state, as an interrupted transaction left it, and that a rollback then
+// ends with the host as it was before.
+func (fx *fixture) rollbackRepairs(before *applytest.State, state, what string) {
+	fx.t.Helper()
+	if !strings.Contains(fx.read("/var/lib/dpkg/status"), state) {
+		fx.t.Fatalf("no package was left %s", state)
 	}
-	res := fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after a rollback from a half-unpacked package")
+	fx.rollsBack(before, what)
 }
 
 // failAfterApt fails the second operation, after the apt transaction
@@ -80,14 +84,7 @@ func TestRollbackJudgesPackagesByStatus(t *testing.T) {
 	if res.Status != apply.StatusFailed || res.ExitCode() != 3 {
 		t.Fatalf("status %s exit %d\n%s", res.Status, res.ExitCode(), fx.out.String())
 	}
-	if !strings.Contains(fx.read("/var/lib/dpkg/status"), "half-configured") {
-		t.Fatal("the failed revert left nothing half-configured")
-	}
-	res = fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after the rollback repaired the half-configured packages")
+	fx.rollbackRepairs(before, "half-configured", "after the rollback repaired the half-configured packages")
 }
 
 // apt-get can exit 0 with a package left half-configured (a trigger that
@@ -154,16 +151,14 @@ func TestSignalDuringLastOperationReverts(t *testing.T) {
 func TestTornJournalRecordIsRecovered(t *testing.T) {
 	for _, mode := range []string{"apply", "rollback"} {
 		t.Run(mode, func(t *testing.T) {
-			fx, dir := killFixture(t)
+			fx := newFixture(t)
 			before := fx.snapshot()
 			gen := "1"
 			if mode == "rollback" {
-				if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-					t.Fatalf("apply: %s", res.Status)
-				}
+				fx.applies(applytest.StandardPlan(fx.Index))
 				gen = "2"
 			}
-			if !runKilled(t, dir, mode, 7) {
+			if !runKilled(t, fx.dir, mode, 7) {
 				t.Fatal("not killed")
 			}
 			j := filepath.Join(fx.Root, stateDir, "generations", gen, "journal")
@@ -174,11 +169,7 @@ func TestTornJournalRecordIsRecovered(t *testing.T) {
 			f.WriteString(`{"n":8,"time":"2026-12-01T00:00:00Z","event":"be`)
 			f.Close()
 			fx.forceUnlock()
-			res := fx.rollback(-1)
-			if res.Status != apply.StatusDone {
-				t.Fatalf("rollback after a torn record: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-			}
-			fx.same(before, "after a torn journal record")
+			fx.rollsBack(before, "after a torn journal record")
 			if _, err := apply.ReadJournal(j, mode == "rollback"); err != nil {
 				t.Errorf("the continued journal does not read back whole: %v", err)
 			}
@@ -193,25 +184,23 @@ func TestTornJournalRecordIsRecovered(t *testing.T) {
 // A journal cut exactly at a record boundary (the failed write wrote
 // nothing) is an unfinished generation, not a finished one.
 func TestJournalCutAtRecordBoundaryIsUnfinished(t *testing.T) {
-	fx, dir := killFixture(t)
+	fx := newFixture(t)
 	before := fx.snapshot()
-	if !runKilled(t, dir, "apply", 9) {
+	if !runKilled(t, fx.dir, "apply", 9) {
 		t.Fatal("not killed")
 	}
 	st, err := apply.ReadStatus(fx.h, stateDir)
 	if err != nil || !st.Unfinished {
 		t.Fatalf("status %+v %v, want unfinished", st, err)
 	}
-	recoverAndCheck(t, fx, before, false)
+	recoverAndCheck(t, fx.testHost, applytest.StandardPlan(fx.Index), before, false)
 }
 
 // meta.json is rewritten after the journal's end record; when that write
 // fails (the disk full), the journal still says how the generation ended.
 func TestMetaWriteFailureKeepsJournalsEnding(t *testing.T) {
 	fx := newFixture(t)
-	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("apply: %s", res.Status)
-	}
+	fx.applies(applytest.StandardPlan(fx.Index))
 	p := filepath.Join(fx.Root, stateDir, "generations/1/meta.json")
 	data, err := os.ReadFile(p)
 	if err != nil {
@@ -254,22 +243,13 @@ func TestMetaWriteFailureKeepsJournalsEnding(t *testing.T) {
 func TestInterruptedRollbackIsResumed(t *testing.T) {
 	fx := newFixture(t)
 	before := fx.snapshot()
-	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("apply: %s", res.Status)
-	}
+	fx.applies(applytest.StandardPlan(fx.Index))
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:install@reinstreq")
 	res := fx.rollback(-1)
 	if res.Status != apply.StatusFailed || res.ExitCode() != 3 {
 		t.Fatalf("the cut rollback: %s exit %d\n%s", res.Status, res.ExitCode(), fx.out.String())
 	}
-	if !strings.Contains(fx.read("/var/lib/dpkg/status"), "reinstreq") {
-		t.Fatal("the fake left no package needing reinstallation")
-	}
-	res = fx.rollback(-1)
-	if res.Status != apply.StatusDone {
-		t.Fatalf("the resumed rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
-	}
-	fx.same(before, "after a resumed rollback")
+	fx.rollbackRepairs(before, "reinstreq", "after a resumed rollback")
 	gens, _ := apply.History(fx.h, stateDir)
 	if len(gens) != 2 || gens[1].Status != apply.StatusDone || gens[0].UndoneBy != 2 {
 		t.Errorf("history: %+v", gens)
@@ -284,9 +264,7 @@ func TestCutDownloadIsNotSavedForRollback(t *testing.T) {
 	fx := newFixture(t)
 	before := fx.snapshot()
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:download@empty")
-	if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
-		t.Fatalf("apply: %s %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.applies(applytest.StandardPlan(fx.Index))
 	if !strings.Contains(fx.out.String(), "is not whole: rebuilding it") {
 		t.Errorf("the empty download was not noticed:\n%s", fx.out.String())
 	}

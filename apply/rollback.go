@@ -122,11 +122,7 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 			return &Result{Kind: KindRollback, Status: StatusDone}, nil
 		}
 	}
-	store, err := OpenStore(h, opts.StateDir)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := store.Lock("rollback")
+	store, lock, gens, err := lockStore(h, opts.StateDir, "rollback")
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +130,6 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
-	}
-	gens, err := store.Generations()
-	if err != nil {
-		return nil, err
 	}
 	if err := store.repair(gens); err != nil {
 		return nil, err

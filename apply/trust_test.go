@@ -415,15 +415,7 @@ func TestCheckReadyNamesLockHolder(t *testing.T) {
 	}
 	// A generation left running by a killed gpuenv, its lock left too:
 	// the message says to clear the lock before the rollback.
-	store, err := apply.OpenStore(fx.h, stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock, err := store.Lock("apply")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = lock
+	_, lock := fx.lock()
 	st := filepath.Join(fx.Root, stateDir, "status.json")
 	// Generation 2, whose journal is not there to say it ended (the
 	// status file is read through the journal when it can be).
@@ -436,7 +428,7 @@ func TestCheckReadyNamesLockHolder(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fx.Root, stateDir, "lock"), []byte(`{"pid":999999999,"command":"apply","started":"2026-01-02T03:04:05Z"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err = apply.CheckReady(fx.h, stateDir)
+	err := apply.CheckReady(fx.h, stateDir)
 	if err == nil || !strings.Contains(err.Error(), "generation 2 (apply) is unfinished") || !strings.Contains(err.Error(), "first run `gpuenv force-unlock`: the lock was left by gpuenv apply (pid 999999999") {
 		t.Errorf("with an unfinished generation and a stale lock: %v", err)
 	}

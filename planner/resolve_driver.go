@@ -42,7 +42,7 @@ func (r *resolver) resolveDriver() {
 		}
 		return
 	}
-	vsub := subjectOf(b.Version, b.DefRange)
+	vsub := b.Version.RangeOr(b.DefRange)
 	keep, ok := r.driverSource(dd, r.driverProbe(dd.Versions))
 	if !ok {
 		return
@@ -91,7 +91,7 @@ func (r *resolver) distroDriver(dd *DesiredDriver, vsub hcl.Range) bool {
 	p := applies[0]
 	r.errorf(vsub, "Driver version not in the distribution's archive",
 		"%s's archive has the %s driver branch only (%s, %s); the spec asks for %s with source = \"distro\" (%s). Use source = \"nvidia\" with NVIDIA's repository for other branches.",
-		r.os.Title, strings.TrimSuffix(p.Applies.String(), ".*"), p.Name, p.Source, quoted(dd.Versions), at(subjectOf(dd.Block.Source, dd.Block.DefRange)))
+		r.os.Title, strings.TrimSuffix(p.Applies.String(), ".*"), p.Name, p.Source, dd.Versions.Quoted(), at(dd.Block.Source.RangeOr(dd.Block.DefRange)))
 	return false
 }
 
@@ -100,7 +100,7 @@ func (r *resolver) distroDriver(dd *DesiredDriver, vsub hcl.Range) bool {
 func (r *resolver) driverFloors(dd *DesiredDriver, vsub hcl.Range) bool {
 	ok := true
 	for _, n := range r.needs {
-		spelled := quoted(dd.Versions)
+		spelled := dd.Versions.Quoted()
 		floor := n.Exact
 		if floor.IsZero() || !admitsFrom(dd.Versions, floor) {
 			floor = version.Version{}
@@ -182,7 +182,7 @@ func (r *resolver) driverGPUs(dd *DesiredDriver, vsub hcl.Range) bool {
 			why = fmt.Sprintf("%s GPUs need a driver within %s (%s)", a.Title, strings.Join(terms, ", "), a.Source)
 		}
 		r.errorf(vsub, "Driver does not support the GPU",
-			"The driver block allows %s, but the host has %s: %s.", quoted(dd.Versions), g.Describe(), why)
+			"The driver block allows %s, but the host has %s: %s.", dd.Versions.Quoted(), g.Describe(), why)
 	}
 	return ok
 }
@@ -267,7 +267,7 @@ func (r *resolver) kernelModules(dd *DesiredDriver) {
 		if len(dd.Branches) > 0 && len(fit) == 0 {
 			r.errorf(km.Range, "Kernel modules not available for this host",
 				"kernel_modules = %q cannot work with the driver versions the spec allows (%s, %s): %s.",
-				km.Value, quoted(dd.Versions), at(subjectOf(b.Version, b.DefRange)), why)
+				km.Value, dd.Versions.Quoted(), at(b.Version.RangeOr(b.DefRange)), why)
 			return
 		}
 		if len(fit) > 0 && len(fit) < len(dd.Branches) {
@@ -395,7 +395,7 @@ func (r *resolver) archiveBranch(dd *DesiredDriver, vsub hcl.Range) bool {
 			list = "no driver package"
 		}
 		r.errorf(vsub, "Driver version not in the archive",
-			"The driver block allows %s (%s) from %s, which offers %s.", quoted(dd.Versions), at(vsub), r.archive.Describe(dd.Source), list)
+			"The driver block allows %s (%s) from %s, which offers %s.", dd.Versions.Quoted(), at(vsub), r.archive.Describe(dd.Source), list)
 		return false
 	}
 	bo := offered[0]

@@ -158,7 +158,7 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 	out, used, err := r.driverNames(dd.Source, dd.KernelModules, branch, newest)
 	dd.Branch = used
 	if err != nil {
-		r.errorf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Driver packages unknown", "%s.", err)
+		r.errorf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Driver packages unknown", "%s.", err)
 		return
 	}
 	if !slices.ContainsFunc(out, func(p PackageName) bool { return !strings.Contains(p.Name, "pinning") }) {
@@ -173,7 +173,7 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 		if dd.Source == spec.SourceDistro {
 			hint = " Use source = \"nvidia\" with a repository block for NVIDIA's repository."
 		}
-		r.errorf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Driver packages unknown",
+		r.errorf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Driver packages unknown",
 			"gpuenv's package tables name no driver package for %s from the %s source (%s).%s", r.os.Title, dd.Source, what, hint)
 		return
 	}
@@ -183,7 +183,7 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 		if streams, err := r.os.names(q); err == nil && len(streams) > 0 {
 			// RHEL 8 and 9 hide modular packages until their stream is
 			// enabled, and enabling one is not among gpuenv's operations.
-			r.warnf(subjectOf(dd.Block.Source, dd.Block.DefRange), "Enable the driver's module stream first",
+			r.warnf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Enable the driver's module stream first",
 				"On %s, NVIDIA's driver packages are in the module stream %s, which dnf hides until it is enabled: run dnf module enable %s before applying (%s).",
 				r.os.Title, streams[0].Name, streams[0].Name, streams[0].From)
 		}
@@ -196,7 +196,7 @@ func (r *resolver) cudaPackages(dc *DesiredCUDA) {
 		err = fmt.Errorf("gpuenv's package tables name no CUDA %s toolkit package for %s from the %s source", dc.Minor, r.os.Title, dc.Source)
 	}
 	if err != nil {
-		r.errorf(subjectOf(dc.Block.Source, dc.Block.DefRange), "CUDA packages unknown", "%s.", err)
+		r.errorf(dc.Block.Source.RangeOr(dc.Block.DefRange), "CUDA packages unknown", "%s.", err)
 		return
 	}
 	dc.Packages = names
@@ -236,11 +236,11 @@ func (r *resolver) cudnnNames(dn *DesiredCuDNN, src spec.Source) ([]PackageName,
 func (r *resolver) cudnnPackages(dn *DesiredCuDNN) {
 	out, err := r.cudnnNames(dn, dn.Source)
 	if err != nil {
-		r.errorf(subjectOf(dn.Block.Source, dn.Block.DefRange), "cuDNN packages unknown", "%s.", err)
+		r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown", "%s.", err)
 		return
 	}
 	if len(out) == 0 {
-		r.errorf(subjectOf(dn.Block.Source, dn.Block.DefRange), "cuDNN packages unknown",
+		r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown",
 			"gpuenv's package tables name no cuDNN package for %s from the %s source.", r.os.Title, dn.Source)
 		return
 	}
@@ -249,14 +249,14 @@ func (r *resolver) cudnnPackages(dn *DesiredCuDNN) {
 		if list == "" {
 			list = "no cuDNN package"
 		}
-		subject := subjectOf(dn.Block.Version, dn.Block.DefRange)
+		subject := dn.Block.Version.RangeOr(dn.Block.DefRange)
 		r.errorf(subject, "cuDNN version not in the archive",
-			"The spec asks for cuDNN %s for CUDA %d (%s) from %s, which offers %s.", quoted(dn.Versions), dn.CUDAMajor, at(subject), r.archive.Describe(dn.Source), list)
+			"The spec asks for cuDNN %s for CUDA %d (%s) from %s, which offers %s.", dn.Versions.Quoted(), dn.CUDAMajor, at(subject), r.archive.Describe(dn.Source), list)
 		return
 	}
 	for _, p := range out {
 		if strings.Contains(p.Notes, "installer") {
-			r.warnf(subjectOf(dn.Block.Source, dn.Block.DefRange), p.Name+" downloads cuDNN when installed",
+			r.warnf(dn.Block.Source.RangeOr(dn.Block.DefRange), p.Name+" downloads cuDNN when installed",
 				"%s (%s): %s.", p.Name, p.From, p.Notes)
 		}
 	}

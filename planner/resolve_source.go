@@ -213,8 +213,8 @@ func (r *resolver) offersWhere(src spec.Source, names []string, fits func(up ver
 func (r *resolver) driverSource(dd *DesiredDriver, probe version.Constraint) (keep, ok bool) {
 	b := dd.Block
 	c := sourceCase{
-		block: "driver", attr: b.Source, def: subjectOf(b.Version, b.DefRange),
-		what:      "the driver (" + quoted(probe) + ")",
+		block: "driver", attr: b.Source, def: b.Version.RangeOr(b.DefRange),
+		what:      "the driver (" + probe.Quoted() + ")",
 		noun:      "driver package",
 		component: DriverPackage,
 		offers: func(s spec.Source) []listed {
@@ -296,8 +296,8 @@ func (r *resolver) driverProbe(c version.Constraint) version.Constraint {
 func (r *resolver) cudaSource(dc *DesiredCUDA, rows []compat.CUDARelease) (keep, ok bool) {
 	b := dc.Block
 	c := sourceCase{
-		block: "cuda", attr: b.Source, def: subjectOf(b.Version, b.DefRange),
-		what:      "CUDA " + quoted(dc.Versions),
+		block: "cuda", attr: b.Source, def: b.Version.RangeOr(b.DefRange),
+		what:      "CUDA " + dc.Versions.Quoted(),
 		noun:      "CUDA toolkit package",
 		component: toolkitPackage,
 		offers: func(s spec.Source) []listed {
@@ -383,8 +383,8 @@ func (r *resolver) cudaOffers(src spec.Source, versions version.Constraint, rows
 func (r *resolver) cudnnSource(dn *DesiredCuDNN) (keep, ok bool) {
 	b := dn.Block
 	c := sourceCase{
-		block: "cudnn", attr: b.Source, def: subjectOf(b.Version, b.DefRange),
-		what:      "cuDNN " + quoted(dn.Versions),
+		block: "cudnn", attr: b.Source, def: b.Version.RangeOr(b.DefRange),
+		what:      "cuDNN " + dn.Versions.Quoted(),
 		noun:      "cuDNN package",
 		component: cudnnPackage,
 		offers: func(s spec.Source) []listed {

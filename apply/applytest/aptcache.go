@@ -12,11 +12,7 @@ func fakeAptCache(c *Call) int {
 	if len(c.Args) == 0 {
 		return c.errorf(100, "E: No operation given")
 	}
-	arch, err := archive(c)
-	if err != nil {
-		return c.errorf(100, "E: %v", err)
-	}
-	d, err := openDB(c)
+	arch, d, err := aptState(c)
 	if err != nil {
 		return c.errorf(100, "E: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -120,27 +119,13 @@ func parseDnfArgs(args []string) (*dnfOpts, error) {
 
 // rpmRepo is the fake repository, by name, oldest first.
 func rpmRepo(c *Call, o *dnfOpts) (map[string][]*rpmFile, error) {
-	out := map[string][]*rpmFile{}
 	dir := c.Env(EnvRPMRepo)
-	if dir == "" || o.offline {
-		return out, nil
+	if o.offline {
+		dir = ""
 	}
-	m, _ := filepath.Glob(filepath.Join(dir, "*.rpm"))
-	for _, f := range m {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		r, err := parseRPM(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		out[r.Name] = append(out[r.Name], r)
-	}
-	for _, l := range out {
-		sort.Slice(l, func(i, j int) bool { return compareVersions(l[i].EVR(), l[j].EVR()) < 0 })
-	}
-	return out, nil
+	return readPackages(dir, "*.rpm", parseRPM,
+		func(r *rpmFile) string { return r.Name },
+		func(r *rpmFile) string { return r.EVR() })
 }
 
 // specForms are the spellings of a package that a dnf argument may
@@ -165,33 +150,34 @@ func matchSpec(spec string, r RPM) bool {
 	return false
 }
 
-func locklistPath(c *Call) string {
+// versionlockConf is the value of key in the versionlock plugin's
+// configuration; ok is false where it is not set (or there is no
+// configuration: the plugin is not installed).
+func versionlockConf(c *Call, key string) (string, bool) {
 	data, err := c.readFile(VersionlockConf)
 	if err != nil {
-		return DefaultLocklist
+		return "", false
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		k, v, ok := strings.Cut(line, "=")
-		if ok && strings.TrimSpace(k) == "locklist" {
-			return strings.TrimSpace(v)
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), true
 		}
+	}
+	return "", false
+}
+
+func locklistPath(c *Call) string {
+	if p, ok := versionlockConf(c, "locklist"); ok {
+		return p
 	}
 	return DefaultLocklist
 }
 
 func lockPluginEnabled(c *Call) bool {
-	data, err := c.readFile(VersionlockConf)
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, ok := strings.Cut(line, "=")
-		if ok && strings.TrimSpace(k) == "enabled" {
-			v = strings.ToLower(strings.TrimSpace(v))
-			return v == "1" || v == "true" || v == "yes"
-		}
-	}
-	return false
+	v, _ := versionlockConf(c, "enabled")
+	v = strings.ToLower(v)
+	return v == "1" || v == "true" || v == "yes"
 }
 
 // readLocklist is the list's entries, as the plugin reads them: comment
@@ -768,7 +754,7 @@ func fakeVersionlock(c *Call, o *dnfOpts, d *rpmDB, repo map[string][]*rpmFile, 
 			}
 			for _, r := range found {
 				e := r.Name + "-" + r.epoch() + ":" + r.Version + "-" + r.Release + ".*"
-				if contains(entries, e) || contains(add, e) {
+				if slices.Contains(entries, e) || slices.Contains(add, e) {
 					fmt.Fprintf(c.Stdout, "Package already locked in equivalent form: %s\n", e)
 					continue
 				}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,21 +46,12 @@ func (d Deb) Bytes() []byte {
 		ctl += "Depends: " + d.Depends + "\n"
 	}
 	ctl += fmt.Sprintf("Description: %s (gpuenv test package)\n", d.Name)
-	ar := &txtar.Archive{}
-	names := make([]string, 0, len(d.Files))
-	for n := range d.Files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		ar.Files = append(ar.Files, txtar.File{Name: strings.TrimPrefix(n, "/"), Data: []byte(d.Files[n])})
-	}
 	var b bytes.Buffer
 	b.WriteString("!<arch>\n")
 	for _, m := range []struct {
 		name string
 		data []byte
-	}{{"debian-binary", []byte("2.0\n")}, {"control.tar", []byte(ctl)}, {"data.tar", txtar.Format(ar)}} {
+	}{{"debian-binary", []byte("2.0\n")}, {"control.tar", []byte(ctl)}, {"data.tar", filesTxtar("", d.Files)}} {
 		fmt.Fprintf(&b, "%-16s%-12d%-6d%-6d%-8s%-10d`\n", m.name, 0, 0, 0, "100644", len(m.data))
 		b.Write(m.data)
 		if len(m.data)%2 == 1 {
@@ -99,17 +92,7 @@ func (d Deb) FileName() string {
 }
 
 // WriteArchive puts debs into dir, the archive EnvArchive names.
-func WriteArchive(dir string, debs ...Deb) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, d := range debs {
-		if err := os.WriteFile(filepath.Join(dir, d.FileName()), d.Bytes(), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func WriteArchive(dir string, debs ...Deb) error { return writePackages(dir, debs) }
 
 type debFile struct {
 	control paragraph
@@ -242,13 +225,8 @@ func (d *db) save() error {
 			return err
 		}
 	}
-	names := make([]string, 0, len(d.pkgs))
-	for n := range d.pkgs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
-	for i, n := range names {
+	for i, n := range slices.Sorted(maps.Keys(d.pkgs)) {
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -319,32 +297,33 @@ func (d *db) remove(name string) {
 	delete(d.pkgs, name)
 }
 
-// archive is the fake apt archive.
+// archive is the fake apt archive, by package name, oldest first.
 func archive(c *Call) (map[string][]*debFile, error) {
-	dir := c.Env(EnvArchive)
-	out := map[string][]*debFile{}
-	if dir == "" {
-		return out, nil
+	return readPackages(c.Env(EnvArchive), "*.deb", parseDeb,
+		func(d *debFile) string { return d.control.get("Package") },
+		func(d *debFile) string { return d.control.get("Version") })
+}
+
+// aptState is what apt works from: the archive and dpkg's database.
+func aptState(c *Call) (map[string][]*debFile, *db, error) {
+	arch, err := archive(c)
+	if err != nil {
+		return nil, nil, err
 	}
-	m, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
-	for _, f := range m {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
+	d, err := openDB(c)
+	return arch, d, err
+}
+
+// pickDeb is the newest package called name in the archive at version
+// ver, or at any version when ver is empty; nil when there is none.
+func pickDeb(arch map[string][]*debFile, name, ver string) *debFile {
+	var pick *debFile
+	for _, cand := range arch[name] {
+		if ver == "" || cand.control.get("Version") == ver {
+			pick = cand
 		}
-		deb, err := parseDeb(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		n := deb.control.get("Package")
-		out[n] = append(out[n], deb)
 	}
-	for _, list := range out {
-		sort.Slice(list, func(i, j int) bool {
-			return compareVersions(list[i].control.get("Version"), list[j].control.get("Version")) < 0
-		})
-	}
-	return out, nil
+	return pick
 }
 
 func compareVersions(a, b string) int {
@@ -374,11 +353,7 @@ func fakeAptGet(c *Call) int {
 		return c.errorf(100, "E: Invalid operation")
 	}
 	sub, args := pos[0], pos[1:]
-	arch, err := archive(c)
-	if err != nil {
-		return c.errorf(100, "E: %v", err)
-	}
-	d, err := openDB(c)
+	arch, d, err := aptState(c)
 	if err != nil {
 		return c.errorf(100, "E: %v", err)
 	}
@@ -390,12 +365,7 @@ func fakeAptGet(c *Call) int {
 	case "download":
 		for _, a := range args {
 			name, ver, _ := strings.Cut(a, "=")
-			var found *debFile
-			for _, deb := range arch[name] {
-				if ver == "" || deb.control.get("Version") == ver {
-					found = deb
-				}
-			}
+			found := pickDeb(arch, name, ver)
 			if found == nil {
 				return c.errorf(100, "E: Can't find a source to download version '%s' of '%s:amd64'", ver, name)
 			}
@@ -454,12 +424,7 @@ func fakeAptGet(c *Call) int {
 			if (want == "" && cur != "") || (want != "" && cur == want) {
 				continue
 			}
-			var pick *debFile
-			for _, cand := range arch[dn] {
-				if want == "" || cand.control.get("Version") == want {
-					pick = cand
-				}
-			}
+			pick := pickDeb(arch, dn, want)
 			if pick == nil {
 				return fmt.Errorf("E: Unable to satisfy dependency %s of %s", dep, name)
 			}
@@ -495,12 +460,7 @@ func fakeAptGet(c *Call) int {
 			order = append(order, deb)
 		default:
 			name, ver, _ := strings.Cut(a, "=")
-			var pick *debFile
-			for _, cand := range arch[name] {
-				if ver == "" || cand.control.get("Version") == ver {
-					pick = cand
-				}
-			}
+			pick := pickDeb(arch, name, ver)
 			if pick == nil {
 				if len(arch[name]) == 0 {
 					return c.errorf(100, "E: Unable to locate package %s", name)

@@ -20,6 +20,7 @@ var hostTxtar []byte
 
 // Fixture is a fake host laid out by BuildHost.
 type Fixture struct {
+	Dir     string // what BuildHost laid it out in, and OpenHost takes
 	Root    string // the root directory
 	Archive string // the fake apt archive (EnvArchive)
 	Index   string // the Python package index, as a file:// URL
@@ -82,7 +83,7 @@ func Wheels() []Wheel {
 // OpenHost names the parts of a host BuildHost laid out in dir, for a
 // process other than the one that built it.
 func OpenHost(dir string) *Fixture {
-	f := &Fixture{Root: filepath.Join(dir, "root"), Archive: filepath.Join(dir, "archive"), Index: "file://" + filepath.Join(dir, "index", "simple") + "/"}
+	f := &Fixture{Dir: dir, Root: filepath.Join(dir, "root"), Archive: filepath.Join(dir, "archive"), Index: "file://" + filepath.Join(dir, "index", "simple") + "/"}
 	f.Env = []string{EnvArchive + "=" + f.Archive}
 	return f
 }

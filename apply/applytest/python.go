@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -152,12 +154,7 @@ func fakePip(c *Call, args []string) int {
 	switch sub {
 	case "list":
 		var out []map[string]string
-		names := make([]string, 0, len(have))
-		for n := range have {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(have)) {
 			out = append(out, map[string]string{"name": have[n].name, "version": have[n].version})
 		}
 		if out == nil {

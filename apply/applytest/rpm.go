@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,30 +81,11 @@ func (r RPM) FileName() string {
 // Bytes is the fake .rpm file.
 func (r RPM) Bytes() []byte {
 	hdr := fmt.Sprintf("Name: %s\nEpoch: %s\nVersion: %s\nRelease: %s\nArch: %s\nRequires: %s\n", r.Name, r.epoch(), r.Version, r.Release, r.arch(), r.Requires)
-	ar := &txtar.Archive{Comment: []byte(hdr)}
-	names := make([]string, 0, len(r.Files))
-	for n := range r.Files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		ar.Files = append(ar.Files, txtar.File{Name: strings.TrimPrefix(n, "/"), Data: []byte(r.Files[n])})
-	}
-	return txtar.Format(ar)
+	return filesTxtar(hdr, r.Files)
 }
 
 // WriteRPMRepo puts rpms into dir, the repository EnvRPMRepo names.
-func WriteRPMRepo(dir string, rpms ...RPM) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, r := range rpms {
-		if err := os.WriteFile(filepath.Join(dir, r.FileName()), r.Bytes(), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func WriteRPMRepo(dir string, rpms ...RPM) error { return writePackages(dir, rpms) }
 
 // rpmFile is a parsed fake .rpm with its contents.
 type rpmFile struct {
@@ -115,22 +96,11 @@ type rpmFile struct {
 func parseRPM(data []byte) (*rpmFile, error) {
 	ar := txtar.Parse(data)
 	r := &rpmFile{data: data, RPM: RPM{Files: map[string]string{}}}
+	tags := map[string]*string{"Name": &r.Name, "Epoch": &r.Epoch, "Version": &r.Version, "Release": &r.Release, "Arch": &r.Arch, "Requires": &r.Requires}
 	for _, line := range strings.Split(string(ar.Comment), "\n") {
 		k, v, _ := strings.Cut(line, ":")
-		v = strings.TrimSpace(v)
-		switch k {
-		case "Name":
-			r.Name = v
-		case "Epoch":
-			r.Epoch = v
-		case "Version":
-			r.Version = v
-		case "Release":
-			r.Release = v
-		case "Arch":
-			r.Arch = v
-		case "Requires":
-			r.Requires = v
+		if p, ok := tags[k]; ok {
+			*p = strings.TrimSpace(v)
 		}
 	}
 	if r.Name == "" || r.Version == "" || r.Release == "" {
@@ -197,16 +167,7 @@ func (d *rpmDB) named(name string) []*rpmInst {
 // owned reports whether a package other than except owns file p.
 func (d *rpmDB) owned(p string, except *rpmInst) bool {
 	for _, q := range d.pkgs {
-		if q != except && contains(q.files, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
+		if q != except && slices.Contains(q.files, p) {
 			return true
 		}
 	}

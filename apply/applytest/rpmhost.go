@@ -64,6 +64,7 @@ func RepoRPMs() []RPM {
 
 // RPMFixture is a fake RPM host laid out by BuildRPMHost.
 type RPMFixture struct {
+	Dir  string // what BuildRPMHost laid it out in, and OpenRPMHost takes
 	Root string
 	Repo string // EnvRPMRepo
 	Env  []string
@@ -72,7 +73,7 @@ type RPMFixture struct {
 // OpenRPMHost names the parts of a host BuildRPMHost laid out in dir,
 // for a process other than the one that built it.
 func OpenRPMHost(dir string) *RPMFixture {
-	f := &RPMFixture{Root: filepath.Join(dir, "root"), Repo: filepath.Join(dir, "repo")}
+	f := &RPMFixture{Dir: dir, Root: filepath.Join(dir, "root"), Repo: filepath.Join(dir, "repo")}
 	f.Env = []string{EnvRPMRepo + "=" + f.Repo}
 	return f
 }

@@ -7,9 +7,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -46,15 +48,10 @@ func (w Wheel) Bytes() ([]byte, error) {
 	}
 	files[info+"/METADATA"] = fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: gpuenv test distribution\n", w.Name, w.Version)
 	files[info+"/WHEEL"] = "Wheel-Version: 1.0\nGenerator: gpuenv-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-	names := make([]string, 0, len(files))
-	for k := range files {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	var record strings.Builder
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		f, err := zw.Create(n)
 		if err != nil {
 			return nil, err

@@ -22,10 +22,6 @@ import (
 	"github.com/gpuenv/gpuenv/spec"
 )
 
-func init() {
-	commands = append(commands, newApplyCmd)
-}
-
 // applyHooks are test-only entry points into apply, set by test commands
 // (a gpuenv that kills itself at a journal point), never by a flag.
 var applyHooks struct {
@@ -43,8 +39,7 @@ var newDeviceSettings = func(h *host.Host) apply.DeviceSettings {
 }
 
 type applyOptions struct {
-	vars        varFlags
-	pythons     []string
+	planFlags
 	autoApprove bool
 	noRevert    bool
 }
@@ -83,8 +78,7 @@ reverted; 3 failed and the revert is incomplete: run "gpuenv rollback".`,
 			return runApply(ctx, g, &o, target)
 		},
 	}
-	o.vars.register(cmd)
-	repeatable(cmd.Flags(), &o.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	o.planFlags.register(cmd)
 	cmd.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking for confirmation")
 	cmd.Flags().BoolVar(&o.noRevert, "no-revert", false, "on failure, leave the operations already done in place (gpuenv rollback undoes them)")
 	addJSONFlag(cmd, g)

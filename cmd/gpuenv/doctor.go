@@ -18,10 +18,6 @@ import (
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
-func init() {
-	commands = append(commands, newDoctorCmd)
-}
-
 func newDoctorCmd(g *globalOptions) *cobra.Command {
 	var pythons []string
 	cmd := &cobra.Command{

@@ -16,10 +16,6 @@ import (
 	"github.com/gpuenv/gpuenv/spec"
 )
 
-func init() {
-	commands = append(commands, newFmtCmd)
-}
-
 // stdinName is how fmt names standard input in output and diagnostics.
 const stdinName = "<stdin>"
 

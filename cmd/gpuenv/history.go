@@ -6,10 +6,6 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 )
 
-func init() {
-	commands = append(commands, newHistoryCmd)
-}
-
 func newHistoryCmd(g *globalOptions) *cobra.Command {
 	keep := -1
 	cmd := &cobra.Command{

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -13,10 +12,6 @@ import (
 	"github.com/gpuenv/gpuenv/providers/capture"
 	"github.com/gpuenv/gpuenv/spec"
 )
-
-func init() {
-	commands = append(commands, newInitCmd)
-}
 
 func newInitCmd(g *globalOptions) *cobra.Command {
 	var pythons []string
@@ -77,7 +72,7 @@ inside --root), which must not exist yet.`,
 }
 
 // writeNewFile writes data to name, which must not exist, through a
-// temporary file renamed into place, so that an interrupted init leaves no
+// temporary file linked into place, so that an interrupted init leaves no
 // half-written spec.
 func writeNewFile(name string, data []byte) error {
 	if _, err := os.Lstat(name); err == nil {
@@ -85,22 +80,7 @@ func writeNewFile(name string, data []byte) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("--out: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return fmt.Errorf("writing the spec: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the spec: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing the spec: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("writing the spec: %w", err)
-	}
-	if err := os.Link(tmp.Name(), name); err != nil {
+	if err := writeWhole(name, data, 0o644, os.Link); err != nil {
 		return fmt.Errorf("writing the spec: %w", err)
 	}
 	return nil

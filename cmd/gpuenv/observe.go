@@ -24,13 +24,12 @@ func openHost(g *globalOptions) (*host.Host, error) {
 	return host.New(g.Root, hostOptions...)
 }
 
-func init() {
-	commands = append(commands, func(g *globalOptions) *cobra.Command {
-		var pythons []string
-		cmd := &cobra.Command{
-			Use:   "observe",
-			Short: "Show what is on the host: GPUs, driver, kernel modules, CUDA, cuDNN, frameworks",
-			Long: `Observe reads the host (--root) and prints, one section per layer, what is
+func newObserveCmd(g *globalOptions) *cobra.Command {
+	var pythons []string
+	cmd := &cobra.Command{
+		Use:   "observe",
+		Short: "Show what is on the host: GPUs, driver, kernel modules, CUDA, cuDNN, frameworks",
+		Long: `Observe reads the host (--root) and prints, one section per layer, what is
 installed and running: the GPUs on the PCI bus and their kernel driver, the
 loaded modules and blacklists, NVML's view, the driver libraries, device
 nodes, packages, CUDA toolkits, cuDNN, Python environments and their
@@ -40,21 +39,20 @@ Debian-family host.
 
 With --json it prints the observation document (schema_version) that plan,
 apply and doctor work from.`,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				v := newObserveView(g)
-				h, err := openHost(g)
-				if err != nil {
-					return err
-				}
-				obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
-				return v.Observation(obs)
-			},
-		}
-		repeatable(cmd.Flags(), &pythons, "python", "a Python `INTERPRETER` (path inside --root) whose environment to observe; repeatable")
-		addJSONFlag(cmd, g)
-		return cmd
-	})
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := newObserveView(g)
+			h, err := openHost(g)
+			if err != nil {
+				return err
+			}
+			obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
+			return v.Observation(obs)
+		},
+	}
+	repeatable(cmd.Flags(), &pythons, "python", "a Python `INTERPRETER` (path inside --root) whose environment to observe; repeatable")
+	addJSONFlag(cmd, g)
+	return cmd
 }
 
 // observeView shows observe's result, for a person or as JSON; the flags
@@ -97,8 +95,7 @@ type observeHuman struct {
 
 var _ observeView = (*observeHuman)(nil)
 
-// section starts a layer's block and ends the previous one with its
-// problems.
+// section starts a block of the output.
 func (v *observeHuman) section(title string) {
 	v.printf("\n%s\n", title)
 }
@@ -128,19 +125,30 @@ func (v *observeHuman) flag(layers ...string) {
 func (v *observeHuman) Observation(obs *facts.Observation) error {
 	v.problems = slices.Clone(obs.Problems)
 	v.printf("Host %s\n", v.root)
-	v.os(obs)
-	v.kernel(obs)
-	v.gpus(obs)
-	v.nvml(obs)
-	v.driver(obs)
-	v.devices(obs)
-	v.packages(obs)
-	v.repositories(obs)
-	v.cuda(obs)
-	v.cudnn(obs)
-	v.python(obs)
-	v.groups(obs)
-	v.environment(obs)
+	for _, sec := range []struct {
+		title string
+		show  func(*facts.Observation)
+		// layers are those whose problems the section shows.
+		layers []string
+	}{
+		{"OS", v.os, []string{"os"}},
+		{"Kernel", v.kernel, []string{"kernel"}},
+		{"GPUs on the PCI bus", v.gpus, []string{"pci"}},
+		{"NVML", v.nvml, []string{"nvml"}},
+		{"Driver", v.driver, []string{"driver"}},
+		{"Device nodes", v.devices, []string{"devices"}},
+		{"Packages", v.packages, []string{"packages"}},
+		{"Package repositories", v.repositories, []string{"repositories"}},
+		{"CUDA toolkits", v.cuda, []string{"cuda"}},
+		{"cuDNN", v.cudnn, []string{"cudnn"}},
+		{"Python environments", v.python, []string{"python", "framework"}},
+		{"Groups", v.groups, []string{"groups"}},
+		{"Environment", v.environment, []string{"environment"}},
+	} {
+		v.section(sec.title)
+		sec.show(obs)
+		v.flag(sec.layers...)
+	}
 	if len(v.problems) > 0 {
 		v.section("Other problems")
 		for _, p := range v.problems {
@@ -160,6 +168,17 @@ func (v *observeHuman) Observation(obs *facts.Observation) error {
 	return v.err
 }
 
+// each shows every element of xs with show, or says empty when there is
+// none.
+func each[T any](v *observeHuman, xs []T, empty string, show func(T)) {
+	if len(xs) == 0 {
+		v.item("%s", empty)
+	}
+	for _, x := range xs {
+		show(x)
+	}
+}
+
 func orUnknown(s string) string {
 	if s == "" {
 		return "unknown"
@@ -169,7 +188,6 @@ func orUnknown(s string) string {
 
 func (v *observeHuman) os(obs *facts.Observation) {
 	o := obs.OS
-	v.section("OS")
 	name := o.Name
 	if name == "" {
 		name = strings.TrimSpace(o.ID + " " + o.VersionID)
@@ -180,7 +198,6 @@ func (v *observeHuman) os(obs *facts.Observation) {
 		v.item("architecture %s", o.Arch)
 	}
 	v.initProcess(obs.Init)
-	v.flag("os")
 }
 
 // initProcess says what process 1 is, and so whether systemd takes a
@@ -202,7 +219,6 @@ func (v *observeHuman) initProcess(in facts.Init) {
 
 func (v *observeHuman) kernel(obs *facts.Observation) {
 	k := obs.Kernel
-	v.section("Kernel")
 	v.item("running %s, Secure Boot %s", orUnknown(k.Release), orUnknown(k.SecureBoot))
 	if len(k.Loaded) == 0 {
 		v.item("loaded GPU modules: none")
@@ -217,16 +233,13 @@ func (v *observeHuman) kernel(obs *facts.Observation) {
 		}
 		v.item("loaded GPU modules: %s", strings.Join(names, ", "))
 	}
-	if len(k.Blacklists) == 0 {
-		v.item("blacklisted: nothing GPU-related")
-	}
-	for _, b := range k.Blacklists {
+	each(v, k.Blacklists, "blacklisted: nothing GPU-related", func(b facts.Blacklist) {
 		where := b.File
 		if b.Line > 0 {
 			where = fmt.Sprintf("%s:%d", b.File, b.Line)
 		}
 		v.item("blacklisted: %s (%s, %s)", b.Module, b.Directive, where)
-	}
+	})
 	if ir := k.Initramfs; ir != nil {
 		v.item("initramfs %s, built %s", ir.Path, ir.ModTime.Format(time.DateTime))
 	}
@@ -256,15 +269,10 @@ func (v *observeHuman) kernel(obs *facts.Observation) {
 		}
 		v.item("kernel %s: %s", ik.Release, strings.Join(notes, "; "))
 	}
-	v.flag("kernel")
 }
 
 func (v *observeHuman) gpus(obs *facts.Observation) {
-	v.section("GPUs on the PCI bus")
-	if len(obs.PCI) == 0 {
-		v.item("no NVIDIA GPU")
-	}
-	for _, d := range obs.PCI {
+	each(v, obs.PCI, "no NVIDIA GPU", func(d facts.PCIDevice) {
 		model := d.Model
 		if model == "" {
 			model = "unknown model"
@@ -281,16 +289,13 @@ func (v *observeHuman) gpus(obs *facts.Observation) {
 			drv = "none"
 		}
 		v.item("%s  %04x:%04x  %s  driver: %s", d.Address, d.VendorID, d.DeviceID, model, drv)
-	}
-	v.flag("pci")
+	})
 }
 
 func (v *observeHuman) nvml(obs *facts.Observation) {
 	n := obs.NVML
-	v.section("NVML")
 	if n.Status != "ok" {
 		v.item("%s: %s", strings.ReplaceAll(n.Status, "_", " "), n.Error)
-		v.flag("nvml")
 		return
 	}
 	v.item("driver %s, CUDA driver API %s, NVML %s", orUnknown(n.DriverVersion), orUnknown(n.CUDADriverVersion), orUnknown(n.NVMLVersion))
@@ -310,7 +315,6 @@ func (v *observeHuman) nvml(obs *facts.Observation) {
 			v.item("   process %d %s  %s", p.PID, p.Name, bytesText(p.UsedMemory))
 		}
 	}
-	v.flag("nvml")
 }
 
 func bytesText(b uint64) string {
@@ -323,7 +327,6 @@ func bytesText(b uint64) string {
 
 func (v *observeHuman) driver(obs *facts.Observation) {
 	d := obs.Driver
-	v.section("Driver")
 	if d.ModuleVersion == "" {
 		v.item("kernel module: not loaded")
 	} else {
@@ -333,24 +336,16 @@ func (v *observeHuman) driver(obs *facts.Observation) {
 		}
 		v.item("kernel module %s (%s; from %s)", d.ModuleVersion, flavor, d.ModuleVersionFrom)
 	}
-	if len(d.Libraries) == 0 {
-		v.item("libnvidia-ml: not installed")
-	}
-	for _, l := range d.Libraries {
+	each(v, d.Libraries, "libnvidia-ml: not installed", func(l facts.Library) {
 		v.item("library %s (%s)", l.Version, l.Path)
-	}
+	})
 	if d.LibraryVersion != "" {
 		v.item("libnvidia-ml.so.1 leads to %s", d.LibraryVersion)
 	}
-	v.flag("driver")
 }
 
 func (v *observeHuman) devices(obs *facts.Observation) {
-	v.section("Device nodes")
-	if len(obs.DeviceNodes) == 0 {
-		v.item("no /dev/nvidia* nodes")
-	}
-	for _, n := range obs.DeviceNodes {
+	each(v, obs.DeviceNodes, "no /dev/nvidia* nodes", func(n facts.DeviceNode) {
 		kind := "not a character device"
 		if n.Char {
 			kind = fmt.Sprintf("char %d:%d", n.Major, n.Minor)
@@ -360,16 +355,13 @@ func (v *observeHuman) devices(obs *facts.Observation) {
 			group = fmt.Sprint(n.GID)
 		}
 		v.item("%s  %s  mode %s  uid %d  group %s", n.Path, kind, n.Mode, n.UID, group)
-	}
-	v.flag("devices")
+	})
 }
 
 func (v *observeHuman) packages(obs *facts.Observation) {
 	p := obs.Packages
-	v.section("Packages")
 	if p.Manager == "" {
 		v.item("no package database gpuenv reads")
-		v.flag("packages")
 		return
 	}
 	v.item("%s: %d packages, %d GPU-related", p.Manager, p.Total, len(p.Packages))
@@ -390,32 +382,22 @@ func (v *observeHuman) packages(obs *facts.Observation) {
 		}
 		v.item("%s", line)
 	}
-	v.flag("packages")
 }
 
 func (v *observeHuman) repositories(obs *facts.Observation) {
-	v.section("Package repositories")
-	if len(obs.Repositories) == 0 {
-		v.item("none enabled")
-	}
-	for _, r := range obs.Repositories {
+	each(v, obs.Repositories, "none enabled", func(r facts.Repository) {
 		where := r.File
 		if r.ID != "" {
 			where += " [" + r.ID + "]"
 		}
 		what := slices.Concat(r.URIs, r.Suites, r.Components)
 		v.item("%s: %s", where, strings.Join(what, " "))
-	}
-	v.flag("repositories")
+	})
 }
 
 func (v *observeHuman) cuda(obs *facts.Observation) {
 	c := obs.CUDA
-	v.section("CUDA toolkits")
-	if len(c.Toolkits) == 0 {
-		v.item("none")
-	}
-	for _, t := range c.Toolkits {
+	each(v, c.Toolkits, "none", func(t facts.Toolkit) {
 		line := fmt.Sprintf("%s %s (from %s, %s layout)", t.Path, orUnknown(t.Version), orUnknown(t.VersionFrom), orUnknown(t.Layout))
 		if t.Nvcc != "" {
 			line += ", nvcc " + t.Nvcc
@@ -426,19 +408,14 @@ func (v *observeHuman) cuda(obs *facts.Observation) {
 			line += ", package " + t.Package
 		}
 		v.item("%s", line)
-	}
+	})
 	if c.Default != "" {
 		v.item("/usr/local/cuda -> %s", c.Default)
 	}
-	v.flag("cuda")
 }
 
 func (v *observeHuman) cudnn(obs *facts.Observation) {
-	v.section("cuDNN")
-	if len(obs.CuDNN.Installs) == 0 {
-		v.item("none")
-	}
-	for _, i := range obs.CuDNN.Installs {
+	each(v, obs.CuDNN.Installs, "none", func(i facts.CuDNNInstall) {
 		line := orUnknown(i.Version)
 		if i.CUDAMajor != "" {
 			line += " for CUDA " + i.CUDAMajor
@@ -453,25 +430,17 @@ func (v *observeHuman) cudnn(obs *facts.Observation) {
 			line += ", package " + i.Package
 		}
 		v.item("%s", line)
-	}
-	v.flag("cudnn")
+	})
 }
 
 func (v *observeHuman) python(obs *facts.Observation) {
-	v.section("Python environments")
-	if len(obs.Python) == 0 {
-		v.item("none found")
-	}
-	for _, e := range obs.Python {
+	each(v, obs.Python, "none found", func(e facts.PythonEnv) {
 		kind := "system"
 		if e.Virtual {
 			kind = "venv"
 		}
 		v.item("%s (Python %s, %s, prefix %s)", e.Interpreter, orUnknown(e.Version), kind, e.Prefix)
-		if len(e.Frameworks) == 0 {
-			v.item("   no framework")
-		}
-		for _, f := range e.Frameworks {
+		each(v, e.Frameworks, "   no framework", func(f facts.Framework) {
 			var notes []string
 			switch {
 			case f.CPUOnly:
@@ -489,9 +458,8 @@ func (v *observeHuman) python(obs *facts.Observation) {
 				notes = append(notes, "plugin "+p.Path+" "+p.Version)
 			}
 			v.item("   %s %s (%s)", f.Name, f.Version, strings.Join(notes, ", "))
-		}
-	}
-	v.flag("python", "framework")
+		})
+	})
 }
 
 // gpuGroups are the groups whose members can reach GPU device nodes on
@@ -499,7 +467,6 @@ func (v *observeHuman) python(obs *facts.Observation) {
 var gpuGroups = []string{"video", "render", "nvidia"}
 
 func (v *observeHuman) groups(obs *facts.Observation) {
-	v.section("Groups")
 	shown := 0
 	for _, g := range obs.Groups {
 		if !slices.Contains(gpuGroups, g.Name) {
@@ -516,18 +483,13 @@ func (v *observeHuman) groups(obs *facts.Observation) {
 	if shown == 0 {
 		v.item("no video, render or nvidia group (%d groups in all)", len(obs.Groups))
 	}
-	v.flag("groups")
 }
 
 func (v *observeHuman) environment(obs *facts.Observation) {
 	e := obs.Environment
-	v.section("Environment")
-	if len(e.Variables) == 0 {
-		v.item("no GPU-related variables set system-wide")
-	}
-	for _, a := range e.Variables {
+	each(v, e.Variables, "no GPU-related variables set system-wide", func(a facts.Assignment) {
 		v.item("%s=%s  (%s:%d)", a.Name, a.Value, a.File, a.Line)
-	}
+	})
 	var dirs []string
 	for _, p := range e.LoaderPaths {
 		dirs = append(dirs, p.Dir)
@@ -538,5 +500,4 @@ func (v *observeHuman) environment(obs *facts.Observation) {
 	for _, m := range e.Managed {
 		v.item("gpuenv file %s", m)
 	}
-	v.flag("environment")
 }

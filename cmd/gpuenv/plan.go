@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -20,14 +19,22 @@ import (
 	"github.com/gpuenv/gpuenv/spec"
 )
 
-func init() {
-	commands = append(commands, newPlanCmd)
+// planFlags are the flags of the commands that plan a spec on this host:
+// the spec's input variables, and the Python environments to observe
+// besides those the spec names.
+type planFlags struct {
+	vars    varFlags
+	pythons []string
+}
+
+func (f *planFlags) register(cmd *cobra.Command) {
+	f.vars.register(cmd)
+	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 }
 
 // planOptions are plan's own flags.
 type planOptions struct {
-	vars             varFlags
-	pythons          []string
+	planFlags
 	out              string
 	detailedExitcode bool
 }
@@ -68,8 +75,7 @@ Exit status: 0 success (with or without changes), 1 error; with
 			return runPlan(cmd, g, &o, specPath)
 		},
 	}
-	o.vars.register(cmd)
-	repeatable(cmd.Flags(), &o.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	o.planFlags.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
 	addJSONFlag(cmd, g)
@@ -192,24 +198,9 @@ func savePlan(name string, p *planner.Plan, obs *facts.Observation) error {
 	if err := planner.WriteSavedPlan(&buf, p, obs); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return fmt.Errorf("saving the plan: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("saving the plan: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving the plan: %w", err)
-	}
 	// The plan names packages and users; it is readable by its owner's
 	// group as a plan file of Terraform's is, and no wider.
-	if err := os.Chmod(tmp.Name(), 0o640); err != nil {
-		return fmt.Errorf("saving the plan: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), name); err != nil {
+	if err := writeWhole(name, buf.Bytes(), 0o640, os.Rename); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
 	return nil

@@ -11,10 +11,6 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 )
 
-func init() {
-	commands = append(commands, newRollbackCmd)
-}
-
 func newRollbackCmd(g *globalOptions) *cobra.Command {
 	var to int
 	var autoApprove bool

@@ -77,9 +77,11 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
-// commands holds the constructors of every subcommand; each command's file
-// adds itself in init, so that the root knows no command by name.
-var commands []func(g *globalOptions) *cobra.Command
+// commands are the constructors of every subcommand.
+var commands = []func(g *globalOptions) *cobra.Command{
+	newApplyCmd, newCUDACheckCmd, newDoctorCmd, newFmtCmd, newHistoryCmd, newInitCmd, newObserveCmd, newPlanCmd,
+	newRollbackCmd, newUnlockCmd, newValidateCmd, newVerifyCmd, newVersionCmd,
+}
 
 // exitCodeError ends a command with a given exit code after the command has
 // already written what the user needs to see.

@@ -8,10 +8,6 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 )
 
-func init() {
-	commands = append(commands, newUnlockCmd)
-}
-
 func newUnlockCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "force-unlock",

@@ -10,10 +10,6 @@ import (
 	"github.com/gpuenv/gpuenv/spec"
 )
 
-func init() {
-	commands = append(commands, newValidateCmd)
-}
-
 // varFlags are the flags that give a spec's input variables values; every
 // command that loads a spec takes them.
 type varFlags struct {

@@ -36,17 +36,15 @@ func buildVersion() versionInfo {
 	return v
 }
 
-func init() {
-	commands = append(commands, func(g *globalOptions) *cobra.Command {
-		cmd := &cobra.Command{
-			Use:   "version",
-			Short: "Print gpuenv's version",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				return newVersionView(g).Version(buildVersion())
-			},
-		}
-		addJSONFlag(cmd, g)
-		return cmd
-	})
+func newVersionCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print gpuenv's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return newVersionView(g).Version(buildVersion())
+		},
+	}
+	addJSONFlag(cmd, g)
+	return cmd
 }

@@ -152,15 +152,7 @@ func (d *decoder) required(r record, col string) string {
 
 // version reads an optional version: an empty cell gives the zero Version.
 func (d *decoder) version(r record, col string) version.Version {
-	s := r.get(col)
-	if s == "" {
-		return version.Version{}
-	}
-	v, err := version.Parse(s)
-	if err != nil {
-		d.fail(r, col, "%v", err)
-	}
-	return v
+	return optional(d, r, col, version.Parse)
 }
 
 func (d *decoder) requiredVersion(r record, col string) version.Version {
@@ -229,16 +221,24 @@ func (d *decoder) oneOf(r record, col string, allowed ...string) string {
 	return s
 }
 
+// constraint reads an optional constraint: an empty cell gives the zero
+// Constraint, which admits every version.
 func (d *decoder) constraint(r record, col string) version.Constraint {
+	return optional(d, r, col, version.ParseConstraint)
+}
+
+// optional reads a cell with parse; an empty cell gives T's zero value.
+func optional[T any](d *decoder, r record, col string, parse func(string) (T, error)) T {
+	var v T
 	s := r.get(col)
 	if s == "" {
-		return version.Constraint{}
+		return v
 	}
-	c, err := version.ParseConstraint(s)
+	v, err := parse(s)
 	if err != nil {
 		d.fail(r, col, "%v", err)
 	}
-	return c
+	return v
 }
 
 // source reads the row's source and unverified columns and resolves the

@@ -113,11 +113,11 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 	}
 	if len(listed) == 0 {
 		if q.Pending {
-			return Picked{Constraint: q.Versions.String(), Note: fmt.Sprintf("%s does not list %s until the repositories this plan configures are in place, so its exact version is known after apply: the newest that satisfies %s", managerTool(q.Manager), first, constraintText(q.Versions))}, nil
+			return Picked{Constraint: q.Versions.String(), Note: fmt.Sprintf("%s does not list %s until the repositories this plan configures are in place, so its exact version is known after apply: the newest that satisfies %s", managerTool(q.Manager), first, q.Versions.Quoted())}, nil
 		}
 		return Picked{}, fmt.Errorf("%s lists no version of %s, and gpuenv's tables know none either (is its repository configured?)", managerTool(q.Manager), first)
 	}
-	return Picked{}, fmt.Errorf("no version of %s fits %s: %s lists %s", first, constraintText(q.Versions), managerTool(q.Manager), strings.Join(rejected, ", "))
+	return Picked{}, fmt.Errorf("no version of %s fits %s: %s lists %s", first, q.Versions.Quoted(), managerTool(q.Manager), strings.Join(rejected, ", "))
 }
 
 // pickOffered picks from what q.Source's indexes offer: the first
@@ -162,16 +162,9 @@ func pickOffered(q PickQuery) (Picked, error) {
 		fit = append(fit, o)
 	}
 	if len(fit) == 0 {
-		return Picked{}, fmt.Errorf("no version of %s fits %s: %s offers %s", first, constraintText(q.Versions), where, strings.Join(rejected, ", "))
+		return Picked{}, fmt.Errorf("no version of %s fits %s: %s offers %s", first, q.Versions.Quoted(), where, strings.Join(rejected, ", "))
 	}
 	return Picked{Version: fit[0].Version, Note: q.Archive.PreferenceNote(fit)}, nil
-}
-
-func constraintText(c version.Constraint) string {
-	if c.IsZero() {
-		return "any version"
-	}
-	return fmt.Sprintf("%q", c.String())
 }
 
 // KnownAfterApply is what a step shows for a version only apply learns.

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -105,11 +106,7 @@ func (r *recorder) Run(_ context.Context, c host.Command) error {
 
 func newHost(t *testing.T, r host.Runner) *host.Host {
 	t.Helper()
-	h, err := host.New(t.TempDir(), host.WithRunner(r))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return hosttest.New(t, t.TempDir(), host.WithRunner(r))
 }
 
 func TestCandidatesApt(t *testing.T) {

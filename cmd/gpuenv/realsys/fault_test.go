@@ -161,38 +161,27 @@ func (k killCell) run(c *cell) {
 	t := c.t
 	r := newFaultRoot(t, faultRootOptions{})
 	c.r = r
-	var before *Snapshot
-	var p *Process
-	kind := faultedApply
-	switch k.when {
-	case "apply-install":
-		before = r.Snapshot()
-		r.writeSpec(installSpec())
-		r.arm(k.phase)
-		p = r.StartGpuenv(nil, "apply", "--auto-approve", specDir)
-	case "apply-upgrade":
-		r.mustApply(installSpec())
-		before = r.Snapshot()
-		r.writeSpec(upgradeSpec())
-		r.arm(k.phase)
-		p = r.StartGpuenv(nil, "apply", "--auto-approve", specDir)
-	case "rollback-upgrade":
-		r.mustApply(installSpec())
-		before = r.Snapshot()
-		r.mustApply(upgradeSpec())
-		r.arm(k.phase)
-		p = r.StartGpuenv(nil, "rollback", "--auto-approve")
-		kind = faultedRollback
-	case "rollback-install":
-		before = r.Snapshot()
-		r.mustApply(installSpec())
-		r.arm(k.phase)
-		p = r.StartGpuenv(nil, "rollback", "--auto-approve")
-		kind = faultedRollback
-	default:
+	// when is the command killed and the spec it works on: the apply of
+	// that spec, or the rollback of its apply. The upgrade is made from
+	// the install, applied before the host is taken as it was.
+	what, target, _ := strings.Cut(k.when, "-")
+	spec, ok := map[string]string{"install": installSpec(), "upgrade": upgradeSpec()}[target]
+	if !ok || what != "apply" && what != "rollback" {
 		t.Fatalf("unknown kill cell %q", k.when)
 	}
-	what := strings.SplitN(k.when, "-", 2)[0]
+	if target == "upgrade" {
+		r.mustApply(installSpec())
+	}
+	before := r.Snapshot()
+	argv, kind := []string{"apply", "--auto-approve", specDir}, faultedApply
+	if what == "rollback" {
+		r.mustApply(spec)
+		argv, kind = []string{"rollback", "--auto-approve"}, faultedRollback
+	} else {
+		r.writeSpec(spec)
+	}
+	r.arm(k.phase)
+	p := r.StartGpuenv(nil, argv...)
 	if !r.waitReached(p, k.phase, 3*time.Minute) {
 		if !p.Exited() {
 			r.PowerCut()
@@ -361,11 +350,7 @@ func networkRollbackCell(c *cell) {
 	r.mustApply(upgradeSpec())
 	r.server.Stop()
 	r.MustSh("rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*")
-	res := r.Gpuenv("rollback", "--auto-approve")
-	c.step("offline rollback %s", describe(res))
-	if res.Code != 0 {
-		c.fail(fmt.Sprintf("offline rollback: %s: %s", describe(res), lastLine(res.Stderr+res.Stdout)), res.String())
-	}
+	c.gpuenv("offline rollback", "offline rollback", "rollback", "--auto-approve")
 	c.compare(before)
 }
 
@@ -387,21 +372,14 @@ func rebuildCell(c *cell) {
 	}
 	before := r.Snapshot()
 	r.writeSpec(upgradeSpec())
-	res := r.Gpuenv("apply", "--auto-approve", specDir)
-	c.step("apply %s", describe(res))
-	if res.Code != 0 {
-		c.fail(fmt.Sprintf("apply of the upgrade: %s: %s", describe(res), lastLine(res.Stderr+res.Stdout)), res.String())
+	if res := c.gpuenv("apply", "apply of the upgrade", "apply", "--auto-approve", specDir); res.Code != 0 {
 		c.compare(before)
 		return
 	}
 	if saved := r.savedPackages(); !containsPrefix(saved, librariesPkg+"_"+debVersion(faultCUDAOld)+"_") || !containsPrefix(saved, toolkitPkg+"_"+debVersion(faultCUDAOld)+"_") {
 		c.fail("the generation saved no package file of the 12.4.0 packages", fmt.Sprint(saved))
 	}
-	rb := r.Gpuenv("rollback", "--auto-approve")
-	c.step("rollback %s", describe(rb))
-	if rb.Code != 0 {
-		c.fail(fmt.Sprintf("rollback: %s: %s", describe(rb), lastLine(rb.Stderr+rb.Stdout)), rb.String())
-	}
+	c.gpuenv("rollback", "rollback", "rollback", "--auto-approve")
 	c.compare(before)
 }
 

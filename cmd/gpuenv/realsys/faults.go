@@ -485,6 +485,18 @@ func (c *cell) detail() string {
 	return s
 }
 
+// gpuenv runs gpuenv with args in the cell's root as the step named step;
+// when it does not exit 0 the cell fails, the failure called failure.
+func (c *cell) gpuenv(step, failure string, args ...string) Result {
+	c.t.Helper()
+	res := c.r.Gpuenv(args...)
+	c.step("%s %s", step, describe(res))
+	if res.Code != 0 {
+		c.fail(fmt.Sprintf("%s: %s: %s", failure, describe(res), lastLine(res.Stderr+res.Stdout)), res.String())
+	}
+	return res
+}
+
 // faultedBy says how a faulted gpuenv command ended, for finish.
 type faultedBy int
 
@@ -531,13 +543,8 @@ func (c *cell) finish(before *Snapshot, kind faultedBy, res Result) {
 	if res.Signal != "" {
 		rollback = true
 	}
-	var rb Result
 	if rollback {
-		rb = r.Gpuenv("rollback", "--auto-approve")
-		c.step("rollback %s", describe(rb))
-		if rb.Code != 0 {
-			c.fail(fmt.Sprintf("rollback after the fault: %s: %s", describe(rb), lastLine(rb.Stderr+rb.Stdout)), rb.String())
-		}
+		c.gpuenv("rollback", "rollback after the fault", "rollback", "--auto-approve")
 	}
 	c.compare(before)
 }

@@ -192,70 +192,70 @@ func (r *Root) Snapshot() *Snapshot {
 // Diff says how after differs from s, one line (or a few, for a changed
 // text file) per difference, sorted; nothing when they are the same.
 func (s *Snapshot) Diff(after *Snapshot) []string {
-	var out []string
-	for _, name := range union(s.Packages, after.Packages) {
-		b, inB := s.Packages[name]
-		a, inA := after.Packages[name]
-		switch {
-		case !inA:
-			out = append(out, fmt.Sprintf("package %s: was %s, now absent", name, b))
-		case !inB:
-			out = append(out, fmt.Sprintf("package %s: was absent, now %s", name, a))
-		case a != b:
+	out := differences(s.Packages, after.Packages,
+		func(name string, b PackageState) string {
+			return fmt.Sprintf("package %s: was %s, now absent", name, b)
+		},
+		func(name string, a PackageState) string {
+			return fmt.Sprintf("package %s: was absent, now %s", name, a)
+		},
+		func(name string, b, a PackageState) string {
 			line := fmt.Sprintf("package %s: was %s, now %s", name, b, a)
 			if a.Conffiles != b.Conffiles {
 				line += "; its conffiles:\n" + indent(lineDiff(b.Conffiles, a.Conffiles))
 			}
-			out = append(out, line)
-		}
-	}
-	for _, p := range union(s.Records, after.Records) {
-		b, inB := s.Records[p]
-		a, inA := after.Records[p]
-		switch {
-		case !inA:
-			out = append(out, "dpkg record "+p+": removed")
-		case !inB:
-			out = append(out, "dpkg record "+p+": added")
-		case a != b:
-			out = append(out, "dpkg record "+p+": changed\n"+indent(lineDiff(b, a)))
-		}
-	}
-	for _, p := range union(s.Files, after.Files) {
-		b, inB := s.Files[p]
-		a, inA := after.Files[p]
-		switch {
-		case !inA:
-			out = append(out, fmt.Sprintf("file %s: was %s, now absent", p, b))
-		case !inB:
+			return line
+		})
+	out = append(out, differences(s.Records, after.Records,
+		func(p, _ string) string { return "dpkg record " + p + ": removed" },
+		func(p, _ string) string { return "dpkg record " + p + ": added" },
+		func(p, b, a string) string { return "dpkg record " + p + ": changed\n" + indent(lineDiff(b, a)) })...)
+	out = append(out, differences(s.Files, after.Files,
+		func(p string, b FileState) string { return fmt.Sprintf("file %s: was %s, now absent", p, b) },
+		func(p string, a FileState) string {
 			line := fmt.Sprintf("file %s: was absent, now %s", p, a)
 			if a.Text != "" {
 				line += "\n" + indent(lineDiff("", a.Text))
 			}
-			out = append(out, line)
-		case a != b:
+			return line
+		},
+		func(p string, b, a FileState) string {
 			line := fmt.Sprintf("file %s: was %s, now %s", p, b, a)
 			if a.Sum != b.Sum && (a.Text != "" || b.Text != "") {
 				line += "\n" + indent(lineDiff(b.Text, a.Text))
 			}
-			out = append(out, line)
-		}
-	}
+			return line
+		})...)
 	if after.Audit != "" {
 		out = append(out, "dpkg --audit:\n"+indent(after.Audit))
 	}
 	return out
 }
 
-func union[V any](a, b map[string]V) []string {
-	keys := slices.Collect(maps.Keys(a))
-	for k := range b {
-		if _, ok := a[k]; !ok {
+// differences says, in key order, what became of each key of before or
+// after whose value differs: gone from after, added in it, or changed.
+func differences[V comparable](before, after map[string]V, gone func(k string, b V) string, added func(k string, a V) string, changed func(k string, b, a V) string) []string {
+	keys := slices.Collect(maps.Keys(before))
+	for k := range after {
+		if _, ok := before[k]; !ok {
 			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)
-	return keys
+	var out []string
+	for _, k := range keys {
+		b, inB := before[k]
+		a, inA := after[k]
+		switch {
+		case !inA:
+			out = append(out, gone(k, b))
+		case !inB:
+			out = append(out, added(k, a))
+		case a != b:
+			out = append(out, changed(k, b, a))
+		}
+	}
+	return out
 }
 
 func indent(s string) string {
