@@ -102,8 +102,9 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 
 // classify tells which source an index belongs to: NVIDIA's by its site,
 // its Release's Origin or Label, or a repository block of the spec; the
-// distribution's by its Release's Origin or its suite's codename (dnf's
-// repositories other than NVIDIA's are the distribution's); else neither.
+// distribution's by its Release's Origin, or where there is none, its
+// suite's codename (dnf's repositories other than NVIDIA's are the
+// distribution's); else neither (a PPA, another vendor's repository).
 func classify(o facts.OS, src facts.IndexSource, site string, rel *facts.ReleaseData, repoURLs []string) spec.Source {
 	nvidia := site == "nvidia.com" || strings.HasSuffix(site, ".nvidia.com") ||
 		slices.Contains(repoURLs, strings.TrimSuffix(src.URI, "/"))
@@ -115,8 +116,11 @@ func classify(o facts.OS, src facts.IndexSource, site string, rel *facts.Release
 		return spec.SourceNVIDIA
 	case src.Repo != "":
 		return spec.SourceDistro
-	case rel != nil && rel.Origin != "" && strings.EqualFold(rel.Origin, o.ID):
-		return spec.SourceDistro
+	case rel != nil && rel.Origin != "":
+		// A PPA names the same codename under an origin of its own.
+		if strings.EqualFold(rel.Origin, o.ID) {
+			return spec.SourceDistro
+		}
 	case o.Codename != "":
 		suite, _, _ := strings.Cut(src.Suite, "-")
 		if rel != nil && rel.Codename != "" {

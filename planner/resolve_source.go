@@ -240,6 +240,11 @@ func (r *resolver) driverSource(dd *DesiredDriver, probe version.Constraint) (ke
 		},
 	}
 	for _, p := range r.obs.Packages.Packages {
+		// The package that names the whole driver says more than its
+		// kernel module's (nvidia-driver-550 rather than nvidia-dkms-550).
+		if c.installed.ok && !strings.Contains(c.installed.pkg, "dkms") {
+			break
+		}
 		if p.State != facts.StateInstalled || !DriverPackage(p.Name) {
 			continue
 		}
@@ -250,9 +255,7 @@ func (r *resolver) driverSource(dd *DesiredDriver, probe version.Constraint) (ke
 		if km := b.KernelModules; km.Set && km.Value != spec.KernelModulesNone && InstalledDriverFlavor(r.obs, p.Name) != km.Value {
 			continue
 		}
-		// The package that names the whole driver says more than its
-		// kernel module's (nvidia-driver-550 rather than nvidia-dkms-550).
-		if c.installed.ok && !strings.Contains(c.installed.pkg, "dkms") {
+		if c.installed.ok && strings.Contains(p.Name, "dkms") {
 			continue
 		}
 		c.installed = installedPart{ok: true, what: p.Name + " " + p.Version, pkg: p.Name, version: p.Version, named: r.driverNamed(p.Name)}

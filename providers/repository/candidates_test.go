@@ -15,6 +15,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -305,5 +306,101 @@ func TestCandidatesFromIndexes(t *testing.T) {
 	c.UseIndexes(&facts.PackageIndexes{Manager: "dnf", Indexes: ix.Indexes, Packages: ix.Packages})
 	if _, err := c.Versions(ctx, "apt", "nvidia-driver"); err != nil || c.Runs() != 1 {
 		t.Errorf("another manager's indexes: %v, %d runs", err, c.Runs())
+	}
+}
+
+// TestPickFromArchive: where the archive knows the source, the version is
+// what apt would install from that source's indexes alone, the package
+// manager is not asked, and what does not fit says what the source has.
+func TestPickFromArchive(t *testing.T) {
+	const (
+		main      = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_non-free_binary-amd64_Packages"
+		backports = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm-backports_non-free_binary-amd64_Packages"
+		nvidia    = "/var/lib/apt/lists/developer.download.nvidia.com_compute_cuda_repos_debian12_x86%5f64_Packages"
+	)
+	v := func(ver string, prio int, from string, origin string) facts.IndexedVersion {
+		return facts.IndexedVersion{Version: ver, Priority: prio, PriorityFrom: from, Origins: []string{origin}}
+	}
+	obs := &facts.Observation{OS: facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Family: "deb"}}
+	obs.PackageIndexes = facts.PackageIndexes{
+		Manager: "apt",
+		Indexes: []facts.PackageIndex{
+			{Path: main, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm", Component: "non-free"}, Release: &facts.ReleaseData{Origin: "Debian", Suite: "stable", Codename: "bookworm"}},
+			{Path: backports, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm-backports", Component: "non-free"}, Release: &facts.ReleaseData{Origin: "Debian", Suite: "stable-backports", Codename: "bookworm-backports"}},
+			{Path: nvidia, Source: facts.IndexSource{URI: "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/", Suite: "/"}, Site: "developer.download.nvidia.com"},
+		},
+		Packages: []facts.IndexedPackage{
+			{Name: "cuda-drivers", Versions: []facts.IndexedVersion{v("570.86.15-1", 500, "default", nvidia)}},
+			{Name: "nvidia-driver", Versions: []facts.IndexedVersion{
+				v("550.163.01-2~bpo12+1", 100, "ButAutomaticUpgrades in bookworm-backports", backports),
+				v("535.309.01-0+deb12u1", 500, "default", main),
+			}},
+			{Name: "nvidia-kernel-dkms", Versions: []facts.IndexedVersion{v("535.309.01-0+deb12u1", 500, "default", main)}},
+		},
+	}
+	archive := planner.NewArchive(obs, nil)
+	pkgs := func(names ...string) []planner.PackageName {
+		var out []planner.PackageName
+		for _, n := range names {
+			out = append(out, planner.PackageName{Name: n})
+		}
+		return out
+	}
+	// The package manager's answer, which must not be used.
+	asked := table{"nvidia-driver": {"999.1-1"}, "cuda-drivers": {"999.1-1"}}
+	for _, tt := range []struct {
+		name       string
+		q          PickQuery
+		want, note string
+		wantErr    string
+	}{
+		{
+			name: "apt's choice within the source, and what decided",
+			q:    PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 535"), Source: spec.SourceDistro},
+			want: "535.309.01-0+deb12u1",
+			note: "apt prefers 535.309.01-0+deb12u1 at priority 500 (default) over the newer 550.163.01-2~bpo12+1 at priority 100 (ButAutomaticUpgrades in bookworm-backports)",
+		},
+		{
+			name: "a lower priority where nothing else fits",
+			q:    PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint("550.*"), Source: spec.SourceDistro},
+			want: "550.163.01-2~bpo12+1",
+		},
+		{
+			name: "another source's versions are not this one's",
+			q:    PickQuery{Manager: "apt", Packages: pkgs("cuda-drivers"), Source: spec.SourceNVIDIA},
+			want: "570.86.15-1",
+		},
+		{
+			name:    "nothing fits",
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 560"), Source: spec.SourceDistro},
+			wantErr: `no version of nvidia-driver fits ">= 560": Debian 12's archive (bookworm, bookworm-backports) offers 535.309.01-0+deb12u1, 550.163.01-2~bpo12+1`,
+		},
+		{
+			name:    "a package of the set the source lacks",
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver", "nvidia-open-kernel-dkms"), Source: spec.SourceDistro},
+			wantErr: "Debian 12's archive (bookworm, bookworm-backports) offers no nvidia-open-kernel-dkms",
+		},
+		{
+			name:    "a package the source lacks",
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Source: spec.SourceNVIDIA},
+			wantErr: "NVIDIA's repository (https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) offers no nvidia-driver",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.q.Archive = archive
+			got, err := Pick(context.Background(), asked, tt.q)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Version != tt.want || got.Note != tt.note {
+				t.Errorf("picked %+v, want %s with note %q", got, tt.want, tt.note)
+			}
+		})
 	}
 }
