@@ -10,6 +10,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -61,11 +62,19 @@ type listed struct {
 	offer Offer
 }
 
-// chooseSource returns the block's source: the spec's, or the one
+// chooseSource sets *dst to the block's source: the spec's, or the one
 // inferred (recorded in Desired.Inferred with where it came from). keep
 // is set when what is installed satisfies the spec, so that no check of
 // the archive applies to it. ok is false after an error.
-func (r *resolver) chooseSource(c sourceCase) (src spec.Source, keep, ok bool) {
+func (r *resolver) chooseSource(c sourceCase, dst *spec.Source) (keep, ok bool) {
+	src, keep, ok := r.inferSource(c)
+	if ok {
+		*dst = src
+	}
+	return keep, ok
+}
+
+func (r *resolver) inferSource(c sourceCase) (src spec.Source, keep, ok bool) {
 	keep = c.installed.ok
 	if c.attr.Set {
 		return c.attr.Value, keep, true
@@ -184,6 +193,26 @@ func (r *resolver) inferText(address, attr, value, from string) {
 	r.d.Inferred = append(r.d.Inferred, Inference{Address: address, Attr: attr, Value: value, From: from})
 }
 
+// installedPart is a component installed by package pkg ("pkg version"
+// and where), or by files no package owns (files), whose package name or
+// layout belongs to named.
+func (r *resolver) installedPart(pkg string, named spec.Source, files, where string) installedPart {
+	if pkg == "" {
+		return installedPart{ok: true, what: files, named: named}
+	}
+	v := installedVersion(r.obs, pkg)
+	return installedPart{ok: true, what: pkg + " " + v + where, pkg: pkg, version: v, named: named}
+}
+
+// sourceNamed is the distribution's source where the names or layout of
+// what is installed are the distribution's, else NVIDIA's.
+func sourceNamed(distro bool) spec.Source {
+	if distro {
+		return spec.SourceDistro
+	}
+	return spec.SourceNVIDIA
+}
+
 // installedVersion is the installed version of a package, "" when none.
 func installedVersion(obs *facts.Observation, name string) string {
 	for _, p := range obs.Packages.Packages {
@@ -260,9 +289,7 @@ func (r *resolver) driverSource(dd *DesiredDriver, probe version.Constraint) (ke
 		}
 		c.installed = installedPart{ok: true, what: p.Name + " " + p.Version, pkg: p.Name, version: p.Version, named: r.driverNamed(p.Name)}
 	}
-	src, keep, ok := r.chooseSource(c)
-	dd.Source = src
-	return keep, ok
+	return r.chooseSource(c, &dd.Source)
 }
 
 // driverNamed is the source whose package tables name an installed driver
@@ -326,37 +353,15 @@ func (r *resolver) cudaSource(dc *DesiredCUDA, rows []compat.CUDARelease) (keep,
 		if err != nil || !dc.Versions.Check(v) {
 			continue
 		}
-		named := spec.SourceNVIDIA
-		if t.Layout == string(spec.SourceDistro) {
-			named = spec.SourceDistro
-		}
-		in := installedPart{ok: true, what: "toolkit at " + t.Path, named: named}
-		if t.Package != "" {
-			in.pkg, in.version = t.Package, installedVersion(r.obs, t.Package)
-			in.what = fmt.Sprintf("%s %s at %s", t.Package, in.version, t.Path)
-		}
-		c.installed = in
+		c.installed = r.installedPart(t.Package, sourceNamed(t.Layout == string(spec.SourceDistro)), "toolkit at "+t.Path, " at "+t.Path)
 		break
 	}
-	src, keep, ok := r.chooseSource(c)
-	dc.Source = src
-	return keep, ok
+	return r.chooseSource(c, &dc.Source)
 }
 
 // toolkitPackage tells the CUDA toolkit's packages: NVIDIA's
 // cuda-toolkit-X-Y and the distributions' nvidia-cuda-toolkit.
-func toolkitPackage(name string) bool {
-	if name == "nvidia-cuda-toolkit" {
-		return true
-	}
-	rest, ok := strings.CutPrefix(name, "cuda-toolkit-")
-	major, minor, two := strings.Cut(rest, "-")
-	return ok && two && allDigits(major) && allDigits(minor)
-}
-
-func allDigits(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789") == ""
-}
+var toolkitPackage = lazyregexp.New(`^(nvidia-cuda-toolkit|cuda-toolkit-[0-9]+-[0-9]+)$`).MatchString
 
 // cudaOffers lists the toolkit versions src offers of the releases rows
 // within the spec's versions, newest release line first.
@@ -416,30 +421,12 @@ func (r *resolver) cudnnSource(dn *DesiredCuDNN) (keep, ok bool) {
 		if err != nil || !dn.Versions.Check(v) || !sameCUDA {
 			continue
 		}
-		named := spec.SourceNVIDIA
-		if strings.HasPrefix(in.Package, "nvidia-cudnn") {
-			named = spec.SourceDistro
-		}
-		part := installedPart{ok: true, what: "cuDNN " + in.Version + " (" + in.Header + ")", named: named}
-		if in.Package != "" {
-			part.pkg, part.version = in.Package, installedVersion(r.obs, in.Package)
-			part.what = in.Package + " " + part.version
-		}
-		c.installed = part
+		c.installed = r.installedPart(in.Package, sourceNamed(strings.HasPrefix(in.Package, "nvidia-cudnn")), "cuDNN "+in.Version+" ("+in.Header+")", "")
 		break
 	}
-	src, keep, ok := r.chooseSource(c)
-	dn.Source = src
-	return keep, ok
+	return r.chooseSource(c, &dn.Source)
 }
 
 // cudnnPackage tells cuDNN's packages: NVIDIA's libcudnnN(-cuda-M) and
 // Debian's nvidia-cudnn.
-func cudnnPackage(name string) bool {
-	if name == "nvidia-cudnn" {
-		return true
-	}
-	rest, ok := strings.CutPrefix(name, "libcudnn")
-	major, cuda, _ := strings.Cut(rest, "-cuda-")
-	return ok && allDigits(major) && (cuda == "" || allDigits(cuda)) && !strings.Contains(rest, "-dev")
-}
+var cudnnPackage = lazyregexp.New(`^(nvidia-cudnn|libcudnn[0-9]+(-cuda-[0-9]+)?)$`).MatchString

@@ -185,6 +185,8 @@ func TestPick(t *testing.T) {
 		}
 		return out
 	}
+	archive := debianArchive()
+	asked := table{"nvidia-driver": {"999.1-1"}, "cuda-drivers": {"999.1-1"}}
 	tests := []struct {
 		name    string
 		cands   table
@@ -230,6 +232,47 @@ func TestPick(t *testing.T) {
 			cands:   table{},
 			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-open")},
 			wantErr: "apt-cache lists no version of nvidia-open, and gpuenv's tables know none either (is its repository configured?)",
+		},
+		// Where the archive knows the source, the version is what apt
+		// would install from that source's indexes alone, the package
+		// manager's answer (asked) is not used, and what does not fit
+		// says what the source has.
+		{
+			name:  "apt's choice within the source, and what decided",
+			cands: asked,
+			q:     PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 535"), Source: spec.SourceDistro, Archive: archive},
+			want:  "535.309.01-0+deb12u1",
+			note:  "apt prefers 535.309.01-0+deb12u1 at priority 500 (default) over the newer 550.163.01-2~bpo12+1 at priority 100 (ButAutomaticUpgrades in bookworm-backports)",
+		},
+		{
+			name:  "a lower priority where nothing else fits",
+			cands: asked,
+			q:     PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint("550.*"), Source: spec.SourceDistro, Archive: archive},
+			want:  "550.163.01-2~bpo12+1",
+		},
+		{
+			name:  "another source's versions are not this one's",
+			cands: asked,
+			q:     PickQuery{Manager: "apt", Packages: pkgs("cuda-drivers"), Source: spec.SourceNVIDIA, Archive: archive},
+			want:  "570.86.15-1",
+		},
+		{
+			name:    "nothing in the source fits",
+			cands:   asked,
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 560"), Source: spec.SourceDistro, Archive: archive},
+			wantErr: `no version of nvidia-driver fits ">= 560": Debian 12's archive (bookworm, bookworm-backports) offers 535.309.01-0+deb12u1, 550.163.01-2~bpo12+1`,
+		},
+		{
+			name:    "a package of the set the source lacks",
+			cands:   asked,
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver", "nvidia-open-kernel-dkms"), Source: spec.SourceDistro, Archive: archive},
+			wantErr: "Debian 12's archive (bookworm, bookworm-backports) offers no nvidia-open-kernel-dkms",
+		},
+		{
+			name:    "a package the source lacks",
+			cands:   asked,
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Source: spec.SourceNVIDIA, Archive: archive},
+			wantErr: "NVIDIA's repository (https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) offers no nvidia-driver",
 		},
 		{
 			name:  "dnf versions compare by their upstream part",
@@ -309,10 +352,9 @@ func TestCandidatesFromIndexes(t *testing.T) {
 	}
 }
 
-// TestPickFromArchive: where the archive knows the source, the version is
-// what apt would install from that source's indexes alone, the package
-// manager is not asked, and what does not fit says what the source has.
-func TestPickFromArchive(t *testing.T) {
+// debianArchive is Debian 12 with bookworm (500), bookworm-backports (100)
+// and NVIDIA's repository, as the planner reads their indexes.
+func debianArchive() *planner.Archive {
 	const (
 		main      = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_non-free_binary-amd64_Packages"
 		backports = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm-backports_non-free_binary-amd64_Packages"
@@ -338,69 +380,5 @@ func TestPickFromArchive(t *testing.T) {
 			{Name: "nvidia-kernel-dkms", Versions: []facts.IndexedVersion{v("535.309.01-0+deb12u1", 500, "default", main)}},
 		},
 	}
-	archive := planner.NewArchive(obs, nil)
-	pkgs := func(names ...string) []planner.PackageName {
-		var out []planner.PackageName
-		for _, n := range names {
-			out = append(out, planner.PackageName{Name: n})
-		}
-		return out
-	}
-	// The package manager's answer, which must not be used.
-	asked := table{"nvidia-driver": {"999.1-1"}, "cuda-drivers": {"999.1-1"}}
-	for _, tt := range []struct {
-		name       string
-		q          PickQuery
-		want, note string
-		wantErr    string
-	}{
-		{
-			name: "apt's choice within the source, and what decided",
-			q:    PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 535"), Source: spec.SourceDistro},
-			want: "535.309.01-0+deb12u1",
-			note: "apt prefers 535.309.01-0+deb12u1 at priority 500 (default) over the newer 550.163.01-2~bpo12+1 at priority 100 (ButAutomaticUpgrades in bookworm-backports)",
-		},
-		{
-			name: "a lower priority where nothing else fits",
-			q:    PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint("550.*"), Source: spec.SourceDistro},
-			want: "550.163.01-2~bpo12+1",
-		},
-		{
-			name: "another source's versions are not this one's",
-			q:    PickQuery{Manager: "apt", Packages: pkgs("cuda-drivers"), Source: spec.SourceNVIDIA},
-			want: "570.86.15-1",
-		},
-		{
-			name:    "nothing fits",
-			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 560"), Source: spec.SourceDistro},
-			wantErr: `no version of nvidia-driver fits ">= 560": Debian 12's archive (bookworm, bookworm-backports) offers 535.309.01-0+deb12u1, 550.163.01-2~bpo12+1`,
-		},
-		{
-			name:    "a package of the set the source lacks",
-			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver", "nvidia-open-kernel-dkms"), Source: spec.SourceDistro},
-			wantErr: "Debian 12's archive (bookworm, bookworm-backports) offers no nvidia-open-kernel-dkms",
-		},
-		{
-			name:    "a package the source lacks",
-			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Source: spec.SourceNVIDIA},
-			wantErr: "NVIDIA's repository (https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) offers no nvidia-driver",
-		},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.q.Archive = archive
-			got, err := Pick(context.Background(), asked, tt.q)
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("error %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Version != tt.want || got.Note != tt.note {
-				t.Errorf("picked %+v, want %s with note %q", got, tt.want, tt.note)
-			}
-		})
-	}
+	return planner.NewArchive(obs, nil)
 }
