@@ -232,3 +232,35 @@ func pinOf(s *planner.Step) string {
 	p := s.Operations[0].Packages.Install[0]
 	return p.Name + "=" + p.Version
 }
+
+// TestPinDecides: where a pin puts an older version of the source first,
+// that is the version installed, as apt would, and the step and the
+// inferred source say that the pin decided.
+func TestPinDecides(t *testing.T) {
+	plan, err := planUbuntuCUDA(t, "cuda { version = \"12.4\" }\n", func(root string) {
+		dpkgStatus(t, root, "cuda-keyring", "1.1-1")
+		for _, p := range []string{"usr/local/cuda-12.4", "usr/local/cuda", "usr/local/cuda-12"} {
+			if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pin := "Package: cuda-toolkit-12-4\nPin: version 12.4.0-1\nPin-Priority: 700\n"
+		if err := os.WriteFile(filepath.Join(root, "etc/apt/preferences.d/cuda-12-4-0"), []byte(pin), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := plan.Step("cuda")
+	if step == nil || pinOf(step) != "cuda-toolkit-12-4=12.4.0-1" {
+		t.Fatalf("cuda step %+v", step)
+	}
+	note := "apt prefers 12.4.0-1 at priority 700 (pin /etc/apt/preferences.d/cuda-12-4-0 record 1 (Package: cuda-toolkit-12-4; Pin: version 12.4.0-1)) over the newer 12.4.1-1 at priority 600"
+	if !strings.Contains(step.Reason, note) {
+		t.Errorf("reason %q\nwant %q in it", step.Reason, note)
+	}
+	if in := inferred(plan, "cuda", "source"); in.Value != "nvidia" || !strings.Contains(in.From, note) {
+		t.Errorf("cuda source %+v", in)
+	}
+}
