@@ -174,6 +174,36 @@ func TestBranchFromTheArchive(t *testing.T) {
 	if s := plan.Step("driver"); s == nil || pinOf(s) != "nvidia-open=570.86.15-0ubuntu1" {
 		t.Errorf("driver step %+v", s)
 	}
+
+	// A GPU only the open modules drive, which Ubuntu's archive has no
+	// branch for, gets NVIDIA's.
+	plan, err = planUbuntuCUDA(t, "driver {}\n", func(root string) {
+		fresh(root)
+		gpu := filepath.Join(root, "sys/devices/pci0000:16/0000:16:02.0/0000:17:00.0")
+		uevent, err := os.ReadFile(filepath.Join(gpu, "uevent"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		uevent = []byte(strings.ReplaceAll(strings.ReplaceAll(string(uevent), "10DE:20B5", "10DE:2B85"), "d000020B5", "d00002B85"))
+		for name, data := range map[string][]byte{"uevent": uevent, "device": []byte("0x2b85\n")} {
+			if err := os.WriteFile(filepath.Join(gpu, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, ver = inferred(plan, "driver", "source"), inferred(plan, "driver", "version")
+	if src.Value != "nvidia" || !strings.HasSuffix(src.From, "Ubuntu 22.04's archive (jammy, jammy-updates) offers none that the spec admits") {
+		t.Errorf("driver source %+v", src)
+	}
+	if ver.Value != "570.*" || !strings.HasPrefix(ver.From, "the newest branch that supports the host's GeForce RTX 5090: NVIDIA's repository") {
+		t.Errorf("driver version %+v", ver)
+	}
+	if km := inferred(plan, "driver", "kernel_modules"); km.Value != "open" {
+		t.Errorf("kernel_modules %+v", km)
+	}
 }
 
 // TestVersionTheArchiveLacks: a version no source offers fails at plan
