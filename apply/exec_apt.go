@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
 // Where dpkg keeps its database and the lock apt front-ends take.
@@ -239,7 +239,7 @@ func (x aptManager) readDpkg() (map[string]debState, error) {
 }
 
 // simLine matches what apt-get -s prints for each package it would change.
-var simLine = regexp.MustCompile(`^(Inst|Remv|Purg) (\S+)`)
+var simLine = lazyregexp.New(`^(Inst|Remv|Purg) (\S+)`)
 
 func aptTransaction(op *planner.PackagesOp, simulate bool) []string {
 	argv := []string{"apt-get"}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner"
@@ -86,7 +87,7 @@ func (x aptManager) listed(ctx context.Context, ws *Workspace, names []string, i
 	}
 	if fromIndexes {
 		for _, n := range names {
-			out[n] = pkgdb.IndexListed(ix, n)
+			out[n] = preferred(ix, n)
 		}
 		return out, "the package indexes list", nil
 	}
@@ -104,13 +105,36 @@ func (x aptManager) listed(ctx context.Context, ws *Workspace, names []string, i
 	return out, "apt-cache policy lists", nil
 }
 
+// preferred lists the versions of name the indexes list in the order apt
+// prefers them, as the planner picks from a source's (planner.Archive's
+// Offers): the highest priority first, the newest first on a tie, none
+// apt may never install (a negative priority).
+func preferred(ix *facts.PackageIndexes, name string) []string {
+	p := pkgdb.IndexedPackage(ix, name)
+	if p == nil {
+		return nil
+	}
+	var vs []facts.IndexedVersion
+	for _, v := range p.Versions {
+		if len(v.Origins) > 0 && v.Priority >= 0 {
+			vs = append(vs, v)
+		}
+	}
+	slices.SortStableFunc(vs, func(a, b facts.IndexedVersion) int { return b.Priority - a.Priority })
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Version
+	}
+	return out
+}
+
 // pinLatest fixes the versions the plan could only learn after apply: the
 // steps before the transaction configured the repositories or fetched the
 // indexes they come from. The pins of one step follow each other in the
 // transaction with the same constraint, and get one version as the
-// planner picks one for a set (pkgdb.PickVersion): the newest listed that
-// satisfies the constraint, which each of them is listed at. The journal
-// then records the exact versions.
+// planner picks one for a set (pkgdb.PickVersion): the first, in apt's
+// order of preference, that satisfies the constraint and that each of
+// them is listed at. The journal then records the exact versions.
 func (x aptManager) pinLatest(ctx context.Context, ws *Workspace, op *planner.PackagesOp, ix *facts.PackageIndexes) error {
 	var names []string
 	for _, p := range op.Install {

@@ -9,15 +9,15 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
 // pipNorm is PEP 503's normalised project name.
-var pipRun = regexp.MustCompile(`[-_.]+`)
+var pipRun = lazyregexp.New(`[-_.]+`)
 
 func pipNorm(name string) string { return pipRun.ReplaceAllString(strings.ToLower(name), "-") }
 

@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 )
 
 // callsOf starts recording the fakes' calls and returns what reads them
@@ -205,6 +207,45 @@ func TestApplyPinsAfterTheRefresh(t *testing.T) {
 			}
 			fx.rollsBack(before, "after rollback")
 		})
+	}
+}
+
+// A version left to apply is the one apt would install among those that
+// satisfy the constraint: a newer one at a lower priority (a backport's
+// 100) is passed over for the default 500.
+func TestApplyPinsWhatAptPrefers(t *testing.T) {
+	fx := newFixture(t)
+	if err := applytest.WriteArchive(fx.Archive, applytest.Deb{Name: "cuda-toolkit-12-4", Version: "12.4.0-1", Depends: "cuda-cudart-12-4",
+		Files: map[string]string{"/usr/local/cuda-12.4/version.json": `{"cuda": {"name": "CUDA SDK", "version": "12.4.0"}}` + "\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	read := applytest.IndexesOf(fx.Archive)
+	x := &apply.HostExecutor{Host: fx.h, Indexes: func(ctx context.Context) (*facts.PackageIndexes, error) {
+		ix, err := read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for i := range ix.Packages {
+			for j := range ix.Packages[i].Versions {
+				if v := &ix.Packages[i].Versions[j]; v.Version == "12.4.1-1" {
+					v.Priority = 100
+				}
+			}
+		}
+		return ix, nil
+	}}
+	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
+		Address: "cuda", Action: planner.Create, Reason: "CUDA 12.4 is not installed", After: map[string]string{"version": planner.KnownAfterApply, "package": "cuda-toolkit-12-4"},
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+			Manager: "apt", Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Constraint: "12.4"}},
+		}}},
+	}}}
+	p.Transactions = planner.Batch(p.Steps)
+	if res := fx.apply(p, fx.opts(x)); res.Status != apply.StatusApplied {
+		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
+	}
+	if got := fx.read("/var/lib/dpkg/status"); !strings.Contains(got, "Package: cuda-toolkit-12-4\nStatus: install ok installed\nVersion: 12.4.0-1") {
+		t.Errorf("cuda-toolkit-12-4 not at 12.4.0-1, the version of the higher priority:\n%s", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,14 +21,16 @@ import (
 // fork does not count; it runs every command once per round, in turn, so
 // that a change in the machine's load falls on all of them alike. Reported
 // per command: the median wall time (<name>-ms), its ratio to the empty
-// program's (<name>-x), and its peak resident memory (<name>-maxrss-MB;
+// cgo program's (<name>-x), and its peak resident memory (<name>-maxrss-MB;
 // for the empty programs this is the launcher's, which they inherit).
+// "floor-deps" is the empty cgo program linking every package of other
+// modules that gpuenv links: what start-up costs before any code of
+// gpuenv's runs.
 //
 //	go test ./cmd/gpuenv -run XXX -bench Process -benchtime 200x
 //
 // "observe" and "plan-fresh" run against this machine's own root; plan-fresh
-// asks apt for candidates, as "gpuenv plan" does on a host that needs
-// changes. The fixture cases run on the working DGX fixture, where plan
+// reads this machine's package lists (or the stanza cache, run as root). The fixture cases run on the working DGX fixture, where plan
 // starts no process.
 func BenchmarkProcess(b *testing.B) {
 	if testing.Short() {
@@ -36,6 +39,10 @@ func BenchmarkProcess(b *testing.B) {
 	dir := b.TempDir()
 	empty := buildProgram(b, dir, "empty", "package main\n\nfunc main() {}\n")
 	emptyCgo := buildProgram(b, dir, "empty-cgo", "package main\n\nimport \"C\"\n\nfunc main() {}\n")
+	// The floor: an empty cgo program that links every package gpuenv
+	// links from other modules, so that their initialisation (which no
+	// code of gpuenv's can make lazy) is measured apart from gpuenv's own.
+	floor := buildProgram(b, dir, "floor-deps", floorSource(b))
 	launcher := buildProgram(b, dir, "launcher", launcherSource)
 	gpuenv := filepath.Join(dir, "gpuenv")
 	if out, err := exec.Command("go", "build", "-o", gpuenv, ".").CombinedOutput(); err != nil {
@@ -54,8 +61,9 @@ func BenchmarkProcess(b *testing.B) {
 		name string
 		argv []string
 	}{
+		{"empty-cgo", []string{emptyCgo}}, // the base of the ratios: first
 		{"empty", []string{empty}},
-		{"empty-cgo", []string{emptyCgo}},
+		{"floor-deps", []string{floor}},
 		{"version", []string{gpuenv, "version"}},
 		{"observe", []string{gpuenv, "observe", "--json"}},
 		{"observe-fixture", []string{gpuenv, "--root", root, "observe", "--json"}},
@@ -90,13 +98,34 @@ func BenchmarkProcess(b *testing.B) {
 			ds = append(ds, time.Duration(n))
 		}
 		m := median(ds)
-		if i == 0 {
+		if c.name == "empty-cgo" {
 			base = m
 		}
 		b.ReportMetric(float64(m)/float64(time.Millisecond), c.name+"-ms")
 		b.ReportMetric(float64(m)/float64(base), c.name+"-x")
 		b.ReportMetric(float64(rss)/1024, c.name+"-maxrss-MB")
 	}
+}
+
+// floorSource is a cgo program importing, for their initialisation only,
+// the packages of other modules that gpuenv links (internal packages come
+// with the packages that import them).
+func floorSource(tb testing.TB) string {
+	tb.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
+	if err != nil {
+		tb.Fatalf("go list: %v", err)
+	}
+	var src strings.Builder
+	src.WriteString("package main\n\nimport \"C\"\n\nimport (\n")
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, "github.com/gpuenv/") || strings.Contains(p, "/internal/") || strings.HasSuffix(p, "/internal") {
+			continue
+		}
+		fmt.Fprintf(&src, "\t_ %q\n", p)
+	}
+	src.WriteString(")\n\nfunc main() {}\n")
+	return src.String()
 }
 
 // launcherSource runs each command of its standard input (argv fields

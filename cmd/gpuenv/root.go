@@ -79,7 +79,7 @@ func isTerminal(w io.Writer) bool {
 
 // commands are the constructors of every subcommand.
 var commands = []func(g *globalOptions) *cobra.Command{
-	newApplyCmd, newDoctorCmd, newFmtCmd, newHistoryCmd, newInitCmd, newObserveCmd, newPlanCmd,
+	newApplyCmd, newCUDACheckCmd, newDoctorCmd, newFmtCmd, newHistoryCmd, newInitCmd, newObserveCmd, newPlanCmd,
 	newRollbackCmd, newUnlockCmd, newValidateCmd, newVerifyCmd, newVersionCmd,
 }
 

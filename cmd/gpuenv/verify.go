@@ -1,70 +1,137 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
-	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/environment"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/verify"
+	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/spec"
 )
 
-// verifyRunner runs the workloads. It kills each workload's whole process
-// group at the timeout; test-only entry points replace it, as they replace
-// NVML, so that no flag of the real binary can.
-var verifyRunner host.Runner = verify.ProcessGroupRunner{}
+// verifyRunner runs the workloads and the framework-free check's child.
+// It kills each one's whole process group at the timeout; test-only entry
+// points replace it, as they replace NVML, so that no flag of the real
+// binary can.
+var verifyRunner verify.Runner = verify.ProcessGroupRunner{}
+
+// verifyOptions are verify's flags.
+type verifyOptions struct {
+	vars     varFlags
+	pythons  []string
+	timeout  time.Duration
+	cudaOnly bool
+	device   string
+	user     string
+	steps    int
+	batch    int
+}
 
 func newVerifyCmd(g *globalOptions) *cobra.Command {
-	var pythons []string
-	var timeout time.Duration
+	var o verifyOptions
 	cmd := &cobra.Command{
-		Use:   "verify",
-		Short: "Run a small GPU workload in every framework found, and say why one fails",
-		Long: `Verify is the smallest reproduction of "my model cannot use the GPU": in each
-PyTorch, TensorFlow and JAX installation it finds (the system's Python and
-every --python INTERPRETER), it allocates two matrices on the first GPU,
-multiplies them and waits for the result, then reports the GPU's name, the
-CUDA version the framework was built for and how long the product took.
-The workloads are Python scripts built into gpuenv; they run with the
-root's own interpreter (under chroot when --root is not "/"), each killed
-with its helper processes after --timeout.
+		Use:   "verify [PATH]",
+		Short: "Check the GPU with and without each framework, on every GPU, as the user, and say why it fails",
+		Long: `Verify is the troubleshooting guide's minimal reproduction, run for real.
 
-When a workload fails or runs without a GPU, verify prints what gpuenv
-doctor finds on the host that explains it.
+First, without any framework, it loads the driver's libcuda.so.1 and on
+every GPU creates a context, allocates, copies, JIT-compiles a vector-add
+kernel from PTX built into gpuenv, runs it and checks the sums: the driver
+and the GPU alone. This check runs in a child process, so a crash in the
+driver does not take gpuenv down. --cuda-only stops there.
 
-Exit status: 0 every workload ran on a GPU; 2 a workload ran but not on a
-GPU, or failed; 1 nothing to verify (no framework found) or verify could not
-run.`,
-		Example: `  gpuenv verify
-  gpuenv verify --python /opt/venv/bin/python --timeout 2m
-  sudo gpuenv --root /mnt/image verify --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if timeout <= 0 {
-				return fmt.Errorf("--timeout %s must be positive", timeout)
+Then, in each PyTorch, TensorFlow and JAX installation found (the system's
+Python, every --python INTERPRETER, and the frameworks of the spec at PATH
+when one is given), it trains a tiny convolutional classifier on synthetic
+MNIST-shaped data for a few steps, one process per GPU, with cuDNN and mixed
+precision: every parameter and input must be on the GPU, the loss finite and
+falling. It reports each GPU's name and compute capability, the framework's
+CUDA and cuDNN versions, the step time and the peak and free memory.
+
+A step that fails is run again with CUDA_LAUNCH_BLOCKING=1, without cuDNN
+and without mixed precision, and verify says which layer the failure
+follows (driver, CUDA runtime, cuDNN, mixed precision, the device); out of
+memory says how much was free, which processes hold the rest, and what to
+try. Then it prints what gpuenv doctor finds that explains the failures.
+
+Everything runs as the user (--user, by default SUDO_USER under sudo): with
+their uid, groups, HOME, USER and LOGNAME. The workloads see the
+environment verify was started with, CUDA_VISIBLE_DEVICES included, and the
+environment block of the spec at PATH. Inside a --root other than "/" they
+run under chroot with the root's interpreter, and the framework-free check,
+which needs this machine's driver, does not run.
+
+--device cpu runs the same workloads on the CPU in one process (mixed
+precision in bfloat16), to check them on a machine without a GPU.
+
+Exit status: 0 every check ran on every GPU; 2 a check ran but the GPU path
+failed; 1 nothing to verify or verify could not run.`,
+		Example: `  sudo gpuenv verify
+  gpuenv verify --cuda-only
+  sudo gpuenv verify --user alice --python /opt/venv/bin/python --timeout 2m
+  gpuenv verify examples/pytorch-workstation
+  gpuenv verify --device cpu --json`,
+		ValidArgsFunction: completeSpecPaths,
+		Args:              cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(); err != nil {
+				return err
 			}
-			return runVerify(cmd, g, pythons, timeout)
+			return runVerify(cmd, g, &o, args)
 		},
 	}
-	repeatable(cmd.Flags(), &pythons, "python", "also verify the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
-	cmd.Flags().DurationVar(&timeout, "timeout", verify.DefaultTimeout, "kill a workload that has not finished after `D`")
+	o.vars.register(cmd)
+	repeatable(cmd.Flags(), &o.pythons, "python", "also verify the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", verify.DefaultTimeout, "kill a workload, or the check on a GPU, that has not finished after `D`")
+	cmd.Flags().BoolVar(&o.cudaOnly, "cuda-only", false, "only the framework-free check of the driver and every GPU")
+	cmd.Flags().StringVar(&o.device, "device", "gpu", "run the workloads on every `DEVICE`: gpu, or cpu (one process)")
+	cmd.Flags().StringVar(&o.user, "user", "", "run everything as `NAME` (default: SUDO_USER under sudo, else gpuenv's own user)")
+	cmd.Flags().IntVar(&o.steps, "steps", verify.DefaultSteps, "train for `N` steps")
+	cmd.Flags().IntVar(&o.batch, "batch", verify.DefaultBatch, "train on batches of `N` images")
 	addJSONFlag(cmd, g)
 	return cmd
 }
 
+// check refuses flags that cannot work together.
+func (o *verifyOptions) check() error {
+	switch {
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout %s must be positive", o.timeout)
+	case o.device != "gpu" && o.device != "cpu":
+		return fmt.Errorf("--device %q: want gpu or cpu", o.device)
+	case o.cudaOnly && o.device == "cpu":
+		return fmt.Errorf("--cuda-only checks the GPUs: it does not go with --device cpu")
+	case o.steps < 2:
+		return fmt.Errorf("--steps %d: the loss needs at least 2 steps to fall", o.steps)
+	case o.batch < 1:
+		return fmt.Errorf("--batch %d must be positive", o.batch)
+	}
+	return nil
+}
+
 // verifyReport is verify's JSON document.
 type verifyReport struct {
-	FormatVersion string          `json:"format_version"`
-	Root          string          `json:"root"`
-	Results       []verify.Result `json:"results"`
-	// Verified is true when every workload ran on a GPU.
-	Verified bool `json:"verified"`
+	FormatVersion string `json:"format_version"`
+	Root          string `json:"root"`
+	*verify.Report
+	// CUDACheckExplainedBy are the IDs of doctor's checks in Explanation
+	// that bear on a failed framework-free check.
+	CUDACheckExplainedBy []string `json:"cuda_check_explained_by,omitempty"`
+	// ExplainedBy holds, for each failed result (by its index in
+	// Results), the IDs of doctor's checks in Explanation that bear on it.
+	ExplainedBy map[int][]string `json:"explained_by,omitempty"`
 	// Explanation holds doctor's checks that explain a failure: its
 	// problems, and the warnings about a failed framework.
 	Explanation []doctor.Check `json:"explanation"`
@@ -74,6 +141,10 @@ type verifyReport struct {
 	// may do that, and says so.
 	CreatedDeviceNodes []string `json:"created_device_nodes,omitempty"`
 }
+
+// verifyFormatVersion is the version of verify's JSON document: 2.0 has
+// the framework-free check, a result per GPU, and the user.
+const verifyFormatVersion = "2.0"
 
 // deviceNodes lists the root's NVIDIA device files.
 func deviceNodes(h *host.Host) map[string]bool {
@@ -87,42 +158,93 @@ func deviceNodes(h *host.Host) map[string]bool {
 	return out
 }
 
-func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout time.Duration) error {
+// cudaCheckCommand is the hidden command that runs the framework-free
+// check's child; gpuenv starts itself (/proc/self/exe, named as it was
+// called) with it.
+const cudaCheckCommand = "cuda-check"
+
+func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []string) error {
 	ctx := cmd.Context()
 	v := newVerifyView(g)
+	pythons := o.pythons
+	var specVars [][2]string
+	if len(args) == 1 {
+		// The spec gives its frameworks' interpreters and its environment;
+		// a spec with errors gives nothing to trust.
+		opts, diags := o.vars.loadOptions(g.Env)
+		var files map[string]*hcl.File
+		if !diags.HasErrors() {
+			var s *spec.Spec
+			s, diags = loadSpec(args[0], opts, diags)
+			files = s.Files
+			pythons = pythonsToObserve(s, pythons)
+			specVars = environment.Variables(s.Environment)
+		}
+		if diags.HasErrors() {
+			if err := writeDiagnostics(g, files, diags); err != nil {
+				return err
+			}
+			return &exitCodeError{code: exitError}
+		}
+	}
 	h, err := openHost(g)
 	if err != nil {
 		return err
 	}
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
-	work := verify.Workloads(obs)
-	if len(work) == 0 {
-		rep := &verifyReport{FormatVersion: "1.0", Root: obs.Root, Results: []verify.Result{}, Explanation: []doctor.Check{}}
+	l := &verify.Launcher{Root: h.Root(), Runner: verifyRunner, Env: slices.Clone(g.Env), Timeout: o.timeout}
+	u, err := verifyUser(g, h, obs, o.user)
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		l.Env = u.Env(l.Env)
+		// gpuenv already runs as the user: nothing to change but the
+		// environment.
+		if uint32(os.Geteuid()) != u.UID || os.Geteuid() == 0 {
+			l.User = u
+		}
+	}
+	for _, kv := range specVars {
+		l.Env = verify.SetEnv(l.Env, kv[0], kv[1])
+	}
+
+	opts := verify.Options{Launcher: l, Device: verify.GPU, CUDAOnly: o.cudaOnly, Obs: obs, Files: h, Steps: o.steps, Batch: o.batch}
+	if o.device == "cpu" {
+		opts.Device = verify.CPU
+	}
+	if !o.cudaOnly {
+		opts.Workloads = verify.Workloads(obs)
+	}
+	if h.Live() {
+		opts.CUDACheck = l.CUDACheck("/proc/self/exe", []string{os.Args[0], cudaCheckCommand})
+	} else {
+		opts.SkipCUDACheck = "it runs this machine's driver, and the root is not this machine's (--root " + g.Root + ")"
+	}
+	checks := opts.CUDACheck != nil && opts.Device == verify.GPU
+	if o.cudaOnly && !checks {
+		return fmt.Errorf("--cuda-only: the framework-free check runs only on the running system (--root /)")
+	}
+	if len(opts.Workloads) == 0 && !checks {
+		empty := &verify.Report{User: u, Device: opts.Device, GPUs: []verify.Target{}, Results: []verify.Result{}}
+		rep := &verifyReport{FormatVersion: verifyFormatVersion, Root: obs.Root, Report: empty, Explanation: []doctor.Check{}}
 		if err := v.NothingToVerify(rep, pythons); err != nil {
 			return err
 		}
 		return &exitCodeError{code: exitError}
 	}
-	runner, err := host.New(g.Root, append(slices.Clone(hostOptions), host.WithRunner(verifyRunner))...)
-	if err != nil {
+	if err := v.Start(verifyStart{Root: g.Root, User: u, Workloads: opts.Workloads, CUDACheck: checks, Device: opts.Device, Timeout: o.timeout, Spec: len(args) == 1}); err != nil {
 		return err
 	}
-	if err := v.Start(len(work), timeout); err != nil {
-		return err
-	}
-	rep := &verifyReport{FormatVersion: "1.0", Root: obs.Root, Verified: true}
-	var failed []verify.Result
+	// The view's write errors come back through the callbacks; the first
+	// one ends the command once verify is done.
+	var viewErr error
+	opts.Checked = func(c *cudacheck.Report) { viewErr = cmp.Or(viewErr, v.Checked(c)) }
+	opts.Done = func(rs []verify.Result) { viewErr = cmp.Or(viewErr, v.Result(rs)) }
 	nodesBefore := deviceNodes(h)
-	for _, w := range work {
-		r := verify.Run(ctx, runner, w, timeout)
-		rep.Results = append(rep.Results, r)
-		if !r.OK() {
-			rep.Verified = false
-			failed = append(failed, r)
-		}
-		if err := v.Result(r); err != nil {
-			return err
-		}
+	rep := &verifyReport{FormatVersion: verifyFormatVersion, Root: obs.Root, Report: verify.Verify(ctx, opts)}
+	if viewErr != nil {
+		return viewErr
 	}
 	for p := range deviceNodes(h) {
 		if !nodesBefore[p] {
@@ -130,16 +252,13 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 		}
 	}
 	slices.Sort(rep.CreatedDeviceNodes)
-	if err := v.CreatedDeviceNodes(rep.CreatedDeviceNodes); err != nil {
-		return err
-	}
 	rep.Explanation = []doctor.Check{}
-	if len(failed) > 0 {
-		dr, err := doctorReport(g, h, obs)
+	if !rep.Verified {
+		dr, err := verifyDoctor(g, h, obs, u)
 		if err != nil {
 			return err
 		}
-		rep.Explanation = explain(dr, failed)
+		explainVerify(rep, dr)
 	}
 	if err := v.Report(rep); err != nil {
 		return err
@@ -150,160 +269,104 @@ func runVerify(cmd *cobra.Command, g *globalOptions, pythons []string, timeout t
 	return nil
 }
 
-// verifyView shows verify's progress and result, for a person or as JSON;
-// the flags choose one, once, in newVerifyView. Each method returns the
-// first write error.
-type verifyView interface {
-	// NothingToVerify says that no framework was found; rep is the empty
-	// report and pythons are the --python interpreters.
-	NothingToVerify(rep *verifyReport, pythons []string) error
-	// Start comes before the first of n workloads runs.
-	Start(n int, timeout time.Duration) error
-	// Result comes after each workload.
-	Result(r verify.Result) error
-	// CreatedDeviceNodes comes after the last workload, with the device
-	// files the workloads created (often none).
-	CreatedDeviceNodes(paths []string) error
-	// Report comes last, with the whole report.
-	Report(rep *verifyReport) error
-}
-
-// newVerifyView chooses verify's view from the flags: the report as one
-// JSON document at the end with --json, else lines for a person as each
-// workload finishes.
-func newVerifyView(g *globalOptions) verifyView {
-	if g.JSON {
-		return &verifyJSON{g: g}
+// verifyUser is whom verify runs as: --user, else SUDO_USER under sudo,
+// else nobody in particular (gpuenv's own user, unchanged). Only root can
+// run programs as someone else.
+func verifyUser(g *globalOptions, h *host.Host, obs *facts.Observation, name string) (*verify.User, error) {
+	flag := name != ""
+	if !flag {
+		name = g.Getenv("SUDO_USER")
 	}
-	return &verifyHuman{out: printer{w: g.Stdout}, errw: g.Stderr, root: g.Root}
-}
-
-// verifyJSON prints the report, and nothing before it.
-type verifyJSON struct {
-	g *globalOptions
-}
-
-var _ verifyView = (*verifyJSON)(nil)
-
-func (v *verifyJSON) NothingToVerify(rep *verifyReport, _ []string) error {
-	return writeJSON(v.g, rep)
-}
-
-func (v *verifyJSON) Start(int, time.Duration) error    { return nil }
-func (v *verifyJSON) Result(verify.Result) error        { return nil }
-func (v *verifyJSON) CreatedDeviceNodes([]string) error { return nil }
-
-func (v *verifyJSON) Report(rep *verifyReport) error {
-	return writeJSON(v.g, rep)
-}
-
-// verifyHuman prints a line per workload as it finishes, then, when one
-// failed, doctor's explanation.
-type verifyHuman struct {
-	// out is stdout; it keeps the first write error.
-	out printer
-	// errw is stderr, for saying that there is nothing to verify.
-	errw io.Writer
-	// root is --root as the user wrote it.
-	root string
-}
-
-var _ verifyView = (*verifyHuman)(nil)
-
-func (v *verifyHuman) NothingToVerify(_ *verifyReport, pythons []string) error {
-	p := &printer{w: v.errw}
-	p.printf("Nothing to verify: no PyTorch, TensorFlow or JAX in the system's Python%s.\n", pythonsText(pythons))
-	p.printf("Name a virtual environment's interpreter with --python.\n")
-	return p.err
-}
-
-func (v *verifyHuman) Start(n int, timeout time.Duration) error {
-	v.out.printf("Verifying %s in %s (timeout %s each)\n", countWord(n, "workload"), v.root, timeout)
-	return v.out.err
-}
-
-func (v *verifyHuman) Result(r verify.Result) error {
-	writeResult(&v.out, r)
-	return v.out.err
-}
-
-func (v *verifyHuman) CreatedDeviceNodes(paths []string) error {
-	if len(paths) > 0 {
-		v.out.printf("The workloads created device files that were not there: %s (the driver's libraries make them when they run as root).\n", strings.Join(paths, ", "))
+	if name == "" {
+		return nil, nil
 	}
-	return v.out.err
-}
-
-func (v *verifyHuman) Report(rep *verifyReport) error {
-	if rep.Verified {
-		return v.out.err
-	}
-	if len(rep.Explanation) == 0 {
-		v.out.printf("\ngpuenv doctor finds nothing on the host that explains it; the output above is the framework's own.\n")
-	} else {
-		v.out.printf("\nWhy, according to gpuenv doctor:\n")
-		for _, c := range rep.Explanation {
-			writeCheck(&v.out, c)
+	u, err := verify.LookupUser(h, obs, name)
+	if err != nil {
+		if !flag {
+			return nil, fmt.Errorf("SUDO_USER %s: %w; name the user with --user", name, err)
 		}
+		return nil, fmt.Errorf("--user %s: %w", name, err)
 	}
-	return v.out.err
+	if os.Geteuid() != 0 && uint32(os.Geteuid()) != u.UID {
+		return nil, fmt.Errorf("running as %s needs root: run gpuenv verify with sudo", name)
+	}
+	return u, nil
 }
 
-func pythonsText(pythons []string) string {
-	if len(pythons) == 0 {
-		return ""
+// verifyDoctor runs doctor's checks for the user verify ran as.
+func verifyDoctor(g *globalOptions, h *host.Host, obs *facts.Observation, u *verify.User) (*doctor.Report, error) {
+	if u == nil {
+		return doctorReport(g, h, obs)
 	}
-	return " or in " + strings.Join(pythons, ", ")
+	in := doctor.Input{Obs: obs, User: &doctor.User{Name: u.Name, UID: u.UID, GID: u.GID}}
+	if h.Live() {
+		in.Session = sessionVariables(g)
+	}
+	return doctor.Run(in), nil
 }
 
-// explain picks doctor's checks that bear on the failed workloads: every
-// problem, and any warning about one of those frameworks.
-func explain(r *doctor.Report, failed []verify.Result) []doctor.Check {
-	var out []doctor.Check
+// explainGroups are doctor's groups that can explain a failure that
+// follows each layer.
+var explainGroups = map[verify.Layer][]doctor.Group{
+	verify.LayerDriver:  {doctor.GroupPCI, doctor.GroupKernel, doctor.GroupNVML, doctor.GroupDevices, doctor.GroupEnv},
+	verify.LayerDevice:  {doctor.GroupDevices, doctor.GroupGPUState},
+	verify.LayerRuntime: {doctor.GroupCUDA, doctor.GroupFrameworks, doctor.GroupEnv},
+	verify.LayerCuDNN:   {doctor.GroupCuDNN, doctor.GroupFrameworks},
+	verify.LayerAMP:     {doctor.GroupFrameworks},
+}
+
+// explainVerify picks doctor's checks that bear on the failures: every
+// problem, and any warning about a failed framework; and points each
+// failure at those in its layer's groups (in every group when it was not
+// narrowed).
+func explainVerify(rep *verifyReport, r *doctor.Report) {
+	// concerns says whether c is about res's framework, when c is about
+	// a framework at all.
+	concerns := func(c doctor.Check, res *verify.Result) bool {
+		if c.Group != doctor.GroupFrameworks || c.ID == "framework" {
+			return true
+		}
+		return res != nil && strings.HasSuffix(c.ID, ":"+doctor.FrameworkID(res.Interpreter, res.Framework))
+	}
 	for _, c := range r.Checks {
 		switch c.Status {
 		case doctor.Problem:
-			out = append(out, c)
+			rep.Explanation = append(rep.Explanation, c)
 		case doctor.Warning:
-			for _, f := range failed {
-				if strings.HasSuffix(c.ID, ":"+doctor.FrameworkID(f.Interpreter, f.Framework)) {
-					out = append(out, c)
+			for _, res := range rep.Results {
+				if !res.OK() && c.Group == doctor.GroupFrameworks && concerns(c, &res) {
+					rep.Explanation = append(rep.Explanation, c)
 					break
 				}
 			}
 		}
 	}
-	return out
-}
-
-func writeResult(p *printer, r verify.Result) {
-	v := r.Version
-	if v == "" {
-		v = r.Workload.Version
-	}
-	what := strings.TrimSpace(fmt.Sprintf("%s %s", r.Framework, v)) + " in " + r.Interpreter
-	if r.OK() {
-		line := fmt.Sprintf("  ✓ %s: %s", what, r.Device)
-		if r.BuildCUDA != "" {
-			line += ", built for CUDA " + r.BuildCUDA
+	ids := func(groups []doctor.Group, res *verify.Result) []string {
+		var out []string
+		for _, c := range rep.Explanation {
+			if (groups == nil || slices.Contains(groups, c.Group)) && concerns(c, res) {
+				out = append(out, c.ID)
+			}
 		}
-		p.printf("%s; matrix product in %.3f s\n", line, r.Seconds)
-		return
+		return out
 	}
-	how := map[verify.Outcome]string{
-		verify.NotOnGPU:   "ran, but not on a GPU",
-		verify.Failed:     "failed",
-		verify.Crashed:    "crashed",
-		verify.TimedOut:   "timed out",
-		verify.NotStarted: "did not start",
-	}[r.Outcome]
-	p.printf("  ✗ %s %s: %s\n", what, how, r.Error)
-	if r.BuildCUDA != "" {
-		p.printf("      built for CUDA %s\n", r.BuildCUDA)
+	if ck := rep.CUDACheck; ck != nil && !ck.OK() {
+		rep.CUDACheckExplainedBy = ids(explainGroups[verify.LayerDriver], nil)
 	}
-	for _, line := range strings.Split(r.Stderr, "\n") {
-		if line != "" {
-			p.printf("      stderr: %s\n", line)
+	for i := range rep.Results {
+		res := &rep.Results[i]
+		if res.OK() {
+			continue
+		}
+		var groups []doctor.Group
+		if res.Narrowing != nil {
+			groups = explainGroups[res.Narrowing.Layer]
+		}
+		if got := ids(groups, res); len(got) > 0 {
+			if rep.ExplainedBy == nil {
+				rep.ExplainedBy = map[int][]string{}
+			}
+			rep.ExplainedBy[i] = got
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/verify"
+	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
 )
 
 // closedStream fails every write, as a stdout whose reader has gone.
@@ -53,10 +54,11 @@ func TestObserveDoctorVerifyHumanWriteErrors(t *testing.T) {
 
 	v := newVerifyView(g)
 	wantBrokenPipe(t, "verify nothing", v.NothingToVerify(&verifyReport{}, nil))
-	wantBrokenPipe(t, "verify start", v.Start(1, time.Second))
-	wantBrokenPipe(t, "verify result", v.Result(verify.Result{}))
-	wantBrokenPipe(t, "verify nodes", v.CreatedDeviceNodes([]string{"/dev/nvidia0"}))
-	wantBrokenPipe(t, "verify report", v.Report(&verifyReport{}))
+	wantBrokenPipe(t, "verify start", v.Start(verifyStart{Workloads: []verify.Workload{{}}, Timeout: time.Second}))
+	wantBrokenPipe(t, "verify checked", v.Checked(&cudacheck.Report{}))
+	wantBrokenPipe(t, "verify result", v.Result([]verify.Result{{}}))
+	wantBrokenPipe(t, "verify nodes", v.Report(&verifyReport{Report: &verify.Report{}, CreatedDeviceNodes: []string{"/dev/nvidia0"}}))
+	wantBrokenPipe(t, "verify report", v.Report(&verifyReport{Report: &verify.Report{}}))
 }
 
 // TestObserveDoctorVerifyJSONWriteErrors checks the same of the JSON views.
@@ -74,9 +76,9 @@ func TestVerifyJSONPrintsOnlyTheReport(t *testing.T) {
 	var out, errOut bytes.Buffer
 	v := newVerifyView(&globalOptions{Root: "/", JSON: true, Stdout: &out, Stderr: &errOut})
 	for _, err := range []error{
-		v.Start(2, time.Second),
-		v.Result(verify.Result{}),
-		v.CreatedDeviceNodes([]string{"/dev/nvidia0"}),
+		v.Start(verifyStart{Workloads: []verify.Workload{{}, {}}, Timeout: time.Second}),
+		v.Checked(&cudacheck.Report{}),
+		v.Result([]verify.Result{{}}),
 	} {
 		if err != nil {
 			t.Fatal(err)

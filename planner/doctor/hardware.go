@@ -168,8 +168,7 @@ func moduleFiles(k *facts.InstalledKernel) []string {
 func (d *doctor) kernelModule() {
 	c := Check{ID: "kernel.module", Group: GroupKernel}
 	if !d.hasGPU() {
-		c.Status, c.Summary = Skipped, "No GPU, so no driver is needed"
-		d.add(c)
+		d.skip(c, "No GPU, so no driver is needed")
 		return
 	}
 	for _, m := range d.obs.Kernel.Loaded {
@@ -242,8 +241,7 @@ func (d *doctor) nouveauLoaded() bool { return NouveauLoaded(d.obs) }
 func (d *doctor) kernelNouveau() {
 	c := Check{ID: "kernel.nouveau", Group: GroupKernel}
 	if !d.hasGPU() {
-		c.Status, c.Summary = Skipped, "No GPU for nouveau to take"
-		d.add(c)
+		d.skip(c, "No GPU for nouveau to take")
 		return
 	}
 	bl := d.nouveauBlacklists()
@@ -392,14 +390,12 @@ func (d *doctor) driverInstalled() bool {
 func (d *doctor) kernelDKMS() {
 	c := Check{ID: "kernel.dkms", Group: GroupKernel}
 	if !d.hasGPU() || !d.driverInstalled() {
-		c.Status, c.Summary = Skipped, "No NVIDIA driver installed"
-		d.add(c)
+		d.skip(c, "No NVIDIA driver installed")
 		return
 	}
 	run := d.runningKernel()
 	if run == nil {
-		c.Status, c.Summary = Skipped, fmt.Sprintf("The running kernel %s has no /lib/modules directory to look in", d.obs.Kernel.Release)
-		d.add(c)
+		d.skip(c, fmt.Sprintf("The running kernel %s has no /lib/modules directory to look in", d.obs.Kernel.Release))
 		return
 	}
 	hasModule := func(k *facts.InstalledKernel) bool {
@@ -593,8 +589,7 @@ func (d *doctor) nvidiaGPUCount() int {
 func (d *doctor) deviceNodes() {
 	c := Check{ID: "devices.nodes", Group: GroupDevices}
 	if !d.moduleLoaded() {
-		c.Status, c.Summary = Skipped, "The nvidia module is not loaded, so it has made no device nodes"
-		d.add(c)
+		d.skip(c, "The nvidia module is not loaded, so it has made no device nodes")
 		return
 	}
 	have := map[string]facts.DeviceNode{}
@@ -680,12 +675,10 @@ func (d *doctor) deviceAccess() {
 	}
 	switch {
 	case u == nil:
-		c.Status, c.Summary = Skipped, "The invoking user is unknown"
-		d.add(c)
+		d.skip(c, "The invoking user is unknown")
 		return
 	case len(nodes) == 0:
-		c.Status, c.Summary = Skipped, "No device nodes to open"
-		d.add(c)
+		d.skip(c, "No device nodes to open")
 		return
 	}
 	groups := d.userGroups(u)

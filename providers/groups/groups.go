@@ -130,6 +130,7 @@ type User struct {
 	Name string
 	UID  uint32
 	GID  uint32
+	Home string
 }
 
 // ParsePasswd reads passwd(5) lines, "name:password:uid:gid:gecos:home:shell".
@@ -155,7 +156,7 @@ func ParsePasswd(data []byte) (users []User, problems []string) {
 		if users == nil {
 			users = make([]User, 0, bytes.Count(data, []byte("\n"))+1)
 		}
-		users = append(users, User{Name: f[0], UID: uint32(uid), GID: uint32(gid)})
+		users = append(users, User{Name: f[0], UID: uint32(uid), GID: uint32(gid), Home: f[5]})
 	}
 	return users, problems
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -30,6 +31,12 @@ type PickQuery struct {
 	// packages come from: a package the manager does not list yet then
 	// has its version known only after apply, instead of being an error.
 	Pending bool
+	// Archive and Source: where the archive knows what Source offers
+	// (planner.Archive.Knows), the versions are those of Source's
+	// indexes alone, in the package manager's order of preference, and
+	// what they do not list is an error that says what they do.
+	Archive *planner.Archive
+	Source  spec.Source
 }
 
 // Picked is the version chosen.
@@ -46,7 +53,9 @@ type Picked struct {
 
 // Pick chooses the newest version that satisfies q and at which every
 // package of the set is available (pkgdb.PickVersion, the rule apply
-// follows for a version left to it). It asks the package manager first;
+// follows for a version left to it). Where the archive knows what the
+// source offers, it picks from that (pickOffered). Otherwise it asks the
+// package manager first;
 // when that lists nothing for the first package, it falls back to the
 // versions gpuenv's tables know for the archive, then to the version the
 // package tables derive. Where configured sources of the manager have no
@@ -57,14 +66,22 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 	if len(q.Packages) == 0 {
 		return Picked{}, fmt.Errorf("no packages to pick a version for")
 	}
-	first := q.Packages[0].Name
-	listed, err := cands.Versions(ctx, q.Manager, first)
-	if err != nil {
-		return Picked{}, err
+	if q.Archive.Knows(q.Source) {
+		return pickOffered(q)
 	}
+	first := q.Packages[0].Name
 	var missing []facts.IndexSource
 	if u, ok := cands.(unfetched); ok {
 		missing = u.Unfetched(q.Manager)
+	}
+	if len(missing) > 0 && q.Archive.Configured(q.Source) {
+		// The source's own indexes await an update: what another
+		// source's indexes list is not what it offers.
+		return deferred(q, missing, nil), nil
+	}
+	listed, err := cands.Versions(ctx, q.Manager, first)
+	if err != nil {
+		return Picked{}, err
 	}
 	note := ""
 	table := map[string]compat.DistroPackage{}
@@ -96,26 +113,62 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 		return Picked{Version: picked, Note: note}, nil
 	}
 	if len(missing) > 0 {
-		sources := fmt.Sprintf("%d configured sources", len(missing))
-		if len(missing) == 1 {
-			sources = "a configured source"
-		}
-		note := fmt.Sprintf("%s has not fetched the index of %s, so the version of %s is known after apply: the newest the fetched indexes list", refreshTool(q.Manager), sources, first)
-		if !q.Versions.IsZero() {
-			note += fmt.Sprintf(" that satisfies %q", q.Versions.String())
-		}
-		if len(rejected) > 0 {
-			note += " (the indexes on disk list " + strings.Join(rejected, ", ") + ")"
-		}
-		return Picked{Constraint: q.Versions.String(), Note: note}, nil
+		return deferred(q, missing, rejected), nil
 	}
 	if len(listed) == 0 {
 		if q.Pending {
-			return Picked{Constraint: q.Versions.String(), Note: fmt.Sprintf("%s does not list %s until the repositories this plan configures are in place, so its exact version is known after apply: the newest that satisfies %s", managerTool(q.Manager), first, constraintText(q.Versions))}, nil
+			return Picked{Constraint: q.Versions.String(), Note: fmt.Sprintf("%s does not list %s until the repositories this plan configures are in place, so its exact version is known after apply: the newest that satisfies %s", managerTool(q.Manager), first, q.Versions.Quoted())}, nil
 		}
 		return Picked{}, fmt.Errorf("%s lists no version of %s, and gpuenv's tables know none either (is its repository configured?)", managerTool(q.Manager), first)
 	}
-	return Picked{}, fmt.Errorf("no version of %s fits %s: %s lists %s", first, constraintText(q.Versions), managerTool(q.Manager), strings.Join(rejected, ", "))
+	return Picked{}, fmt.Errorf("no version of %s fits %s: %s lists %s", first, q.Versions.Quoted(), managerTool(q.Manager), strings.Join(rejected, ", "))
+}
+
+// pickOffered picks from what q.Source's indexes offer: the first
+// version, in the package manager's order of preference, that satisfies
+// q and at which the source offers every package of the set. The note
+// says when a priority put it ahead of a newer one.
+func pickOffered(q PickQuery) (Picked, error) {
+	first := q.Packages[0].Name
+	where := q.Archive.Describe(q.Source)
+	offers := q.Archive.Offers(first, q.Source)
+	if len(offers) == 0 {
+		return Picked{}, fmt.Errorf("%s offers no %s", where, first)
+	}
+	others := map[string][]string{}
+	for _, p := range q.Packages[1:] {
+		for _, o := range q.Archive.Offers(p.Name, q.Source) {
+			others[p.Name] = append(others[p.Name], o.Version)
+		}
+		if len(others[p.Name]) == 0 {
+			return Picked{}, fmt.Errorf("%s offers no %s", where, p.Name)
+		}
+	}
+	var fit []planner.Offer
+	var rejected []string
+	for _, o := range offers {
+		up, err := pkgdb.UpstreamVersion(string(q.Manager), o.Version)
+		if err != nil || !q.Versions.Check(up) || q.Accept != nil && !q.Accept(o.Version, up) {
+			rejected = append(rejected, o.Version)
+			continue
+		}
+		missing := ""
+		for _, p := range q.Packages[1:] {
+			if !slices.Contains(others[p.Name], o.Version) {
+				missing = p.Name
+				break
+			}
+		}
+		if missing != "" {
+			rejected = append(rejected, o.Version+" (no "+missing+" "+o.Version+")")
+			continue
+		}
+		fit = append(fit, o)
+	}
+	if len(fit) == 0 {
+		return Picked{}, fmt.Errorf("no version of %s fits %s: %s offers %s", first, q.Versions.Quoted(), where, strings.Join(rejected, ", "))
+	}
+	return Picked{Version: fit[0].Version, Note: q.Archive.PreferenceNote(fit)}, nil
 }
 
 // unfetched is the capability of a Candidates to name the configured
@@ -124,19 +177,30 @@ type unfetched interface {
 	Unfetched(manager planner.Manager) []facts.IndexSource
 }
 
+// deferred is the pick of a version known after apply, which fetches
+// the indexes of the missing sources first; rejected are the versions the
+// indexes on disk list, none of which fits.
+func deferred(q PickQuery, missing []facts.IndexSource, rejected []string) Picked {
+	sources := fmt.Sprintf("%d configured sources", len(missing))
+	if len(missing) == 1 {
+		sources = "a configured source"
+	}
+	note := fmt.Sprintf("%s has not fetched the index of %s, so the version of %s is known after apply: the newest the fetched indexes list", refreshTool(q.Manager), sources, q.Packages[0].Name)
+	if !q.Versions.IsZero() {
+		note += " that satisfies " + q.Versions.Quoted()
+	}
+	if len(rejected) > 0 {
+		note += " (the indexes on disk list " + strings.Join(rejected, ", ") + ")"
+	}
+	return Picked{Constraint: q.Versions.String(), Note: note}
+}
+
 // refreshTool is the command that fetches m's indexes, as messages name it.
 func refreshTool(m planner.Manager) string {
 	if c := planner.RefreshCommand(m); c != nil {
 		return strings.Join(c, " ")
 	}
 	return string(m)
-}
-
-func constraintText(c version.Constraint) string {
-	if c.IsZero() {
-		return "any version"
-	}
-	return fmt.Sprintf("%q", c.String())
 }
 
 // KnownAfterApply is what a step shows for a version only apply learns.

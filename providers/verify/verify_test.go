@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // fake writes an executable shell script standing in for a Python
-// interpreter and returns its path. The script sees the workload as "$2"
-// and the framework's name as "$3", as python -c does.
+// interpreter and returns its path. The script sees the workload as "$2",
+// the framework's name as "$3" and the configuration as "$4", as python -c
+// does.
 func fake(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "python")
@@ -26,13 +28,9 @@ func fake(t *testing.T, body string) string {
 	return p
 }
 
-func liveHost(t *testing.T) *host.Host {
-	t.Helper()
-	h, err := host.New("/", host.WithRunner(ProcessGroupRunner{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+// live is a launcher on the running system, as gpuenv itself.
+func live(timeout time.Duration) *Launcher {
+	return &Launcher{Root: "/", Runner: ProcessGroupRunner{}, Env: os.Environ(), Timeout: timeout}
 }
 
 const okLine = `{"gpuenv_verify": 1, "framework": "pytorch", "version": "2.5.1+cu124", "build_cuda": "12.4", "device": "NVIDIA H100 80GB HBM3", "on_gpu": true, "seconds": 0.25}`
@@ -58,18 +56,18 @@ func TestRun(t *testing.T) {
 		{
 			name:   "framework error",
 			script: `echo '{"gpuenv_verify": 1, "framework": "pytorch", "on_gpu": false, "error": "RuntimeError: CUDA error: no kernel image is available for execution on the device"}'`,
-			want:   Result{Outcome: Failed, Error: "RuntimeError: CUDA error: no kernel image is available for execution on the device"},
+			want:   Result{Outcome: Failed, Error: "RuntimeError: CUDA error: no kernel image is available for execution on the device", Kind: KindNoKernel},
 		},
 		{
 			name:   "crash by signal",
 			script: "echo 'Fatal Python error: Segmentation fault' >&2\nkill -SEGV $$",
-			want:   Result{Outcome: Crashed, Error: "the interpreter was killed by signal 11 (segmentation fault) before printing a result", ExitCode: -1},
+			want:   Result{Outcome: Crashed, Error: "the interpreter was killed by signal 11 (segmentation fault) before printing a result", ExitCode: -1, Kind: KindCrash},
 			stderr: "Fatal Python error: Segmentation fault",
 		},
 		{
 			name:   "exit without a result",
 			script: "echo 'ImportError: libcudnn.so.8: cannot open shared object file' >&2\nexit 3",
-			want:   Result{Outcome: Crashed, Error: "the interpreter exited with status 3 before printing a result", ExitCode: 3},
+			want:   Result{Outcome: Crashed, Error: "the interpreter exited with status 3 before printing a result", ExitCode: 3, Kind: KindCrash},
 			stderr: "libcudnn.so.8",
 		},
 		{
@@ -85,7 +83,7 @@ func TestRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := Workload{Interpreter: fake(t, tt.script), Framework: "pytorch"}
 			start := time.Now()
-			got := Run(context.Background(), liveHost(t), w, tt.timeout)
+			got := live(tt.timeout).Run(context.Background(), Job{Workload: w})
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("run took %s", took)
 			}
@@ -94,8 +92,8 @@ func TestRun(t *testing.T) {
 			}
 			got.Stderr, got.Elapsed = "", 0
 			tt.want.Workload = w
-			if got != tt.want {
-				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("result (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -103,18 +101,18 @@ func TestRun(t *testing.T) {
 
 func TestRunNotStarted(t *testing.T) {
 	w := Workload{Interpreter: filepath.Join(t.TempDir(), "missing", "python"), Framework: "jax"}
-	got := Run(context.Background(), liveHost(t), w, time.Second)
+	got := live(time.Second).Run(context.Background(), Job{Workload: w})
 	if got.Outcome != NotStarted || !strings.Contains(got.Error, "no such file") {
 		t.Errorf("got %s: %s", got.Outcome, got.Error)
 	}
-	got = Run(context.Background(), liveHost(t), Workload{Interpreter: "/bin/true", Framework: "mxnet"}, time.Second)
+	got = live(time.Second).Run(context.Background(), Job{Workload: Workload{Interpreter: "/bin/true", Framework: "mxnet"}})
 	if got.Outcome != NotStarted || got.Error != `no workload for framework "mxnet"` {
 		t.Errorf("unknown framework: %s: %s", got.Outcome, got.Error)
 	}
 }
 
-// TestRunArguments: the interpreter gets -c, the embedded script and the
-// framework's name.
+// TestRunArguments: the interpreter gets -c, the embedded script, the
+// framework's name and the configuration.
 func TestRunArguments(t *testing.T) {
 	for _, fw := range []string{"pytorch", "tensorflow", "jax"} {
 		script, err := Script(fw)
@@ -122,8 +120,9 @@ func TestRunArguments(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		py := fake(t, `printf '%s' "$2" > `+dir+`/script; echo "$1 $3" > `+dir+"/args\necho '"+strings.ReplaceAll(okLine, "pytorch", fw)+"'")
-		got := Run(context.Background(), liveHost(t), Workload{Interpreter: py, Framework: fw}, 5*time.Second)
+		py := fake(t, `printf '%s' "$2" > `+dir+`/script; echo "$1 $3" > `+dir+`/args; printf '%s' "$4" > `+dir+"/config\necho '"+strings.ReplaceAll(okLine, "pytorch", fw)+"'")
+		cfg := Config{Device: GPU, CuDNN: true, Steps: 3, Batch: 8}
+		got := live(5*time.Second).Run(context.Background(), Job{Workload: Workload{Interpreter: py, Framework: fw}, Config: cfg})
 		if got.Outcome != OnGPU {
 			t.Fatalf("%s: %s %s", fw, got.Outcome, got.Error)
 		}
@@ -131,6 +130,9 @@ func TestRunArguments(t *testing.T) {
 		sent, _ := os.ReadFile(dir + "/script")
 		if string(args) != "-c "+fw+"\n" || string(sent) != script {
 			t.Errorf("%s: args %q, script sent intact: %v", fw, args, string(sent) == script)
+		}
+		if sent, _ := os.ReadFile(dir + "/config"); string(sent) != `{"device":"cuda","cudnn":true,"amp":false,"steps":3,"batch":8}` {
+			t.Errorf("%s: configuration %s", fw, sent)
 		}
 	}
 }
@@ -145,7 +147,7 @@ func TestScriptsWithoutFramework(t *testing.T) {
 	}
 	for _, fw := range []string{"pytorch", "tensorflow", "jax"} {
 		mod := map[string]string{"pytorch": "torch", "tensorflow": "tensorflow", "jax": "jax"}[fw]
-		got := Run(context.Background(), liveHost(t), Workload{Interpreter: py, Framework: fw}, 60*time.Second)
+		got := live(60*time.Second).Run(context.Background(), Job{Workload: Workload{Interpreter: py, Framework: fw}})
 		switch got.Outcome {
 		case OnGPU, NotOnGPU:
 			// This Python has the framework: the script ran it.
@@ -185,15 +187,12 @@ func TestRunInChroot(t *testing.T) {
 	if err := os.WriteFile(py, []byte("#!/bin/sh\n[ -e /inside-the-root ] && echo '"+okLine+"'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.New(root, host.WithRunner(ProcessGroupRunner{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := Run(context.Background(), h, Workload{Interpreter: "/opt/venv/bin/python", Framework: "pytorch"}, 10*time.Second)
+	l := &Launcher{Root: root, Runner: ProcessGroupRunner{}, Env: os.Environ(), Timeout: 10 * time.Second}
+	got := l.Run(context.Background(), Job{Workload: Workload{Interpreter: "/opt/venv/bin/python", Framework: "pytorch"}})
 	if got.Outcome != OnGPU {
 		t.Errorf("in the chroot: %s: %s (stderr %s)", got.Outcome, got.Error, got.Stderr)
 	}
-	got = Run(context.Background(), h, Workload{Interpreter: "/opt/other/bin/python", Framework: "pytorch"}, 10*time.Second)
+	got = l.Run(context.Background(), Job{Workload: Workload{Interpreter: "/opt/other/bin/python", Framework: "pytorch"}})
 	if got.Outcome != NotStarted {
 		t.Errorf("missing interpreter in the chroot: %s: %s", got.Outcome, got.Error)
 	}
