@@ -49,6 +49,17 @@ func (fx *fixture) indexed() *apply.HostExecutor {
 	return &apply.HostExecutor{Host: fx.h, Indexes: applytest.IndexesOf(fx.Archive)}
 }
 
+// appliesIndexed applies p with the indexes to answer from; it must end
+// applied.
+func (fx *fixture) appliesIndexed(p *planner.Plan) *apply.Result {
+	fx.t.Helper()
+	res := fx.apply(p, fx.opts(fx.indexed()))
+	if res.Status != apply.StatusApplied {
+		fx.t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
+	}
+	return res
+}
+
 // With the package indexes to answer from, the standard plan's apt
 // transaction asks apt nothing (no apt-cache), fetches the old package
 // files it saves with one apt-get download of what the archive still has,
@@ -71,10 +82,7 @@ func TestApplyQueriesTheIndexesOnce(t *testing.T) {
 			}
 			before := fx.snapshot()
 			calls := callsOf(t, fx)
-			res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(fx.indexed()))
-			if res.Status != apply.StatusApplied {
-				t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-			}
+			fx.appliesIndexed(applytest.StandardPlan(fx.Index))
 			got := calls()
 			for _, c := range got {
 				if c[0] == "apt-cache" {
@@ -131,10 +139,7 @@ func TestApplySavesFromThePackageCache(t *testing.T) {
 			}
 			before := fx.snapshot()
 			calls := callsOf(t, fx)
-			res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(fx.indexed()))
-			if res.Status != apply.StatusApplied {
-				t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-			}
+			fx.appliesIndexed(applytest.StandardPlan(fx.Index))
 			if n := count(calls(), "apt-get", "download"); n != tc.downloads {
 				t.Errorf("%d apt-get download calls, want %d", n, tc.downloads)
 			}
@@ -261,9 +266,7 @@ func TestApplyPinsExactDependenciesFromTheIndexes(t *testing.T) {
 		}}},
 	}}}
 	p.Transactions = planner.Batch(p.Steps)
-	if res := fx.apply(p, fx.opts(fx.indexed())); res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.appliesIndexed(p)
 	if !strings.Contains(fx.out.String(), "pinning libnvidia-ml1="+applytest.DriverNew+", which nvidia-smi "+applytest.DriverNew+" depends on exactly") {
 		t.Errorf("libnvidia-ml1 was not pinned:\n%s", fx.out.String())
 	}

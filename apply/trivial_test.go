@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
 )
@@ -35,10 +34,7 @@ func TestTrivialUpgradeWithoutDryRun(t *testing.T) {
 	fx := newFixture(t)
 	before := fx.snapshot()
 	calls := callsOf(t, fx)
-	res := fx.apply(upgradePlan(applytest.DriverNew, "libnvidia-ml1", "nvidia-smi"), fx.opts(fx.indexed()))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.appliesIndexed(upgradePlan(applytest.DriverNew, "libnvidia-ml1", "nvidia-smi"))
 	got := calls()
 	if n := count(got, "apt-get", "-s"); n != 0 {
 		t.Errorf("%d dry runs, want none", n)
@@ -69,10 +65,7 @@ func TestNotTrivialUpgradeIsPreparedAgain(t *testing.T) {
 	}
 	before := fx.snapshot()
 	calls := callsOf(t, fx)
-	res := fx.apply(upgradePlan(newer, "libnvidia-ml1"), fx.opts(fx.indexed()))
-	if res.Status != apply.StatusApplied {
-		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
-	}
+	fx.appliesIndexed(upgradePlan(newer, "libnvidia-ml1"))
 	if !strings.Contains(fx.out.String(), "apt would change more packages than the transaction names: preparing it again with a dry run") {
 		t.Errorf("apply does not say it prepared the transaction again:\n%s", fx.out.String())
 	}

@@ -73,8 +73,11 @@ func samplePlan() *Plan {
 	return p
 }
 
-func TestPlanJSONRoundTrip(t *testing.T) {
-	p := samplePlan()
+func TestPlanJSONRoundTrip(t *testing.T) { roundTrip(t, samplePlan()) }
+
+// roundTrip checks that p comes back from JSON equal, and valid.
+func roundTrip(t *testing.T, p *Plan) {
+	t.Helper()
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)

@@ -113,20 +113,7 @@ func TestRefreshStepFirst(t *testing.T) {
 				t.Errorf("the refresh is part of a transaction: %+v", p.Transactions)
 			}
 			// The plan file carries it as the planner made it.
-			b, err := json.Marshal(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var back Plan
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(p, &back); diff != "" {
-				t.Errorf("after a JSON round trip (-want +got):\n%s", diff)
-			}
-			if err := back.Validate(); err != nil {
-				t.Errorf("the plan read back does not validate: %v", err)
-			}
+			roundTrip(t, p)
 		})
 	}
 }
