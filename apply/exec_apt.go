@@ -279,8 +279,8 @@ var _ packageManager = aptManager{}
 type aptPrior struct {
 	x      aptManager
 	before map[string]debState
-	// ix are the package indexes (aptPrepare.ix), nil when they cannot
-	// answer.
+	// ix are the package indexes read for the transaction
+	// (indexesFor), nil when they cannot answer.
 	ix *facts.PackageIndexes
 	// saved are the package files saveAll kept, by package name.
 	saved map[string]string
@@ -342,12 +342,13 @@ func (a *aptPrior) simulate(ctx context.Context, ws *Workspace, op *planner.Pack
 }
 
 // trivial reports whether op is likely to change its pins and nothing
-// else: it upgrades or downgrades packages already installed to versions
-// that the pins' exact dependencies are pinned along with (pinPending),
-// and removes nothing. apt judges the same (--trivial-only) by whether it
-// would install anything but the pins, remove anything, or downgrade or
-// change a held package; a pin already at its version would let one
-// extra package through that count, so none may be.
+// else: every pin upgrades a package already installed (the packages its
+// pins depend on at one exact version are pinned too, by pinPending), and
+// it removes and downgrades nothing. apt's --trivial-only then decides:
+// apt refuses when the packages it would install are not exactly as many
+// as the pins, or it would remove, downgrade or change a held package.
+// A pin already at its version would leave room in that count for one
+// package more, so none may be.
 func (a *aptPrior) trivial(op *planner.PackagesOp) bool {
 	if len(op.Install) == 0 || len(op.Remove) > 0 || op.Purge || op.AllowDowngrade {
 		return false

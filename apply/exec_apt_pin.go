@@ -75,9 +75,9 @@ func (x aptManager) pinPending(ctx context.Context, ws *Workspace, op *planner.P
 	return nil
 }
 
-// listed returns the versions apt can install of each of names, newest
-// first: from the indexes when they keep every one of them, else from one
-// apt-cache policy of them all. from says where they came from, as the
+// listed returns the versions apt can install of each of names: from the
+// indexes, in apt's order of preference (preferred), when they keep every
+// one of them; else from one apt-cache policy of them all, newest first. from says where they came from, as the
 // subject of "list".
 func (x aptManager) listed(ctx context.Context, ws *Workspace, names []string, ix *facts.PackageIndexes) (map[string][]string, string, error) {
 	out := map[string][]string{}
