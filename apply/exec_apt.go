@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -680,6 +681,7 @@ func (x aptManager) repairDpkg(ctx context.Context, ws *Workspace, inv *Packages
 // and removals, with apt's dependency resolution.
 func (x aptManager) restoreWithApt(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState) error {
 	var debs, remove, purge, unhold []string
+	ix := x.readIndexes(ctx, ws)
 	for _, p := range differing(inv.Packages, cur) {
 		c := cur[p.Name]
 		switch {
@@ -687,6 +689,8 @@ func (x aptManager) restoreWithApt(ctx context.Context, ws *Workspace, inv *Pack
 			if _, err := x.Host.Stat(p.Saved); p.Saved == "" || err != nil {
 				// Pruned by history --keep: the archive may still have it.
 				ws.say("the saved package file of %s %s is gone; installing it from the archive", p.Name, p.Version)
+				debs = append(debs, p.Name+"="+p.Version)
+			} else if x.cacheSaved(ws, p, ix) {
 				debs = append(debs, p.Name+"="+p.Version)
 			} else {
 				debs = append(debs, p.Saved)
@@ -731,6 +735,44 @@ func (x aptManager) restoreWithApt(ctx context.Context, ws *Workspace, inv *Pack
 		}
 	}
 	return nil
+}
+
+// cacheSaved puts p's saved package file into apt's package cache, where
+// apt-get install name=version takes it without a download, when an index
+// still lists that version with the saved file's SHA-256: apt reads a
+// package named on its command line by its path from the file itself,
+// which costs more than the cache's entry, and installs the same bytes
+// either way. It reports whether the package can be installed by name.
+func (x aptManager) cacheSaved(ws *Workspace, p PriorPackage, ix *facts.PackageIndexes) bool {
+	v := pkgdb.IndexedVersion(ix, p.Name, p.Version)
+	if v == nil || len(v.Origins) == 0 || v.SHA256 == "" {
+		return false
+	}
+	saved, err := x.Host.Resolve(p.Saved)
+	if err != nil {
+		return false
+	}
+	if sum, err := fileSHA256(saved); err != nil || sum != v.SHA256 {
+		return false
+	}
+	dst, err := x.Host.Resolve(path.Join(aptArchives, archiveName(p.Name, p.Version, v.Architecture)))
+	if err != nil {
+		return false
+	}
+	if sum, err := fileSHA256(dst); err == nil && sum == v.SHA256 {
+		return true
+	}
+	tmp := dst + ".gpuenv-partial"
+	if err := copyChecked(saved, tmp, v.SHA256); err != nil {
+		os.Remove(tmp)
+		return false
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil || os.Rename(tmp, dst) != nil {
+		os.Remove(tmp)
+		return false
+	}
+	fmt.Fprintf(ws.Log, "gpuenv: %s %s goes back from %s, put in the package cache as the index's file\n", p.Name, p.Version, p.Saved)
+	return true
 }
 
 // setHolds holds and releases packages until their holds are as listed.

@@ -277,3 +277,35 @@ func TestApplyPinsExactDependenciesFromTheIndexes(t *testing.T) {
 		t.Errorf("%d apt-cache show calls, want none", n)
 	}
 }
+
+// Rollback with the indexes to answer from installs a saved package file
+// that the index still describes by name, from the package cache where it
+// puts the file, as apt installs any cached package; the one no index
+// lists any more goes back from its path. The host is as before.
+func TestRollbackInstallsSavedFilesByName(t *testing.T) {
+	fx := newFixture(t)
+	if err := os.MkdirAll(filepath.Join(fx.Root, "var/cache/apt/archives"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := fx.snapshot()
+	fx.appliesIndexed(upgradePlan(applytest.DriverNew, "libnvidia-ml1", "nvidia-smi"))
+	calls := callsOf(t, fx)
+	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, Out: &fx.out, Executor: fx.indexed()})
+	if err != nil || res.Status != apply.StatusDone {
+		t.Fatalf("rollback: %v %+v\n%s", err, res, fx.out.String())
+	}
+	fx.same(before, "after a rollback by name")
+	var install []string
+	for _, c := range calls() {
+		if c[0] == "apt-get" && slices.Contains(c, "install") {
+			install = c
+		}
+	}
+	smi := applytest.DriverDebs(applytest.DriverOld)[1]
+	if !slices.Contains(install, "nvidia-smi="+applytest.DriverOld) || !slices.ContainsFunc(install, func(a string) bool { return strings.HasSuffix(a, "/libnvidia-ml1_"+applytest.DriverOld+"_amd64.deb") }) {
+		t.Errorf("rollback ran %q: want nvidia-smi by name, libnvidia-ml1 (which no index lists) by its saved file", install)
+	}
+	if cached, err := os.ReadFile(filepath.Join(fx.Root, "var/cache/apt/archives", smi.FileName())); err != nil || !bytes.Equal(cached, smi.Bytes()) {
+		t.Errorf("the package cache holds %d bytes of nvidia-smi %s (%v), want the saved file", len(cached), applytest.DriverOld, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/providers"
 )
 
 func newRollbackCmd(g *globalOptions) *cobra.Command {
@@ -62,7 +63,7 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 				To:       to,
 				Out:      progress,
 				Events:   events,
-				Executor: &apply.HostExecutor{Host: h, Devices: devices},
+				Executor: &apply.HostExecutor{Host: h, Devices: devices, Indexes: providers.IndexesOf(h)},
 				Confirm: func(p *apply.RollbackPlan) bool {
 					if st != nil {
 						st.write(map[string]any{"type": "rollback_plan", "rollback": p})
