@@ -57,6 +57,9 @@ func allSources() []Source {
 	for _, p := range must(loadDistro()) {
 		out = append(out, p.Source)
 	}
+	for _, r := range FrameworkLibrariesRows() {
+		out = append(out, r.Source)
+	}
 	return out
 }
 
