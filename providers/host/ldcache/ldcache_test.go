@@ -190,10 +190,10 @@ func TestThisMachine(t *testing.T) {
 func TestParseRejects(t *testing.T) {
 	good := Write([]Entry{{Soname: "libx.so.1", Path: "/lib/libx.so.1", Flags: ArchX8664}})
 	for name, data := range map[string][]byte{
-		"empty":          nil,
-		"other file":     []byte("not a cache at all, just text"),
-		"cut header":     good[:30],
-		"cut entries":    good[:headerNew+10],
+		"empty":       nil,
+		"other file":  []byte("not a cache at all, just text"),
+		"cut header":  good[:30],
+		"cut entries": good[:headerNew+10],
 		"string past end": func() []byte {
 			b := bytes.Clone(good)
 			b[headerNew+4] = 0xff
