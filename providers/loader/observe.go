@@ -352,8 +352,11 @@ func (r *resolver) framework(env facts.PythonEnv, fw facts.Framework) (facts.Loa
 		if !ok || needer.Path == "" {
 			continue
 		}
-		// The needer's own RUNPATH is $ORIGIN: the wheel's directory.
-		res := r.resolve(ch.Needed, []step{{ViaLibraryPath, r.libPath}, {ViaRunPath, []facts.SearchDir{{Dir: path.Dir(needer.Path), From: needer.Path}}}})
+		// The needer's RUNPATH is its own directory and, in NVIDIA's
+		// wheels, the sibling wheels' ($ORIGIN/../../nvjitlink/lib): the
+		// framework's directories, searched after LD_LIBRARY_PATH.
+		run := append([]facts.SearchDir{{Dir: path.Dir(needer.Path), From: needer.Path}}, own...)
+		res := r.resolve(ch.Needed, []step{{ViaLibraryPath, r.libPath}, {ViaRunPath, run}})
 		res.Needer = ch.Needer
 		r.note(&res)
 		loaded[ch.Needed] = res
