@@ -67,8 +67,15 @@ func own(c facts.LoaderResolution, via, p, real string) bool {
 	if via == "RPATH" || via == "RUNPATH" {
 		return true
 	}
-	if c.Kind == "toolkit" {
+	switch c.Kind {
+	case "toolkit":
 		return strings.HasPrefix(p, c.Subject+"/") || strings.HasPrefix(real, c.Subject+"/")
+	case "framework":
+		// The framework's own directory and the NVIDIA wheels beside it,
+		// however the search reached them (TensorFlow before [and-cuda]
+		// reached its wheels only through LD_LIBRARY_PATH).
+		site := path.Dir(c.Subject)
+		return strings.HasPrefix(p, c.Subject+"/") || strings.HasPrefix(p, site+"/nvidia/")
 	}
 	return false
 }
@@ -282,6 +289,14 @@ func (d *doctor) missingFix(c facts.LoaderResolution, missing, elsewhere []strin
 		return nil
 	}
 	env := d.env(c.Python)
+	for _, e := range elsewhere {
+		for _, tk := range d.obs.CUDA.Toolkits {
+			if strings.HasPrefix(e, tk.Path+"/") {
+				return &Fix{Text: fmt.Sprintf("The toolkit in %s has them, but the loader is not configured for it: add its library directory to /etc/ld.so.conf.d; with gpuenv:", tk.Path),
+					Spec: toolkitSpec(tk, "set_environment = true")}
+			}
+		}
+	}
 	if fw.Name == "tensorflow" {
 		return d.tensorflowLoaderFix(env, fw)
 	}
