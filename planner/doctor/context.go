@@ -108,11 +108,21 @@ func (d *doctor) containerCUDA() {
 		c.Evidence = append(c.Evidence, "NVIDIA_REQUIRE_CUDA="+ct.RequireCUDA)
 	}
 	d.judgeCUDA(&c, drv, cv, "The image's CUDA "+ct.CUDAVersion)
+	maxCUDA := compat.MaxCUDAForDriver(drv)
+	if req, ok := requiredCUDA(ct.RequireCUDA); ok && !maxCUDA.IsZero() && maxCUDA.Compare(req) < 0 {
+		// The toolkit enforces the image's requirement before minor-version
+		// compatibility could help.
+		c.Status = Problem
+		c.Summary = fmt.Sprintf("The image requires CUDA %s (NVIDIA_REQUIRE_CUDA) and the host's driver %s runs CUDA %s: the NVIDIA Container Toolkit refuses to start it (\"requirement error: unsatisfied condition: cuda>=%s\")", req, drv, maxCUDA, req)
+	}
 	if c.Status == Problem {
-		maxCUDA := compat.MaxCUDAForDriver(drv)
 		text := "The container cannot change the host's driver. Upgrade the driver on the host"
-		if exact, _, _, err := compat.MinDriverForCUDA(cv); err == nil && !exact.IsZero() {
-			text += " to " + exact.String() + " or newer"
+		floor, _, _, err := compat.MinDriverForCUDA(cv)
+		if err != nil || floor.IsZero() {
+			floor, _, _, err = compat.MinDriverForCUDA(cv.Trunc(2))
+		}
+		if err == nil && !floor.IsZero() {
+			text += " to " + floor.String() + " or newer"
 		}
 		if !maxCUDA.IsZero() {
 			text += fmt.Sprintf(", or use an image of CUDA %s or older (nvidia/cuda:%s.x-…)", maxCUDA.Trunc(2), maxCUDA.Trunc(2))
@@ -211,4 +221,16 @@ func (d *doctor) suspend() {
 		Commands: []string{"echo 'options nvidia NVreg_PreserveVideoMemoryAllocations=1' > /etc/modprobe.d/nvidia-power-management.conf",
 			"systemctl enable nvidia-suspend.service nvidia-hibernate.service nvidia-resume.service", d.initramfsCommand(), "reboot"}}
 	d.add(c)
+}
+
+// requiredCUDA reads the CUDA floor of an NVIDIA_REQUIRE_CUDA constraint
+// ("cuda>=12.8 brand=tesla,driver>=470…"): its first cuda>= clause.
+func requiredCUDA(req string) (version.Version, bool) {
+	for _, f := range strings.Fields(req) {
+		if v, ok := strings.CutPrefix(f, "cuda>="); ok {
+			pv, err := version.Parse(v)
+			return pv, err == nil
+		}
+	}
+	return version.Version{}, false
 }

@@ -276,6 +276,11 @@ func TestCorpus(t *testing.T) {
 			r := c.report(t, dir)
 			if ok, why := c.diagnosed(r); !ok {
 				t.Errorf("%s\ncause (%s): %s\n%s", c.name, c.source, c.cause, why)
+				for _, k := range r.Checks {
+					if k.ID == c.check {
+						t.Logf("evidence: %s", strings.Join(k.Evidence, "\n  "))
+					}
+				}
 			}
 		})
 	}

@@ -376,7 +376,7 @@ func (d *doctor) tensorflowLibraries(c Check, env facts.PythonEnv, fw facts.Fram
 	}
 	c.Status = Problem
 	c.Summary = fmt.Sprintf("%s needs %s, which the host lacks: TensorFlow falls back to the CPU (\"Could not load dynamic library\")", what, strings.Join(missing, " and "))
-	c.Fix = d.gpuBuildFix(env, fw)
+	c.Fix = d.tensorflowLoaderFix(env, fw)
 	return c, true
 }
 

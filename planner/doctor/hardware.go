@@ -504,21 +504,6 @@ func (d *doctor) kernelDKMS() {
 		}
 	}
 	c.Fix = &Fix{Text: text, Commands: cmds}
-	if !hasModule(run) && d.moduleLoaded() {
-		// The module runs now, from a file the known trees do not hold:
-		// it exists, whatever installed it.
-		c.Evidence = append(c.Evidence, "/proc/modules: nvidia is loaded for the running kernel")
-		missing = slices.DeleteFunc(missing, func(r string) bool { return r == run.Release })
-		if len(missing) == 0 {
-			c.Status, c.Summary, c.Fix = OK, "The running kernel's nvidia module is loaded (from a file outside DKMS's trees)", nil
-			d.add(c)
-			return
-		}
-		c.Status = Warning
-		c.Summary = fmt.Sprintf("No nvidia module for %s: booting it leaves the GPU without a driver", strings.Join(missing, ", "))
-		d.add(c)
-		return
-	}
 	if !hasModule(run) {
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("No nvidia module for the running kernel %s", run.Release)

@@ -37,8 +37,8 @@ type Container struct {
 	// OverlayRoot is true when / is an overlay mount.
 	OverlayRoot bool `json:"overlay_root,omitempty"`
 	// DeviceNodes and DriverLibraries say whether the GPU reached the
-	// container: /dev/nvidia* nodes, and the driver's libcuda and
-	// libnvidia-ml mounted in.
+	// container: /dev/nvidia* nodes, and the driver's libcuda.so.1 mounted
+	// in (the compute capability; libnvidia-ml alone is "utility").
 	DeviceNodes     bool `json:"device_nodes"`
 	DriverLibraries bool `json:"driver_libraries"`
 	// CUDAVersion is the image's CUDA (its CUDA_VERSION or the

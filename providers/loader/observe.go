@@ -45,8 +45,9 @@ const maxObjects = 64
 // opts.Programs. obs must hold the environment, toolkits, Python
 // environments and OS already.
 func Observe(h *host.Host, obs *facts.Observation, opts Options) (facts.Loader, []facts.Warning) {
-	r := &resolver{h: h, obs: obs, arch: ldcache.ArchFlag(obs.OS.Arch),
-		exists: map[string]bool{}, reals: map[string]string{}, wheels: map[string][2]string{}}
+	r := &resolver{h: h, obs: obs, exists: map[string]bool{}, reals: map[string]string{}, wheels: map[string][2]string{}}
+	r.osArch = rootArch(h, obs)
+	r.arch = ldcache.ArchFlag(r.osArch)
 	var warns []facts.Warning
 	out := facts.Loader{Cache: facts.LoaderCache{Path: CachePath}, Consumers: []facts.LoaderResolution{}}
 	switch data, err := h.ReadFile(CachePath); {
@@ -72,13 +73,12 @@ func Observe(h *host.Host, obs *facts.Observation, opts Options) (facts.Loader, 
 	for _, lp := range obs.Environment.LoaderPaths {
 		r.confDirs = append(r.confDirs, facts.SearchDir{Dir: path.Clean(lp.Dir), From: lp.File})
 	}
-	r.defaults = defaultDirs(obs.OS)
+	r.defaults = defaultDirs(obs.OS.Family, r.osArch)
 	r.libPath = LibraryPath(obs.Environment.Variables, opts.Session)
 	out.LibraryPath = r.libPath
 	if out.LibraryPath == nil {
 		out.LibraryPath = []facts.SearchDir{}
 	}
-	r.extraDirs = extraDirs(h, obs)
 
 	for _, env := range obs.Python {
 		for _, fw := range env.Frameworks {
@@ -93,6 +93,12 @@ func Observe(h *host.Host, obs *facts.Observation, opts Options) (facts.Loader, 
 	if c, ok := r.toolkit(); ok {
 		out.Consumers = append(out.Consumers, c)
 	}
+	// Every CUDA program loads the driver's libcuda.so.1 by name, with no
+	// RUNPATH of its own: which file that is matters whatever the
+	// framework.
+	drv := facts.LoaderResolution{Kind: "driver", Subject: "libcuda.so.1", NeededFrom: "every CUDA program (the runtime dlopens it)"}
+	r.driver(&drv)
+	out.Consumers = append(out.Consumers, drv)
 	for _, p := range opts.Programs {
 		c, err := r.program(p)
 		if err != nil {
@@ -105,11 +111,50 @@ func Observe(h *host.Host, obs *facts.Observation, opts Options) (facts.Loader, 
 	return out, warns
 }
 
+// triplets are Debian's multiarch directory names.
+var triplets = map[string]string{"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "ppc64le": "powerpc64le-linux-gnu"}
+
+// rootArch is the root's architecture as uname -m names it: the kernel's
+// (system.Observe), else dpkg's native architecture, else the machine of
+// the root's shell, else the one multiarch library directory it has. It
+// is the root's, not gpuenv's: an aarch64 image inspected from an x86_64
+// machine has aarch64 libraries.
+func rootArch(h *host.Host, obs *facts.Observation) string {
+	if obs.OS.Arch != "" {
+		return obs.OS.Arch
+	}
+	switch obs.PackageIndexes.Architecture {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	case "ppc64el":
+		return "ppc64le"
+	}
+	for _, p := range []string{"/bin/sh", "/usr/bin/env"} {
+		if o, err := readObject(h, p); err == nil {
+			if a := machineArch(o.machine); a != "" {
+				return a
+			}
+		}
+	}
+	found := ""
+	for a, t := range triplets {
+		if fi, err := h.Stat("/usr/lib/" + t); err == nil && fi.IsDir() {
+			if found != "" {
+				return ""
+			}
+			found = a
+		}
+	}
+	return found
+}
+
 // defaultDirs are ld.so's built-in directories: the multiarch ones on
 // Debian's glibc, lib64 on RPM systems, then /lib and /usr/lib.
-func defaultDirs(o facts.OS) []string {
-	triplet := map[string]string{"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "ppc64le": "powerpc64le-linux-gnu"}[o.Arch]
-	if o.Family == "rpm" {
+func defaultDirs(family, arch string) []string {
+	triplet := triplets[arch]
+	if family == "rpm" {
 		return []string{"/lib64", "/usr/lib64"}
 	}
 	var out []string
@@ -120,11 +165,11 @@ func defaultDirs(o facts.OS) []string {
 }
 
 // libDir is what $LIB expands to.
-func libDir(o facts.OS) string {
-	if o.Family == "rpm" {
+func libDir(family, arch string) string {
+	if family == "rpm" {
 		return "lib64"
 	}
-	if t := map[string]string{"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}[o.Arch]; t != "" {
+	if t := triplets[arch]; t != "" {
 		return "lib/" + t
 	}
 	return "lib"
@@ -245,10 +290,15 @@ func splitExpanding(v string) []string {
 }
 
 // extraDirs are where GPU libraries sit outside any search order: every
-// Python environment's NVIDIA wheels and framework library directories,
-// and the toolkits' library directories.
+// Python environment's NVIDIA wheels and framework library directories
+// (those observed, and virtual environments under /opt and /usr/local
+// that nobody named), and the toolkits' library directories.
 func extraDirs(h *host.Host, obs *facts.Observation) []string {
 	var out []string
+	for _, g := range []string{"/opt/*/lib/python3*/site-packages/nvidia/*/lib", "/usr/local/lib/python3*/dist-packages/nvidia/*/lib"} {
+		m, _ := h.Glob(g)
+		out = append(out, m...)
+	}
 	for _, env := range obs.Python {
 		for _, site := range env.SitePackages {
 			m, _ := h.Glob(path.Join(site, "nvidia", "*", "lib"))
@@ -471,7 +521,7 @@ func (r *resolver) closure(c *facts.LoaderResolution, objPath string, o object, 
 		soname, needer string
 		steps          []step
 	}
-	lib := libDir(r.obs.OS)
+	lib := libDir(r.obs.OS.Family, r.osArch)
 	stepsFor := func(p string, o object, inherited []facts.SearchDir) ([]step, []facts.SearchDir) {
 		origin := path.Dir(p)
 		run := asDirs(expand(o.runpath, origin, lib), p)

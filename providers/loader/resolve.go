@@ -32,8 +32,9 @@ type step struct {
 type resolver struct {
 	h   *host.Host
 	obs *facts.Observation
-	// arch is the root's ABI flag in the cache.
-	arch uint32
+	// arch is the root's ABI flag in the cache, osArch its name.
+	arch   uint32
+	osArch string
 	// cache is the parsed /etc/ld.so.cache; nil when the root has none
 	// (then confDirs stand in for it) or it could not be read.
 	cache     *ldcache.Cache
@@ -121,7 +122,7 @@ func (r *resolver) fromCache(soname string, add func(p, via, from string)) {
 		}
 		return
 	}
-	if p, ok := r.cache.Lookup(soname, r.arch); ok {
+	if p, ok := r.cache.Lookup(soname, r.arch); ok || r.arch == ldcache.ArchNone && r.lookupAny(soname, &p) {
 		add(p, ViaCache, "/etc/ld.so.cache")
 	}
 	for _, d := range r.confDirs {
@@ -192,6 +193,7 @@ func (r *resolver) wheel(dir string) ([2]string, bool) {
 func (r *resolver) findElsewhere(soname string, res facts.ResolvedLibrary) []string {
 	if r.elsewhere == nil {
 		r.elsewhere = map[string][]string{}
+		r.extraDirs = extraDirs(r.h, r.obs)
 		for _, d := range r.extraDirs {
 			entries, err := r.h.ReadDir(d)
 			if err != nil {
@@ -213,4 +215,15 @@ func (r *resolver) findElsewhere(soname string, res facts.ResolvedLibrary) []str
 		out = append(out, p)
 	}
 	return out
+}
+
+// lookupAny finds soname for any ABI, when the root's is unknown.
+func (r *resolver) lookupAny(soname string, p *string) bool {
+	for _, e := range r.cache.Entries {
+		if e.Soname == soname {
+			*p = e.Path
+			return true
+		}
+	}
+	return false
 }

@@ -207,16 +207,18 @@ func (o *observer) container(initEnv, env map[string]string) {
 	ct.DeviceNodes = slices.ContainsFunc(o.obs.DeviceNodes, func(n facts.DeviceNode) bool {
 		return n.Path == "/dev/nvidiactl" || strings.HasPrefix(n.Path, "/dev/nvidia") && n.Path[len(n.Path)-1] >= '0' && n.Path[len(n.Path)-1] <= '9'
 	})
-	ct.DriverLibraries = len(o.obs.Driver.Libraries) > 0 || o.obs.Driver.LibraryVersion != "" || o.libcuda()
+	// libcuda is what CUDA programs need; the toolkit mounts it only
+	// with the compute capability (libnvidia-ml alone is "utility").
+	ct.DriverLibraries = o.libcuda()
 	if ct.DeviceNodes {
 		o.saw("/dev", "NVIDIA device nodes present")
 	} else {
 		o.saw("/dev", "no /dev/nvidiactl or /dev/nvidiaN")
 	}
 	if ct.DriverLibraries {
-		o.saw("/usr/lib", "the driver's libraries are mounted in")
+		o.saw("/usr/lib", "the driver's libcuda.so.1 is mounted in")
 	} else {
-		o.saw("/usr/lib", "no libcuda.so.1 or libnvidia-ml.so.1")
+		o.saw("/usr/lib", "no libcuda.so.1")
 	}
 	for _, e := range []map[string]string{env, initEnv} {
 		if v := e["CUDA_VERSION"]; v != "" && ct.CUDAVersion == "" {
