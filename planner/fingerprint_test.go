@@ -158,16 +158,24 @@ func TestFingerprintSections(t *testing.T) {
 	}
 }
 
+// savedSample is the sample plan saved with the sample facts, as the
+// saved file's bytes and as decoded JSON, for tests that edit it.
+func savedSample(t *testing.T) ([]byte, map[string]any) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts()); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), m
+}
+
 func TestReadSavedPlanRefuses(t *testing.T) {
 	good := func() map[string]any {
-		var buf bytes.Buffer
-		if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts()); err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
-			t.Fatal(err)
-		}
+		_, m := savedSample(t)
 		return m
 	}
 	tests := []struct {
@@ -223,14 +231,7 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 }
 
 func TestIsPlanDocument(t *testing.T) {
-	var saved bytes.Buffer
-	if err := WriteSavedPlan(&saved, samplePlan(), fingerprintFacts()); err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(saved.Bytes(), &m); err != nil {
-		t.Fatal(err)
-	}
+	saved, m := savedSample(t)
 	delete(m, "gpuenv_saved_plan")
 	unmarked, _ := json.Marshal(m)
 	plain, _ := json.Marshal(samplePlan())
@@ -241,7 +242,7 @@ func TestIsPlanDocument(t *testing.T) {
 	}{
 		{"a plan --json document", plain, true},
 		{"a saved plan without its marker", unmarked, true},
-		{"a saved plan", saved.Bytes(), false},
+		{"a saved plan", saved, false},
 		{"a spec", []byte("driver {\n  version = \"550\"\n}\n"), false},
 		{"other JSON", []byte(`{"driver": {"version": "550"}}`), false},
 		{"broken JSON", []byte(`{"format_version": "1.0",`), false},

@@ -115,11 +115,7 @@ func TestActionJSON(t *testing.T) {
 }
 
 func TestPlanValidate(t *testing.T) {
-	tests := []struct {
-		name   string
-		change func(p *Plan)
-		want   string
-	}{
+	checkRefused(t, samplePlan, "valid plan", []planEdit{
 		{"a no-op step", func(p *Plan) { p.Steps[0].Action = NoOp }, "is not a change"},
 		{"a package operation without its transaction", func(p *Plan) { p.Steps[2].Operations[0].Transaction = 0 }, "no transaction 0"},
 		{"a transaction that does not list the step", func(p *Plan) { p.Transactions[0].Steps = []string{"cuda"} }, "does not list the step"},
@@ -129,10 +125,24 @@ func TestPlanValidate(t *testing.T) {
 		{"duplicate addresses", func(p *Plan) { p.Steps[1].Address = "repository.cuda" }, "two steps have the address"},
 		{"misnumbered transactions", func(p *Plan) { p.Transactions[0].ID = 7 }, "is numbered 7"},
 		{"an unknown reason code", func(p *Plan) { p.Steps[1].ReasonCode = "whim" }, `step kernel.nouveau: unknown action_reason "whim"`},
-	}
-	for _, tt := range tests {
+	})
+}
+
+// planEdit is a change to a valid plan that Validate must refuse, with
+// what its error must say.
+type planEdit struct {
+	name   string
+	change func(p *Plan)
+	want   string
+}
+
+// checkRefused checks that Validate accepts the plan made by valid
+// (described as what) and refuses each of the edits of it.
+func checkRefused(t *testing.T, valid func() *Plan, what string, edits []planEdit) {
+	t.Helper()
+	for _, tt := range edits {
 		t.Run(tt.name, func(t *testing.T) {
-			p := samplePlan()
+			p := valid()
 			tt.change(p)
 			err := p.Validate()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -140,8 +150,8 @@ func TestPlanValidate(t *testing.T) {
 			}
 		})
 	}
-	if err := samplePlan().Validate(); err != nil {
-		t.Errorf("valid plan: %v", err)
+	if err := valid().Validate(); err != nil {
+		t.Errorf("%s: %v", what, err)
 	}
 }
 

@@ -30,13 +30,22 @@ func Resolve(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
 	if obs == nil {
 		obs = &facts.Observation{}
 	}
-	r := &resolver{spec: s, obs: obs, d: &Desired{GPUs: HostGPUs(obs)}}
+	r := &resolver{spec: s, obs: obs, d: &Desired{GPUs: HostGPUs(obs)}, kept: map[string]bool{}}
 	if s == nil {
 		return r.d, nil
 	}
 	r.os = osOf(obs.OS)
+	r.archive = NewArchive(obs, s)
+	r.d.Archive = r.archive
 	r.resolveCUDA()
 	r.resolveCuDNN()
+	if dn := r.d.CuDNN; dn != nil && !dn.Absent && dn.CUDAMajor != 0 {
+		keep, ok := r.cudnnSource(dn)
+		if !ok {
+			dn.CUDAMajor = 0
+		}
+		r.kept["cudnn"] = keep
+	}
 	r.resolveFrameworks()
 	r.resolveDriver()
 	r.resolvePackages()
@@ -52,6 +61,11 @@ type resolver struct {
 	diags hcl.Diagnostics
 	// needs are the driver floors the toolkit and frameworks ask for.
 	needs []driverNeed
+	// archive is what the package indexes offer; nil without them.
+	archive *Archive
+	// kept names the blocks whose installed packages satisfy the spec:
+	// what the archive offers does not matter to them.
+	kept map[string]bool
 }
 
 // driverNeed is a driver floor one resource asks for.
@@ -66,23 +80,17 @@ type driverNeed struct {
 }
 
 func (r *resolver) errorf(subject hcl.Range, summary, format string, args ...any) {
-	d := &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-	}
-	if subject.Filename != "" {
-		d.Subject = subject.Ptr()
-	}
-	r.diags = append(r.diags, d)
+	r.report(hcl.DiagError, subject, summary, fmt.Sprintf(format, args...))
 }
 
 func (r *resolver) warnf(subject hcl.Range, summary, format string, args ...any) {
-	d := &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-	}
+	r.report(hcl.DiagWarning, subject, summary, fmt.Sprintf(format, args...))
+}
+
+// report adds a diagnostic; a subject without a file (a value no spec
+// range stands behind) is left out rather than pointing nowhere.
+func (r *resolver) report(sev hcl.DiagnosticSeverity, subject hcl.Range, summary, detail string) {
+	d := &hcl.Diagnostic{Severity: sev, Summary: summary, Detail: detail}
 	if subject.Filename != "" {
 		d.Subject = subject.Ptr()
 	}
@@ -90,7 +98,7 @@ func (r *resolver) warnf(subject hcl.Range, summary, format string, args ...any)
 }
 
 func (r *resolver) infer(address, attr, value string, from compat.Source) {
-	r.d.Inferred = append(r.d.Inferred, Inference{Address: address, Attr: attr, Value: value, From: from.String()})
+	r.d.Inferred = append(r.d.Inferred, Inference{Address: address, Attr: attr, Value: value, From: from.Cited(), Unverified: from.UnverifiedText()})
 }
 
 // at writes a spec location as file:line for a diagnostic's detail.
@@ -99,14 +107,6 @@ func at(rng hcl.Range) string {
 		return "the spec"
 	}
 	return fmt.Sprintf("%s:%d", rng.Filename, rng.Start.Line)
-}
-
-// subjectOf returns the attribute's range when it is set, else the block's.
-func subjectOf[T any](a spec.Attr[T], block hcl.Range) hcl.Range {
-	if a.Set {
-		return a.Range
-	}
-	return block
 }
 
 // HostGPUs lists the host's NVIDIA GPUs: those on the PCI bus, with what
@@ -231,14 +231,6 @@ func admitsFrom(c version.Constraint, floor version.Version) bool {
 	return ok
 }
 
-// quoted spells a constraint for messages, "any version" when unset.
-func quoted(c version.Constraint) string {
-	if c.IsZero() {
-		return "any version"
-	}
-	return strconv.Quote(c.String())
-}
-
 // mm is a version's major.minor.
 func mm(v version.Version) version.Version { return v.Trunc(2) }
 
@@ -261,14 +253,36 @@ func (r *resolver) resolveCUDA() {
 		}
 	}
 	if len(rows) == 0 {
-		r.errorf(subjectOf(c.Version, c.DefRange), "Unknown CUDA version",
+		r.errorf(c.Version.RangeOr(c.DefRange), "Unknown CUDA version",
 			"No CUDA release in gpuenv's tables matches %s; the tables know CUDA %s to %s.",
-			quoted(dc.Versions), compat.CUDAReleases()[0].Version, compat.CUDAReleases()[len(compat.CUDAReleases())-1].Version)
+			dc.Versions.Quoted(), compat.CUDAReleases()[0].Version, compat.CUDAReleases()[len(compat.CUDAReleases())-1].Version)
 		return
 	}
-	if dc.Source == spec.SourceDistro {
-		rows = r.distroCUDA(dc, rows)
-		if rows == nil {
+	keep, ok := r.cudaSource(dc, rows)
+	if !ok {
+		return
+	}
+	r.kept["cuda"] = keep
+	var offered []listed
+	switch {
+	case !keep && r.archive.Knows(dc.Source):
+		if offered = r.cudaOffers(dc.Source, dc.Versions, rows); len(offered) == 0 {
+			list := r.archive.Listing(dc.Source, toolkitPackage)
+			if list == "" {
+				list = "no CUDA toolkit package"
+			}
+			r.errorf(c.Version.RangeOr(c.DefRange), "CUDA version not in the archive",
+				"The spec asks for CUDA %s (%s) from %s, which offers %s.", dc.Versions.Quoted(), at(c.Version.RangeOr(c.DefRange)), r.archive.Describe(dc.Source), list)
+			return
+		}
+		rows = slices.DeleteFunc(rows, func(rel compat.CUDARelease) bool {
+			return !slices.ContainsFunc(offered, func(l listed) bool {
+				up, err := r.archive.Upstream(l.offer.Version)
+				return err == nil && mm(up).Equal(mm(rel.Version))
+			})
+		})
+	case dc.Source == spec.SourceDistro:
+		if rows = r.distroCUDA(dc, rows); rows == nil {
 			return
 		}
 	}
@@ -295,11 +309,19 @@ func (r *resolver) resolveCUDA() {
 		}
 	}
 	if e, ok := dc.Versions.Exact(); !ok || len(e.Parts()) < 2 {
-		r.infer("cuda", "version", dc.Minor.String(), pick.Source)
+		line := slices.DeleteFunc(slices.Clone(offered), func(l listed) bool {
+			up, err := r.archive.Upstream(l.offer.Version)
+			return err != nil || !mm(up).Equal(dc.Minor)
+		})
+		if len(line) > 0 {
+			r.inferText("cuda", "version", dc.Minor.String(), r.offerText(dc.Source, line))
+		} else {
+			r.infer("cuda", "version", dc.Minor.String(), pick.Source)
+		}
 	}
 	dc.Path = c.Path.Or(spec.DefaultCUDAPath(dc.Source, dc.Minor))
 	dc.SetEnvironment = c.SetEnvironment.Value
-	need := driverNeed{Exact: dc.Release.Driver, Who: "CUDA " + dc.Release.Version.String(), Range: subjectOf(c.Version, c.DefRange), From: dc.Release.Source}
+	need := driverNeed{Exact: dc.Release.Driver, Who: "CUDA " + dc.Release.Version.String(), Range: c.Version.RangeOr(c.DefRange), From: dc.Release.Source}
 	if f, ok := compat.CUDAFamilyFor(dc.Minor.Major()); ok {
 		need.MinorCompat = f.MinorCompatMin
 	}
@@ -313,7 +335,7 @@ func (r *resolver) distroCUDA(dc *DesiredCUDA, rows []compat.CUDARelease) []comp
 	c := dc.Block
 	pkgs := r.os.rowsFor(compat.RepoDistro, "toolkit")
 	if len(pkgs) == 0 {
-		r.errorf(subjectOf(c.Source, c.DefRange), "No CUDA toolkit in the distribution's archive",
+		r.errorf(c.Source.RangeOr(c.DefRange), "No CUDA toolkit in the distribution's archive",
 			"gpuenv knows no CUDA toolkit package in %s's own archive. Use source = \"nvidia\" with a repository block for NVIDIA's CUDA repository.", r.os.Title)
 		return nil
 	}
@@ -331,9 +353,9 @@ func (r *resolver) distroCUDA(dc *DesiredCUDA, rows []compat.CUDARelease) []comp
 		for _, p := range pkgs {
 			has = append(has, fmt.Sprintf("%s %s", p.Name, strings.TrimSuffix(p.Applies.String(), ".*")))
 		}
-		r.errorf(subjectOf(c.Version, c.DefRange), "CUDA version not in the distribution's archive",
+		r.errorf(c.Version.RangeOr(c.DefRange), "CUDA version not in the distribution's archive",
 			"%s's archive has CUDA %s only (%s); the spec asks for CUDA %s with source = \"distro\" (%s). Use source = \"nvidia\" for other versions.",
-			r.os.Title, strings.TrimSuffix(pkgs[0].Applies.String(), ".*"), strings.Join(has, ", "), quoted(dc.Versions), at(subjectOf(c.Source, c.DefRange)))
+			r.os.Title, strings.TrimSuffix(pkgs[0].Applies.String(), ".*"), strings.Join(has, ", "), dc.Versions.Quoted(), at(c.Source.RangeOr(c.DefRange)))
 		return nil
 	}
 	return kept
@@ -343,7 +365,7 @@ func (r *resolver) distroCUDA(dc *DesiredCUDA, rows []compat.CUDARelease) []comp
 // the observed default; zero when there is none.
 func (r *resolver) toolkitCUDA() (version.Version, string) {
 	if dc := r.d.CUDA; dc != nil && !dc.Absent && !dc.Minor.IsZero() {
-		return dc.Minor, fmt.Sprintf("the cuda block asks for CUDA %s (%s)", dc.Minor, at(subjectOf(dc.Block.Version, dc.Block.DefRange)))
+		return dc.Minor, fmt.Sprintf("the cuda block asks for CUDA %s (%s)", dc.Minor, at(dc.Block.Version.RangeOr(dc.Block.DefRange)))
 	}
 	if r.spec.CUDA != nil {
 		return version.Version{}, ""
@@ -371,7 +393,7 @@ func (r *resolver) resolveCuDNN() {
 	if dn.Absent {
 		return
 	}
-	subject := subjectOf(b.Version, b.DefRange)
+	subject := b.Version.RangeOr(b.DefRange)
 	var admitted []compat.CuDNN
 	for _, row := range compat.CuDNNBuilds() {
 		if admitsRange(dn.Versions, row.First, row.Last) {
@@ -380,7 +402,7 @@ func (r *resolver) resolveCuDNN() {
 	}
 	if len(admitted) == 0 {
 		r.errorf(subject, "Unknown cuDNN version",
-			"No cuDNN release in gpuenv's tables matches %s.", quoted(dn.Versions))
+			"No cuDNN release in gpuenv's tables matches %s.", dn.Versions.Quoted())
 		return
 	}
 	majors := map[uint64]bool{}
@@ -410,14 +432,14 @@ func (r *resolver) resolveCuDNN() {
 		slices.Sort(cudaMajors)
 		r.errorf(subject, "No cuDNN build for this CUDA",
 			"cuDNN %s has builds for CUDA %s only, none for CUDA %d (%s); %s.",
-			quoted(dn.Versions), joinAnd(cudaMajors), cuda.Major(), admitted[len(admitted)-1].Source, why)
+			dn.Versions.Quoted(), joinAnd(cudaMajors), cuda.Major(), admitted[len(admitted)-1].Source, why)
 		return
 	}
 	row := fit[len(fit)-1]
 	if cuda.Compare(row.CUDAFirst) < 0 {
 		r.errorf(subject, "No cuDNN build for this CUDA",
 			"cuDNN %s's build for CUDA %d starts at CUDA %s (%s); %s.",
-			quoted(dn.Versions), row.CUDAMajor, row.CUDAFirst, row.Source, why)
+			dn.Versions.Quoted(), row.CUDAMajor, row.CUDAFirst, row.Source, why)
 		return
 	}
 	dn.CUDAMajor = cuda.Major()

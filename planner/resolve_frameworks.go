@@ -129,7 +129,7 @@ func driverFloor(cuda version.Version) (version.Version, compat.Source) {
 // and describes that driver for messages.
 func (r *resolver) driverAllows(floor version.Version) (bool, string, bool) {
 	if b := r.spec.Driver; b != nil && !b.IsAbsent() {
-		return admitsFrom(b.Version.Value, floor), fmt.Sprintf("the driver block allows %s (%s)", quoted(b.Version.Value), at(subjectOf(b.Version, b.DefRange))), true
+		return admitsFrom(b.Version.Value, floor), fmt.Sprintf("the driver block allows %s (%s)", b.Version.Value.Quoted(), at(b.Version.RangeOr(b.DefRange))), true
 	}
 	have, from := doctor.DriverVersion(r.obs)
 	if have.IsZero() {
@@ -164,7 +164,7 @@ func describeTorch(builds []torchBuild) string {
 // resolveTorch picks the release, patch and CUDA wheel variant.
 func (r *resolver) resolveTorch(df *DesiredFramework) {
 	f := df.Block
-	vsub := subjectOf(f.Version, f.DefRange)
+	vsub := f.Version.RangeOr(f.DefRange)
 	var builds []torchBuild
 	for _, rel := range compat.TorchReleases() {
 		for _, p := range rel.Patches {
@@ -180,7 +180,7 @@ func (r *resolver) resolveTorch(df *DesiredFramework) {
 		rels := compat.TorchReleases()
 		r.errorf(vsub, "Unknown torch version",
 			"No torch CUDA build in gpuenv's tables matches %s; the tables know torch %s to %s.",
-			quoted(df.Versions), rels[0].Release, rels[len(rels)-1].Release)
+			df.Versions.Quoted(), rels[0].Release, rels[len(rels)-1].Release)
 		return
 	}
 	keep := func(pred func(torchBuild) bool) []torchBuild {
@@ -200,7 +200,7 @@ func (r *resolver) resolveTorch(df *DesiredFramework) {
 	if f.CUDA.Set {
 		wantCUDA, wantWhere = mm(f.CUDA.Value), f.CUDA.Range
 	} else if dc := r.d.CUDA; dc != nil && !dc.Absent && !dc.Minor.IsZero() {
-		wantCUDA, wantWhere = dc.Minor, subjectOf(dc.Block.Version, dc.Block.DefRange)
+		wantCUDA, wantWhere = dc.Minor, dc.Block.Version.RangeOr(dc.Block.DefRange)
 	}
 	if !wantCUDA.IsZero() {
 		next := keep(func(b torchBuild) bool { return mm(b.variant.CUDA).Equal(wantCUDA) })
@@ -332,7 +332,7 @@ func firstTorchFor(cc version.Version) string {
 // was built with against the system's, unless its wheels bring their own.
 func (r *resolver) resolveTensorFlow(df *DesiredFramework) {
 	f := df.Block
-	vsub := subjectOf(f.Version, f.DefRange)
+	vsub := f.Version.RangeOr(f.DefRange)
 	var row compat.TensorFlowBuild
 	pin := version.Version{}
 	if e, ok := df.Versions.Exact(); ok && len(e.Parts()) >= 3 {
@@ -354,7 +354,7 @@ func (r *resolver) resolveTensorFlow(df *DesiredFramework) {
 		rows := compat.TensorFlowReleases()
 		r.errorf(vsub, "Unknown TensorFlow version",
 			"No TensorFlow release in gpuenv's tables matches %s; the tables know TensorFlow %s to %s.",
-			quoted(df.Versions), rows[0].Release, rows[len(rows)-1].Release)
+			df.Versions.Quoted(), rows[0].Release, rows[len(rows)-1].Release)
 		return
 	}
 	df.Version = pin
@@ -389,7 +389,7 @@ func (r *resolver) resolveTensorFlow(df *DesiredFramework) {
 		if _, ok := narrow(dn.Versions, cudnnMinor); !ok {
 			r.errorf(vsub, "TensorFlow needs another cuDNN",
 				"%s, and needs cuDNN %d.x at %s or newer; the cudnn block asks for %s (%s).",
-				built, row.CuDNN.Major(), row.CuDNN, quoted(dn.Versions), at(subjectOf(dn.Block.Version, dn.Block.DefRange)))
+				built, row.CuDNN.Major(), row.CuDNN, dn.Versions.Quoted(), at(dn.Block.Version.RangeOr(dn.Block.DefRange)))
 		}
 		return
 	}
@@ -416,11 +416,11 @@ func (r *resolver) resolveTensorFlow(df *DesiredFramework) {
 // resolveJAX checks an exact JAX release against its CUDA plugin's needs.
 func (r *resolver) resolveJAX(df *DesiredFramework) {
 	f := df.Block
-	vsub := subjectOf(f.Version, f.DefRange)
+	vsub := f.Version.RangeOr(f.DefRange)
 	e, ok := df.Versions.Exact()
 	if !ok || len(e.Parts()) < 3 {
 		r.errorf(vsub, "JAX version must be exact",
-			"gpuenv's tables hold JAX's CUDA plugins, not every JAX release, and a plan pins the exact wheel: write the release, such as version = \"0.6.2\", instead of %s.", quoted(df.Versions))
+			"gpuenv's tables hold JAX's CUDA plugins, not every JAX release, and a plan pins the exact wheel: write the release, such as version = \"0.6.2\", instead of %s.", df.Versions.Quoted())
 		return
 	}
 	df.Version = e
@@ -491,7 +491,7 @@ func (r *resolver) resolveJAX(df *DesiredFramework) {
 			if _, ok := narrow(dn.Versions, fmt.Sprintf(">= %s, < %s", pick.MinCuDNN, pick.MaxCuDNN)); !ok {
 				r.errorf(vsub, "JAX needs another cuDNN",
 					"jax %s with the %s extra uses the system's cuDNN and needs %s or newer, below %s (%s); the cudnn block asks for %s (%s).",
-					e, pick.LocalExtra, pick.MinCuDNN, pick.MaxCuDNN, pick.Source, quoted(dn.Versions), at(subjectOf(dn.Block.Version, dn.Block.DefRange)))
+					e, pick.LocalExtra, pick.MinCuDNN, pick.MaxCuDNN, pick.Source, dn.Versions.Quoted(), at(dn.Block.Version.RangeOr(dn.Block.DefRange)))
 			}
 		}
 	}
@@ -517,7 +517,7 @@ func (r *resolver) distroFramework(df *DesiredFramework) {
 	f := df.Block
 	rows := r.os.rowsFor(compat.RepoDistro, string(f.Name))
 	if len(rows) == 0 {
-		r.errorf(subjectOf(f.Source, f.DefRange), "Framework not in the distribution's archive",
+		r.errorf(f.Source.RangeOr(f.DefRange), "Framework not in the distribution's archive",
 			"gpuenv knows no %s package in %s's own archive. Use source = \"pip\" with a venv.", f.Name, r.os.Title)
 		return
 	}
@@ -548,6 +548,6 @@ func (r *resolver) distroFramework(df *DesiredFramework) {
 		}
 		have = append(have, v.String())
 	}
-	r.errorf(subjectOf(f.Version, f.DefRange), "Framework version not in the distribution's archive",
-		"%s's archive has %s %s (%s); the spec asks for %s.", r.os.Title, row.Name, joinAnd(have), seen[len(seen)-1].Source, quoted(df.Versions))
+	r.errorf(f.Version.RangeOr(f.DefRange), "Framework version not in the distribution's archive",
+		"%s's archive has %s %s (%s); the spec asks for %s.", r.os.Title, row.Name, joinAnd(have), seen[len(seen)-1].Source, df.Versions.Quoted())
 }

@@ -24,10 +24,7 @@ func (r refusing) Run(_ context.Context, c host.Command) error {
 // Debian 12 root whose lists apt fetched: the versions come from the
 // indexes on disk, and no process is started.
 func TestPlanFromIndexesStartsNoProcess(t *testing.T) {
-	h, err := host.New(hosttest.Build(t, "debian12-lists"), host.WithRunner(refusing{t}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.Fixture(t, "debian12-lists", host.WithRunner(refusing{t}))
 	obs := Observe(context.Background(), h, ObserveOptions{})
 	if len(obs.PackageIndexes.Indexes) != 9 {
 		t.Fatalf("%d indexes observed", len(obs.PackageIndexes.Indexes))

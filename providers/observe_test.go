@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -49,10 +47,7 @@ func observeFixture(tb testing.TB, name string) (*facts.Observation, string) {
 	tb.Helper()
 	fixture, mock, _ := strings.Cut(name, "+")
 	root := hosttest.Build(tb, fixture)
-	h, err := host.New(root)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	h := hosttest.New(tb, root)
 	opts := providers.ObserveOptions{Pythons: pythons[fixture]}
 	if mock != "" {
 		opts.NVML = host.NewNVML(hosttest.NVMLServer(mock))
@@ -151,41 +146,17 @@ func TestGroupsNameDeviceNodes(t *testing.T) {
 // process's CPU time per observation (cpu-ns/op), which a machine shared
 // with other work does not inflate.
 func BenchmarkObserve(b *testing.B) {
-	root := hosttest.Build(b, "ubuntu2204-working")
-	h, err := host.New(root)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
 	opts := providers.ObserveOptions{Pythons: pythons["ubuntu2204-working"]}
-	b.ReportAllocs()
-	start := cpuTime()
-	for b.Loop() {
-		providers.Observe(ctx, h, opts)
-	}
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	hosttest.Benchmark(b, hosttest.Fixture(b, "ubuntu2204-working"), func(h *host.Host) {
+		providers.Observe(context.Background(), h, opts)
+	})
 }
 
 // BenchmarkObserveLive observes this machine (root "/"), NVML included.
 func BenchmarkObserveLive(b *testing.B) {
-	h, err := host.New("/")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	start := cpuTime()
-	for b.Loop() {
-		providers.Observe(ctx, h, providers.ObserveOptions{})
-	}
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the user and system time this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	hosttest.Benchmark(b, hosttest.New(b, "/"), func(h *host.Host) {
+		providers.Observe(context.Background(), h, providers.ObserveOptions{})
+	})
 }
 
 // recorder records the commands an observation runs.
@@ -201,10 +172,7 @@ func (r *recorder) Run(_ context.Context, c host.Command) error {
 func TestDebianFamilyStartsNoProcess(t *testing.T) {
 	for _, fixture := range []string{"ubuntu2204-working", "ubuntu2204-h100-fresh", "debian12-distro", "nouveau"} {
 		rec := &recorder{}
-		h, err := host.New(hosttest.Build(t, fixture), host.WithRunner(rec))
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := hosttest.Fixture(t, fixture, host.WithRunner(rec))
 		obs := providers.Observe(context.Background(), h, providers.ObserveOptions{Pythons: pythons[fixture]})
 		if obs.OS.Family != "deb" || len(rec.argv) != 0 {
 			t.Errorf("%s: family %q, ran %q", fixture, obs.OS.Family, rec.argv)

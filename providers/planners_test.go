@@ -3,7 +3,6 @@ package providers
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,17 +58,6 @@ func (a *aptCache) Run(_ context.Context, c host.Command) error {
 	return nil
 }
 
-func write(t *testing.T, root, p, content string) {
-	t.Helper()
-	full := filepath.Join(root, p)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // mainOnly is a default Debian 12 installation's sources: main only.
 const mainOnly = "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\n\nTypes: deb\nURIs: http://deb.debian.org/debian-security\nSuites: bookworm-security\nComponents: main\n"
 
@@ -85,10 +73,7 @@ func loadExample(t *testing.T, name string) *spec.Spec {
 func planRoot(t *testing.T, root string, s *spec.Spec, pkgs []facts.Package, more ...func(*facts.Observation)) (*planner.Plan, *aptCache) {
 	t.Helper()
 	runner := &aptCache{}
-	h, err := host.New(root, host.WithRunner(runner))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root, host.WithRunner(runner))
 	obs := Observe(context.Background(), h, ObserveOptions{})
 	obs.Packages.Manager = "dpkg"
 	// The package database is the test's own list.
@@ -117,10 +102,10 @@ func addresses(p *planner.Plan) []string {
 // a GPU and without non-free, planning examples/debian12-distro.
 func TestDebianExampleWithoutGPU(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, "/usr/lib/os-release", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\n")
-	write(t, root, "/etc/os-release", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\n")
-	write(t, root, "/etc/apt/sources.list.d/debian.sources", mainOnly)
-	write(t, root, "/proc/sys/kernel/osrelease", "6.1.0-28-amd64\n")
+	hosttest.WriteFile(t, root, "/usr/lib/os-release", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\n")
+	hosttest.WriteFile(t, root, "/etc/os-release", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/debian.sources", mainOnly)
+	hosttest.WriteFile(t, root, "/proc/sys/kernel/osrelease", "6.1.0-28-amd64\n")
 	s := loadExample(t, "debian12-distro")
 	plan, runner := planRoot(t, root, s, nil)
 	want := []string{
@@ -158,7 +143,7 @@ func TestDebianExampleWithoutGPU(t *testing.T) {
 // and no process started.
 func TestDebianExampleConverged(t *testing.T) {
 	root := hosttest.Build(t, "debian12-distro")
-	write(t, root, "/etc/apt/sources.list", "deb http://deb.debian.org/debian bookworm main contrib non-free\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list", "deb http://deb.debian.org/debian bookworm main contrib non-free\n")
 	s := loadExample(t, "debian12-distro")
 	installed := func(name, v string) facts.Package {
 		return facts.Package{Name: name, Version: v, State: "installed", Want: "install"}
@@ -181,7 +166,7 @@ func TestDebianExampleConverged(t *testing.T) {
 		}
 		for _, op := range st.Operations {
 			if op.File != nil {
-				write(t, root, op.File.Path, op.File.Content)
+				hosttest.WriteFile(t, root, op.File.Path, op.File.Content)
 			}
 		}
 	}

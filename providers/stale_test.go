@@ -58,15 +58,7 @@ const staleRepositorySpec = `repository "cuda" {
 // but bytes (a comment).
 func TestSavedPlanStaleAfterFileEdit(t *testing.T) {
 	write := func(rel, content string) func(t *testing.T, root string) {
-		return func(t *testing.T, root string) {
-			p := filepath.Join(root, rel)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return func(t *testing.T, root string) { hosttest.WriteFile(t, root, rel, content) }
 	}
 	appendTo := func(rel, content string) func(t *testing.T, root string) {
 		return func(t *testing.T, root string) {

@@ -26,6 +26,16 @@ func (a Attr[T]) Or(def T) T {
 	return def
 }
 
+// RangeOr returns the attribute's range, or block (the range of the block
+// that holds it) when the spec did not set it: where a diagnostic about
+// the attribute's value points.
+func (a Attr[T]) RangeOr(block hcl.Range) hcl.Range {
+	if a.Set {
+		return a.Range
+	}
+	return block
+}
+
 func setAttr[T any](v T, rng hcl.Range) Attr[T] {
 	return Attr[T]{Value: v, Set: true, Range: rng}
 }

@@ -185,31 +185,28 @@ func checkSuite(s string) string {
 	if flatSuite.MatchString(s) && !strings.Contains(s, "../") {
 		return ""
 	}
-	if debianWord.MatchString(s) {
-		return ""
-	}
-	return fmt.Sprintf("The suite %q is not valid: a suite is a distribution name such as \"bookworm\" or \"jammy-updates\", or, for a flat repository such as NVIDIA's CUDA repository, a directory ending in \"/\" such as \"/\".", s)
+	return matching(debianWord, s, "The suite %q is not valid: a suite is a distribution name such as \"bookworm\" or \"jammy-updates\", or, for a flat repository such as NVIDIA's CUDA repository, a directory ending in \"/\" such as \"/\".")
 }
 
 func checkComponent(s string) string {
-	if debianWord.MatchString(s) {
-		return ""
-	}
-	return fmt.Sprintf("The component %q is not valid: a component is an archive area such as \"main\", \"contrib\" or \"non-free-firmware\".", s)
+	return matching(debianWord, s, "The component %q is not valid: a component is an archive area such as \"main\", \"contrib\" or \"non-free-firmware\".")
 }
 
 func checkExtra(s string) string {
-	if pipExtra.MatchString(s) {
-		return ""
-	}
-	return fmt.Sprintf("The extra %q is not a valid Python package extra name, such as \"and-cuda\" or \"cuda12\".", s)
+	return matching(pipExtra, s, "The extra %q is not a valid Python package extra name, such as \"and-cuda\" or \"cuda12\".")
 }
 
 func checkEnvName(s string) string {
-	if envVarName.MatchString(s) {
+	return matching(envVarName, s, "The environment variable name %q is not valid: it starts with a letter or underscore, followed by letters, digits or underscores.")
+}
+
+// matching returns "" when re matches s, else the message format says
+// about s.
+func matching(re *lazyregexp.Regexp, s, format string) string {
+	if re.MatchString(s) {
 		return ""
 	}
-	return fmt.Sprintf("The environment variable name %q is not valid: it starts with a letter or underscore, followed by letters, digits or underscores.", s)
+	return fmt.Sprintf(format, s)
 }
 
 func checkEnvValue(name, s string) string {

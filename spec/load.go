@@ -79,21 +79,15 @@ type loader struct {
 }
 
 func (l *loader) errorf(subject *hcl.Range, summary, detail string, args ...any) {
-	l.diags = append(l.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(detail, args...),
-		Subject:  subject,
-	})
+	l.report(hcl.DiagError, subject, summary, fmt.Sprintf(detail, args...))
 }
 
 func (l *loader) warnf(subject *hcl.Range, summary, detail string, args ...any) {
-	l.diags = append(l.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagWarning,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(detail, args...),
-		Subject:  subject,
-	})
+	l.report(hcl.DiagWarning, subject, summary, fmt.Sprintf(detail, args...))
+}
+
+func (l *loader) report(sev hcl.DiagnosticSeverity, subject *hcl.Range, summary, detail string) {
+	l.diags = append(l.diags, &hcl.Diagnostic{Severity: sev, Summary: summary, Detail: detail, Subject: subject})
 }
 
 func (l *loader) load(path string) {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -221,14 +222,7 @@ func (l *loader) readVarFile(path string) {
 	if diags.HasErrors() || f == nil {
 		return
 	}
-	attrs, diags := f.Body.JustAttributes()
-	l.diags = append(l.diags, diags...)
-	list := make([]*hcl.Attribute, 0, len(attrs))
-	for _, a := range attrs {
-		list = append(list, a)
-	}
-	slices.SortFunc(list, func(a, b *hcl.Attribute) int { return a.Range.Start.Byte - b.Range.Start.Byte })
-	for _, a := range list {
+	for _, a := range l.attributes(f.Body) {
 		v, ok := l.vars[a.Name]
 		if !ok {
 			l.warnf(a.NameRange.Ptr(), "Value for undeclared variable",
@@ -244,6 +238,16 @@ func (l *loader) readVarFile(path string) {
 		}
 		l.assign(v, val, FromVarFile, "the var file "+path, a.Expr.Range().Ptr())
 	}
+}
+
+// attributes returns a body's attributes in the order they are written, so
+// that what is reported about them comes in that order too.
+func (l *loader) attributes(body hcl.Body) []*hcl.Attribute {
+	attrs, diags := body.JustAttributes()
+	l.diags = append(l.diags, diags...)
+	list := slices.Collect(maps.Values(attrs))
+	slices.SortFunc(list, func(a, b *hcl.Attribute) int { return a.Range.Start.Byte - b.Range.Start.Byte })
+	return list
 }
 
 func (l *loader) varObject() cty.Value {
@@ -263,14 +267,7 @@ func (l *loader) evalLocals(blocks hcl.Blocks) {
 	l.localDefs = map[string]*hcl.Attribute{}
 	var order []string
 	for _, b := range blocks {
-		attrs, diags := b.Body.JustAttributes()
-		l.diags = append(l.diags, diags...)
-		list := make([]*hcl.Attribute, 0, len(attrs))
-		for _, a := range attrs {
-			list = append(list, a)
-		}
-		slices.SortFunc(list, func(a, b *hcl.Attribute) int { return a.Range.Start.Byte - b.Range.Start.Byte })
-		for _, a := range list {
+		for _, a := range l.attributes(b.Body) {
 			if prev, ok := l.localDefs[a.Name]; ok {
 				l.errorf(a.NameRange.Ptr(), "Duplicate local value definition",
 					"A local value named %q was already defined at %s. Local value names must be unique within a spec.", a.Name, prev.Range)

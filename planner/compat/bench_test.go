@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"errors"
 	"syscall"
 	"testing"
 	"time"
@@ -11,36 +12,29 @@ import (
 // BenchmarkLoadAll parses every table from the embedded files, as the
 // first queries of a process do.
 func BenchmarkLoadAll(b *testing.B) {
+	benchmarkLoad(b, func() error {
+		return errors.Join(loadDriverTables(),
+			second(loadTorch()), second(loadTensorFlow()), second(loadJAX()),
+			second(loadCuDNN()), second(loadPackages()), second(loadDistro()))
+	})
+}
+
+// BenchmarkLoadDriverTables parses only what a driver-only plan touches.
+func BenchmarkLoadDriverTables(b *testing.B) { benchmarkLoad(b, loadDriverTables) }
+
+func benchmarkLoad(b *testing.B, load func() error) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		for _, err := range []error{
-			second(loadSources()), second(loadCUDAFamilies()), second(loadCUDAReleases()),
-			second(loadBranches()), second(loadArchs()), second(loadGPUs()),
-			second(loadTorch()), second(loadTensorFlow()), second(loadJAX()),
-			second(loadCuDNN()), second(loadPackages()), second(loadDistro()),
-		} {
-			if err != nil {
-				b.Fatal(err)
-			}
+		if err := load(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkLoadDriverTables parses only what a driver-only plan touches.
-func BenchmarkLoadDriverTables(b *testing.B) {
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for b.Loop() {
-		for _, err := range []error{
-			second(loadSources()), second(loadCUDAFamilies()), second(loadCUDAReleases()),
-			second(loadBranches()), second(loadArchs()), second(loadGPUs()),
-		} {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+func loadDriverTables() error {
+	return errors.Join(second(loadSources()), second(loadCUDAFamilies()), second(loadCUDAReleases()),
+		second(loadBranches()), second(loadArchs()), second(loadGPUs()))
 }
 
 func second[T any](_ T, err error) error { return err }

@@ -3,6 +3,7 @@ package compat
 import (
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,46 +20,26 @@ func TestCheck(t *testing.T) {
 
 // allSources gathers the Source of every row of every table.
 func allSources() []Source {
-	var out []Source
-	for _, r := range CUDAReleases() {
-		out = append(out, r.Source)
-	}
-	for _, m := range []uint64{10, 11, 12, 13} {
+	var families []CUDAFamily
+	for _, m := range []uint64{9, 10, 11, 12, 13} {
 		f, _ := CUDAFamilyFor(m)
-		out = append(out, f.Source)
+		families = append(families, f)
 	}
-	for _, b := range DriverBranches() {
-		out = append(out, b.Source)
-	}
-	for _, a := range Architectures() {
-		out = append(out, a.Source)
-	}
-	for _, g := range GPUs() {
-		out = append(out, g.Source)
-	}
+	var variants []PyTorchVariant
 	for _, r := range TorchReleases() {
-		out = append(out, r.Source)
-		for _, v := range r.Variants {
-			out = append(out, v.Source)
+		variants = append(variants, r.Variants...)
+	}
+	var out []Source
+	// Every row type keeps its citation in a field named Source.
+	for _, rows := range []any{
+		CUDAReleases(), families, DriverBranches(), Architectures(), GPUs(),
+		TorchReleases(), variants, TensorFlowReleases(), JAXPlugins(),
+		CuDNNBuilds(), PackageRows(), must(loadDistro()), FrameworkLibrariesRows(),
+	} {
+		v := reflect.ValueOf(rows)
+		for i := range v.Len() {
+			out = append(out, v.Index(i).FieldByName("Source").Interface().(Source))
 		}
-	}
-	for _, b := range TensorFlowReleases() {
-		out = append(out, b.Source)
-	}
-	for _, j := range JAXPlugins() {
-		out = append(out, j.Source)
-	}
-	for _, c := range CuDNNBuilds() {
-		out = append(out, c.Source)
-	}
-	for _, p := range PackageRows() {
-		out = append(out, p.Source)
-	}
-	for _, p := range must(loadDistro()) {
-		out = append(out, p.Source)
-	}
-	for _, r := range FrameworkLibrariesRows() {
-		out = append(out, r.Source)
 	}
 	return out
 }

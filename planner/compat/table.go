@@ -62,6 +62,32 @@ func (s Source) String() string {
 	return b.String()
 }
 
+// Cited is String without the marks of unverified fields:
+// "<table> row <key> (<ref ids>)". A plan cites rows this way on each
+// line and lists the unverified ones once (UnverifiedText).
+func (s Source) Cited() string {
+	var ids []string
+	for _, r := range s.Refs {
+		if r.ID != idUnverified {
+			ids = append(ids, r.ID)
+		}
+	}
+	out := s.Table + " row " + s.Key
+	if len(ids) > 0 {
+		out += " (" + strings.Join(ids, ", ") + ")"
+	}
+	return out
+}
+
+// UnverifiedText names the row and its unverified fields,
+// "torch_releases row 2.1: default_variant"; "" when the row is verified.
+func (s Source) UnverifiedText() string {
+	if s.Unverified == "" {
+		return ""
+	}
+	return s.Table + " row " + s.Key + ": " + s.Unverified
+}
+
 // Citations returns the full citations, one per reference.
 func (s Source) Citations() []string {
 	out := make([]string, len(s.Refs))
@@ -126,15 +152,7 @@ func (d *decoder) required(r record, col string) string {
 
 // version reads an optional version: an empty cell gives the zero Version.
 func (d *decoder) version(r record, col string) version.Version {
-	s := r.get(col)
-	if s == "" {
-		return version.Version{}
-	}
-	v, err := version.Parse(s)
-	if err != nil {
-		d.fail(r, col, "%v", err)
-	}
-	return v
+	return optional(d, r, col, version.Parse)
 }
 
 func (d *decoder) requiredVersion(r record, col string) version.Version {
@@ -203,16 +221,24 @@ func (d *decoder) oneOf(r record, col string, allowed ...string) string {
 	return s
 }
 
+// constraint reads an optional constraint: an empty cell gives the zero
+// Constraint, which admits every version.
 func (d *decoder) constraint(r record, col string) version.Constraint {
+	return optional(d, r, col, version.ParseConstraint)
+}
+
+// optional reads a cell with parse; an empty cell gives T's zero value.
+func optional[T any](d *decoder, r record, col string, parse func(string) (T, error)) T {
+	var v T
 	s := r.get(col)
 	if s == "" {
-		return version.Constraint{}
+		return v
 	}
-	c, err := version.ParseConstraint(s)
+	v, err := parse(s)
 	if err != nil {
 		d.fail(r, col, "%v", err)
 	}
-	return c
+	return v
 }
 
 // source reads the row's source and unverified columns and resolves the

@@ -185,6 +185,13 @@ func (d *doctor) add(c Check) {
 	d.out = append(d.out, c)
 }
 
+// skip adds c as skipped: what it checks is not there to check, as
+// summary says.
+func (d *doctor) skip(c Check, summary string) {
+	c.Status, c.Summary = Skipped, summary
+	d.add(c)
+}
+
 // hasGPU reports whether the host shows an NVIDIA GPU by any route.
 func (d *doctor) hasGPU() bool { return HasGPU(d.obs) }
 

@@ -37,10 +37,7 @@ func (m machine) report(t *testing.T) *doctor.Report {
 	if m.change != nil {
 		m.change(t, root)
 	}
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root)
 	opts := providers.ObserveOptions{Pythons: m.pythons}
 	if m.nvml != nil {
 		opts.NVML = host.NewNVML(m.nvml())
@@ -65,15 +62,7 @@ var (
 )
 
 func writeFile(path, data string) func(*testing.T, string) {
-	return func(t *testing.T, root string) {
-		p := filepath.Join(root, path)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return func(t *testing.T, root string) { hosttest.WriteFile(t, root, path, data) }
 }
 
 func symlink(path, target string) func(*testing.T, string) {

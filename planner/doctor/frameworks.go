@@ -21,8 +21,7 @@ func (d *doctor) frameworks() {
 		}
 	}
 	if !found {
-		d.add(Check{ID: "framework", Group: GroupFrameworks, Status: Skipped,
-			Summary: "No PyTorch, TensorFlow or JAX found (name a virtual environment's interpreter with --python)"})
+		d.skip(Check{ID: "framework", Group: GroupFrameworks}, "No PyTorch, TensorFlow or JAX found (name a virtual environment's interpreter with --python)")
 	}
 }
 
@@ -39,8 +38,7 @@ func (d *doctor) framework(env facts.PythonEnv, fw facts.Framework) {
 	}
 	if !d.hasGPU() {
 		c := check("framework")
-		c.Status, c.Summary = Skipped, what+": no GPU to use"
-		d.add(c)
+		d.skip(c, what+": no GPU to use")
 		return
 	}
 	if fw.CPUOnly || fw.CUDA == "" {

@@ -180,8 +180,7 @@ func (d *doctor) kernelModule() {
 		return
 	}
 	if !d.hasGPU() {
-		c.Status, c.Summary = Skipped, "No GPU, so no driver is needed"
-		d.add(c)
+		d.skip(c, "No GPU, so no driver is needed")
 		return
 	}
 	for _, m := range d.obs.Kernel.Loaded {
@@ -272,8 +271,7 @@ func (d *doctor) kernelNouveau() {
 		return
 	}
 	if !d.hasGPU() {
-		c.Status, c.Summary = Skipped, "No GPU for nouveau to take"
-		d.add(c)
+		d.skip(c, "No GPU for nouveau to take")
 		return
 	}
 	bl := d.nouveauBlacklists()
@@ -437,14 +435,12 @@ func (d *doctor) kernelDKMS() {
 		return
 	}
 	if !d.hasGPU() || !d.driverInstalled() {
-		c.Status, c.Summary = Skipped, "No NVIDIA driver installed"
-		d.add(c)
+		d.skip(c, "No NVIDIA driver installed")
 		return
 	}
 	run := d.runningKernel()
 	if run == nil {
-		c.Status, c.Summary = Skipped, fmt.Sprintf("The running kernel %s has no /lib/modules directory to look in", d.obs.Kernel.Release)
-		d.add(c)
+		d.skip(c, fmt.Sprintf("The running kernel %s has no /lib/modules directory to look in", d.obs.Kernel.Release))
 		return
 	}
 	hasModule := func(k *facts.InstalledKernel) bool {
@@ -665,8 +661,7 @@ func (d *doctor) deviceNodes() {
 		return
 	}
 	if !d.moduleLoaded() {
-		c.Status, c.Summary = Skipped, "The nvidia module is not loaded, so it has made no device nodes"
-		d.add(c)
+		d.skip(c, "The nvidia module is not loaded, so it has made no device nodes")
 		return
 	}
 	have := map[string]facts.DeviceNode{}
@@ -771,12 +766,10 @@ func (d *doctor) deviceAccess() {
 		d.add(c)
 		return
 	case u == nil:
-		c.Status, c.Summary = Skipped, "The invoking user is unknown"
-		d.add(c)
+		d.skip(c, "The invoking user is unknown")
 		return
 	case len(nodes) == 0:
-		c.Status, c.Summary = Skipped, "No device nodes to open"
-		d.add(c)
+		d.skip(c, "No device nodes to open")
 		return
 	}
 	groups := d.userGroups(u)

@@ -160,8 +160,7 @@ func (d *doctor) mainToolkit() *facts.Toolkit {
 func (d *doctor) cudaToolkits() {
 	tks := d.obs.CUDA.Toolkits
 	if len(tks) == 0 {
-		d.add(Check{ID: "cuda.toolkit", Group: GroupCUDA, Status: Skipped,
-			Summary: "No CUDA toolkit installed (frameworks from pip bring the CUDA libraries they need)"})
+		d.skip(Check{ID: "cuda.toolkit", Group: GroupCUDA}, "No CUDA toolkit installed (frameworks from pip bring the CUDA libraries they need)")
 		return
 	}
 	drv, from := d.driverVersion()
@@ -235,8 +234,7 @@ func (d *doctor) cudaDefault(drv version.Version) {
 		}
 	}
 	if len(nvidiaLayout) == 0 {
-		c.Status, c.Summary = Skipped, "The distribution's toolkit lives in /usr; /usr/local/cuda is not needed"
-		d.add(c)
+		d.skip(c, "The distribution's toolkit lives in /usr; /usr/local/cuda is not needed")
 		return
 	}
 	// The expected toolkit is the newest the driver runs exactly, else the
@@ -373,8 +371,7 @@ func (d *doctor) cudaLoader(tk facts.Toolkit) {
 func (d *doctor) cudnn() {
 	ins := d.obs.CuDNN.Installs
 	if len(ins) == 0 {
-		d.add(Check{ID: "cudnn", Group: GroupCuDNN, Status: Skipped,
-			Summary: "No cuDNN installed system-wide (PyTorch and JAX wheels bring their own)"})
+		d.skip(Check{ID: "cudnn", Group: GroupCuDNN}, "No cuDNN installed system-wide (PyTorch and JAX wheels bring their own)")
 		return
 	}
 	drv, _ := d.driverVersion()
@@ -394,8 +391,7 @@ func (d *doctor) cudnn() {
 		c.Evidence = []string{desc}
 		v, err := version.Parse(in.Version)
 		if err != nil {
-			c.Status, c.Summary = Skipped, "cuDNN's version is unreadable: "+in.Version
-			d.add(c)
+			d.skip(c, "cuDNN's version is unreadable: "+in.Version)
 			continue
 		}
 		var majors []string

@@ -1,5 +1,6 @@
 // Package plantest has helpers for tests of the planner and the providers:
-// a spec from source text, and package candidates from a table.
+// a spec from source text, package candidates from a table, and plans
+// that must have no errors or, applied, leave nothing to do.
 package plantest
 
 import (
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -34,4 +36,36 @@ type Candidates map[string][]string
 // Versions implements planner.Candidates.
 func (c Candidates) Versions(_ context.Context, _ planner.Manager, name string) ([]string, error) {
 	return c[name], nil
+}
+
+// Plan plans s against obs with pl, failing the test on an error
+// diagnostic.
+func Plan(tb testing.TB, pl *planner.Planner, s *spec.Spec, obs *facts.Observation) *planner.Plan {
+	tb.Helper()
+	plan, diags := pl.Plan(context.Background(), s, obs)
+	if diags.HasErrors() {
+		tb.Fatal(diags)
+	}
+	return plan
+}
+
+// Converged checks what every provider promises: once a plan is applied,
+// and obs observes the result, planning s again finds nothing to do. after
+// names what was applied ("applying"), for the failure message.
+func Converged(tb testing.TB, pl *planner.Planner, s *spec.Spec, obs *facts.Observation, after string) {
+	tb.Helper()
+	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
+		tb.Errorf("after %s: %+v", after, again.Steps)
+	}
+}
+
+// Dpkg is a dpkg database holding ps, each installed unless it says
+// otherwise.
+func Dpkg(ps ...facts.Package) facts.Packages {
+	for i := range ps {
+		if ps[i].State == "" {
+			ps[i].State, ps[i].Want = facts.StateInstalled, "install"
+		}
+	}
+	return facts.Packages{Manager: facts.DatabaseDpkg, Total: len(ps), Packages: ps}
 }

@@ -45,17 +45,9 @@ func observe(t *testing.T, name string, pythons []string, sources string) (*host
 	t.Helper()
 	root := hosttest.Build(t, name)
 	if sources != "" {
-		if err := os.MkdirAll(filepath.Join(root, "etc/apt"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, "etc/apt/sources.list"), []byte(sources), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		hosttest.WriteFile(t, root, "etc/apt/sources.list", sources)
 	}
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root)
 	return h, providers.Observe(context.Background(), h, providers.ObserveOptions{Pythons: pythons})
 }
 
@@ -137,10 +129,7 @@ func TestRoundTripChangedHost(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "etc/group"), group, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root)
 	changed := providers.Observe(context.Background(), h, providers.ObserveOptions{Pythons: []string{"/opt/venv/bin/python"}})
 	p, diags := planner.New(providers.Planners()...).Plan(context.Background(), s, changed)
 	if diags.HasErrors() {

@@ -134,32 +134,24 @@ func observeNVIDIA(h *host.Host, dir string, pkgs facts.Packages) (facts.Toolkit
 		}
 	}
 
-	vj := path.Join(dir, "version.json")
-	data, err := h.ReadFile(vj)
-	switch {
-	case err == nil:
-		v, rt, perr := ParseVersionJSON(data)
-		if perr == nil {
-			tk.Version, tk.Runtime, tk.VersionFrom = v, rt, "version.json"
-			return tk, warns
+	// The toolkit's own version file says best: version.json, or the
+	// version.txt of older toolkits.
+	for _, vf := range []struct {
+		name  string
+		parse func([]byte) (version, runtime string, err error)
+	}{{"version.json", ParseVersionJSON}, {"version.txt", ParseVersionTxt}} {
+		p := path.Join(dir, vf.name)
+		data, err := h.ReadFile(p)
+		if err == nil {
+			var v, rt string
+			if v, rt, err = vf.parse(data); err == nil {
+				tk.Version, tk.Runtime, tk.VersionFrom = v, rt, vf.name
+				return tk, warns
+			}
 		}
-		warns = append(warns, facts.Warning{Path: vj, Message: perr.Error()})
-	case !notExist(err):
-		warns = append(warns, facts.Warning{Path: vj, Message: err.Error()})
-	}
-
-	vt := path.Join(dir, "version.txt")
-	data, err = h.ReadFile(vt)
-	switch {
-	case err == nil:
-		v, rt, perr := ParseVersionTxt(data)
-		if perr == nil {
-			tk.Version, tk.Runtime, tk.VersionFrom = v, rt, "version.txt"
-			return tk, warns
+		if !notExist(err) {
+			warns = append(warns, facts.Warning{Path: p, Message: err.Error()})
 		}
-		warns = append(warns, facts.Warning{Path: vt, Message: perr.Error()})
-	case !notExist(err):
-		warns = append(warns, facts.Warning{Path: vt, Message: err.Error()})
 	}
 
 	if havePkg {

@@ -2,23 +2,14 @@ package cuda
 
 import (
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
-
-func pkgs(ps ...facts.Package) facts.Packages {
-	for i := range ps {
-		if ps[i].State == "" {
-			ps[i].State, ps[i].Want = "installed", "install"
-		}
-	}
-	return facts.Packages{Manager: "dpkg", Total: len(ps), Packages: ps}
-}
 
 const v118 = `{
    "cuda" : {
@@ -65,15 +56,13 @@ symlink etc/alternatives/cuda-12 /usr/local/cuda-12.4
 symlink usr/local/cuda-12.4/include targets/x86_64-linux/include
 symlink usr/local/cuda-9.9 /usr/local/nowhere
 `)
-	got, warns := Observe(h, pkgs(
+	got, warns := Observe(h, plantest.Dpkg(
 		facts.Package{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"},
 		facts.Package{Name: "cuda-toolkit-12-1", Version: "12.1.1-1"},
 		// Config files only: the toolkit is gone.
 		facts.Package{Name: "cuda-toolkit-11-7", Version: "11.7.1-1", State: "config-files", Want: "deinstall"},
 	))
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := facts.CUDA{
 		Default: "/usr/local/cuda-12.4",
 		Toolkits: []facts.Toolkit{
@@ -115,7 +104,7 @@ garbage
 -- usr/local/cuda-12.2/version.json --
 {"cuda_nvcc": {"name": "CUDA NVCC", "version": "12.2.140"}}
 `)
-	got, warns := Observe(h, pkgs(facts.Package{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}))
+	got, warns := Observe(h, plantest.Dpkg(facts.Package{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}))
 	want := []facts.Toolkit{
 		{Path: "/usr/local/cuda-12.2", Layout: "nvidia"},
 		{Path: "/usr/local/cuda-12.4", Version: "12.4.1", VersionFrom: "package:cuda-toolkit-12-4", Layout: "nvidia", Package: "cuda-toolkit-12-4"},
@@ -123,25 +112,17 @@ garbage
 	if diff := cmp.Diff(want, got.Toolkits); diff != "" {
 		t.Errorf("toolkits (-want +got):\n%s", diff)
 	}
-	wantWarn := map[string]string{
+	hosttest.CheckWarnings(t, warns, map[string]string{
 		"/usr/local/cuda-12.2/version.json": "neither cuda nor cuda_cudart",
 		"/usr/local/cuda-12.2":              "no version.json, version.txt or package",
 		"/usr/local/cuda-12.4/version.json": "parsing version.json",
 		"/usr/local/cuda-12.4/version.txt":  "does not read",
-	}
-	if len(warns) != len(wantWarn) {
-		t.Errorf("warnings: %v", warns)
-	}
-	for _, w := range warns {
-		if s, ok := wantWarn[w.Path]; !ok || !strings.Contains(w.Message, s) {
-			t.Errorf("unexpected warning %+v", w)
-		}
-	}
+	})
 }
 
 func TestPackageWithoutDirectory(t *testing.T) {
 	h := hosttest.Host(t, "-- etc/hostname --\nx\n")
-	got, warns := Observe(h, pkgs(
+	got, warns := Observe(h, plantest.Dpkg(
 		facts.Package{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"},
 		facts.Package{Name: "cuda-toolkit-config-common", Version: "12.4.127-1"},
 		facts.Package{Name: "nvidia-cuda-toolkit", Version: "11.8.89~11.8.0-5~deb12u1"},
@@ -188,13 +169,11 @@ symlink usr/lib/cuda/nvvm/libdevice ../../nvidia-cuda-toolkit/libdevice
 symlink usr/lib/nvidia-cuda-toolkit/bin/nvcc.profile /etc/nvcc.profile
 `
 	h := hosttest.Host(t, files)
-	got, warns := Observe(h, pkgs(
+	got, warns := Observe(h, plantest.Dpkg(
 		facts.Package{Name: "nvidia-cuda-toolkit", Version: "11.8.89~11.8.0-5~deb12u1"},
 		facts.Package{Name: "nvidia-cuda-dev", Version: "11.8.89~11.8.0-5~deb12u1"},
 	))
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := facts.CUDA{Toolkits: []facts.Toolkit{{
 		Path: DistroDir, Version: "11.8.0", Runtime: "11.8.89", VersionFrom: "package:nvidia-cuda-toolkit",
 		Nvcc: "/usr/bin/nvcc", Layout: "distro", Package: "nvidia-cuda-toolkit",

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
@@ -45,17 +43,10 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 				paths = append(paths, t.Path)
 			}
 		}
-		if len(remove) == 0 {
-			return resp
+		if s := repository.Remove("cuda", "the CUDA toolkit", manager, remove); s != nil {
+			s.Before["path"] = strings.Join(paths, ", ")
+			resp.Steps = append(resp.Steps, *s)
 		}
-		resp.Steps = append(resp.Steps, planner.Step{
-			Address:    "cuda",
-			Action:     planner.Delete,
-			Before:     map[string]string{"packages": strings.Join(remove, ", "), "path": strings.Join(paths, ", ")},
-			Reason:     "absent = true removes the CUDA toolkit: " + strings.Join(remove, ", ") + ".",
-			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
-		})
 		return resp
 	}
 	if len(d.Packages) == 0 {
@@ -82,22 +73,13 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(_ string, up version.Version) bool { return up.Trunc(2).Equal(minor) },
 		OS:     repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source,
 	})
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "No CUDA toolkit version to install",
-			Detail:   err.Error() + ".",
-			Subject:  attrRange(d.Block.Version, d.Block.DefRange).Ptr(),
-		})
+		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("CUDA toolkit", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
-	var names []string
-	op := &planner.PackagesOp{Manager: manager}
-	for _, p := range d.Packages {
-		names = append(names, p.Name)
-		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: picked.Version, Constraint: picked.Constraint})
-	}
+	op := picked.Install(manager, d.Packages)
 	// The toolkit release the package carries: Debian writes it after a
 	// tilde ("11.8.89~11.8.0-5~deb12u1"), NVIDIA as the upstream version.
 	release := d.Release.Version.String()
@@ -125,15 +107,12 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			step.Before["package"] = current.Package
 		}
 		why = []string{fmt.Sprintf("the installed toolkit at %s is CUDA %s and the spec asks for %s", current.Path, current.Version, describe(d.Versions, minor))}
-		if cur, ok := pkgdb.Installed(obs.Packages, pkg.Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, cur.Version) < 0 {
-			op.AllowDowngrade = true
+		if cur, ok := pkgdb.Installed(obs.Packages, pkg.Name, pkgdb.Configured); ok {
+			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
 		}
 	}
-	why = append(why, fmt.Sprintf("installs %s %s into %s", strings.Join(names, ", "), repository.ShownVersion(picked.Version), d.Path))
-	if picked.Note != "" {
-		why = append(why, picked.Note)
-	}
-	step.Reason = planner.Sentence(why)
+	why = append(why, fmt.Sprintf("installs %s %s into %s", strings.Join(repository.Names(d.Packages), ", "), repository.ShownVersion(picked.Version), d.Path))
+	step.Reason = picked.Reason(why)
 	resp.Steps = append(resp.Steps, step)
 	return resp
 }
@@ -143,11 +122,4 @@ func describe(c version.Constraint, minor version.Version) string {
 		return "CUDA " + minor.String()
 	}
 	return fmt.Sprintf("%q", c.String())
-}
-
-func attrRange[T any](a spec.Attr[T], block hcl.Range) hcl.Range {
-	if a.Set {
-		return a.Range
-	}
-	return block
 }

@@ -74,10 +74,7 @@ func TestPlan(t *testing.T) {
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(cuda.Provider{})
 			pl.Candidates = cands
-			plan, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, obs)
 			if len(plan.Steps) != 1 {
 				t.Fatalf("steps %+v", plan.Steps)
 			}
@@ -104,9 +101,7 @@ func TestPlan(t *testing.T) {
 			if tt.installed.Path != "" {
 				obs.CUDA.Toolkits = []facts.Toolkit{tt.installed}
 			}
-			if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
-				t.Errorf("after applying: %+v", again.Steps)
-			}
+			plantest.Converged(t, pl, s, obs, "applying")
 		})
 	}
 }

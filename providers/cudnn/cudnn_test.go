@@ -7,15 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
-
-func pkgs(ps ...facts.Package) facts.Packages {
-	for i := range ps {
-		ps[i].State, ps[i].Want = "installed", "install"
-	}
-	return facts.Packages{Manager: "dpkg", Total: len(ps), Packages: ps}
-}
 
 const header9 = `/*
  * Copyright 2014-2024 NVIDIA Corporation.  All rights reserved.
@@ -77,13 +71,11 @@ symlink usr/lib/x86_64-linux-gnu/libcudnn.so.9 libcudnn.so.9.1.0
 symlink usr/lib/x86_64-linux-gnu/libcudnn.so /etc/alternatives/libcudnn_so
 symlink etc/alternatives/libcudnn_so /usr/lib/x86_64-linux-gnu/libcudnn.so.9
 `)
-	got, warns := Observe(h, pkgs(
+	got, warns := Observe(h, plantest.Dpkg(
 		facts.Package{Name: "libcudnn9-cuda-12", Version: "9.1.0.70-1"},
 		facts.Package{Name: "libcudnn9-dev-cuda-12", Version: "9.1.0.70-1"},
 	))
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := facts.CuDNN{Installs: []facts.CuDNNInstall{{
 		Version: "9.1.0",
 		Header:  "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h",
@@ -123,7 +115,7 @@ symlink usr/lib/x86_64-linux-gnu/libcudnn.so.8 libcudnn.so.8.9.7
 symlink usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudnn.so.9 libcudnn.so.9.1.0
 symlink usr/local/cuda-10.2/lib64/libcudnn.so.7 libcudnn.so.7.6.5
 `)
-	got, warns := Observe(h, pkgs(
+	got, warns := Observe(h, plantest.Dpkg(
 		facts.Package{Name: "libcudnn8", Version: "8.9.7.29-1+cuda12.2"},
 		facts.Package{Name: "libcudnn8-dev", Version: "8.9.7.29-1+cuda12.2"},
 		facts.Package{Name: "libcudnn9-cuda-13", Version: "9.13.0.50-1"},

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -22,31 +20,15 @@ func TestFixtures(t *testing.T) {
 		CUDAMajor: "12", Package: "libcudnn9-cuda-12", PackageVersion: "9.1.0.70-1",
 	}}}
 	none := facts.CuDNN{Installs: []facts.CuDNNInstall{}}
-	cases := []struct {
-		fixture string
-		want    facts.CuDNN
-	}{
-		{"ubuntu2204-working", cudnn9},
-		{"ubuntu2204-mismatch", cudnn9},
-		{"tensorflow-no-cudnn", none},
-		{"debian12-distro", none},
-		{"ubuntu2204-h100-fresh", none},
-		{"nouveau", none},
-	}
-	for _, c := range cases {
-		t.Run(c.fixture, func(t *testing.T) {
-			h, err := host.New(hosttest.Build(t, c.fixture))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pkgs, _ := packages.Observe(context.Background(), h, "deb")
-			got, warns := Observe(h, pkgs)
-			if len(warns) != 0 {
-				t.Errorf("warnings: %v", warns)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("Observe (-want +got):\n%s", diff)
-			}
-		})
-	}
+	hosttest.ObserveFixtures(t, map[string]facts.CuDNN{
+		"ubuntu2204-working":    cudnn9,
+		"ubuntu2204-mismatch":   cudnn9,
+		"tensorflow-no-cudnn":   none,
+		"debian12-distro":       none,
+		"ubuntu2204-h100-fresh": none,
+		"nouveau":               none,
+	}, func(_ string, h *host.Host) (facts.CuDNN, []facts.Warning) {
+		pkgs, _ := packages.Observe(context.Background(), h, "deb")
+		return Observe(h, pkgs)
+	})
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
@@ -56,18 +54,10 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 				remove = append(remove, p.Name)
 			}
 		}
-		if len(remove) == 0 {
-			return resp
-		}
 		slices.Sort(remove)
-		resp.Steps = append(resp.Steps, planner.Step{
-			Address:    "cudnn",
-			Action:     planner.Delete,
-			Before:     map[string]string{"packages": strings.Join(remove, ", ")},
-			Reason:     "absent = true removes cuDNN: " + strings.Join(remove, ", ") + ".",
-			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove}}},
-		})
+		if s := repository.Remove("cudnn", "cuDNN", manager, remove); s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
 		return resp
 	}
 	if len(d.Packages) == 0 {
@@ -91,26 +81,14 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(raw string, _ version.Version) bool { return buildFits(raw, d.CUDA) },
 		OS:     repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source,
 	})
 	if err != nil {
-		subject := d.Block.DefRange
-		if d.Block.Version.Set {
-			subject = d.Block.Version.Range
-		}
-		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "No cuDNN version to install",
-			Detail:   err.Error() + ".",
-			Subject:  subject.Ptr(),
-		})
+		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("cuDNN", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
-	var names []string
-	op := &planner.PackagesOp{Manager: manager}
-	for _, p := range d.Packages {
-		names = append(names, p.Name)
-		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: picked.Version, Constraint: picked.Constraint})
-	}
+	names := repository.Names(d.Packages)
+	op := picked.Install(manager, d.Packages)
 	step := planner.Step{
 		Address:    "cudnn",
 		Action:     planner.Create,
@@ -119,7 +97,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  append(repository.Deps(req), "cuda"),
 	}
-	why := []string{fmt.Sprintf("no cuDNN matching %s for CUDA %d is installed", describe(d.Versions), d.CUDAMajor)}
+	why := []string{fmt.Sprintf("no cuDNN matching %s for CUDA %d is installed", d.Versions.Quoted(), d.CUDAMajor)}
 	if current != nil {
 		step.Action = planner.Update
 		step.ReasonCode = planner.ReasonVersionMismatch
@@ -127,9 +105,9 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		if current.Package != "" {
 			step.Before["packages"] = current.Package
 		}
-		why = []string{fmt.Sprintf("the installed cuDNN %s does not satisfy %s for CUDA %d", current.Version, describe(d.Versions), d.CUDAMajor)}
-		if cur, ok := pkgdb.Installed(obs.Packages, d.Packages[0].Name, pkgdb.Configured); ok && picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, cur.Version) < 0 {
-			op.AllowDowngrade = true
+		why = []string{fmt.Sprintf("the installed cuDNN %s does not satisfy %s for CUDA %d", current.Version, d.Versions.Quoted(), d.CUDAMajor)}
+		if cur, ok := pkgdb.Installed(obs.Packages, d.Packages[0].Name, pkgdb.Configured); ok {
+			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
 		}
 	}
 	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), repository.ShownVersion(picked.Version)))
@@ -140,19 +118,9 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			}
 		}
 	}
-	if picked.Note != "" {
-		why = append(why, picked.Note)
-	}
-	step.Reason = planner.Sentence(why)
+	step.Reason = picked.Reason(why)
 	resp.Steps = append(resp.Steps, step)
 	return resp
-}
-
-func describe(c version.Constraint) string {
-	if c.IsZero() {
-		return "any version"
-	}
-	return fmt.Sprintf("%q", c.String())
 }
 
 // buildFits tells whether a cuDNN package version fits the toolkit. cuDNN

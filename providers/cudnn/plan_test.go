@@ -1,7 +1,6 @@
 package cudnn_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -64,10 +63,7 @@ func TestPlan(t *testing.T) {
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(cudnn.Provider{})
 			pl.Candidates = cands
-			plan, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, obs)
 			if len(plan.Steps) != 1 {
 				t.Fatalf("steps %+v", plan.Steps)
 			}
@@ -80,9 +76,7 @@ func TestPlan(t *testing.T) {
 				t.Errorf("step %s %v %q", st.Address, pins, st.Reason)
 			}
 			obs.CuDNN.Installs = []facts.CuDNNInstall{tt.after}
-			if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
-				t.Errorf("after applying: %+v", again.Steps)
-			}
+			plantest.Converged(t, pl, s, obs, "applying")
 		})
 	}
 }

@@ -41,10 +41,7 @@ func bootStep(t *testing.T, h *host.Host, obs *facts.Observation, src string) *p
 	// The unit is observed afresh: the tests change the root between
 	// plans.
 	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
-	plan, diags := planner.New(devices.Provider{}).Plan(context.Background(), plantest.LoadSpec(t, src), obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, planner.New(devices.Provider{}), plantest.LoadSpec(t, src), obs)
 	var boot *planner.Step
 	var addrs []string
 	for i, s := range plan.Steps {
@@ -155,13 +152,7 @@ func TestBootUnitCreated(t *testing.T) {
 // root as apply and systemctl enable leave them.
 func install(t *testing.T, h *host.Host, content string, enabled bool) {
 	t.Helper()
-	p := filepath.Join(h.Root(), devices.BootUnitPath)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	hosttest.WriteFile(t, h.Root(), devices.BootUnitPath, content)
 	link := filepath.Join(h.Root(), wantsLink)
 	if !enabled {
 		os.Remove(link)
@@ -262,10 +253,7 @@ func TestPlanPrecedence(t *testing.T) {
 	// The unit is observed afresh: the tests change the root between
 	// plans.
 	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
-	plan, diags := planner.New(devices.Provider{}).Plan(context.Background(), plantest.LoadSpec(t, mixedSpec), obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, planner.New(devices.Provider{}), plantest.LoadSpec(t, mixedSpec), obs)
 	set := map[int][]string{}
 	for _, s := range plan.Steps {
 		for _, op := range s.Operations {

@@ -1,7 +1,6 @@
 package devices_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner/plantest"
@@ -35,10 +34,7 @@ func TestPlan(t *testing.T) {
 			obs := &facts.Observation{NVML: facts.NVML{Status: "ok", Devices: gpus()}}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(devices.Provider{})
-			plan, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, obs)
 			var got []planner.DeviceOp
 			for _, st := range plan.Steps {
 				if st.Address != "device."+s.Devices[0].Selector || st.Action != planner.Update {
@@ -63,19 +59,14 @@ func TestPlan(t *testing.T) {
 			for _, op := range got {
 				obs.NVML.Devices[op.Index].ComputeMode = op.Value
 			}
-			if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
-				t.Errorf("after applying: %+v", again.Steps)
-			}
+			plantest.Converged(t, pl, s, obs, "applying")
 		})
 	}
 }
 
 func TestPlanWithoutDevices(t *testing.T) {
 	obs := &facts.Observation{NVML: facts.NVML{Status: "library_not_found", Error: "libnvidia-ml.so.1 not found"}}
-	plan, diags := planner.New(devices.Provider{}).Plan(context.Background(), plantest.LoadSpec(t, "device \"all\" {\n  compute_mode = \"prohibited\"\n}\n"), obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, planner.New(devices.Provider{}), plantest.LoadSpec(t, "device \"all\" {\n  compute_mode = \"prohibited\"\n}\n"), obs)
 	if len(plan.Steps) != 0 || len(plan.Warnings) != 2 || plan.Warnings[0].Evidence[0] != "NVML: library_not_found: libnvidia-ml.so.1 not found" {
 		t.Errorf("steps %+v warnings %+v", plan.Steps, plan.Warnings)
 	}

@@ -22,22 +22,27 @@ import (
 // aggregator does.
 func observe(t *testing.T, root string, n host.NVML) *facts.Observation {
 	t.Helper()
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root)
 	obs := &facts.Observation{}
 	system.Observe(context.Background(), h, obs)
 	driver.Observe(context.Background(), h, n, obs)
 	return obs
 }
 
+// problems are the observation's problems as "layer: message".
 func problems(obs *facts.Observation) []string {
 	var out []string
 	for _, p := range obs.Problems {
 		out = append(out, p.Layer+": "+p.Message)
 	}
 	return out
+}
+
+func checkProblems(t *testing.T, obs *facts.Observation, want ...string) {
+	t.Helper()
+	if diff := cmp.Diff(want, problems(obs)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
 }
 
 func TestFreshH100(t *testing.T) {
@@ -58,10 +63,7 @@ func TestFreshH100(t *testing.T) {
 	if obs.NVML.Status != "not_attempted" {
 		t.Errorf("NVML status %q on a fixture root", obs.NVML.Status)
 	}
-	wantP := []string{"pci: no driver is bound to GPU 0000:17:00.0: no NVIDIA kernel module is installed for the running kernel"}
-	if diff := cmp.Diff(wantP, problems(obs)); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	checkProblems(t, obs, "pci: no driver is bound to GPU 0000:17:00.0: no NVIDIA kernel module is installed for the running kernel")
 	if len(obs.Kernel.Installed) != 1 || !obs.Kernel.Installed[0].Headers || !obs.Kernel.Installed[0].Running {
 		t.Errorf("installed kernels %+v", obs.Kernel.Installed)
 	}
@@ -133,10 +135,7 @@ func contains(list []string, s string) bool {
 
 func TestMismatchAfterUpgrade(t *testing.T) {
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-mismatch"), nil)
-	want := []string{"driver: driver/library version mismatch: module 550.54.15, library 550.127.05 — reboot or reload the module"}
-	if diff := cmp.Diff(want, problems(obs)); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	checkProblems(t, obs, "driver: driver/library version mismatch: module 550.54.15, library 550.127.05 — reboot or reload the module")
 }
 
 // TestMismatchWithNVML: with NVML saying the same, the problem is stated
@@ -212,10 +211,7 @@ func TestNouveau(t *testing.T) {
 	if len(obs.PCI) != 1 || obs.PCI[0].Driver != "nouveau" || obs.PCI[0].Address != "0000:01:00.0" {
 		t.Errorf("PCI %+v; want only the VGA function, bound to nouveau", obs.PCI)
 	}
-	want := []string{"kernel: GPU 0000:01:00.0 is driven by nouveau and nothing blacklists it: the nvidia driver cannot take the GPU — blacklist nouveau, rebuild the initramfs and reboot"}
-	if diff := cmp.Diff(want, problems(obs)); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	checkProblems(t, obs, "kernel: GPU 0000:01:00.0 is driven by nouveau and nothing blacklists it: the nvidia driver cannot take the GPU — blacklist nouveau, rebuild the initramfs and reboot")
 	var loaded []string
 	for _, m := range obs.Kernel.Loaded {
 		loaded = append(loaded, m.Name)
@@ -242,50 +238,42 @@ func build(t *testing.T, name string, change func(root string)) string {
 	return root
 }
 
-func write(t *testing.T, root, p, data string) {
-	t.Helper()
-	p = filepath.Join(root, p)
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestStaleInitramfs(t *testing.T) {
-	root := build(t, "nouveau", func(root string) {
-		write(t, root, "etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\noptions nouveau modeset=0\n")
-		later := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-		os.Chtimes(filepath.Join(root, "etc/modprobe.d/blacklist-nouveau.conf"), later, later)
-	})
-	got := problems(observe(t, root, nil))
-	want := []string{
-		"kernel: GPU 0000:01:00.0 is driven by nouveau although /etc/modprobe.d/blacklist-nouveau.conf blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot",
-		"kernel: the initramfs /boot/initrd.img-5.15.0-105-generic (2024-04-22 09:12:31) predates the nouveau blacklist in /etc/modprobe.d/blacklist-nouveau.conf (2024-05-01 00:00:00): nouveau can still load at boot — run update-initramfs -u",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
-}
-
-// TestKernelUpdateWithoutModule: a new kernel was installed and booted
-// without headers, so DKMS could not build for it.
-func TestKernelUpdateWithoutModule(t *testing.T) {
-	root := build(t, "debian12-distro", func(root string) {
-		write(t, root, "proc/sys/kernel/osrelease", "6.1.0-29-amd64\n")
-		write(t, root, "proc/modules", "ext4 987136 1 - Live 0x0000000000000000\n")
-		os.Remove(filepath.Join(root, "proc/driver/nvidia/version"))
-		os.Remove(filepath.Join(root, "sys/module/nvidia/version"))
-		os.Remove(filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"))
-		write(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
-		os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
-	})
-	got := problems(observe(t, root, nil))
-	want := []string{
-		"pci: no driver is bound to GPU 0000:01:00.0: no NVIDIA kernel module is installed for the running kernel",
-		"kernel: no nvidia module is built for the running kernel 6.1.0-29-amd64 (only for 6.1.0-27-amd64, 6.1.0-28-amd64): install the kernel headers for 6.1.0-29-amd64, then rebuild it with DKMS",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
+// TestProblemsOfChanges: a fixture changed as machines drift shows the
+// problems the drift brings.
+func TestProblemsOfChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name, fixture string
+		change        func(t *testing.T, root string)
+		want          []string
+	}{
+		{"a nouveau blacklist newer than the initramfs", "nouveau", func(t *testing.T, root string) {
+			hosttest.WriteFile(t, root, "etc/modprobe.d/blacklist-nouveau.conf", "blacklist nouveau\noptions nouveau modeset=0\n")
+			later := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+			os.Chtimes(filepath.Join(root, "etc/modprobe.d/blacklist-nouveau.conf"), later, later)
+		}, []string{
+			"kernel: GPU 0000:01:00.0 is driven by nouveau although /etc/modprobe.d/blacklist-nouveau.conf blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot",
+			"kernel: the initramfs /boot/initrd.img-5.15.0-105-generic (2024-04-22 09:12:31) predates the nouveau blacklist in /etc/modprobe.d/blacklist-nouveau.conf (2024-05-01 00:00:00): nouveau can still load at boot — run update-initramfs -u",
+		}},
+		// A new kernel was installed and booted without headers, so DKMS
+		// could not build for it.
+		{"a kernel update without its module", "debian12-distro", func(t *testing.T, root string) {
+			hosttest.WriteFile(t, root, "proc/sys/kernel/osrelease", "6.1.0-29-amd64\n")
+			hosttest.WriteFile(t, root, "proc/modules", "ext4 987136 1 - Live 0x0000000000000000\n")
+			os.Remove(filepath.Join(root, "proc/driver/nvidia/version"))
+			os.Remove(filepath.Join(root, "sys/module/nvidia/version"))
+			os.Remove(filepath.Join(root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/driver"))
+			hosttest.WriteFile(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
+			os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
+		}, []string{
+			"pci: no driver is bound to GPU 0000:01:00.0: no NVIDIA kernel module is installed for the running kernel",
+			"kernel: no nvidia module is built for the running kernel 6.1.0-29-amd64 (only for 6.1.0-27-amd64, 6.1.0-28-amd64): install the kernel headers for 6.1.0-29-amd64, then rebuild it with DKMS",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := hosttest.Build(t, tc.fixture)
+			tc.change(t, root)
+			checkProblems(t, observe(t, root, nil), tc.want...)
+		})
 	}
 }
 
@@ -293,11 +281,11 @@ func TestKernelUpdateWithoutModule(t *testing.T) {
 // of the observation stands.
 func TestMalformedFiles(t *testing.T) {
 	root := build(t, "ubuntu2204-working", func(root string) {
-		write(t, root, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Mod")
-		write(t, root, "proc/modules", "nvidia_uvm 1540096 0 - Live 0x0 (OE)\nnvidia 86384")
-		write(t, root, "usr/lib/modprobe.d/nvidia-graphics-drivers.conf", "blacklist nouveau\nblacklist\n")
-		write(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/uevent", "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=zz\n")
-		write(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/class", "garbage\n")
+		hosttest.WriteFile(t, root, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Mod")
+		hosttest.WriteFile(t, root, "proc/modules", "nvidia_uvm 1540096 0 - Live 0x0 (OE)\nnvidia 86384")
+		hosttest.WriteFile(t, root, "usr/lib/modprobe.d/nvidia-graphics-drivers.conf", "blacklist nouveau\nblacklist\n")
+		hosttest.WriteFile(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/uevent", "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=zz\n")
+		hosttest.WriteFile(t, root, "sys/devices/pci0000:16/0000:17:00.0/0000:18:00.0/class", "garbage\n")
 	})
 	obs := observe(t, root, nil)
 	want := map[string]string{
@@ -418,13 +406,7 @@ func TestNVMLNotStartedWithoutModule(t *testing.T) {
 		{"no module, no library", func(t *testing.T) string { return hosttest.Build(t, "ubuntu2204-h100-fresh") }, 0, "library_not_found", "files"},
 		{"no module, the library installed", func(t *testing.T) string {
 			root := hosttest.Build(t, "ubuntu2204-h100-fresh")
-			lib := filepath.Join(root, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.261.03")
-			if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(lib, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			hosttest.WriteFile(t, root, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.261.03", "")
 			return root
 		}, 0, "driver_not_loaded", "files"},
 		{"the module loaded", func(t *testing.T) string { return hosttest.Build(t, "ubuntu2204-working") }, 1, "ok", ""},
@@ -494,8 +476,5 @@ func TestGPUMissingFromNVML(t *testing.T) {
 	s := hosttest.NVMLServer("dgxh100")
 	s.Devices = s.Devices[:7]
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-working"), host.NewNVML(s))
-	want := []string{"nvml: GPU 0000:db:00.0 is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors"}
-	if diff := cmp.Diff(want, problems(obs)); diff != "" {
-		t.Errorf("problems (-want +got):\n%s", diff)
-	}
+	checkProblems(t, obs, "nvml: GPU 0000:db:00.0 is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors")
 }

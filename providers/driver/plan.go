@@ -3,10 +3,10 @@ package driver
 import (
 	"context"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"strings"
-
-	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -51,12 +51,7 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 	}
 	install, err := planPackages(ctx, req)
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "No driver version to install",
-			Detail:   err.Error() + ".",
-			Subject:  subjectRange(d.Block.Version, d.Block.DefRange).Ptr(),
-		})
+		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
 	if install != nil {
@@ -74,44 +69,27 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 	return resp
 }
 
-func subjectRange[T any](a spec.Attr[T], block hcl.Range) hcl.Range {
-	if a.Set {
-		return a.Range
-	}
-	return block
-}
-
-// repositoryDeps are the repository steps a package step waits for.
-func repositoryDeps(req *planner.Request) []string {
-	var out []string
-	for _, r := range req.Spec.Repositories {
-		out = append(out, "repository."+r.Name)
-	}
-	if len(req.Desired.Components) > 0 {
-		out = append(out, repository.ComponentsAddress)
-	}
-	return out
-}
-
 // planPackages returns the "driver" step, or nil when the installed
 // packages already satisfy the spec.
 func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, error) {
 	d := req.Desired.Driver
 	obs := req.Facts
 	manager := req.Desired.Manager
-	var names []string
+	names := repository.Names(d.Packages)
 	installed := map[string]facts.Package{}
-	for _, pn := range d.Packages {
-		names = append(names, pn.Name)
-		if pkg, ok := pkgdb.Installed(obs.Packages, pn.Name, pkgdb.Configured); ok {
-			installed[pn.Name] = pkg
+	for _, n := range names {
+		if pkg, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); ok {
+			installed[n] = pkg
 		}
 	}
 	before := map[string]string{}
 	mainPkg, haveMain := installed[names[0]]
 	if haveMain {
 		before["version"] = mainPkg.Version
-		before["packages"] = strings.Join(sortedKeys(installed), ", ")
+		// Sized up front: this runs on every plan, converged or not.
+		present := slices.AppendSeq(make([]string, 0, len(installed)), maps.Keys(installed))
+		slices.Sort(present)
+		before["packages"] = strings.Join(present, ", ")
 	}
 	if f := obs.Driver.ModuleFlavor; f != "" {
 		before["kernel_modules"] = f
@@ -135,25 +113,21 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source,
 	})
 	if err != nil {
 		return nil, err
 	}
-	op := &planner.PackagesOp{Manager: manager}
-	for _, n := range names {
-		op.Install = append(op.Install, planner.PackagePin{Name: n, Version: picked.Version, Constraint: picked.Constraint})
-	}
+	op := picked.Install(manager, d.Packages)
 	action := planner.Create
 	code := planner.ReasonMissing
 	var why []string
 	switch {
 	case haveMain && mainPkg.Version != picked.Version:
 		action = planner.Update
-		if picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, mainPkg.Version) < 0 {
-			op.AllowDowngrade = true
-		}
+		op.AllowDowngrade = picked.Downgrades(manager, mainPkg.Version)
 		code = planner.ReasonVersionMismatch
-		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, describe(d.Versions)))
+		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, d.Versions.Quoted()))
 	case haveMain:
 		action = planner.Update
 		var missing []string
@@ -184,17 +158,14 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if d.FloorFor != "" {
 		why = append(why, fmt.Sprintf("%s needs %s or newer", d.FloorFor, d.Floor))
 	}
-	if picked.Note != "" {
-		why = append(why, picked.Note)
-	}
 	step := &planner.Step{
 		Address:    "driver",
 		Action:     action,
 		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
-		Reason:     planner.Sentence(why),
+		Reason:     picked.Reason(why),
 		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repositoryDeps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
+		DependsOn:  append(repository.Deps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
 	}
 	if len(before) > 0 {
 		step.Before = before
@@ -210,22 +181,6 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	return step, nil
 }
 
-func describe(c interface{ String() string }) string {
-	if s := c.String(); s != "" {
-		return fmt.Sprintf("%q", s)
-	}
-	return "any version"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func gpuBusy(obs *facts.Observation) bool {
 	for _, d := range obs.NVML.Devices {
 		if len(d.Processes) > 0 {
@@ -235,26 +190,16 @@ func gpuBusy(obs *facts.Observation) bool {
 	return false
 }
 
-// topLevel matches the packages that pull in a whole driver of one
-// branch, flavour or source; two of them installed together conflict.
-var topLevel = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|nvidia-driver-[0-9]+-server-open|cuda-drivers(-[0-9]+)?|nvidia-open(-[0-9]+)?|nvidia-kernel-dkms|nvidia-open-kernel-dkms|nvidia-dkms-[0-9]+(-server)?(-open)?|nvidia-tesla(-[0-9]+)?-driver)$`)
-
 // inPlace returns the installed top-level driver packages that already
 // satisfy the spec under other names than the ones it would install (an
 // nvidia-driver-550-open where the spec, asking for ">= 545", would
 // install nvidia-open): same flavour, a version the spec admits. Such a
 // driver is left alone. None when the spec installs the userspace alone.
 func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager planner.Manager) []string {
-	if d.KernelModules == spec.KernelModulesNone {
-		return nil
-	}
 	var out []string
-	for _, p := range obs.Packages.Packages {
-		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
-			continue
-		}
+	for p := range installedTopLevel(obs, d) {
 		up, err := pkgdb.UpstreamVersion(string(manager), p.Version)
-		if err != nil || !d.Versions.Check(up) || installedFlavor(obs, p.Name) != string(d.KernelModules) {
+		if err != nil || !d.Versions.Check(up) || planner.InstalledDriverFlavor(obs, p.Name) != d.KernelModules {
 			return nil
 		}
 		out = append(out, p.Name)
@@ -262,37 +207,27 @@ func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager planner.M
 	return out
 }
 
-// installedFlavor tells the kernel-module flavour of an installed driver:
-// the loaded module's where one is loaded, else what the package names
-// say.
-func installedFlavor(obs *facts.Observation, name string) string {
-	if f := obs.Driver.ModuleFlavor; f != "" {
-		return f
-	}
-	open := strings.Contains(name, "-open")
-	for _, p := range obs.Packages.Packages {
-		if p.State == facts.StateInstalled && (p.Name == "nvidia-open-kernel-dkms" || strings.HasPrefix(p.Name, "nvidia-dkms-") && strings.HasSuffix(p.Name, "-open")) {
-			open = true
+// installedTopLevel yields the installed top-level driver packages; none
+// when the spec installs the userspace alone, which lives beside any
+// module and so neither stands in for one nor conflicts with one.
+func installedTopLevel(obs *facts.Observation, d *planner.DesiredDriver) iter.Seq[facts.Package] {
+	return func(yield func(facts.Package) bool) {
+		if d.KernelModules == spec.KernelModulesNone {
+			return
+		}
+		for _, p := range obs.Packages.Packages {
+			if p.State == facts.StateInstalled && planner.DriverPackage(p.Name) && !yield(p) {
+				return
+			}
 		}
 	}
-	if open {
-		return string(spec.KernelModulesOpen)
-	}
-	return string(spec.KernelModulesProprietary)
 }
 
 // conflicting lists the installed top-level driver packages that are not
-// the spec's; none when the spec installs the userspace alone, which
-// lives beside any module.
+// the spec's.
 func conflicting(obs *facts.Observation, d *planner.DesiredDriver) []string {
-	if d.KernelModules == spec.KernelModulesNone {
-		return nil
-	}
 	var out []string
-	for _, p := range obs.Packages.Packages {
-		if p.State != facts.StateInstalled || !topLevel.MatchString(p.Name) {
-			continue
-		}
+	for p := range installedTopLevel(obs, d) {
 		if slices.ContainsFunc(d.Packages, func(pn planner.PackageName) bool { return pn.Name == p.Name }) {
 			continue
 		}
@@ -332,10 +267,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	if !d.Block.Hold.Set || manager == "" {
 		return nil
 	}
-	names := make([]string, 0, len(d.Packages))
-	for _, pn := range d.Packages {
-		names = append(names, pn.Name)
-	}
+	names := repository.Names(d.Packages)
 	present := slices.ContainsFunc(names, func(n string) bool { _, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); return ok })
 	if install == nil && !present && len(alike) > 0 {
 		// The driver in place under other names is the one to hold.
@@ -343,18 +275,17 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	}
 	var change, before []string
 	for _, name := range names {
-		pn := planner.PackageName{Name: name}
-		pkg, ok := pkgdb.Installed(obs.Packages, pn.Name, pkgdb.Configured)
+		pkg, ok := pkgdb.Installed(obs.Packages, name, pkgdb.Configured)
 		held := ok && (pkg.Hold || pkg.Want == "hold")
 		if held {
-			before = append(before, pn.Name)
+			before = append(before, name)
 		}
 		// A package being installed is not held yet, whatever it was.
 		if install != nil {
 			held = false
 		}
 		if held != d.Hold && (ok || install != nil) {
-			change = append(change, pn.Name)
+			change = append(change, name)
 		}
 	}
 	if len(change) == 0 {
@@ -477,16 +408,10 @@ func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step
 			remove = append(remove, p.Name)
 		}
 	}
-	if len(remove) == 0 {
-		return nil
+	s := repository.Remove("driver", "the NVIDIA driver", manager, remove)
+	if s != nil {
+		s.Operations[0].Packages.Purge = true
+		s.Flags = planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)}
 	}
-	return &planner.Step{
-		Address:    "driver",
-		Action:     planner.Delete,
-		Before:     map[string]string{"packages": strings.Join(remove, ", ")},
-		Reason:     "absent = true removes the NVIDIA driver: " + strings.Join(remove, ", ") + ".",
-		ReasonCode: planner.ReasonAbsentRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true}}},
-		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
-	}
+	return s
 }

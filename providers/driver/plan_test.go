@@ -34,10 +34,7 @@ func (tb countingCandidates) Versions(_ context.Context, _ planner.Manager, name
 // driver packages are installed.
 func planObserve(t *testing.T, fixture string, pkgs ...facts.Package) (*host.Host, *facts.Observation) {
 	t.Helper()
-	h, err := host.New(hosttest.Build(t, fixture))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.Fixture(t, fixture)
 	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
 	obs.Packages.Manager = "dpkg"
 	obs.Packages.Packages = pkgs
@@ -188,10 +185,7 @@ func TestPlan(t *testing.T) {
 			pl := planner.New(driver.Provider{})
 			pl.Candidates = countingCandidates{versions: versions, asked: &asked}
 			s := plantest.LoadSpec(t, tt.src)
-			plan, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, obs)
 			var got []planStep
 			for _, st := range plan.Steps {
 				got = append(got, planStep{st.Address, st.Action, planPins(st), st.Reason})
@@ -213,10 +207,7 @@ func TestPlan(t *testing.T) {
 			if tt.name == "switching Debian to the open modules" {
 				obs.Driver.ModuleFlavor = "open"
 			}
-			again, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			again := plantest.Plan(t, pl, s, obs)
 			if len(again.Steps) != 0 {
 				t.Errorf("after applying, the plan still has %+v", again.Steps)
 			}
@@ -230,10 +221,7 @@ func TestPersistence(t *testing.T) {
 	pl := planner.New(driver.Provider{})
 	asked := 0
 	pl.Candidates = countingCandidates{asked: &asked}
-	plan, diags := pl.Plan(context.Background(), s, obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, pl, s, obs)
 	st := plan.Step("driver.persistence")
 	if st == nil || len(plan.Steps) != 1 {
 		t.Fatalf("steps %+v, want only driver.persistence", plan.Steps)
@@ -290,10 +278,7 @@ func TestPlanBranchChange(t *testing.T) {
 	asked := 0
 	pl := planner.New(driver.Provider{})
 	pl.Candidates = countingCandidates{versions: map[string][]string{"nvidia-driver-550": {"550.144.03-0ubuntu0.22.04.1", "550.54.15-0ubuntu1"}}, asked: &asked}
-	plan, diags := pl.Plan(context.Background(), s, obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, pl, s, obs)
 	var got []string
 	for _, st := range plan.Steps {
 		got = append(got, st.Address+" "+st.Action.String()+" "+planPins(st))
@@ -315,7 +300,5 @@ func TestPlanBranchChange(t *testing.T) {
 		t.Errorf("driver flags %+v before %v", d.Flags, d.Before)
 	}
 	planApply(obs, plan.Steps)
-	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
-		t.Errorf("after applying: %+v", again.Steps)
-	}
+	plantest.Converged(t, pl, s, obs, "applying")
 }

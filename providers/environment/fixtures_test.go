@@ -3,8 +3,6 @@ package environment
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -22,43 +20,27 @@ func TestFixtures(t *testing.T) {
 		{Dir: "/lib/x86_64-linux-gnu", File: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf"},
 		{Dir: "/usr/lib/x86_64-linux-gnu", File: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf"},
 	}
-	cases := []struct {
-		fixture string
-		want    facts.Environment
-	}{
-		{"ubuntu2204-h100-fresh", facts.Environment{Variables: []facts.Assignment{ubuntuPath}, LoaderPaths: ubuntuLoader}},
-		{"ubuntu2204-working", facts.Environment{
+	hosttest.ObserveFixtures(t, map[string]facts.Environment{
+		"ubuntu2204-h100-fresh": {Variables: []facts.Assignment{ubuntuPath}, LoaderPaths: ubuntuLoader},
+		"ubuntu2204-working": {
 			Variables: []facts.Assignment{ubuntuPath,
 				{Name: "PATH", Value: "/usr/local/cuda-12.4/bin${PATH:+:${PATH}}", File: "/etc/profile.d/cuda-12.4.sh", Line: 2}},
 			LoaderPaths: append(append([]facts.LoaderPath{}, cudaLoader...), ubuntuLoader...),
-		}},
-		{"tensorflow-no-cudnn", facts.Environment{
+		},
+		"tensorflow-no-cudnn": {
 			Variables: []facts.Assignment{ubuntuPath,
 				{Name: "PATH", Value: "/usr/local/cuda/bin${PATH:+:${PATH}}", File: "/etc/profile.d/cuda.sh", Line: 1},
 				{Name: "LD_LIBRARY_PATH", Value: "/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}", File: "/etc/profile.d/cuda.sh", Line: 2}},
 			LoaderPaths: append(append([]facts.LoaderPath{}, cudaLoader...), ubuntuLoader...),
-		}},
+		},
 		// RHEL's ld.so.conf includes its directory by a relative pattern;
 		// its profile script calls pathmunge, which is not an assignment.
-		{"rhel9", facts.Environment{
+		"rhel9": {
 			Variables: []facts.Assignment{},
 			LoaderPaths: append(append([]facts.LoaderPath{}, cudaLoader...),
 				facts.LoaderPath{Dir: "/usr/lib64/dyninst", File: "/etc/ld.so.conf.d/dyninst-x86_64.conf"}),
-		}},
-	}
-	for _, c := range cases {
-		t.Run(c.fixture, func(t *testing.T) {
-			h, err := host.New(hosttest.Build(t, c.fixture))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, warns := Observe(h)
-			if len(warns) != 0 {
-				t.Errorf("warnings: %v", warns)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("Observe (-want +got):\n%s", diff)
-			}
-		})
-	}
+		},
+	}, func(_ string, h *host.Host) (facts.Environment, []facts.Warning) {
+		return Observe(h)
+	})
 }

@@ -189,7 +189,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	case removes == len(ops) && len(after) == 0:
 		action = planner.Delete
 	}
-	reason := strings.ToUpper(why[0][:1]) + strings.Join(why, "; ")[1:] + "."
+	reason := planner.Sentence(why)
 	if changed[ManagedSystemd] && !req.Facts.Init.Systemd {
 		reason += " " + nextBoot(req.Facts.Init, changed[ManagedProfile])
 	}

@@ -119,10 +119,7 @@ func TestPlan(t *testing.T) {
 			obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb"}, Init: tt.init}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(environment.Provider{})
-			plan, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, obs)
 			if len(tt.want) == 0 {
 				if len(plan.Steps) != 0 {
 					t.Fatalf("steps %+v", plan.Steps)
@@ -144,9 +141,7 @@ func TestPlan(t *testing.T) {
 			}
 			planApply(t, root, plan.Steps)
 			obs.Environment, _ = environment.Observe(h)
-			if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
-				t.Errorf("after applying: %+v", again.Steps)
-			}
+			plantest.Converged(t, pl, s, obs, "applying")
 			// Emptying the block removes what it wrote.
 			if tt.action == planner.Create && s.Environment != nil {
 				empty := plantest.LoadSpec(t, "environment {\n  absent = true\n}\n")
@@ -156,9 +151,7 @@ func TestPlan(t *testing.T) {
 				}
 				planApply(t, root, plan.Steps)
 				obs.Environment, _ = environment.Observe(h)
-				if again, _ := pl.Plan(context.Background(), empty, obs); len(again.Steps) != 0 {
-					t.Errorf("after removing: %+v", again.Steps)
-				}
+				plantest.Converged(t, pl, empty, obs, "removing")
 			}
 		})
 	}
@@ -168,19 +161,13 @@ func TestPlan(t *testing.T) {
 // fixture root observes it, the drop-in is written without a systemctl
 // follow-up, and the step says when services see it.
 func TestPlanContainer(t *testing.T) {
-	h, err := host.New(hosttest.Build(t, "ubuntu2204-container"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.Fixture(t, "ubuntu2204-container")
 	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
 	if want := (facts.Init{PID1: "bash"}); obs.Init != want {
 		t.Fatalf("init %+v, want %+v", obs.Init, want)
 	}
 	s := plantest.LoadSpec(t, "environment {\n  cuda_visible_devices = [\"0\"]\n}\n")
-	plan, diags := planner.New(environment.Provider{}).Plan(context.Background(), s, obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, planner.New(environment.Provider{}), s, obs)
 	if len(plan.Steps) != 1 {
 		t.Fatalf("steps %+v", plan.Steps)
 	}

@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,9 +44,7 @@ symlink opt/venv/bin/python3 /usr/bin/python3
 symlink opt/venv/lib64 lib
 `)
 	got, warns := Observe(h, facts.Packages{}, []string{"/opt/venv/bin/python", "/opt/venv/bin/python"})
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := []facts.PythonEnv{{
 		Interpreter:  "/opt/venv/bin/python",
 		Prefix:       "/opt/venv",
@@ -87,9 +84,7 @@ symlink usr/bin/python3 python3.11
 		{Name: "python3-torch", Version: "1.13.1+dfsg-4", Architecture: "amd64", Source: "pytorch", State: "installed", Want: "install"},
 	}}
 	got, warns := Observe(h, pkgs, []string{"/usr/bin/python3"})
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := []facts.PythonEnv{{
 		Interpreter:  "/usr/bin/python3",
 		Prefix:       "/usr",
@@ -149,9 +144,7 @@ symlink srv/ml/bin/python3.11 /usr/bin/python3.11
 symlink srv/ml/bin/python python3.11
 `)
 	got, warns := Observe(h, facts.Packages{}, []string{"/srv/ml/bin/python"})
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	site := "/srv/ml/lib/python3.11/site-packages"
 	want := []facts.PythonEnv{{
 		Interpreter: "/srv/ml/bin/python", Prefix: "/srv/ml", Version: "3.11", Virtual: true,
@@ -210,22 +203,14 @@ build_info = collections.OrderedDict([('cpu_compiler', '/usr/lib/llvm-17/bin/cl
 		t.Errorf("torch from a truncated version.py: %+v", torch)
 	}
 	site := "/opt/env/lib/python3.12/site-packages"
-	wantWarn := map[string]string{
+	hosttest.CheckWarnings(t, warns, map[string]string{
 		site + "/torch/version.py":                         "no cuda assignment",
 		site + "/tensorflow/python/platform/build_info.py": "no is_cuda_build",
 		site + "/tensorflow":                               "no TensorFlow dist-info",
 		site + "/jax/version.py":                           "no such file",
 		"/opt/missing/bin/python":                          "interpreter not found",
 		"relative/python":                                  "not absolute",
-	}
-	if len(warns) != len(wantWarn) {
-		t.Errorf("warnings: %v", warns)
-	}
-	for _, w := range warns {
-		if s, ok := wantWarn[w.Path]; !ok || !strings.Contains(w.Message, s) {
-			t.Errorf("unexpected warning %+v", w)
-		}
-	}
+	})
 }
 
 func TestNoSystemPython(t *testing.T) {
@@ -253,9 +238,7 @@ pip
 symlink usr/bin/python3 python3.9
 `)
 	got, warns := Observe(h, facts.Packages{Manager: "rpm"}, nil)
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := []facts.PythonEnv{{
 		Interpreter: "/usr/bin/python3", Prefix: "/usr", Version: "3.9", System: true,
 		SitePackages: []string{"/usr/local/lib64/python3.9/site-packages", "/usr/lib64/python3.9/site-packages", "/usr/lib/python3.9/site-packages"},

@@ -171,7 +171,7 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 		Action:     action,
 		Before:     before,
 		After:      after,
-		Reason:     planSentence(why),
+		Reason:     planner.Sentence(why),
 		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
 			Manager:  planner.ManagerPip,
@@ -210,53 +210,33 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 			return nil, nil
 		}
 	}
+	pkgs := []planner.PackageName{{Name: df.Package}}
 	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
-		Manager: manager, Packages: []planner.PackageName{{Name: df.Package}}, Versions: df.Versions,
+		Manager: manager, Packages: pkgs, Versions: df.Versions,
 		OS: obs.OS.ID, OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
 	})
 	if err != nil {
-		subject := df.Block.DefRange
-		return nil, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No framework version to install", Detail: err.Error() + ".", Subject: subject.Ptr()}
+		return nil, repository.NoVersion("framework", err, df.Block.DefRange)
 	}
 	why := []string{fmt.Sprintf("the package %s is not installed", df.Package)}
 	action, code := planner.Create, planner.ReasonMissing
 	var before map[string]string
-	op := &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: df.Package, Version: picked.Version, Constraint: picked.Constraint}}}
+	op := picked.Install(manager, pkgs)
 	if installed {
 		action, code = planner.Update, planner.ReasonVersionMismatch
 		before = map[string]string{"package": df.Package + "=" + inst.Version}
 		why = []string{fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())}
-		if picked.Version != "" && pkgdb.Compare(string(manager), picked.Version, inst.Version) < 0 {
-			op.AllowDowngrade = true
-		}
+		op.AllowDowngrade = picked.Downgrades(manager, inst.Version)
 	}
 	why = append(why, fmt.Sprintf("installs the distribution's %s %s for the system's Python", df.Package, repository.ShownVersion(picked.Version)))
-	if picked.Note != "" {
-		why = append(why, picked.Note)
-	}
-	var deps []string
-	for _, r := range req.Spec.Repositories {
-		deps = append(deps, "repository."+r.Name)
-	}
-	if len(req.Desired.Components) > 0 {
-		deps = append(deps, repository.ComponentsAddress)
-	}
 	return &planner.Step{
 		Address:    df.Address,
 		Action:     action,
 		Before:     before,
 		After:      map[string]string{"package": df.Package + "=" + repository.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
-		Reason:     planSentence(why),
+		Reason:     picked.Reason(why),
 		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  deps,
+		DependsOn:  repository.Deps(req),
 	}, nil
-}
-
-func planSentence(parts []string) string {
-	s := strings.Join(parts, "; ")
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:] + "."
 }

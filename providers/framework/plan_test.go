@@ -1,7 +1,6 @@
 package framework_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -110,10 +109,7 @@ func TestPlan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(framework.Provider{})
-			plan, diags := pl.Plan(context.Background(), s, tt.obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, tt.obs)
 			var want []planner.Step
 			if tt.want != nil {
 				want = []planner.Step{*tt.want}
@@ -143,9 +139,7 @@ func TestPlan(t *testing.T) {
 			if tt.update.Name != "" {
 				env.Frameworks = []facts.Framework{tt.update}
 			}
-			if again, _ := pl.Plan(context.Background(), s, tt.obs); len(again.Steps) != 0 {
-				t.Errorf("after applying: %+v", again.Steps)
-			}
+			plantest.Converged(t, pl, s, tt.obs, "applying")
 		})
 	}
 }
@@ -155,15 +149,10 @@ func TestPlanDistro(t *testing.T) {
 	s := plantest.LoadSpec(t, "framework \"pytorch\" {\n  source = \"distro\"\n}\n")
 	pl := planner.New(framework.Provider{})
 	pl.Candidates = plantest.Candidates{"python3-torch": {"1.13.1+dfsg-4"}}
-	plan, diags := pl.Plan(context.Background(), s, obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, pl, s, obs)
 	if len(plan.Steps) != 1 || !cmp.Equal(plan.Steps[0].Operations[0].Packages.Install, []planner.PackagePin{{Name: "python3-torch", Version: "1.13.1+dfsg-4"}}) || plan.Steps[0].Operations[0].Packages.Manager != "apt" {
 		t.Fatalf("steps %+v", plan.Steps)
 	}
 	obs.Packages.Packages = []facts.Package{{Name: "python3-torch", Version: "1.13.1+dfsg-4", State: "installed", Want: "install"}}
-	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
-		t.Errorf("after applying: %+v", again.Steps)
-	}
+	plantest.Converged(t, pl, s, obs, "applying")
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
@@ -34,14 +33,9 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
-			h, err := host.New(hosttest.Build(t, c.fixture))
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := hosttest.Fixture(t, c.fixture)
 			got, warns := Observe(h)
-			if len(warns) != 0 {
-				t.Errorf("warnings: %v", warns)
-			}
+			hosttest.NoWarnings(t, warns)
 			if len(got) < 30 {
 				t.Errorf("%d groups: not a whole /etc/group", len(got))
 			}

@@ -94,7 +94,7 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 			Action:     planner.Update,
 			Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
 			After:      map[string]string{"members": strings.Join(after, ", ")},
-			Reason:     capitalize(strings.Join(why, "; ")) + ".",
+			Reason:     planner.Sentence(why),
 			ReasonCode: planner.ReasonMembersDiffer,
 			Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Add: add, Remove: remove}}},
 		})
@@ -115,13 +115,6 @@ func withMembers(users []string) string {
 		return ""
 	}
 	return " with " + and(users)
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // deviceGroups own device nodes (/dev/dri/render*, and /dev/nvidia* where

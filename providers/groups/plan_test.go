@@ -1,7 +1,6 @@
 package groups_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -96,17 +95,12 @@ func TestPlan(t *testing.T) {
 			obs := &facts.Observation{Groups: []facts.Group{{Name: "video", GID: 44, Members: []string{"alice", "mallory"}, PrimaryOf: []string{"vid"}}}}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(groups.Provider{})
-			plan, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, obs)
 			if diff := cmp.Diff(tt.want, plan.Steps, cmpopts.EquateEmpty(), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Flags" }, cmp.Ignore())); diff != "" {
 				t.Errorf("steps (-want +got):\n%s", diff)
 			}
 			planApply(obs, plan.Steps)
-			if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
-				t.Errorf("after applying: %+v", again.Steps)
-			}
+			plantest.Converged(t, pl, s, obs, "applying")
 		})
 	}
 }

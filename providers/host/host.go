@@ -480,52 +480,38 @@ func nilIfErr(fi *fileInfo, err error) (fs.FileInfo, error) {
 }
 
 // Stat follows symlinks inside the root.
-func (h *Host) Stat(p string) (fs.FileInfo, error) {
+func (h *Host) Stat(p string) (fs.FileInfo, error) { return h.stat(p, true) }
+
+// Lstat does not follow a symlink in the last component.
+func (h *Host) Lstat(p string) (fs.FileInfo, error) { return h.stat(p, false) }
+
+func (h *Host) stat(p string, followLast bool) (fs.FileInfo, error) {
 	if path.IsAbs(p) {
 		if c := h.fds.lock(); c != nil {
 			defer c.mu.Unlock()
-			return nilIfErr(c.stat(path.Clean(p), true))
+			return nilIfErr(c.stat(path.Clean(p), followLast))
 		}
 	}
 	if h.remembers(p) {
-		cur, err := h.resolveIn(p, true)
+		cur, err := h.resolveIn(p, followLast)
 		if err != nil {
 			return nil, err
 		}
 		// Resolution looked at the last component: when it is not a
 		// symlink, stat and lstat agree. Otherwise (a dangling link, a
 		// missing file) stat itself says how, in its own words.
-		if li, _ := h.component(cur); li.lerr == nil && !li.symlink {
-			return li.fi, nil
+		li, _ := h.component(cur)
+		if !followLast || li.lerr == nil && !li.symlink {
+			return li.fi, li.lerr
 		}
 		return os.Stat(filepath.Join(h.root, cur))
 	}
-	rp, err := h.Resolve(p)
+	rp, err := h.resolve(p, followLast)
 	if err != nil {
 		return nil, err
 	}
-	return os.Stat(rp)
-}
-
-// Lstat does not follow a symlink in the last component.
-func (h *Host) Lstat(p string) (fs.FileInfo, error) {
-	if path.IsAbs(p) {
-		if c := h.fds.lock(); c != nil {
-			defer c.mu.Unlock()
-			return nilIfErr(c.stat(path.Clean(p), false))
-		}
-	}
-	if h.remembers(p) {
-		cur, err := h.resolveIn(p, false)
-		if err != nil {
-			return nil, err
-		}
-		li, _ := h.component(cur)
-		return li.fi, li.lerr
-	}
-	rp, err := h.resolve(p, false)
-	if err != nil {
-		return nil, err
+	if followLast {
+		return os.Stat(rp)
 	}
 	return os.Lstat(rp)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
 // layout builds a small root whose symlinks point outside it when followed
@@ -120,10 +121,7 @@ func (r *recorder) Run(_ context.Context, c host.Command) error {
 func TestRunChrootsIntoRoot(t *testing.T) {
 	root := t.TempDir()
 	rec := &recorder{}
-	h, err := host.New(root, host.WithRunner(rec))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root, host.WithRunner(rec))
 	if err := h.Run(context.Background(), host.Command{Argv: []string{"dpkg", "--audit"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -404,10 +402,7 @@ func TestForObservationConcurrent(t *testing.T) {
 // TestForObservationLive: on this machine's own root the handle answers
 // as New's does.
 func TestForObservationLive(t *testing.T) {
-	h, err := host.New("/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, "/")
 	o := h.ForObservation()
 	defer o.Close()
 	if !o.ResolvesInKernel() {

@@ -252,10 +252,7 @@ func TestNVMLBusIDSpelling(t *testing.T) {
 }
 
 func TestHostNVML(t *testing.T) {
-	h, err := host.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, t.TempDir())
 	if h.NVML() != nil {
 		t.Error("a root other than / has an NVML of its own")
 	}
@@ -278,12 +275,9 @@ func TestLiveNVMLWithoutLibrary(t *testing.T) {
 	if os.Getenv("LD_LIBRARY_PATH") != "" {
 		t.Skip("LD_LIBRARY_PATH may name a libnvidia-ml")
 	}
-	h, err := host.New("/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, "/")
 	n := h.NVML()
-	err = n.Init()
+	err := n.Init()
 	var ne *host.NVMLError
 	if !errors.As(err, &ne) || ne.Class != host.NVMLLibraryNotFound {
 		t.Fatalf("Init() = %v, want library_not_found", err)

@@ -75,10 +75,7 @@ func TestSettingsInitFailure(t *testing.T) {
 // only NVML (mocked) is touched.
 func TestApplyDeviceOnLiveRoot(t *testing.T) {
 	srv, uuids := machine(t)
-	h, err := host.New("/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, "/")
 	if !h.Live() {
 		t.Fatal("/ is not live")
 	}

@@ -160,7 +160,8 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *pla
 	}
 	name := headersPackage(obs, release)
 	manager := req.Desired.Manager
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{Manager: manager, Packages: []planner.PackageName{{Name: name}}})
+	pkgs := []planner.PackageName{{Name: name}}
+	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{Manager: manager, Packages: pkgs})
 	if err != nil {
 		return nil, &planner.Warning{
 			Summary:  "Kernel headers for the running kernel are missing",
@@ -174,18 +175,7 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *pla
 		After:      map[string]string{"package": name, "version": picked.Version},
 		Reason:     fmt.Sprintf("DKMS builds the nvidia module against the running kernel's headers, which are not installed (/lib/modules/%s/build): installs %s %s.", release, name, picked.Version),
 		ReasonCode: planner.ReasonDependency,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Install: []planner.PackagePin{{Name: name, Version: picked.Version, Constraint: picked.Constraint}}}}},
-		DependsOn:  deps(req),
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: picked.Install(manager, pkgs)}},
+		DependsOn:  repository.Deps(req),
 	}, nil
-}
-
-func deps(req *planner.Request) []string {
-	var out []string
-	for _, r := range req.Spec.Repositories {
-		out = append(out, "repository."+r.Name)
-	}
-	if len(req.Desired.Components) > 0 {
-		out = append(out, repository.ComponentsAddress)
-	}
-	return out
 }

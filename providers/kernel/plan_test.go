@@ -19,10 +19,7 @@ import (
 
 func planObserve(t *testing.T, fixture string) (*host.Host, *facts.Observation) {
 	t.Helper()
-	h, err := host.New(hosttest.Build(t, fixture))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.Fixture(t, fixture)
 	return h, providers.Observe(context.Background(), h, providers.ObserveOptions{})
 }
 
@@ -63,10 +60,7 @@ func TestPlan(t *testing.T) {
 			pl := planner.New(kernel.Provider{})
 			pl.Candidates = plantest.Candidates{}
 			s := plantest.LoadSpec(t, tt.src)
-			plan, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, obs)
 			var got []string
 			for _, st := range plan.Steps {
 				line := st.Address + " " + st.Action.String() + ":"
@@ -111,10 +105,7 @@ func TestPlan(t *testing.T) {
 				os.Chtimes(filepath.Join(h.Root(), obs.Kernel.Initramfs.Path), now, now)
 			}
 			obs = providers.Observe(context.Background(), h, providers.ObserveOptions{})
-			again, _ := pl.Plan(context.Background(), s, obs)
-			if len(again.Steps) != 0 {
-				t.Errorf("after applying: %+v", again.Steps)
-			}
+			plantest.Converged(t, pl, s, obs, "applying")
 		})
 	}
 }
@@ -131,10 +122,7 @@ func TestStaleInitramfs(t *testing.T) {
 		}
 	}
 	pl := planner.New(kernel.Provider{})
-	plan, diags := pl.Plan(context.Background(), plantest.LoadSpec(t, "driver {\n  version = \"535.*\"\n  blacklist_nouveau = true\n}\n"), obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, pl, plantest.LoadSpec(t, "driver {\n  version = \"535.*\"\n  blacklist_nouveau = true\n}\n"), obs)
 	st := plan.Step("kernel.nouveau")
 	if st == nil || st.Action != planner.Update || len(st.Operations) != 1 || st.Operations[0].Kernel == nil {
 		t.Fatalf("a blacklist newer than the initramfs must rebuild it: %+v", plan.Steps)
@@ -149,10 +137,7 @@ func TestHeaders(t *testing.T) {
 	obs.Packages.Manager = "dpkg"
 	pl := planner.New(kernel.Provider{})
 	pl.Candidates = plantest.Candidates{"linux-headers-6.1.0-28-amd64": {"6.1.119-1"}}
-	plan, diags := pl.Plan(context.Background(), plantest.LoadSpec(t, "driver {\n  version = \"535.*\"\n}\n"), obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, pl, plantest.LoadSpec(t, "driver {\n  version = \"535.*\"\n}\n"), obs)
 	st := plan.Step("kernel.headers")
 	if st == nil || st.Operations[0].Packages.Install[0].Name != "linux-headers-6.1.0-28-amd64" || st.Operations[0].Packages.Install[0].Version != "6.1.119-1" {
 		t.Fatalf("steps %+v", plan.Steps)

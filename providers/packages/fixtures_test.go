@@ -60,14 +60,9 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.fixture, func(t *testing.T) {
-			h, err := host.New(hosttest.Build(t, c.fixture))
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := hosttest.Fixture(t, c.fixture)
 			got, warns := Observe(context.Background(), h, "deb")
-			if len(warns) != 0 {
-				t.Errorf("warnings: %v", warns)
-			}
+			hosttest.NoWarnings(t, warns)
 			if got.Total < 900 {
 				t.Errorf("Total = %d: the fixture's database is not real-size", got.Total)
 			}
@@ -97,14 +92,9 @@ func TestFixtureRHEL9(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &fakeRunner{stdout: string(out)}
-	h, err := host.New(hosttest.Build(t, "rhel9"), host.WithRunner(r))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.Fixture(t, "rhel9", host.WithRunner(r))
 	got, warns := Observe(context.Background(), h, "rpm")
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	if r.argv == nil || r.argv[2] != "rpm" {
 		t.Errorf("ran %q", r.argv)
 	}

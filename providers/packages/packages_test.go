@@ -25,11 +25,7 @@ func root(t testing.TB, archive string, opts ...host.Option) *host.Host {
 	if err := hosttest.BuildArchive(txtar.Parse([]byte(archive)), dir, hosttest.TestdataDir(t)); err != nil {
 		t.Fatal(err)
 	}
-	h, err := host.New(dir, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return hosttest.New(t, dir, opts...)
 }
 
 const statusHead = `-- var/lib/dpkg/status --
@@ -110,9 +106,7 @@ Description: compression library - runtime
 func TestDpkgStatus(t *testing.T) {
 	h := root(t, statusHead)
 	got, warns := Observe(context.Background(), h, "deb")
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	want := facts.Packages{
 		Manager: "dpkg",
 		// Every package but the purged nvidia-persistenced.
@@ -181,9 +175,7 @@ Package: nvidia-driver
 Status: garbage
 `)
 	got, warns := Observe(context.Background(), h, "deb")
-	if len(warns) != 0 {
-		t.Errorf("warnings: %v", warns)
-	}
+	hosttest.NoWarnings(t, warns)
 	if !got.Interrupted {
 		t.Error("Interrupted = false with journal entries")
 	}

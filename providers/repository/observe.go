@@ -145,12 +145,9 @@ func ParseDeb822(file string, data []byte) []facts.Repository {
 			fields[last] += " " + strings.TrimSpace(l)
 			continue
 		}
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
+		if k := setField(fields, l, ":"); k != "" {
+			last = k
 		}
-		last = strings.ToLower(strings.TrimSpace(k))
-		fields[last] = strings.TrimSpace(v)
 	}
 	flush()
 	return out
@@ -191,16 +188,26 @@ func ParseRepoFile(file string, data []byte) []facts.Repository {
 			// A continuation line, as baseurl's further URLs are written.
 			cur[last] += " " + t
 		default:
-			k, v, ok := strings.Cut(t, "=")
-			if !ok {
-				continue
+			if k := setField(cur, t, "="); k != "" {
+				last = k
 			}
-			last = strings.ToLower(strings.TrimSpace(k))
-			cur[last] = strings.TrimSpace(v)
 		}
 	}
 	flush()
 	return out
+}
+
+// setField reads a "key: value" (or, with sep "=", "key=value") line into
+// m and returns its key, which is case-insensitive and so lower-cased; ""
+// for a line without sep.
+func setField(m map[string]string, line, sep string) string {
+	k, v, ok := strings.Cut(line, sep)
+	if !ok {
+		return ""
+	}
+	k = strings.ToLower(strings.TrimSpace(k))
+	m[k] = strings.TrimSpace(v)
+	return k
 }
 
 // orNil gives an empty list as nil, as a decoded observation has it.

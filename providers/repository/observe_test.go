@@ -8,20 +8,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
 func TestObserveApt(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, "/etc/apt/sources.list", "deb http://archive.ubuntu.com/ubuntu/ jammy main restricted\n# deb http://archive.ubuntu.com/ubuntu/ jammy-backports main\ndeb-src http://archive.ubuntu.com/ubuntu/ jammy main\n")
-	write(t, root, "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n")
-	write(t, root, "/etc/apt/sources.list.d/ppa.sources", "Types: deb\nURIs: https://ppa.launchpadcontent.net/graphics-drivers/ppa/ubuntu/\nSuites: jammy\nComponents: main\nEnabled: no\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list", "deb http://archive.ubuntu.com/ubuntu/ jammy main restricted\n# deb http://archive.ubuntu.com/ubuntu/ jammy-backports main\ndeb-src http://archive.ubuntu.com/ubuntu/ jammy main\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/ppa.sources", "Types: deb\nURIs: https://ppa.launchpadcontent.net/graphics-drivers/ppa/ubuntu/\nSuites: jammy\nComponents: main\nEnabled: no\n")
 	// apt ignores what does not end in .list or .sources.
-	write(t, root, "/etc/apt/sources.list.d/old.list.save", "deb http://old.example/ jammy main\n")
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/old.list.save", "deb http://old.example/ jammy main\n")
+	h := hosttest.New(t, root)
 	got, warns := Observe(h, "deb")
 	if len(warns) > 0 {
 		t.Errorf("warnings: %v", warns)
@@ -45,10 +42,7 @@ func TestObserveApt(t *testing.T) {
 }
 
 func TestObserveNoSources(t *testing.T) {
-	h, err := host.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, t.TempDir())
 	for _, family := range []string{"deb", "rpm", ""} {
 		if got, warns := Observe(h, family); len(got) != 0 || len(warns) != 0 {
 			t.Errorf("%q: %v, %v", family, got, warns)

@@ -7,6 +7,7 @@ package repository
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"slices"
@@ -355,7 +356,7 @@ func (p Provider) componentsStep(req *planner.Request) *planner.Step {
 	}
 	var b strings.Builder
 	b.WriteString("# Written by gpuenv: the archive components the spec's Debian packages come from.\n")
-	uris := sortedKeys(byURI)
+	uris := slices.Sorted(maps.Keys(byURI))
 	for i, uri := range uris {
 		if i > 0 {
 			b.WriteString("\n")
@@ -378,15 +379,6 @@ func defaultDebianURI(suite string) string {
 		return "https://security.debian.org/debian-security"
 	}
 	return "https://deb.debian.org/debian"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // OSID is the package tables' name for the host's system: RHEL and its

@@ -15,18 +15,8 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
-
-func write(t *testing.T, root, p, content string) {
-	t.Helper()
-	full := filepath.Join(root, p)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // applyFiles writes and removes files as apply would.
 func applyFiles(t *testing.T, root string, steps []planner.Step) {
@@ -36,7 +26,7 @@ func applyFiles(t *testing.T, root string, steps []planner.Step) {
 				if f.Remove {
 					os.Remove(filepath.Join(root, f.Path))
 				} else {
-					write(t, root, f.Path, f.Content)
+					hosttest.WriteFile(t, root, f.Path, f.Content)
 				}
 			}
 		}
@@ -66,18 +56,12 @@ const nvidiaRepo = `repository "cuda" {
 
 func TestPlanRepositories(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, "/usr/share/keyrings/cuda-archive-keyring.gpg", "key")
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hosttest.WriteFile(t, root, "/usr/share/keyrings/cuda-archive-keyring.gpg", "key")
+	h := hosttest.New(t, root)
 	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, RepositoryFiles: ObserveFiles(h, "deb")}
 	s := plantest.LoadSpec(t, nvidiaRepo)
 	pl := planner.New(Provider{})
-	plan, diags := pl.Plan(context.Background(), s, obs)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	plan := plantest.Plan(t, pl, s, obs)
 	if len(plan.Steps) != 1 || plan.Steps[0].Address != "repository.cuda" || plan.Steps[0].Action != planner.Create {
 		t.Fatalf("steps %+v", plan.Steps)
 	}
@@ -106,9 +90,7 @@ Pin-Priority: 600
 	}
 	applyFiles(t, root, plan.Steps)
 	obs.RepositoryFiles = ObserveFiles(h, "deb")
-	if again, _ := pl.Plan(context.Background(), s, obs); len(again.Steps) != 0 {
-		t.Errorf("after applying: %+v", again.Steps)
-	}
+	plantest.Converged(t, pl, s, obs, "applying")
 
 	// A changed priority rewrites the pin; absent removes both files.
 	s2 := plantest.LoadSpec(t, strings.Replace(nvidiaRepo, "priority = 600", "priority = 700", 1))
@@ -123,9 +105,7 @@ Pin-Priority: 600
 	}
 	applyFiles(t, root, plan.Steps)
 	obs.RepositoryFiles = ObserveFiles(h, "deb")
-	if again, _ := pl.Plan(context.Background(), s3, obs); len(again.Steps) != 0 {
-		t.Errorf("after removing: %+v", again.Steps)
-	}
+	plantest.Converged(t, pl, s3, obs, "removing")
 }
 
 func TestPlanKeyringURL(t *testing.T) {
@@ -200,7 +180,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			for p, c := range tt.sources {
-				write(t, root, p, c)
+				hosttest.WriteFile(t, root, p, c)
 			}
 			h, _ := host.New(root)
 			repos, warns := Observe(h, "deb")
@@ -210,10 +190,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			obs := &facts.Observation{OS: debian, Repositories: repos, RepositoryFiles: ObserveFiles(h, "deb")}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(Provider{})
-			plan, diags := pl.Plan(context.Background(), s, obs)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
+			plan := plantest.Plan(t, pl, s, obs)
 			st := plan.Step(ComponentsAddress)
 			if tt.want == "" {
 				if st != nil {
@@ -254,12 +231,12 @@ func TestParseSources(t *testing.T) {
 // ones only.
 func TestObserveFiles(t *testing.T) {
 	root := t.TempDir()
-	write(t, root, "/etc/apt/sources.list.d/gpuenv-mirror.sources", "Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")
-	write(t, root, "/etc/apt/sources.list.d/other.list", "deb [signed-by=/srv/keys/other.gpg] http://other/ /\n")
-	write(t, root, "/etc/yum.repos.d/gpuenv-cuda.repo", "[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")
-	write(t, root, "/srv/keys/mirror.gpg", "mirror key")
-	write(t, root, "/srv/keys/other.gpg", "other key")
-	write(t, root, "/usr/share/keyrings/debian-archive-keyring.gpg", "debian key")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/gpuenv-mirror.sources", "Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/other.list", "deb [signed-by=/srv/keys/other.gpg] http://other/ /\n")
+	hosttest.WriteFile(t, root, "/etc/yum.repos.d/gpuenv-cuda.repo", "[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")
+	hosttest.WriteFile(t, root, "/srv/keys/mirror.gpg", "mirror key")
+	hosttest.WriteFile(t, root, "/srv/keys/other.gpg", "other key")
+	hosttest.WriteFile(t, root, "/usr/share/keyrings/debian-archive-keyring.gpg", "debian key")
 	h, _ := host.New(root)
 	got := ObserveFiles(h, "deb")
 	sum := func(s string) string { return planner.Digest(s) }

@@ -10,17 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
 
 func observe(t *testing.T, root string) *facts.Observation {
 	t.Helper()
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root)
 	obs := &facts.Observation{}
 	system.Observe(context.Background(), h, obs)
 	return obs
@@ -87,19 +83,9 @@ func TestInitUnreadable(t *testing.T) {
 // read is kept.
 func TestBrokenFiles(t *testing.T) {
 	root := t.TempDir()
-	write := func(p, data string) {
-		t.Helper()
-		p = filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\nPRETTY_NAME=\"Ubuntu 22.")
-	write("proc/sys/kernel/osrelease", "\x00\x01 garbage here\n")
-	write("sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c", "\x06\x00")
+	hosttest.WriteFile(t, root, "etc/os-release", "ID=ubuntu\nVERSION_ID=\"22.04\"\nPRETTY_NAME=\"Ubuntu 22.")
+	hosttest.WriteFile(t, root, "proc/sys/kernel/osrelease", "\x00\x01 garbage here\n")
+	hosttest.WriteFile(t, root, "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c", "\x06\x00")
 	obs := observe(t, root)
 	if obs.OS.ID != "ubuntu" || obs.OS.VersionID != "22.04" || obs.OS.Family != "deb" || obs.OS.Name != "" {
 		t.Errorf("OS = %+v; want the lines before the truncation", obs.OS)

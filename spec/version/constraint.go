@@ -3,6 +3,7 @@ package version
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -257,6 +258,15 @@ func hyphenTerm(a, b string) (term, error) {
 
 // String returns the constraint as it was written.
 func (c Constraint) String() string { return c.text }
+
+// Quoted writes c for a message: quoted as it was written, or "any
+// version" for the zero Constraint.
+func (c Constraint) Quoted() string {
+	if c.IsZero() {
+		return "any version"
+	}
+	return strconv.Quote(c.text)
+}
 
 // IsZero reports whether c is the zero Constraint, which admits every
 // version.

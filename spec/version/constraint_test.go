@@ -185,15 +185,6 @@ func TestParseConstraintErrors(t *testing.T) {
 	}
 }
 
-func TestMustParseConstraintPanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Error("MustParseConstraint(\">=\") did not panic")
-		}
-	}()
-	MustParseConstraint(">=")
-}
-
 func TestSatisfiable(t *testing.T) {
 	tests := []struct {
 		constraint string

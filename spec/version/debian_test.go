@@ -6,10 +6,7 @@ import (
 )
 
 func TestCompareDebian(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
+	checkOrder(t, "CompareDebian", CompareDebian, []comparison{
 		{"535.309.01-0+deb12u1", "535.309.01-0+deb12u1", 0},
 		{"535.309.01-0+deb12u1", "535.261.03-1", 1},
 		{"535.309.01-0+deb12u1", "535.309.01-1", -1},
@@ -26,17 +23,7 @@ func TestCompareDebian(t *testing.T) {
 		{"1.13.1+dfsg-4", "1.13.1+dfsg-10", -1},
 		{"1.0~rc1-1", "1.0-1", -1},
 		{"1.0-1~bpo12+1", "1.0-1", -1},
-	}
-	for _, tt := range tests {
-		got, err := CompareDebian(tt.a, tt.b)
-		if err != nil || got != tt.want {
-			t.Errorf("CompareDebian(%q, %q) = %d, %v; want %d", tt.a, tt.b, got, err, tt.want)
-		}
-		got, err = CompareDebian(tt.b, tt.a)
-		if err != nil || got != -tt.want {
-			t.Errorf("CompareDebian(%q, %q) = %d, %v; want %d", tt.b, tt.a, got, err, -tt.want)
-		}
-	}
+	})
 }
 
 func TestCompareDebianErrors(t *testing.T) {

@@ -108,20 +108,24 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestMustParsePanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Error("MustParse(\"v1\") did not panic")
-		}
-	}()
-	MustParse("v1")
+func TestMustPanics(t *testing.T) {
+	for call, f := range map[string]func(){
+		`MustParse("v1")`:           func() { MustParse("v1") },
+		`MustParseConstraint(">=")`: func() { MustParseConstraint(">=") },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s did not panic", call)
+				}
+			}()
+			f()
+		}()
+	}
 }
 
 func TestCompare(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
+	tests := []comparison{
 		{"570.124.06", "570.26", 1},
 		{"570.124.06", "570.124.6", 0},
 		{"535.261.03", "535.261.3", 0},
@@ -170,16 +174,29 @@ func TestCompare(t *testing.T) {
 		{"1.0+1.a", "1.0+1.1", -1},
 		{"1.0+abc", "1.0+abd", -1},
 	}
+	checkOrder(t, "Compare", func(a, b string) (int, error) { return MustParse(a).Compare(MustParse(b)), nil }, tests)
 	for _, tt := range tests {
-		a, b := MustParse(tt.a), MustParse(tt.b)
-		if got := a.Compare(b); got != tt.want {
-			t.Errorf("%s.Compare(%s) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-		if got := b.Compare(a); got != -tt.want {
-			t.Errorf("%s.Compare(%s) = %d, want %d", tt.b, tt.a, got, -tt.want)
-		}
-		if got := a.Equal(b); got != (tt.want == 0) {
+		if got := MustParse(tt.a).Equal(MustParse(tt.b)); got != (tt.want == 0) {
 			t.Errorf("%s.Equal(%s) = %v", tt.a, tt.b, got)
+		}
+	}
+}
+
+// comparison is two versions and how the first compares with the second.
+type comparison struct {
+	a, b string
+	want int
+}
+
+// checkOrder checks that compare orders each pair of tests as it says,
+// and the pair swapped the other way round.
+func checkOrder(t *testing.T, name string, compare func(a, b string) (int, error), tests []comparison) {
+	t.Helper()
+	for _, tt := range tests {
+		for _, c := range []comparison{tt, {tt.b, tt.a, -tt.want}} {
+			if got, err := compare(c.a, c.b); err != nil || got != c.want {
+				t.Errorf("%s(%q, %q) = %d, %v; want %d", name, c.a, c.b, got, err, c.want)
+			}
 		}
 	}
 }

@@ -279,11 +279,37 @@ func Host(tb testing.TB, archive string, opts ...host.Option) *host.Host {
 	if err := BuildArchive(txtar.Parse([]byte(archive)), dir, TestdataDir(tb)); err != nil {
 		tb.Fatal(err)
 	}
-	h, err := host.New(dir, opts...)
+	return New(tb, dir, opts...)
+}
+
+// Fixture lays out the fixture name as Build does and returns a Host for
+// it.
+func Fixture(tb testing.TB, name string, opts ...host.Option) *host.Host {
+	tb.Helper()
+	return New(tb, Build(tb, name), opts...)
+}
+
+// New returns a Host for root, failing the test when root cannot be one.
+func New(tb testing.TB, root string, opts ...host.Option) *host.Host {
+	tb.Helper()
+	h, err := host.New(root, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return h
+}
+
+// WriteFile writes content at p inside root, with the directories it
+// needs: a test's change to a fixture.
+func WriteFile(tb testing.TB, root, p, content string) {
+	tb.Helper()
+	full := filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // CPUClock measures the process's CPU time over a benchmark loop, which

@@ -32,30 +32,13 @@ func BenchmarkParseStatus(b *testing.B) {
 
 // BenchmarkReadDpkg is reading dpkg's files and parsing them.
 func BenchmarkReadDpkg(b *testing.B) {
-	h, err := host.New(hosttest.Build(b, "ubuntu2204-working"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	cpu := hosttest.CPUTime(b)
-	for b.Loop() {
-		ReadDpkg(h)
-	}
-	cpu.Report(b)
+	hosttest.Benchmark(b, hosttest.Fixture(b, "ubuntu2204-working"), func(h *host.Host) { ReadDpkg(h) })
 }
 
 // BenchmarkReadDpkgAll is apply's read of the whole database: every
 // paragraph parsed, none skipped.
 func BenchmarkReadDpkgAll(b *testing.B) {
-	h, err := host.New(hosttest.Build(b, "ubuntu2204-working"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := hosttest.Fixture(b, "ubuntu2204-working")
 	b.ReportMetric(float64(len(ReadDpkgAll(h).Packages)), "packages")
-	b.ReportAllocs()
-	cpu := hosttest.CPUTime(b)
-	for b.Loop() {
-		ReadDpkgAll(h)
-	}
-	cpu.Report(b)
+	hosttest.Benchmark(b, h, func(h *host.Host) { ReadDpkgAll(h) })
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
 // sampleStatus is a status file with a foreign-architecture package, a
@@ -69,10 +70,7 @@ func dpkgRoot(t *testing.T, files map[string]string) *host.Host {
 			t.Fatal(err)
 		}
 	}
-	h, err := host.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hosttest.New(t, root)
 	return h
 }
 

@@ -35,10 +35,7 @@ func BenchmarkReadLive(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("the cache is written only as root")
 	}
-	live, err := host.New("/")
-	if err != nil {
-		b.Fatal(err)
-	}
+	live := hosttest.New(b, "/")
 	repos, _ := repository.Observe(live, "deb")
 	root := b.TempDir()
 	n := 0
@@ -59,24 +56,18 @@ func BenchmarkReadLive(b *testing.B) {
 	if err := os.MkdirAll(filepath.Join(root, "var/cache"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	h, err := host.New(root)
-	if err != nil {
-		b.Fatal(err)
-	}
+	h := hosttest.New(b, root)
 	if ix, _ := Read(h, Options{Family: "deb", Repositories: repos, NoCache: true}); len(ix.Indexes) == 0 {
 		b.Skip("this machine has no package lists apt fetched")
 	}
 	benchRead(b, h, repos)
 	b.Run("floor", func(b *testing.B) {
 		ix, _ := Read(h, Options{Family: "deb", Repositories: repos, NoCache: true})
-		b.ReportAllocs()
-		cpu := hosttest.CPUTime(b)
-		for b.Loop() {
+		hosttest.Benchmark(b, h, func(h *host.Host) {
 			for _, x := range ix.Indexes {
 				decompressOnly(b, h, x.Path)
 			}
-		}
-		cpu.Report(b)
+		})
 	})
 }
 
@@ -93,12 +84,7 @@ func benchRead(b *testing.B, h *host.Host, repos []facts.Repository) {
 			for _, x := range ix.Indexes {
 				stanzas += x.Stanzas
 			}
-			b.ReportAllocs()
-			cpu := hosttest.CPUTime(b)
-			for b.Loop() {
-				Read(h, opts)
-			}
-			cpu.Report(b)
+			hosttest.Benchmark(b, h, func(h *host.Host) { Read(h, opts) })
 			b.ReportMetric(float64(stanzas), "stanzas")
 			b.ReportMetric(float64(len(ix.Packages)), "packages")
 		})

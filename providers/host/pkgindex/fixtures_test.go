@@ -22,10 +22,7 @@ func fixture(tb testing.TB, name string, layers ...string) (*host.Host, []facts.
 			tb.Fatal(err)
 		}
 	}
-	h, err := host.New(root)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	h := hosttest.New(tb, root)
 	family := "deb"
 	if _, err := os.Stat(filepath.Join(root, "etc", "yum.repos.d")); err == nil {
 		family = "rpm"
