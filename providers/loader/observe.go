@@ -239,16 +239,21 @@ func LibraryPath(files, session []facts.Assignment) []facts.SearchDir {
 func splitExpanding(v string) []string {
 	var out []string
 	var b strings.Builder
+	// unknown is set inside an entry that began with another variable:
+	// the rest of it ("$CUDA_HOME/lib") is relative to a value gpuenv
+	// does not know.
+	unknown := false
 	flush := func() {
-		if b.Len() > 0 {
+		if b.Len() > 0 && !unknown {
 			out = append(out, b.String())
-			b.Reset()
 		}
+		b.Reset()
 	}
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; {
 		case c == ':':
 			flush()
+			unknown = false
 		case c == '$':
 			flush()
 			j, name := i+1, ""
@@ -280,6 +285,8 @@ func splitExpanding(v string) []string {
 			}
 			if name == "LD_LIBRARY_PATH" {
 				out = append(out, "$LD_LIBRARY_PATH")
+			} else {
+				unknown = true
 			}
 		default:
 			b.WriteByte(c)
