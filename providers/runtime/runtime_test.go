@@ -48,7 +48,7 @@ func TestObserve(t *testing.T) {
 0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice/cri-containerd-abc.scope
 -- usr/lib/x86_64-linux-gnu/libcuda.so.1 --
 -- proc/1/environ --
-`+"CUDA_VERSION=12.4.1\x00NVIDIA_REQUIRE_CUDA=cuda>=12.4 brand=tesla,driver>=470\x00\n",
+` + "CUDA_VERSION=12.4.1\x00NVIDIA_REQUIRE_CUDA=cuda>=12.4 brand=tesla,driver>=470\x00\n",
 			facts.Observation{DeviceNodes: nodes("/dev/nvidiactl", "/dev/nvidia0")},
 			func(t *testing.T, c facts.RuntimeContext) {
 				ct := c.Container
@@ -91,7 +91,7 @@ Name=gpu File=/dev/nvidia[0-1]
 			}},
 		{"a Slurm job given a GPU", `
 -- proc/self/environ --
-`+"SLURM_JOB_ID=9\x00SLURM_JOB_GPUS=3\x00\n", facts.Observation{},
+` + "SLURM_JOB_ID=9\x00SLURM_JOB_GPUS=3\x00\n", facts.Observation{},
 			func(t *testing.T, c facts.RuntimeContext) {
 				if j := c.Job; j == nil || !slices.Equal(j.GPUs, []string{"3"}) || j.Constrained {
 					t.Errorf("%+v", j)
