@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -139,52 +138,21 @@ func parseELF(t *testing.T, v string) elfSpec {
 	return e
 }
 
-// buildELF compiles e into root with gcc: stub libraries of the sonames
-// it needs are linked against from a scratch directory, so that only
-// what the root holds is what the loader model finds.
+// buildELF compiles e into root with gcc (hosttest.BuildELF).
 func buildELF(t *testing.T, root string, e elfSpec) {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
-	scratch := t.TempDir()
-	src := filepath.Join(scratch, "obj.c")
-	body := "int gpuenv_corpus(void) { return 0; }\n"
-	if e.exe {
-		body = "int main(void) { return 0; }\n"
-	}
-	if err := os.WriteFile(src, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"-o", filepath.Join(root, e.path), src, "-L", scratch, "-Wl,--no-as-needed"}
-	if !e.exe {
-		args = append([]string{"-shared", "-fPIC"}, args...)
-		if e.soname != "" {
-			args = append(args, "-Wl,-soname,"+e.soname)
-		}
-	}
-	lib := filepath.Join(scratch, "lib.c")
-	if err := os.WriteFile(lib, []byte("int gpuenv_stub(void) { return 0; }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range e.needs {
-		if b, err := exec.Command("gcc", "-shared", "-fPIC", "-Wl,-soname,"+n, "-o", filepath.Join(scratch, n), lib).CombinedOutput(); err != nil {
-			t.Fatalf("gcc stub %s: %v\n%s", n, err, b)
-		}
-		args = append(args, "-l:"+n)
-	}
+	var flags []string
 	switch {
 	case e.runpath != "":
-		args = append(args, "-Wl,--enable-new-dtags", "-Wl,-rpath,"+e.runpath)
+		flags = []string{"-Wl,--enable-new-dtags", "-Wl,-rpath," + e.runpath}
 	case e.rpath != "":
-		args = append(args, "-Wl,--disable-new-dtags", "-Wl,-rpath,"+e.rpath)
+		flags = []string{"-Wl,--disable-new-dtags", "-Wl,-rpath," + e.rpath}
 	}
-	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, e.path)), 0o755); err != nil {
-		t.Fatal(err)
+	soname := e.soname
+	if e.exe {
+		soname = ""
 	}
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", e.path, err, b)
-	}
+	hosttest.BuildELF(t, filepath.Join(root, e.path), soname, e.needs, flags...)
 }
 
 // report lays out the case's root and runs doctor on it.

@@ -2,7 +2,6 @@ package loader_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,41 +14,10 @@ import (
 	"github.com/gpuenv/gpuenv/providers/loader"
 )
 
-// cc builds a real ELF object into the root: a shared library with a
-// soname, or a program; needs are linked against stubs built aside, so
-// that the root holds only what the test lays out.
+// cc builds a real ELF object at p inside root (hosttest.BuildELF).
 func cc(t *testing.T, root, p, soname string, needs []string, flags ...string) {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
-	scratch := t.TempDir()
-	src := filepath.Join(scratch, "x.c")
-	body := "int gpuenv_x(void) { return 0; }\n"
-	if soname == "" {
-		body = "int main(void) { return 0; }\n"
-	}
-	if err := os.WriteFile(src, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(root, p)
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"-o", out, src, "-L", scratch, "-Wl,--no-as-needed"}
-	if soname != "" {
-		args = append(args, "-shared", "-fPIC", "-Wl,-soname,"+soname)
-	}
-	for _, n := range needs {
-		if b, err := exec.Command("gcc", "-shared", "-fPIC", "-Wl,-soname,"+n, "-o", filepath.Join(scratch, n), src).CombinedOutput(); err != nil {
-			t.Fatalf("gcc %s: %v\n%s", n, err, b)
-		}
-		args = append(args, "-l:"+n)
-	}
-	args = append(args, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", p, err, b)
-	}
+	hosttest.BuildELF(t, filepath.Join(root, p), soname, needs, flags...)
 }
 
 func link(t *testing.T, root, p, target string) {
