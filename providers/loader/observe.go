@@ -45,7 +45,8 @@ const maxObjects = 64
 // opts.Programs. obs must hold the environment, toolkits, Python
 // environments and OS already.
 func Observe(h *host.Host, obs *facts.Observation, opts Options) (facts.Loader, []facts.Warning) {
-	r := &resolver{h: h, obs: obs, exists: map[string]bool{}, reals: map[string]string{}, wheels: map[string][2]string{}}
+	r := &resolver{h: h, obs: obs, exists: map[string]bool{}, reals: map[string]string{}, wheels: map[string][2]string{},
+		listings: map[string]map[string]bool{}, done: map[string]facts.ResolvedLibrary{}}
 	r.osArch = rootArch(h, obs)
 	r.arch = ldcache.ArchFlag(r.osArch)
 	var warns []facts.Warning
@@ -478,7 +479,7 @@ func (r *resolver) toolkit() (facts.LoaderResolution, bool) {
 	}
 	c := facts.LoaderResolution{Kind: "toolkit", Subject: tk.Path, NeededFrom: "the toolkit's version " + tk.Version, Needed: []string{soname}}
 	res := r.resolve(soname, []step{{ViaLibraryPath, r.libPath}})
-	res.Elsewhere = r.findElsewhere(soname, res)
+	r.note(&res)
 	c.Libraries = append(c.Libraries, res)
 	r.driver(&c)
 	return c, true

@@ -48,6 +48,27 @@ type resolver struct {
 	uncached  []facts.SearchDir
 	elsewhere map[string][]string
 	extraDirs []string
+	// listings hold the names in small directories read whole: a
+	// framework's wheel directories hold a file or two each, and one
+	// listing answers every soname asked of them.
+	listings map[string]map[string]bool
+	// done remembers resolutions by soname and search order: the driver's
+	// libcuda.so.1 is asked for by every consumer.
+	done map[string]facts.ResolvedLibrary
+}
+
+// inListedDir reports whether dir, read whole once, holds name.
+func (r *resolver) inListedDir(dir, name string) bool {
+	set, ok := r.listings[dir]
+	if !ok {
+		set = map[string]bool{}
+		entries, _ := r.h.ReadDir(dir)
+		for _, e := range entries {
+			set[e.Name()] = true
+		}
+		r.listings[dir] = set
+	}
+	return set[name]
 }
 
 func (r *resolver) present(p string) bool {
@@ -74,6 +95,24 @@ func (r *resolver) realPath(p string) string {
 // resolve runs the search order for soname and returns the file that
 // wins and those it shadows.
 func (r *resolver) resolve(soname string, steps []step) facts.ResolvedLibrary {
+	var key strings.Builder
+	key.WriteString(soname)
+	for _, s := range steps {
+		key.WriteString("\x00" + s.via)
+		for _, d := range s.dirs {
+			key.WriteString("\x00" + d.Dir + "\x01" + d.From)
+		}
+	}
+	if res, ok := r.done[key.String()]; ok {
+		res.Shadows = slices.Clone(res.Shadows)
+		return res
+	}
+	res := r.search(soname, steps)
+	r.done[key.String()] = res
+	return res
+}
+
+func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
 	out := facts.ResolvedLibrary{Soname: soname}
 	seen := map[string]bool{}
 	add := func(p, via, from string) {
@@ -94,8 +133,15 @@ func (r *resolver) resolve(soname string, steps []step) facts.ResolvedLibrary {
 		out.Shadows = append(out.Shadows, c)
 	}
 	for _, s := range steps {
+		// The object's own directories are small, and asked for every
+		// soname; the others may be the system's largest.
+		whole := s.via == ViaRPath || s.via == ViaRunPath
 		for _, d := range s.dirs {
-			if p := path.Join(d.Dir, soname); r.present(p) {
+			p := path.Join(d.Dir, soname)
+			if whole && !r.inListedDir(d.Dir, soname) {
+				continue
+			}
+			if r.present(p) {
 				add(p, s.via, d.From)
 			}
 		}
@@ -124,6 +170,9 @@ func (r *resolver) fromCache(soname string, add func(p, via, from string)) {
 	}
 	if p, ok := r.cache.Lookup(soname, r.arch); ok || r.arch == ldcache.ArchNone && r.lookupAny(soname, &p) {
 		add(p, ViaCache, "/etc/ld.so.cache")
+		// What the cache finds, ld.so takes; copies in directories
+		// ldconfig has not read since matter only when it finds none.
+		return
 	}
 	for _, d := range r.confDirs {
 		p := path.Join(d.Dir, soname)
