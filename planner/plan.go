@@ -107,6 +107,11 @@ type Step struct {
 	//	                   environment for the same framework adds its
 	//	                   key: "framework.pytorch[/opt/venv]")
 	//	group.<name>, environment, device.<selector>
+	//	container_toolkit  the NVIDIA container toolkit's packages
+	//	container_toolkit.engine.<engine>
+	//	                   the NVIDIA runtime in an engine's configuration
+	//	container_toolkit.cdi
+	//	                   the CDI spec, /etc/cdi/nvidia.yaml
 	Address string `json:"address"`
 	Action  Action `json:"action"`
 	// Before and After are the resource's observed and desired values, by

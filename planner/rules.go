@@ -43,6 +43,7 @@ type managedDir struct {
 //	environment  profile.d, ld.so.conf.d, systemd's system.conf.d
 //	kernel       modprobe.d (the nouveau blacklist)
 //	devices      systemd's unit directory, for its own unit only
+//	containers   the engines' configuration files and the CDI spec
 var managedDirs = []managedDir{
 	{dir: "/etc/apt/sources.list.d"},
 	{dir: "/etc/apt/preferences.d"},
@@ -52,6 +53,10 @@ var managedDirs = []managedDir{
 	{dir: "/etc/systemd/system.conf.d"},
 	{dir: "/etc/modprobe.d"},
 	{dir: "/etc/systemd/system", names: []string{"gpuenv-compute-mode.service"}},
+	{dir: "/etc/docker", names: []string{"daemon.json"}},
+	{dir: "/etc/containerd", names: []string{"config.toml"}},
+	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}},
+	{dir: "/etc/cdi", names: []string{"nvidia.yaml"}},
 }
 
 // followUps are the commands a file operation may run after the file
@@ -63,6 +68,10 @@ var followUps = [][]string{
 	{"apt-get", "update"},
 	{"dnf", "makecache"},
 	{"update-initramfs", "-u"},
+	// The container engines read their runtimes when they start.
+	{"systemctl", "restart", "docker"},
+	{"systemctl", "restart", "containerd"},
+	{"systemctl", "restart", "crio"},
 }
 
 // units are the systemd units a service operation may enable or disable:
