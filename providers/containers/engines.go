@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 
 	"github.com/pelletier/go-toml/v2"
@@ -142,7 +143,7 @@ func MergeDocker(content string, setDefault *bool) (string, error) {
 	if old, ok := runtimes[RuntimeName].(map[string]any); ok {
 		entry = old
 	}
-	entry["path"] = RuntimeBinary
+	setRuntimePath(entry, "path")
 	if _, ok := entry["args"]; !ok {
 		entry["args"] = []any{}
 	}
@@ -157,6 +158,17 @@ func MergeDocker(content string, setDefault *bool) (string, error) {
 		return "", err
 	}
 	return out.String(), nil
+}
+
+// setRuntimePath points key at the NVIDIA runtime, keeping a path that
+// already names it: nvidia-ctk writes Docker's as the bare
+// "nvidia-container-runtime", found on PATH, and that entry is as good
+// as gpuenv's.
+func setRuntimePath(entry map[string]any, key string) {
+	if p, ok := entry[key].(string); ok && path.Base(p) == path.Base(RuntimeBinary) {
+		return
+	}
+	entry[key] = RuntimeBinary
 }
 
 // applyDefault sets or clears key to the NVIDIA runtime in table; unset
@@ -299,7 +311,7 @@ func MergeContainerd(content string, setDefault *bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	opts["BinaryName"] = RuntimeBinary
+	setRuntimePath(opts, "BinaryName")
 	rts[RuntimeName] = entry
 	applyDefault(ctr, "default_runtime_name", setDefault)
 	return encodeTOML(doc)
@@ -363,7 +375,7 @@ func MergeCRIO(content string, setDefault *bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	entry["runtime_path"] = RuntimeBinary
+	setRuntimePath(entry, "runtime_path")
 	entry["runtime_type"] = "oci"
 	applyDefault(rt, "default_runtime", setDefault)
 	return encodeTOML(doc)

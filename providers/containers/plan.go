@@ -360,10 +360,10 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	obs := req.Facts
 	cs := obs.Containers
 	if toolkitStep != nil {
-		// The hooks a spec names are the installed toolkit's; with a new
-		// toolkit coming, none is named until it is in place and the
-		// next plan sees it.
-		cs.Toolkit = facts.ContainerToolkit{}
+		// The hooks a spec names are those of the toolkit in place when
+		// it is written: the one this plan installs, when apply knows its
+		// version; otherwise none, until the next plan sees it.
+		cs.Toolkit = incomingToolkit(toolkitStep)
 	}
 	if driverChanges(req) {
 		resp.Warnings = append(resp.Warnings, planner.Warning{
@@ -424,13 +424,38 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		if current.DriverVersion != "" && current.DriverVersion != cs.DriverVersion {
 			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", CDISpecPath, current.DriverVersion, cs.DriverVersion)}
 		}
-		if len(current.Missing) > 0 {
-			why = append(why, fmt.Sprintf("%d of the paths it names are gone (%s)", len(current.Missing), current.Missing[0]))
+		switch n := len(current.Missing); {
+		case n == 1:
+			why = append(why, fmt.Sprintf("a path it names is gone (%s)", current.Missing[0]))
+		case n > 1:
+			why = append(why, fmt.Sprintf("%d of the paths it names are gone (%s, …)", n, current.Missing[0]))
 		}
 	}
 	why = append(why, fmt.Sprintf("writes the spec for %d GPUs and all from the device nodes and %d driver files", len(cs.GPUs), len(cs.DriverFiles)))
 	step.Reason = planner.Sentence(why)
 	return step
+}
+
+// incomingToolkit is the toolkit a toolkit step installs, as the CDI spec
+// needs it: its version, hooks and hook executable.
+func incomingToolkit(s *planner.Step) facts.ContainerToolkit {
+	var t facts.ContainerToolkit
+	for _, op := range s.Operations {
+		if op.Packages == nil || len(op.Packages.Install) == 0 {
+			continue
+		}
+		v, err := version.FromDebian(op.Packages.Install[0].Version)
+		if err != nil {
+			return t
+		}
+		t.Version = v.String()
+		t.Hooks = compat.ToolkitHooks(v)
+		t.HookPath = CDIHookPath
+		if v.Compare(version.MustParse("1.16.0")) < 0 {
+			t.HookPath = CTKPath
+		}
+	}
+	return t
 }
 
 func deviceNames(devs []cdispec.Device) []string {
