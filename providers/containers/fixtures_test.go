@@ -203,10 +203,10 @@ func TestGoldenPlans(t *testing.T) {
 		spec:     repo + "container_toolkit {\n  engines         = [\"containerd\"]\n  default_runtime = true\n}\n",
 		steps:    []string{"container_toolkit.engine.containerd update"},
 	}, {
-		name:     "crio",
-		toolkit:  true,
-		spec:     repo + "container_toolkit {\n  engines = [\"crio\"]\n}\n",
-		steps:    []string{"container_toolkit.engine.crio create"},
+		name:    "crio",
+		toolkit: true,
+		spec:    repo + "container_toolkit {\n  engines = [\"crio\"]\n}\n",
+		steps:   []string{"container_toolkit.engine.crio create"},
 	}, {
 		name:     "stale-cdi",
 		toolkit:  true,
