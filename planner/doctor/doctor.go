@@ -164,6 +164,7 @@ var checks = []func(*doctor){
 	(*doctor).deviceOrder,
 	(*doctor).ldLibraryPath,
 	(*doctor).gpuState,
+	(*doctor).containers,
 }
 
 // doctor carries the input and the checks made so far.
