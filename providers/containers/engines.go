@@ -259,14 +259,18 @@ func parseContainerd(content string) (engineState, error) {
 		return st, nil
 	}
 	ctr, err := table(doc, false, "plugins", criRuntimePlugin(st.version), "containerd")
-	if err != nil || ctr == nil {
-		return st, err
-	}
-	if rts, ok := ctr["runtimes"].(map[string]any); ok {
+	st.readRuntimes(ctr, "default_runtime_name")
+	return st, err
+}
+
+// readRuntimes reads the NVIDIA runtime's entry and the default runtime
+// from the table that holds an engine's runtimes table, nil when the file
+// has none.
+func (st *engineState) readRuntimes(t map[string]any, defaultKey string) {
+	if rts, ok := t["runtimes"].(map[string]any); ok {
 		_, st.nvidia = rts[RuntimeName].(map[string]any)
 	}
-	st.defaultRuntime, _ = ctr["default_runtime_name"].(string)
-	return st, nil
+	st.defaultRuntime, _ = t[defaultKey].(string)
 }
 
 // MergeContainerd adds the nvidia runtime to config.toml in the layout of
@@ -347,14 +351,8 @@ func parseCRIO(content string) (engineState, error) {
 	}
 	var st engineState
 	rt, err := table(doc, false, "crio", "runtime")
-	if err != nil || rt == nil {
-		return st, err
-	}
-	if rts, ok := rt["runtimes"].(map[string]any); ok {
-		_, st.nvidia = rts[RuntimeName].(map[string]any)
-	}
-	st.defaultRuntime, _ = rt["default_runtime"].(string)
-	return st, nil
+	st.readRuntimes(rt, "default_runtime")
+	return st, err
 }
 
 // MergeCRIO adds the nvidia runtime to CRI-O's drop-in.
