@@ -245,7 +245,15 @@ type FileOp struct {
 	// once more after it is restored: ["ldconfig"], ["systemctl",
 	// "daemon-reload"].
 	After []string `json:"after,omitempty"`
+	// Generate, instead of Content, names what apply makes the file's
+	// content from when the operation runs, from the host's files as the
+	// steps before it left them: GenerateCDI, the CDI spec of a driver
+	// this plan installs.
+	Generate string `json:"generate,omitempty"`
 }
+
+// GenerateCDI is FileOp.Generate for the CDI spec.
+const GenerateCDI = "cdi"
 
 // GroupOp creates a group when missing and changes its members.
 type GroupOp struct {

@@ -288,6 +288,9 @@ func checkFile(f *FileOp) error {
 	if f.Remove && (f.Content != "" || f.Mode != 0) {
 		return fmt.Errorf("file operation: removing %s with content or a mode", f.Path)
 	}
+	if err := checkGenerate(f); err != nil {
+		return fmt.Errorf("file operation: %w", err)
+	}
 	if f.Mode&^0o755 != 0 {
 		return fmt.Errorf("file operation: mode %#o of %s: gpuenv writes files only root may change, without setuid, setgid or sticky bits", f.Mode, f.Path)
 	}
@@ -296,6 +299,26 @@ func checkFile(f *FileOp) error {
 	}
 	if err := CheckFollowUp(f.After); err != nil {
 		return fmt.Errorf("file operation: %w", err)
+	}
+	return nil
+}
+
+// generated are the files whose content apply makes (FileOp.Generate),
+// by what makes it.
+var generated = map[string]string{GenerateCDI: "/etc/cdi/nvidia.yaml"}
+
+func checkGenerate(f *FileOp) error {
+	if f.Generate == "" {
+		return nil
+	}
+	want, ok := generated[f.Generate]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s: apply generates no %q content", f.Path, f.Generate)
+	case f.Path != want:
+		return fmt.Errorf("%s: %s content is written only to %s", f.Path, f.Generate, want)
+	case f.Remove || f.Content != "":
+		return fmt.Errorf("%s: generated content with content of its own, or a removal", f.Path)
 	}
 	return nil
 }

@@ -178,6 +178,9 @@ func TestGoldenPlans(t *testing.T) {
 		variants []string
 		spec     string
 		steps    []string
+		// driverStep is set when the plan's driver step would change the
+		// host before the file is written, which this test does not run.
+		driverStep bool
 	}{{
 		name: "unconfigured",
 		spec: repo + "container_toolkit {\n  version = \"1.17.*\"\n  engines = [\"docker\", \"containerd\", \"podman\"]\n}\n",
@@ -219,6 +222,13 @@ func TestGoldenPlans(t *testing.T) {
 		variants: []string{"cdi-refresh"},
 		spec:     repo + "container_toolkit {\n  engines = [\"podman\"]\n}\n",
 		steps:    []string{"container_toolkit.cdi create"},
+	}, {
+		name:       "driver-upgrade",
+		toolkit:    true,
+		variants:   []string{"stale-cdi"},
+		spec:       repo + "repository \"cuda\" {\n  url = \"https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/\"\n}\ndriver {\n  version = \"570.*\"\n  source  = \"nvidia\"\n}\ncontainer_toolkit {\n  engines = [\"podman\"]\n}\n",
+		steps:      []string{"container_toolkit.cdi update"},
+		driverStep: true,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := root(t, tc.toolkit, tc.variants...)
@@ -229,6 +239,18 @@ func TestGoldenPlans(t *testing.T) {
 				t.Errorf("steps %q, want %q", got, tc.steps)
 			}
 			checkGolden(t, tc.name, p)
+			if tc.driverStep {
+				if f := p.Steps[0].Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
+					t.Errorf("the CDI step of a driver change is not made at apply: %+v", f)
+				}
+				// The planner drops the dependency on a step its plan does
+				// not have; the provider's own step names the driver.
+				resp := containers.Provider{}.Plan(context.Background(), &planner.Request{Spec: s, Facts: observe(t, dir), Candidates: candidates})
+				if len(resp.Steps) != 1 || !slices.Contains(resp.Steps[0].DependsOn, "driver") {
+					t.Errorf("the CDI step does not wait for the driver: %+v", resp.Steps)
+				}
+				return
+			}
 			// Once the packages are in and the files written, the host
 			// matches the spec.
 			apply(t, dir, p)

@@ -366,12 +366,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		cs.Toolkit = incomingToolkit(toolkitStep)
 	}
 	if driverChanges(req) {
-		resp.Warnings = append(resp.Warnings, planner.Warning{
-			Check:   CheckCDIUnplanned,
-			Summary: "The CDI spec is written after the driver changes",
-			Detail:  "This plan changes the driver, and the CDI spec names the driver's files of one version. Plan again after this apply, once the new driver's files are in place, and gpuenv writes the spec for them.",
-		})
-		return nil
+		return regenerateAfterDriver(cs, toolkitStep)
 	}
 	s, err := GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
@@ -436,6 +431,32 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	return step
 }
 
+// regenerateAfterDriver is the CDI step of a plan that changes the
+// driver: the spec names the driver's files of one version, so apply
+// makes it from the files the driver step leaves, right after that step;
+// rollback restores the spec the host had, as for every file.
+func regenerateAfterDriver(cs facts.Containers, toolkitStep *planner.Step) *planner.Step {
+	step := &planner.Step{
+		Address:    CDIAddress,
+		Action:     planner.Create,
+		ReasonCode: planner.ReasonDependency,
+		After:      map[string]string{"path": CDISpecPath, "driver_version": "(known after apply)"},
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
+		DependsOn:  []string{"driver"},
+		Reason:     fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath),
+	}
+	if toolkitStep != nil {
+		step.DependsOn = append(step.DependsOn, ToolkitAddress)
+	}
+	for _, sp := range cs.CDISpecs {
+		if sp.Path == CDISpecPath {
+			step.Action = planner.Update
+			step.Before = map[string]string{"path": CDISpecPath, "driver_version": sp.DriverVersion}
+		}
+	}
+	return step
+}
+
 // incomingToolkit is the toolkit a toolkit step installs, as the CDI spec
 // needs it: its version, hooks and hook executable.
 func incomingToolkit(s *planner.Step) facts.ContainerToolkit {
@@ -470,7 +491,7 @@ func deviceNames(devs []cdispec.Device) []string {
 // driver: the spec names a version the installed one does not satisfy.
 func driverChanges(req *planner.Request) bool {
 	d := req.Spec.Driver
-	if d == nil || !d.Version.Set {
+	if d == nil || d.IsAbsent() || !d.Version.Set {
 		return false
 	}
 	v, err := version.Parse(req.Facts.Containers.DriverVersion)
