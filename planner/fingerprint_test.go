@@ -107,7 +107,7 @@ func TestFingerprintStaleness(t *testing.T) {
 			}, []string{FactsUnits}},
 		{"a unit under a group plan", groupPlan, func(o *facts.Observation) {
 			o.Units = []facts.Unit{{Name: "nvidia-persistenced.service", Enabled: true}}
-		}, nil},		{"an engine's configuration under its plan", enginePlan, func(o *facts.Observation) {
+		}, nil}, {"an engine's configuration under its plan", enginePlan, func(o *facts.Observation) {
 			o.Containers.Engines = []facts.EngineConfig{{Engine: "docker", Path: "/etc/docker/daemon.json", Exists: true, SHA256: "00", Content: "{}"}}
 		}, []string{FactsContainers}},
 		{"the CDI spec under a CDI plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "container_toolkit.cdi", Action: Update}}},
