@@ -36,6 +36,10 @@ type Desired struct {
 
 	// Inferred are the values Resolve completed, each with its table row.
 	Inferred []Inference
+
+	// Archive is what the package indexes on disk offer, by source; nil
+	// when the host has none of its package manager's (NewArchive).
+	Archive *Archive
 }
 
 // PackageName is a package a resource installs, named by the package
@@ -49,6 +53,8 @@ type PackageName struct {
 	// From is the table row that names it.
 	From  string
 	Notes string
+	// row is the table row that names it.
+	row compat.Source
 }
 
 // HostGPU is one GPU of the host with what the tables say about it.
@@ -117,6 +123,10 @@ type DesiredDriver struct {
 	Branch uint64
 	// Packages are installed together at one version.
 	Packages []PackageName
+
+	// latestNames is set when the source's indexes offer the chosen
+	// branch under the repository's latest names only.
+	latestNames bool
 }
 
 // DesiredCUDA is the cuda block resolved.

@@ -152,8 +152,14 @@ type Inference struct {
 	Attr    string `json:"attribute"`
 	Value   string `json:"value"`
 	// From names the table row and its source, e.g. "torch_variants row
-	// 2.5 cu124 (pytorch-release)".
+	// 2.5 cu124 (pytorch-release)", or for a value read from the host,
+	// what it was read from: the installed package and the package index
+	// that lists it, the index that offers a version.
 	From string `json:"from"`
+	// Unverified names the row From cites and its fields that no source
+	// confirms ("torch_releases row 2.1: default_variant"), when there
+	// are any: a plan lists them once, after the inferred values.
+	Unverified string `json:"unverified,omitempty"`
 }
 
 // Warning is something the user needs to know that does not stop the plan.

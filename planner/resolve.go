@@ -30,13 +30,22 @@ func Resolve(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
 	if obs == nil {
 		obs = &facts.Observation{}
 	}
-	r := &resolver{spec: s, obs: obs, d: &Desired{GPUs: HostGPUs(obs)}}
+	r := &resolver{spec: s, obs: obs, d: &Desired{GPUs: HostGPUs(obs)}, kept: map[string]bool{}}
 	if s == nil {
 		return r.d, nil
 	}
 	r.os = osOf(obs.OS)
+	r.archive = NewArchive(obs, s)
+	r.d.Archive = r.archive
 	r.resolveCUDA()
 	r.resolveCuDNN()
+	if dn := r.d.CuDNN; dn != nil && !dn.Absent && dn.CUDAMajor != 0 {
+		keep, ok := r.cudnnSource(dn)
+		if !ok {
+			dn.CUDAMajor = 0
+		}
+		r.kept["cudnn"] = keep
+	}
 	r.resolveFrameworks()
 	r.resolveDriver()
 	r.resolvePackages()
@@ -52,6 +61,11 @@ type resolver struct {
 	diags hcl.Diagnostics
 	// needs are the driver floors the toolkit and frameworks ask for.
 	needs []driverNeed
+	// archive is what the package indexes offer; nil without them.
+	archive *Archive
+	// kept names the blocks whose installed packages satisfy the spec:
+	// what the archive offers does not matter to them.
+	kept map[string]bool
 }
 
 // driverNeed is a driver floor one resource asks for.
@@ -84,7 +98,7 @@ func (r *resolver) report(sev hcl.DiagnosticSeverity, subject hcl.Range, summary
 }
 
 func (r *resolver) infer(address, attr, value string, from compat.Source) {
-	r.d.Inferred = append(r.d.Inferred, Inference{Address: address, Attr: attr, Value: value, From: from.String()})
+	r.d.Inferred = append(r.d.Inferred, Inference{Address: address, Attr: attr, Value: value, From: from.Cited(), Unverified: from.UnverifiedText()})
 }
 
 // at writes a spec location as file:line for a diagnostic's detail.
@@ -244,9 +258,31 @@ func (r *resolver) resolveCUDA() {
 			dc.Versions.Quoted(), compat.CUDAReleases()[0].Version, compat.CUDAReleases()[len(compat.CUDAReleases())-1].Version)
 		return
 	}
-	if dc.Source == spec.SourceDistro {
-		rows = r.distroCUDA(dc, rows)
-		if rows == nil {
+	keep, ok := r.cudaSource(dc, rows)
+	if !ok {
+		return
+	}
+	r.kept["cuda"] = keep
+	var offered []listed
+	switch {
+	case !keep && r.archive.Knows(dc.Source):
+		if offered = r.cudaOffers(dc.Source, dc.Versions, rows); len(offered) == 0 {
+			list := r.archive.Listing(dc.Source, toolkitPackage)
+			if list == "" {
+				list = "no CUDA toolkit package"
+			}
+			r.errorf(c.Version.RangeOr(c.DefRange), "CUDA version not in the archive",
+				"The spec asks for CUDA %s (%s) from %s, which offers %s.", dc.Versions.Quoted(), at(c.Version.RangeOr(c.DefRange)), r.archive.Describe(dc.Source), list)
+			return
+		}
+		rows = slices.DeleteFunc(rows, func(rel compat.CUDARelease) bool {
+			return !slices.ContainsFunc(offered, func(l listed) bool {
+				up, err := r.archive.Upstream(l.offer.Version)
+				return err == nil && mm(up).Equal(mm(rel.Version))
+			})
+		})
+	case dc.Source == spec.SourceDistro:
+		if rows = r.distroCUDA(dc, rows); rows == nil {
 			return
 		}
 	}
@@ -273,7 +309,15 @@ func (r *resolver) resolveCUDA() {
 		}
 	}
 	if e, ok := dc.Versions.Exact(); !ok || len(e.Parts()) < 2 {
-		r.infer("cuda", "version", dc.Minor.String(), pick.Source)
+		line := slices.DeleteFunc(slices.Clone(offered), func(l listed) bool {
+			up, err := r.archive.Upstream(l.offer.Version)
+			return err != nil || !mm(up).Equal(dc.Minor)
+		})
+		if len(line) > 0 {
+			r.inferText("cuda", "version", dc.Minor.String(), r.offerText(dc.Source, line))
+		} else {
+			r.infer("cuda", "version", dc.Minor.String(), pick.Source)
+		}
 	}
 	dc.Path = c.Path.Or(spec.DefaultCUDAPath(dc.Source, dc.Minor))
 	dc.SetEnvironment = c.SetEnvironment.Value

@@ -43,6 +43,11 @@ func (r *resolver) resolveDriver() {
 		return
 	}
 	vsub := b.Version.RangeOr(b.DefRange)
+	keep, ok := r.driverSource(dd, r.driverProbe(dd.Versions))
+	if !ok {
+		return
+	}
+	r.kept["driver"] = keep
 	if !r.distroDriver(dd, vsub) {
 		return
 	}
@@ -53,6 +58,9 @@ func (r *resolver) resolveDriver() {
 		return
 	}
 	dd.Branches = branchesOf(dd.Versions)
+	if !keep && r.archive.Knows(dd.Source) && !r.archiveBranch(dd, vsub) {
+		return
+	}
 	r.kernelModules(dd)
 }
 
@@ -275,7 +283,28 @@ func (r *resolver) kernelModules(dd *DesiredDriver) {
 		all := compat.DriverBranches()
 		newest = all[len(all)-1].Branch
 	}
-	host := spec.KernelModuleHost{Branch: newest}
+	host, decidedBy := r.moduleHost(newest)
+	if host.OpenOnly && host.PreTuring {
+		_, why := r.flavorsFor(newest)
+		r.errorf(b.DefRange, "No kernel-module flavour serves every GPU",
+			"This host mixes GPUs that need different kernel modules: %s. Run them on separate hosts, or pass one to a virtual machine.", why)
+		return
+	}
+	dd.KernelModules = spec.DefaultKernelModules(host)
+	from := compat.Source{Table: "driver_branches", Key: strconv.FormatUint(newest, 10)}
+	if row, ok := compat.BranchOf(version.MustParse(strconv.FormatUint(newest, 10))); ok {
+		from = row.Source
+	}
+	if decidedBy != nil {
+		from = decidedBy.Source
+	}
+	r.infer("driver", "kernel_modules", string(dd.KernelModules), from)
+}
+
+// moduleHost is what the default kernel-module flavour depends on for a
+// branch on this host, and the architecture that decides it, if one does.
+func (r *resolver) moduleHost(branch uint64) (spec.KernelModuleHost, *compat.Architecture) {
+	host := spec.KernelModuleHost{Branch: branch}
 	var decidedBy *compat.Architecture
 	for _, g := range r.d.GPUs {
 		a, ok := compat.Arch(g.Arch)
@@ -293,21 +322,113 @@ func (r *resolver) kernelModules(dd *DesiredDriver) {
 			}
 		}
 	}
-	if host.OpenOnly && host.PreTuring {
-		_, why := r.flavorsFor(newest)
-		r.errorf(b.DefRange, "No kernel-module flavour serves every GPU",
-			"This host mixes GPUs that need different kernel modules: %s. Run them on separate hosts, or pass one to a virtual machine.", why)
-		return
+	return host, decidedBy
+}
+
+// flavorFor is the flavour a branch would install: the spec's, or the
+// default for the host's GPUs.
+func (r *resolver) flavorFor(b *spec.Driver, branch uint64) spec.KernelModules {
+	if b.KernelModules.Set {
+		return b.KernelModules.Value
 	}
-	dd.KernelModules = spec.DefaultKernelModules(host)
-	from := compat.Source{Table: "driver_branches", Key: strconv.FormatUint(newest, 10)}
-	if row, ok := compat.BranchOf(version.MustParse(strconv.FormatUint(newest, 10))); ok {
-		from = row.Source
+	host, _ := r.moduleHost(branch)
+	return spec.DefaultKernelModules(host)
+}
+
+// branchOffer is a driver branch a source offers.
+type branchOffer struct {
+	branch uint64
+	// latest is set when the source offers the branch only under the
+	// repository's latest names (nvidia-open), not the branch's own.
+	latest bool
+	// offers are the versions of the branch's main package the spec
+	// admits, in the package manager's order.
+	offers []listed
+}
+
+// offeredBranches lists the branches within versions that src's indexes
+// offer in the flavour each would install, newest first.
+func (r *resolver) offeredBranches(dd *DesiredDriver, src spec.Source, versions version.Constraint) []branchOffer {
+	var out []branchOffer
+	for _, b := range slices.Backward(branchesOf(versions)) {
+		km := r.flavorFor(dd.Block, b)
+		fits := func(up version.Version) bool { return up.Major() == b && versions.Check(up) }
+		for _, latest := range []bool{false, true} {
+			branch := b
+			if latest {
+				branch = 0
+			}
+			names, _, err := r.driverNames(src, km, branch, b)
+			main := mainPackage(names)
+			if err != nil || main == "" {
+				continue
+			}
+			if got := r.offersWhere(src, []string{main}, fits); len(got) > 0 {
+				out = append(out, branchOffer{branch: b, latest: latest, offers: got})
+				break
+			}
+		}
 	}
-	if decidedBy != nil {
-		from = decidedBy.Source
+	return out
+}
+
+// mainPackage is the first of a driver's packages that installs
+// something (not NVIDIA's pinning package); "" when none.
+func mainPackage(names []PackageName) string {
+	for _, n := range names {
+		if !strings.Contains(n.Name, "pinning") {
+			return n.Name
+		}
 	}
-	r.infer("driver", "kernel_modules", string(dd.KernelModules), from)
+	return ""
+}
+
+// archiveBranch keeps the driver's versions to what its source's indexes
+// offer and, where the spec leaves the branch open, chooses the newest
+// branch offered, as ubuntu-drivers does; within it, the version is what
+// the package manager would install.
+func (r *resolver) archiveBranch(dd *DesiredDriver, vsub hcl.Range) bool {
+	offered := r.offeredBranches(dd, dd.Source, dd.Versions)
+	if len(offered) == 0 {
+		list := r.archive.Listing(dd.Source, DriverPackage)
+		if list == "" {
+			list = "no driver package"
+		}
+		r.errorf(vsub, "Driver version not in the archive",
+			"The driver block allows %s (%s) from %s, which offers %s.", dd.Versions.Quoted(), at(vsub), r.archive.Describe(dd.Source), list)
+		return false
+	}
+	bo := offered[0]
+	dd.latestNames = bo.latest
+	if len(dd.Branches) > 1 {
+		dd.Versions, _ = narrow(dd.Versions, fmt.Sprintf(">= %d, < %d", bo.branch, bo.branch+1))
+		dd.Branches = []uint64{bo.branch}
+		r.inferText("driver", "version", fmt.Sprintf("%d.*", bo.branch), r.branchWhy(dd, bo))
+	}
+	return true
+}
+
+// branchWhy says why a branch was chosen: the newest its source offers
+// that runs the GPUs and what needs the driver.
+func (r *resolver) branchWhy(dd *DesiredDriver, bo branchOffer) string {
+	var runs []string
+	var models []string
+	for _, g := range r.d.GPUs {
+		if !slices.Contains(models, g.Model) {
+			models = append(models, g.Model)
+		}
+	}
+	if len(models) > 0 {
+		runs = append(runs, "supports the host's "+joinAnd(models))
+	}
+	if dd.FloorFor != "" {
+		runs = append(runs, fmt.Sprintf("runs %s (%s or newer)", dd.FloorFor, dd.Floor))
+	}
+	why := "the newest branch"
+	if len(runs) > 0 {
+		why += " that " + strings.Join(runs, " and ")
+	}
+	return why + ": " + r.offerText(dd.Source, bo.offers)
 }
 
 // flavorWhy says why a branch does not offer a flavour to the host.

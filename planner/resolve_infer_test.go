@@ -43,7 +43,11 @@ func resolvedSummary(d *Desired) resolved {
 	}
 	s.Components = strings.Join(d.Components, " ")
 	for _, i := range d.Inferred {
-		s.Inferred = append(s.Inferred, i.Address+" "+i.Attr+"="+i.Value+" from "+i.From)
+		line := i.Address + " " + i.Attr + "=" + i.Value + " from " + i.From
+		if i.Unverified != "" {
+			line += " [unverified " + i.Unverified + "]"
+		}
+		s.Inferred = append(s.Inferred, line)
 	}
 	return s
 }
@@ -76,9 +80,9 @@ func TestResolveInference(t *testing.T) {
 			want: resolved{
 				Framework: "torch==2.5.1+cu124 https://download.pytorch.org/whl/cu124 ",
 				Inferred: []string{
-					"framework.pytorch version=2.5.1 from " + torch25.Source.String(),
-					"framework.pytorch cuda=12.4 from " + cu124.Source.String(),
-					"framework.pytorch index_url=https://download.pytorch.org/whl/cu124 from " + cu124.Source.String(),
+					"framework.pytorch version=2.5.1 from " + cited(torch25.Source),
+					"framework.pytorch cuda=12.4 from " + cited(cu124.Source),
+					"framework.pytorch index_url=https://download.pytorch.org/whl/cu124 from " + cited(cu124.Source),
 				},
 			},
 		},
@@ -91,11 +95,11 @@ func TestResolveInference(t *testing.T) {
 				DriverPkgs: "nvidia-open",
 				Framework:  "torch==2.5.1+cu124 https://download.pytorch.org/whl/cu124 ",
 				Inferred: []string{
-					"framework.pytorch version=2.5.1 from " + torch25.Source.String(),
-					"framework.pytorch cuda=12.4 from " + cu124.Source.String(),
-					"framework.pytorch index_url=https://download.pytorch.org/whl/cu124 from " + cu124.Source.String(),
+					"framework.pytorch version=2.5.1 from " + cited(torch25.Source),
+					"framework.pytorch cuda=12.4 from " + cited(cu124.Source),
+					"framework.pytorch index_url=https://download.pytorch.org/whl/cu124 from " + cited(cu124.Source),
 					"driver version=>= 525.60.13 from " + floor12.String(),
-					"driver kernel_modules=open from " + hopperBranch.Source.String(),
+					"driver kernel_modules=open from " + cited(hopperBranch.Source),
 				},
 			},
 		},
@@ -108,11 +112,11 @@ func TestResolveInference(t *testing.T) {
 				DriverPkgs: "nvidia-open",
 				Framework:  "torch==2.7.1+cu128 https://download.pytorch.org/whl/cu128 ",
 				Inferred: []string{
-					"framework.pytorch version=2.7.1 from " + torch27.Source.String(),
-					"framework.pytorch cuda=12.8 from " + cu128.Source.String(),
-					"framework.pytorch index_url=https://download.pytorch.org/whl/cu128 from " + cu128.Source.String(),
+					"framework.pytorch version=2.7.1 from " + cited(torch27.Source),
+					"framework.pytorch cuda=12.8 from " + cited(cu128.Source),
+					"framework.pytorch index_url=https://download.pytorch.org/whl/cu128 from " + cited(cu128.Source),
 					"driver version=>= 525.60.13 from " + floor128.String(),
-					"driver kernel_modules=open from " + blackwell.Source.String(),
+					"driver kernel_modules=open from " + cited(blackwell.Source),
 				},
 			},
 		},
@@ -123,7 +127,7 @@ func TestResolveInference(t *testing.T) {
 			want: resolved{
 				Driver:     ">= 384, < 581 proprietary",
 				DriverPkgs: "cuda-drivers",
-				Inferred:   []string{"driver kernel_modules=proprietary from " + volta.Source.String()},
+				Inferred:   []string{"driver kernel_modules=proprietary from " + cited(volta.Source)},
 			},
 		},
 		{
@@ -135,6 +139,7 @@ func TestResolveInference(t *testing.T) {
 				DriverPkgs: "nvidia-driver nvidia-kernel-dkms",
 				CUDA:       "11.8 /usr nvidia-cuda-toolkit=",
 				Components: "contrib non-free",
+				Inferred:   []string{"driver source=distro from " + debianDriverRow(t) + noLists},
 			},
 		},
 		{
@@ -145,7 +150,7 @@ func TestResolveInference(t *testing.T) {
 				Driver:     "535.* open",
 				DriverPkgs: "nvidia-driver nvidia-open-kernel-dkms firmware-nvidia-gsp",
 				Components: "contrib non-free",
-				Inferred:   []string{"driver version=535.* from " + debianDriverRow(t)},
+				Inferred:   []string{"driver source=distro from " + debianDriverRow(t) + noLists, "driver version=535.* from " + debianDriverRow(t)},
 			},
 		},
 		{
@@ -156,6 +161,7 @@ func TestResolveInference(t *testing.T) {
 				Driver:     "535.* none",
 				DriverPkgs: "nvidia-smi libnvidia-ml1 libcuda1",
 				Components: "contrib non-free",
+				Inferred:   []string{"driver source=distro from " + debianDriverRow(t) + noLists},
 			},
 		},
 		{
@@ -164,7 +170,7 @@ func TestResolveInference(t *testing.T) {
 			obs:  machine(ubuntu2204, h100),
 			want: resolved{
 				Framework: "tensorflow==2.17.0 https://pypi.org/simple and-cuda",
-				Inferred:  []string{"framework.tensorflow version=2.17.0 from " + tf217.Source.String()},
+				Inferred:  []string{"framework.tensorflow version=2.17.0 from " + cited(tf217.Source)},
 			},
 		},
 		{
@@ -174,8 +180,8 @@ func TestResolveInference(t *testing.T) {
 			want: resolved{
 				Framework: "jax==0.6.2 https://pypi.org/simple cuda12",
 				Inferred: []string{
-					"framework.jax cuda=12 from " + jax.Source.String(),
-					"framework.jax extras=cuda12 from " + jax.Source.String(),
+					"framework.jax cuda=12 from " + cited(jax.Source),
+					"framework.jax extras=cuda12 from " + cited(jax.Source),
 				},
 			},
 		},
@@ -186,8 +192,8 @@ func TestResolveInference(t *testing.T) {
 			want: resolved{
 				Framework: "torch==2.5.1 https://pypi.org/simple ",
 				Inferred: []string{
-					"framework.pytorch version=2.5.1 from " + torch25.Source.String(),
-					"framework.pytorch cuda=12.4 from " + cu124.Source.String(),
+					"framework.pytorch version=2.5.1 from " + cited(torch25.Source),
+					"framework.pytorch cuda=12.4 from " + cited(cu124.Source),
 				},
 			},
 		},
@@ -212,10 +218,24 @@ func TestResolveInference(t *testing.T) {
 	}
 }
 
+// noLists ends the origin of a source that gpuenv's tables gave, on a
+// host whose package lists are not on disk.
+const noLists = "; the distribution's package lists are not on disk, so gpuenv's tables say what its archive offers"
+
+// cited is how an inferred value names its table row: the row and its
+// references, and apart from them the fields no reference confirms.
+func cited(src compat.Source) string {
+	out := src.Cited()
+	if u := src.UnverifiedText(); u != "" {
+		out += " [unverified " + u + "]"
+	}
+	return out
+}
+
 func debianDriverRow(t *testing.T) string {
 	for _, r := range compat.PackageRows() {
 		if r.OS == "debian" && r.Repo == compat.RepoDistro && r.Component == "driver" {
-			return r.Source.String()
+			return cited(r.Source)
 		}
 	}
 	t.Fatal("no Debian driver row")
@@ -416,7 +436,7 @@ func TestResolveKernelModuleDefaults(t *testing.T) {
 	// The flavour a GPU decides cites the GPU's architecture; one the
 	// branch decides cites the branch.
 	d, _ := Resolve(loadSpec(t, "driver {\n  version = \"550.*\"\n  source = \"nvidia\"\n}\n"), machine(ubuntu2204, gh200))
-	if len(d.Inferred) != 1 || d.Inferred[0].From != hopper.Source.String() {
+	if len(d.Inferred) != 1 || d.Inferred[0].From != hopper.Source.Cited() || d.Inferred[0].Unverified != hopper.Source.UnverifiedText() {
 		t.Errorf("inferred %+v", d.Inferred)
 	}
 }

@@ -43,7 +43,7 @@ func (h hostOS) names(q compat.PackageQuery) ([]PackageName, error) {
 	}
 	out := make([]PackageName, len(pkgs))
 	for i, p := range pkgs {
-		out[i] = PackageName{Name: p.Name, Version: p.Version, From: p.Row.Source.String(), Notes: p.Row.Notes}
+		out[i] = PackageName{Name: p.Name, Version: p.Version, From: p.Row.Source.String(), Notes: p.Row.Notes, row: p.Row.Source}
 	}
 	return out, nil
 }
@@ -102,28 +102,24 @@ func driverComponents(km spec.KernelModules) []string {
 	return []string{"driver-pin", "driver", "kernel", "kmod"}
 }
 
-func (r *resolver) driverPackages(dd *DesiredDriver) {
-	repo := repoOf(dd.Source)
-	q := compat.PackageQuery{Repo: repo}
-	if dd.KernelModules != spec.KernelModulesNone {
-		q.Flavor = compat.Flavor(dd.KernelModules)
+// driverNames names the packages of a driver from src in flavour km: a
+// branch's (0: the repository's latest names), falling back in NVIDIA's
+// repositories to the distribution-style names they also carry, of
+// branch fallback where no branch is given (nvidia-driver-550-open). It
+// returns the branch the names are of.
+func (r *resolver) driverNames(src spec.Source, km spec.KernelModules, branch, fallback uint64) ([]PackageName, uint64, error) {
+	repo := repoOf(src)
+	q := compat.PackageQuery{Repo: repo, Branch: branch}
+	if km != spec.KernelModulesNone {
+		q.Flavor = compat.Flavor(km)
 	}
-	switch {
-	case len(dd.Branches) == 1:
-		q.Branch = dd.Branches[0]
-	case repo == compat.RepoDistro && len(dd.Branches) > 0:
-		// Distribution archives name packages by branch; the newest
-		// branch allowed is what an upgrade would reach.
-		q.Branch = dd.Branches[len(dd.Branches)-1]
-	}
-	dd.Branch = q.Branch
+	used := branch
 	var out []PackageName
-	for _, comp := range driverComponents(dd.KernelModules) {
+	for _, comp := range driverComponents(km) {
 		q.Component = comp
 		names, err := r.os.names(q)
 		if err != nil {
-			r.errorf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Driver packages unknown", "%s.", err)
-			return
+			return nil, 0, err
 		}
 		if len(names) == 0 && repo == compat.RepoNVIDIA && comp != "driver-pin" {
 			// NVIDIA's repositories for Debian and Ubuntu also carry the
@@ -131,9 +127,9 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 			// their own (nvidia-driver-550-open, nvidia-utils-550).
 			dq := q
 			dq.Repo = compat.RepoDistro
-			if dq.Branch == 0 && len(dd.Branches) > 0 {
-				dq.Branch = dd.Branches[len(dd.Branches)-1]
-				dd.Branch = dq.Branch
+			if dq.Branch == 0 && fallback != 0 {
+				dq.Branch = fallback
+				used = fallback
 			}
 			names, err = r.os.names(dq)
 			if err != nil {
@@ -141,6 +137,29 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 			}
 		}
 		out = append(out, names...)
+	}
+	return out, used, nil
+}
+
+func (r *resolver) driverPackages(dd *DesiredDriver) {
+	var branch, newest uint64
+	if n := len(dd.Branches); n > 0 {
+		newest = dd.Branches[n-1]
+	}
+	switch {
+	case dd.latestNames:
+	case len(dd.Branches) == 1:
+		branch = dd.Branches[0]
+	case dd.Source != spec.SourceNVIDIA && len(dd.Branches) > 0:
+		// Distribution archives name packages by branch; the newest
+		// branch allowed is what an upgrade would reach.
+		branch = newest
+	}
+	out, used, err := r.driverNames(dd.Source, dd.KernelModules, branch, newest)
+	dd.Branch = used
+	if err != nil {
+		r.errorf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Driver packages unknown", "%s.", err)
+		return
 	}
 	if !slices.ContainsFunc(out, func(p PackageName) bool { return !strings.Contains(p.Name, "pinning") }) {
 		what := string(dd.KernelModules) + " kernel modules"
@@ -159,8 +178,8 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 		return
 	}
 	dd.Packages = out
-	if r.os.ID == "rhel" && repo == compat.RepoNVIDIA && dd.KernelModules != spec.KernelModulesNone {
-		q.Component = "module-stream"
+	if r.os.ID == "rhel" && dd.Source == spec.SourceNVIDIA && dd.KernelModules != spec.KernelModulesNone {
+		q := compat.PackageQuery{Repo: compat.RepoNVIDIA, Component: "module-stream", Flavor: compat.Flavor(dd.KernelModules), Branch: dd.Branch}
 		if streams, err := r.os.names(q); err == nil && len(streams) > 0 {
 			// RHEL 8 and 9 hide modular packages until their stream is
 			// enabled, and enabling one is not among gpuenv's operations.
@@ -183,8 +202,10 @@ func (r *resolver) cudaPackages(dc *DesiredCUDA) {
 	dc.Packages = names
 }
 
-func (r *resolver) cudnnPackages(dn *DesiredCuDNN) {
-	repo := repoOf(dn.Source)
+// cudnnNames names cuDNN's packages from src: the library, and from
+// NVIDIA's repositories its -dev package too.
+func (r *resolver) cudnnNames(dn *DesiredCuDNN, src spec.Source) ([]PackageName, error) {
+	repo := repoOf(src)
 	q := compat.PackageQuery{Repo: repo, CUDA: dn.CUDA}
 	if q.CUDA.IsZero() {
 		q.CUDA = version.MustParse(strconv.FormatUint(dn.CUDAMajor, 10))
@@ -205,14 +226,32 @@ func (r *resolver) cudnnPackages(dn *DesiredCuDNN) {
 		q.Component = c
 		names, err := r.os.names(q)
 		if err != nil {
-			r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown", "%s.", err)
-			return
+			return nil, err
 		}
 		out = append(out, names...)
+	}
+	return out, nil
+}
+
+func (r *resolver) cudnnPackages(dn *DesiredCuDNN) {
+	out, err := r.cudnnNames(dn, dn.Source)
+	if err != nil {
+		r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown", "%s.", err)
+		return
 	}
 	if len(out) == 0 {
 		r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown",
 			"gpuenv's package tables name no cuDNN package for %s from the %s source.", r.os.Title, dn.Source)
+		return
+	}
+	if !r.kept["cudnn"] && r.archive.Knows(dn.Source) && len(r.offersWhere(dn.Source, []string{out[0].Name}, dn.Versions.Check)) == 0 {
+		list := r.archive.Listing(dn.Source, cudnnPackage)
+		if list == "" {
+			list = "no cuDNN package"
+		}
+		subject := dn.Block.Version.RangeOr(dn.Block.DefRange)
+		r.errorf(subject, "cuDNN version not in the archive",
+			"The spec asks for cuDNN %s for CUDA %d (%s) from %s, which offers %s.", dn.Versions.Quoted(), dn.CUDAMajor, at(subject), r.archive.Describe(dn.Source), list)
 		return
 	}
 	for _, p := range out {

@@ -258,8 +258,19 @@ framework "tensorflow" {
 }
 `,
 			obs: machine(debian12),
+			want: []shown{{"error", "No package source offers the driver (\"550.*\")",
+				"The driver block leaves source out, and no package source offers the driver (\"550.*\"). Debian 12's archive has the 535 driver branch only (nvidia-driver, {pkg:debian/distro/driver/nvidia-driver}). NVIDIA's repository is not configured: add a repository block for it, and source = \"nvidia\" to the block.", 2}},
+		},
+		{
+			name: "driver branch the distribution does not ship, source set",
+			src: `driver {
+  version = "550.*"
+  source  = "distro"
+}
+`,
+			obs: machine(debian12),
 			want: []shown{{"error", "Driver version not in the distribution's archive",
-				"Debian 12's archive has the 535 driver branch only (nvidia-driver, {pkg:debian/distro/driver/nvidia-driver}); the spec asks for \"550.*\" with source = \"distro\" (gpuenv.hcl:1). Use source = \"nvidia\" with NVIDIA's repository for other branches.", 2}},
+				"Debian 12's archive has the 535 driver branch only (nvidia-driver, {pkg:debian/distro/driver/nvidia-driver}); the spec asks for \"550.*\" with source = \"distro\" (gpuenv.hcl:3). Use source = \"nvidia\" with NVIDIA's repository for other branches.", 2}},
 		},
 		{
 			name: "JAX needs an exact version",

@@ -120,7 +120,7 @@ func unfinishedPackages(obs *facts.Observation) {
 		return
 	}
 	fix := "run dpkg --configure -a"
-	if obs.Packages.Manager == "rpm" {
+	if obs.Packages.Manager == facts.DatabaseRPM {
 		fix = "finish or undo the transaction with dnf"
 	}
 	obs.Problems = append(obs.Problems, facts.Problem{Layer: "packages", Message: "an install or upgrade did not finish: " + strings.Join(configure, ", ") + " — " + fix})

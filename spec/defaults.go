@@ -12,6 +12,10 @@ import (
 // an entry is left alone when unset.
 
 const (
+	// The sources of the driver, CUDA and cuDNN are inferred from the
+	// host (what is installed, what its package indexes offer: README,
+	// "Sources and branches"); these are the planner's when nothing on
+	// the host can say, as for a block that removes.
 	DefaultDriverSource    = SourceDistro
 	DefaultCUDASource      = SourceDistro
 	DefaultCuDNNSource     = SourceDistro
@@ -40,11 +44,11 @@ type Default struct {
 func Defaults() []Default {
 	return []Default{
 		{"driver", "kernel_modules", "open for Turing and newer GPUs from driver branch 560; required on Blackwell and Grace Hopper; proprietary before Turing, for older branches, and on hosts that mix pre-Turing with newer GPUs", true},
-		{"driver", "source", string(DefaultDriverSource), false},
-		{"cuda", "source", string(DefaultCUDASource), false},
+		{"driver", "source", "the origin of the installed driver when it satisfies the spec; else distro when the distribution's archive offers a fitting version; else nvidia when NVIDIA's repository is configured", true},
+		{"cuda", "source", "as the driver's", true},
 		{"cuda", "path", "/usr/local/cuda-<major>.<minor> of the installed version for source = \"nvidia\"; /usr for source = \"distro\"", true},
 		{"cuda", "set_environment", "false", false},
-		{"cudnn", "source", string(DefaultCuDNNSource), false},
+		{"cudnn", "source", "as the driver's", true},
 		{"framework", "source", string(DefaultFrameworkSource), false},
 		{"framework", "index_url", fmt.Sprintf("https://download.pytorch.org/whl/cu<major><minor> for pytorch with cuda set; otherwise %s", DefaultIndexURL), false},
 		{"repository", "suites", `["/"]`, false},

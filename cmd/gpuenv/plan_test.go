@@ -91,6 +91,18 @@ func init() {
 	}
 }
 
+// A test-only entry point for the plan scripts on roots whose package
+// lists are on disk:
+//
+//	gpuenv-noprocess ARGS...   gpuenv that may start no process: the
+//	                           versions come from the lists on disk
+func init() {
+	extraTestCommands["gpuenv-noprocess"] = func() {
+		hostOptions = append(hostOptions, host.WithRunner(refuseRunner{}))
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ()))
+	}
+}
+
 // refuseRunner refuses every process, saying which.
 type refuseRunner struct{}
 

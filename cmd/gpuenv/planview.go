@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
 // planDocument is what plan --json prints: the plan itself, with the
@@ -101,11 +102,7 @@ func (h *humanPlan) render(p *planner.Plan) error {
 		fmt.Fprintln(h.w)
 	}
 	if len(p.Inferred) > 0 {
-		fmt.Fprintln(h.w, "Values the spec leaves out, completed from gpuenv's tables:")
-		for _, in := range p.Inferred {
-			fmt.Fprintf(h.w, "  %s %s = %s\n      from %s\n", in.Address, in.Attr, in.Value, in.From)
-		}
-		fmt.Fprintln(h.w)
+		h.inferred(p.Inferred)
 	}
 	for _, w := range p.Warnings {
 		h.warning(w)
@@ -113,6 +110,33 @@ func (h *humanPlan) render(p *planner.Plan) error {
 	h.closing(p)
 	return sw.err
 }
+
+// inferred lists the values the spec leaves out, each with where it came
+// from, and then, once, the table rows among those whose facts no source
+// confirms yet.
+func (h *humanPlan) inferred(ins []planner.Inference) {
+	completed := "gpuenv's tables"
+	if slices.ContainsFunc(ins, func(in planner.Inference) bool { return !tableRow.MatchString(in.From) }) {
+		completed = "gpuenv's tables and the host's packages"
+	}
+	fmt.Fprintf(h.w, "Values the spec leaves out, completed from %s:\n", completed)
+	var unverified []string
+	for _, in := range ins {
+		fmt.Fprintf(h.w, "  %s %s = %s\n      from %s\n", in.Address, in.Attr, in.Value, in.From)
+		if in.Unverified != "" && !slices.Contains(unverified, in.Unverified) {
+			unverified = append(unverified, in.Unverified)
+		}
+	}
+	if len(unverified) > 0 {
+		fmt.Fprintln(h.w)
+		wrap(h.w, "  ", "Not yet confirmed in the sources these rows cite: "+strings.Join(unverified, "; ")+".")
+	}
+	fmt.Fprintln(h.w)
+}
+
+// tableRow matches the From of a value that a table row gave
+// ("cuda_releases row 12.4.1 (…)"), as opposed to one read from the host.
+var tableRow = lazyregexp.New(`^[a-z_]+ row `)
 
 func (h *humanPlan) step(s *planner.Step, txs map[int]*planner.Transaction) {
 	code := h.actionStyle(s.Action)

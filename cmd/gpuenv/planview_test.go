@@ -257,3 +257,42 @@ func TestHumanPlanReportsWriteErrors(t *testing.T) {
 		t.Fatalf("render: %v", err)
 	}
 }
+
+// TestHumanPlanUnverifiedOnce: table rows whose facts no source confirms
+// are named once, after the inferred values, not on each value's line;
+// values read from the host change the heading.
+func TestHumanPlanUnverifiedOnce(t *testing.T) {
+	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{}, Inferred: []planner.Inference{
+		{Address: "framework.pytorch", Attr: "version", Value: "2.1.2", From: "torch_releases row 2.1 (torch-prev-versions)", Unverified: "torch_releases row 2.1: default_variant"},
+		{Address: "framework.pytorch", Attr: "cuda", Value: "12.1", From: "torch_variants row 2.1 cu121 (torch-prev-versions)"},
+		{Address: "framework.pytorch", Attr: "index_url", Value: "https://download.pytorch.org/whl/cu121", From: "torch_releases row 2.1 (torch-prev-versions)", Unverified: "torch_releases row 2.1: default_variant"},
+		{Address: "driver", Attr: "kernel_modules", Value: "proprietary", From: "architectures row volta (r580-notice)", Unverified: "architectures row volta: first_branch"},
+	}}
+	var buf bytes.Buffer
+	(&humanPlan{w: &buf}).render(p)
+	want := `Values the spec leaves out, completed from gpuenv's tables:
+  framework.pytorch version = 2.1.2
+      from torch_releases row 2.1 (torch-prev-versions)
+  framework.pytorch cuda = 12.1
+      from torch_variants row 2.1 cu121 (torch-prev-versions)
+  framework.pytorch index_url = https://download.pytorch.org/whl/cu121
+      from torch_releases row 2.1 (torch-prev-versions)
+  driver kernel_modules = proprietary
+      from architectures row volta (r580-notice)
+
+  Not yet confirmed in the sources these rows cite: torch_releases row 2.1:
+  default_variant; architectures row volta: first_branch.
+
+No changes. This host matches the spec.
+`
+	if diff := cmp.Diff(want, buf.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	p.Inferred = []planner.Inference{{Address: "cuda", Attr: "source", Value: "nvidia", From: "the installed cuda-toolkit-12-4 12.4.1-1 at /usr/local/cuda-12.4, which satisfies the spec and which /var/lib/apt/lists/x_Packages (NVIDIA CUDA) lists"}}
+	buf.Reset()
+	(&humanPlan{w: &buf}).render(p)
+	if !strings.HasPrefix(buf.String(), "Values the spec leaves out, completed from gpuenv's tables and the host's packages:\n") {
+		t.Errorf("heading of values read from the host:\n%s", buf.String())
+	}
+}

@@ -183,10 +183,21 @@ func Packages(q PackageQuery) ([]Package, error) {
 		out = append(out, Package{Name: name, Version: ver, Row: p})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no package provides %s: %w", describe(q), ErrUnknown)
+		return nil, noPackage(q)
 	}
 	return out, nil
 }
+
+// noPackage is Packages' error when no row matches. Planning asks about
+// components a repository does not have as a matter of course and drops
+// the error, so its message is spelled only when read.
+type noPackage PackageQuery
+
+func (e noPackage) Error() string {
+	return fmt.Sprintf("no package provides %s: %v", describe(PackageQuery(e)), ErrUnknown)
+}
+
+func (e noPackage) Unwrap() error { return ErrUnknown }
 
 // describe spells a query for error messages.
 func describe(q PackageQuery) string {

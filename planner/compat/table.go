@@ -62,6 +62,32 @@ func (s Source) String() string {
 	return b.String()
 }
 
+// Cited is String without the marks of unverified fields:
+// "<table> row <key> (<ref ids>)". A plan cites rows this way on each
+// line and lists the unverified ones once (UnverifiedText).
+func (s Source) Cited() string {
+	var ids []string
+	for _, r := range s.Refs {
+		if r.ID != idUnverified {
+			ids = append(ids, r.ID)
+		}
+	}
+	out := s.Table + " row " + s.Key
+	if len(ids) > 0 {
+		out += " (" + strings.Join(ids, ", ") + ")"
+	}
+	return out
+}
+
+// UnverifiedText names the row and its unverified fields,
+// "torch_releases row 2.1: default_variant"; "" when the row is verified.
+func (s Source) UnverifiedText() string {
+	if s.Unverified == "" {
+		return ""
+	}
+	return s.Table + " row " + s.Key + ": " + s.Unverified
+}
+
 // Citations returns the full citations, one per reference.
 func (s Source) Citations() []string {
 	out := make([]string, len(s.Refs))

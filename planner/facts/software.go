@@ -2,9 +2,9 @@ package facts
 
 // Packages are the GPU-relevant entries of the host's package database.
 type Packages struct {
-	// Manager is "dpkg", "rpm", or "" when the host has no database gpuenv
+	// Manager is the database read, or "" when the host has none gpuenv
 	// reads.
-	Manager string `json:"manager"`
+	Manager Database `json:"manager"`
 	// Total is how many packages the database holds, GPU-related or not.
 	Total int `json:"total"`
 	// Interrupted is true when dpkg's journal (/var/lib/dpkg/updates)
@@ -14,6 +14,14 @@ type Packages struct {
 	Interrupted bool      `json:"interrupted,omitempty"`
 	Packages    []Package `json:"packages"`
 }
+
+// Database is a package database gpuenv reads.
+type Database string
+
+const (
+	DatabaseDpkg Database = "dpkg"
+	DatabaseRPM  Database = "rpm"
+)
 
 // Package is one package as the database records it.
 type Package struct {

@@ -67,5 +67,5 @@ func Dpkg(ps ...facts.Package) facts.Packages {
 			ps[i].State, ps[i].Want = facts.StateInstalled, "install"
 		}
 	}
-	return facts.Packages{Manager: "dpkg", Total: len(ps), Packages: ps}
+	return facts.Packages{Manager: facts.DatabaseDpkg, Total: len(ps), Packages: ps}
 }

@@ -113,6 +113,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source,
 	})
 	if err != nil {
 		return nil, err
@@ -189,10 +190,6 @@ func gpuBusy(obs *facts.Observation) bool {
 	return false
 }
 
-// topLevel matches the packages that pull in a whole driver of one
-// branch, flavour or source; two of them installed together conflict.
-var topLevel = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|nvidia-driver-[0-9]+-server-open|cuda-drivers(-[0-9]+)?|nvidia-open(-[0-9]+)?|nvidia-kernel-dkms|nvidia-open-kernel-dkms|nvidia-dkms-[0-9]+(-server)?(-open)?|nvidia-tesla(-[0-9]+)?-driver)$`)
-
 // inPlace returns the installed top-level driver packages that already
 // satisfy the spec under other names than the ones it would install (an
 // nvidia-driver-550-open where the spec, asking for ">= 545", would
@@ -202,7 +199,7 @@ func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager planner.M
 	var out []string
 	for p := range installedTopLevel(obs, d) {
 		up, err := pkgdb.UpstreamVersion(string(manager), p.Version)
-		if err != nil || !d.Versions.Check(up) || installedFlavor(obs, p.Name) != string(d.KernelModules) {
+		if err != nil || !d.Versions.Check(up) || planner.InstalledDriverFlavor(obs, p.Name) != d.KernelModules {
 			return nil
 		}
 		out = append(out, p.Name)
@@ -219,30 +216,11 @@ func installedTopLevel(obs *facts.Observation, d *planner.DesiredDriver) iter.Se
 			return
 		}
 		for _, p := range obs.Packages.Packages {
-			if p.State == facts.StateInstalled && topLevel.MatchString(p.Name) && !yield(p) {
+			if p.State == facts.StateInstalled && planner.DriverPackage(p.Name) && !yield(p) {
 				return
 			}
 		}
 	}
-}
-
-// installedFlavor tells the kernel-module flavour of an installed driver:
-// the loaded module's where one is loaded, else what the package names
-// say.
-func installedFlavor(obs *facts.Observation, name string) string {
-	if f := obs.Driver.ModuleFlavor; f != "" {
-		return f
-	}
-	open := strings.Contains(name, "-open")
-	for _, p := range obs.Packages.Packages {
-		if p.State == facts.StateInstalled && (p.Name == "nvidia-open-kernel-dkms" || strings.HasPrefix(p.Name, "nvidia-dkms-") && strings.HasSuffix(p.Name, "-open")) {
-			open = true
-		}
-	}
-	if open {
-		return string(spec.KernelModulesOpen)
-	}
-	return string(spec.KernelModulesProprietary)
 }
 
 // conflicting lists the installed top-level driver packages that are not

@@ -308,7 +308,7 @@ func (o *observer) provenance(fw *facts.Framework, dir string, d dist, haveDist,
 		if p, ok := pkgdb.Installed(o.pkgs, name, pkgdb.FilesPresent); ok {
 			fw.Package = p.Name
 			switch o.pkgs.Manager {
-			case pkgdb.ManagerRPM:
+			case facts.DatabaseRPM:
 				fw.Installer = "rpm"
 			default:
 				fw.Installer = "debian"

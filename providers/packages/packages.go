@@ -41,7 +41,7 @@ func Observe(ctx context.Context, h *host.Host, family string) (facts.Packages, 
 
 func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
 	db := pkgdb.ReadDpkg(h)
-	out := facts.Packages{Manager: pkgdb.ManagerDpkg, Packages: db.Packages, Total: db.Total, Interrupted: db.Interrupted}
+	out := facts.Packages{Manager: facts.DatabaseDpkg, Packages: db.Packages, Total: db.Total, Interrupted: db.Interrupted}
 	if out.Packages == nil {
 		out.Packages = []facts.Package{}
 	}
@@ -49,7 +49,7 @@ func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
 }
 
 func observeRPM(ctx context.Context, h *host.Host) (facts.Packages, []facts.Warning) {
-	out := facts.Packages{Manager: pkgdb.ManagerRPM, Packages: []facts.Package{}}
+	out := facts.Packages{Manager: facts.DatabaseRPM, Packages: []facts.Package{}}
 	var stdout, stderr bytes.Buffer
 	err := h.Run(ctx, host.Command{Argv: pkgdb.RPMQuery(), Stdout: &stdout, Stderr: &stderr})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -29,6 +30,12 @@ type PickQuery struct {
 	// packages come from: a package the manager does not list yet then
 	// has its version known only after apply, instead of being an error.
 	Pending bool
+	// Archive and Source: where the archive knows what Source offers
+	// (planner.Archive.Knows), the versions are those of Source's
+	// indexes alone, in the package manager's order of preference, and
+	// what they do not list is an error that says what they do.
+	Archive *planner.Archive
+	Source  spec.Source
 }
 
 // Picked is the version chosen.
@@ -51,6 +58,9 @@ type Picked struct {
 func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, error) {
 	if len(q.Packages) == 0 {
 		return Picked{}, fmt.Errorf("no packages to pick a version for")
+	}
+	if q.Archive.Knows(q.Source) {
+		return pickOffered(q)
 	}
 	first := q.Packages[0].Name
 	listed, err := cands.Versions(ctx, q.Manager, first)
@@ -108,6 +118,53 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 		return Picked{}, fmt.Errorf("%s lists no version of %s, and gpuenv's tables know none either (is its repository configured?)", managerTool(q.Manager), first)
 	}
 	return Picked{}, fmt.Errorf("no version of %s fits %s: %s lists %s", first, q.Versions.Quoted(), managerTool(q.Manager), strings.Join(rejected, ", "))
+}
+
+// pickOffered picks from what q.Source's indexes offer: the first
+// version, in the package manager's order of preference, that satisfies
+// q and at which the source offers every package of the set. The note
+// says when a priority put it ahead of a newer one.
+func pickOffered(q PickQuery) (Picked, error) {
+	first := q.Packages[0].Name
+	where := q.Archive.Describe(q.Source)
+	offers := q.Archive.Offers(first, q.Source)
+	if len(offers) == 0 {
+		return Picked{}, fmt.Errorf("%s offers no %s", where, first)
+	}
+	others := map[string][]string{}
+	for _, p := range q.Packages[1:] {
+		for _, o := range q.Archive.Offers(p.Name, q.Source) {
+			others[p.Name] = append(others[p.Name], o.Version)
+		}
+		if len(others[p.Name]) == 0 {
+			return Picked{}, fmt.Errorf("%s offers no %s", where, p.Name)
+		}
+	}
+	var fit []planner.Offer
+	var rejected []string
+	for _, o := range offers {
+		up, err := pkgdb.UpstreamVersion(string(q.Manager), o.Version)
+		if err != nil || !q.Versions.Check(up) || q.Accept != nil && !q.Accept(o.Version, up) {
+			rejected = append(rejected, o.Version)
+			continue
+		}
+		missing := ""
+		for _, p := range q.Packages[1:] {
+			if !slices.Contains(others[p.Name], o.Version) {
+				missing = p.Name
+				break
+			}
+		}
+		if missing != "" {
+			rejected = append(rejected, o.Version+" (no "+missing+" "+o.Version+")")
+			continue
+		}
+		fit = append(fit, o)
+	}
+	if len(fit) == 0 {
+		return Picked{}, fmt.Errorf("no version of %s fits %s: %s offers %s", first, q.Versions.Quoted(), where, strings.Join(rejected, ", "))
+	}
+	return Picked{Version: fit[0].Version, Note: q.Archive.PreferenceNote(fit)}, nil
 }
 
 // KnownAfterApply is what a step shows for a version only apply learns.

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -184,6 +185,8 @@ func TestPick(t *testing.T) {
 		}
 		return out
 	}
+	archive := debianArchive()
+	asked := table{"nvidia-driver": {"999.1-1"}, "cuda-drivers": {"999.1-1"}}
 	tests := []struct {
 		name    string
 		cands   table
@@ -229,6 +232,47 @@ func TestPick(t *testing.T) {
 			cands:   table{},
 			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-open")},
 			wantErr: "apt-cache lists no version of nvidia-open, and gpuenv's tables know none either (is its repository configured?)",
+		},
+		// Where the archive knows the source, the version is what apt
+		// would install from that source's indexes alone, the package
+		// manager's answer (asked) is not used, and what does not fit
+		// says what the source has.
+		{
+			name:  "apt's choice within the source, and what decided",
+			cands: asked,
+			q:     PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 535"), Source: spec.SourceDistro, Archive: archive},
+			want:  "535.309.01-0+deb12u1",
+			note:  "apt prefers 535.309.01-0+deb12u1 at priority 500 (default) over the newer 550.163.01-2~bpo12+1 at priority 100 (ButAutomaticUpgrades in bookworm-backports)",
+		},
+		{
+			name:  "a lower priority where nothing else fits",
+			cands: asked,
+			q:     PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint("550.*"), Source: spec.SourceDistro, Archive: archive},
+			want:  "550.163.01-2~bpo12+1",
+		},
+		{
+			name:  "another source's versions are not this one's",
+			cands: asked,
+			q:     PickQuery{Manager: "apt", Packages: pkgs("cuda-drivers"), Source: spec.SourceNVIDIA, Archive: archive},
+			want:  "570.86.15-1",
+		},
+		{
+			name:    "nothing in the source fits",
+			cands:   asked,
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Versions: version.MustParseConstraint(">= 560"), Source: spec.SourceDistro, Archive: archive},
+			wantErr: `no version of nvidia-driver fits ">= 560": Debian 12's archive (bookworm, bookworm-backports) offers 535.309.01-0+deb12u1, 550.163.01-2~bpo12+1`,
+		},
+		{
+			name:    "a package of the set the source lacks",
+			cands:   asked,
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver", "nvidia-open-kernel-dkms"), Source: spec.SourceDistro, Archive: archive},
+			wantErr: "Debian 12's archive (bookworm, bookworm-backports) offers no nvidia-open-kernel-dkms",
+		},
+		{
+			name:    "a package the source lacks",
+			cands:   asked,
+			q:       PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver"), Source: spec.SourceNVIDIA, Archive: archive},
+			wantErr: "NVIDIA's repository (https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/) offers no nvidia-driver",
 		},
 		{
 			name:  "dnf versions compare by their upstream part",
@@ -306,4 +350,35 @@ func TestCandidatesFromIndexes(t *testing.T) {
 	if _, err := c.Versions(ctx, "apt", "nvidia-driver"); err != nil || c.Runs() != 1 {
 		t.Errorf("another manager's indexes: %v, %d runs", err, c.Runs())
 	}
+}
+
+// debianArchive is Debian 12 with bookworm (500), bookworm-backports (100)
+// and NVIDIA's repository, as the planner reads their indexes.
+func debianArchive() *planner.Archive {
+	const (
+		main      = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_non-free_binary-amd64_Packages"
+		backports = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm-backports_non-free_binary-amd64_Packages"
+		nvidia    = "/var/lib/apt/lists/developer.download.nvidia.com_compute_cuda_repos_debian12_x86%5f64_Packages"
+	)
+	v := func(ver string, prio int, from string, origin string) facts.IndexedVersion {
+		return facts.IndexedVersion{Version: ver, Priority: prio, PriorityFrom: from, Origins: []string{origin}}
+	}
+	obs := &facts.Observation{OS: facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Family: "deb"}}
+	obs.PackageIndexes = facts.PackageIndexes{
+		Manager: "apt",
+		Indexes: []facts.PackageIndex{
+			{Path: main, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm", Component: "non-free"}, Release: &facts.ReleaseData{Origin: "Debian", Suite: "stable", Codename: "bookworm"}},
+			{Path: backports, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm-backports", Component: "non-free"}, Release: &facts.ReleaseData{Origin: "Debian", Suite: "stable-backports", Codename: "bookworm-backports"}},
+			{Path: nvidia, Source: facts.IndexSource{URI: "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/", Suite: "/"}, Site: "developer.download.nvidia.com"},
+		},
+		Packages: []facts.IndexedPackage{
+			{Name: "cuda-drivers", Versions: []facts.IndexedVersion{v("570.86.15-1", 500, "default", nvidia)}},
+			{Name: "nvidia-driver", Versions: []facts.IndexedVersion{
+				v("550.163.01-2~bpo12+1", 100, "ButAutomaticUpgrades in bookworm-backports", backports),
+				v("535.309.01-0+deb12u1", 500, "default", main),
+			}},
+			{Name: "nvidia-kernel-dkms", Versions: []facts.IndexedVersion{v("535.309.01-0+deb12u1", 500, "default", main)}},
+		},
+	}
+	return planner.NewArchive(obs, nil)
 }

@@ -35,6 +35,18 @@ func CompareRPM(a, b string) int {
 	return rpmvercmp(ra, rb)
 }
 
+// FromRPM returns the numeric start of an RPM version's version part, so
+// that package versions compare with spec versions: "3:550.54.15-1.el9"
+// gives 550.54.15.
+func FromRPM(s string) (Version, error) {
+	_, ver, _ := SplitEVR(s)
+	end := 0
+	for end < len(ver) && (isDigit(ver[end]) || ver[end] == '.' && end+1 < len(ver) && isDigit(ver[end+1])) {
+		end++
+	}
+	return Parse(ver[:end])
+}
+
 // SplitEVR splits an RPM [epoch:]version-release into its parts, the
 // epoch "0" when it is left out and the release "" when there is none.
 func SplitEVR(s string) (epoch, ver, rel string) {

@@ -19,8 +19,8 @@ const (
 	// counterpart of a dpkg hold.
 	VersionlockPath = "/etc/dnf/plugins/versionlock.list"
 
-	ManagerDpkg = "dpkg"
-	ManagerRPM  = "rpm"
+	ManagerDpkg = string(facts.DatabaseDpkg)
+	ManagerRPM  = string(facts.DatabaseRPM)
 )
 
 // relevantPrefixes are the package-name prefixes gpuenv reports. The list

@@ -36,12 +36,7 @@ func Compare(manager, a, b string) int {
 // Upstream's text.
 func UpstreamVersion(manager, v string) (version.Version, error) {
 	if manager == "dnf" || manager == ManagerRPM {
-		_, ver, _ := version.SplitEVR(v)
-		end := 0
-		for end < len(ver) && (ver[end] >= '0' && ver[end] <= '9' || ver[end] == '.' && end+1 < len(ver) && ver[end+1] >= '0' && ver[end+1] <= '9') {
-			end++
-		}
-		return version.Parse(ver[:end])
+		return version.FromRPM(v)
 	}
 	return version.FromDebian(v)
 }
