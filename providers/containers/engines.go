@@ -34,18 +34,32 @@ const RuntimeName = "nvidia"
 // RuntimeBinary is the NVIDIA runtime the toolkit installs.
 const RuntimeBinary = "/usr/bin/nvidia-container-runtime"
 
+// engineKind is how gpuenv handles one engine's configuration file.
+type engineKind struct {
+	path  string
+	parse func(content string) (engineState, error)
+	merge mergeFunc
+}
+
+// kindOf is engine e's configuration; ok is false for podman, which has
+// none.
+func kindOf(e spec.Engine) (k engineKind, ok bool) {
+	switch e {
+	case spec.EngineDocker:
+		return engineKind{DockerConfig, parseDocker, MergeDocker}, true
+	case spec.EngineContainerd:
+		return engineKind{ContainerdConfig, parseContainerd, MergeContainerd}, true
+	case spec.EngineCRIO:
+		return engineKind{CRIODropIn, parseCRIO, MergeCRIO}, true
+	}
+	return engineKind{}, false
+}
+
 // EngineConfigPath is where engine e keeps the configuration gpuenv
 // merges the runtime into; "" for podman, which has none.
 func EngineConfigPath(e spec.Engine) string {
-	switch e {
-	case spec.EngineDocker:
-		return DockerConfig
-	case spec.EngineContainerd:
-		return ContainerdConfig
-	case spec.EngineCRIO:
-		return CRIODropIn
-	}
-	return ""
+	k, _ := kindOf(e)
+	return k.path
 }
 
 // RestartCommand is the argv that makes engine e read its configuration
@@ -66,30 +80,6 @@ type engineState struct {
 // and returns the new text; setDefault is the spec's default_runtime, nil
 // when unmanaged.
 type mergeFunc func(content string, setDefault *bool) (string, error)
-
-func merger(e spec.Engine) mergeFunc {
-	switch e {
-	case spec.EngineDocker:
-		return MergeDocker
-	case spec.EngineContainerd:
-		return MergeContainerd
-	case spec.EngineCRIO:
-		return MergeCRIO
-	}
-	return nil
-}
-
-func parseEngine(e spec.Engine, content string) (engineState, error) {
-	switch e {
-	case spec.EngineDocker:
-		return parseDocker(content)
-	case spec.EngineContainerd:
-		return parseContainerd(content)
-	case spec.EngineCRIO:
-		return parseCRIO(content)
-	}
-	return engineState{}, fmt.Errorf("engine %s has no configuration file", e)
-}
 
 // Docker's daemon.json.
 

@@ -112,7 +112,8 @@ func observeEngine(h *host.Host, e spec.Engine) facts.EngineConfig {
 	}
 	c.SHA256 = host.SHA256Of(data)
 	c.Content = string(data)
-	st, err := parseEngine(e, c.Content)
+	k, _ := kindOf(e)
+	st, err := k.parse(c.Content)
 	if err != nil {
 		c.Error = err.Error()
 		return c

@@ -253,7 +253,8 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 		})
 		return nil
 	}
-	merged, err := merger(e)(cfg.Content, setDefault)
+	k, _ := kindOf(e)
+	merged, err := k.merge(cfg.Content, setDefault)
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
