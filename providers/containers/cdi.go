@@ -53,6 +53,11 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 	if len(c.GPUs) == 0 {
 		return nil, errors.New("the driver lists no GPU in /proc/driver/nvidia/gpus: is its kernel module loaded?")
 	}
+	if len(c.DriverFiles) == 0 {
+		// A spec without the driver's libraries starts containers that
+		// see the GPUs and cannot use them.
+		return nil, fmt.Errorf("the package database lists no file of driver %q (gpuenv reads the file lists of dpkg)", c.DriverVersion)
+	}
 	have := map[string]bool{}
 	for _, n := range nodes {
 		have[n.Path] = true

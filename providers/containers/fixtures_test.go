@@ -310,6 +310,14 @@ func TestCDISpecReadByTheCDIProject(t *testing.T) {
 		t.Errorf("the man page is not a driver file:\n%s", text)
 	}
 
+	// Without the driver's files there is no spec to write.
+	files := obs.Containers.DriverFiles
+	obs.Containers.DriverFiles = nil
+	if _, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
+		t.Errorf("a spec without driver files: %v", err)
+	}
+	obs.Containers.DriverFiles = files
+
 	// Toolkit 1.12 has no update-ldcache hook: the spec names none.
 	obs.Containers.Toolkit.Version, obs.Containers.Toolkit.Hooks = "1.12.0", nil
 	s, err = containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
