@@ -424,6 +424,8 @@ func Check() error {
 	add(err)
 	_, err = branchesTable()
 	add(err)
+	_, err = toolkitTable()
+	add(err)
 	_, err = archTable()
 	add(err)
 	_, err = gpuTable()
@@ -439,6 +441,8 @@ func Check() error {
 	_, err = packagesTable()
 	add(err)
 	_, err = distroTable()
+	add(err)
+	_, err = frameworkLibrariesTable()
 	add(err)
 	return errors.Join(errs...)
 }

@@ -29,10 +29,19 @@ type Observation struct {
 	// Units are the systemd units gpuenv enables or writes: the
 	// persistence daemon, the compute modes' boot-time unit.
 	Units []Unit `json:"units"`
+	// Containers are the container toolkit, the engines' configuration
+	// and the CDI specs.
+	Containers Containers `json:"containers"`
 
 	// PackageIndexes are the indexes of the package sources on disk and
 	// the GPU-relevant packages they offer.
 	PackageIndexes PackageIndexes `json:"package_indexes"`
+
+	// Context is where programs on the root run: host, container, WSL,
+	// batch job.
+	Context RuntimeContext `json:"context"`
+	// Loader is which library file each GPU program loads.
+	Loader Loader `json:"loader"`
 
 	// Problems are what the observation shows to be wrong with the GPU
 	// stack as it stands, each found from facts above.
