@@ -447,8 +447,11 @@ func TestPickSourceAwaitingItsIndex(t *testing.T) {
 	obs := &facts.Observation{OS: facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Family: "deb"}}
 	debian := "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_non-free_binary-amd64_Packages"
 	obs.PackageIndexes = facts.PackageIndexes{
-		Manager:  "apt",
-		Indexes:  []facts.PackageIndex{{Path: debian, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm", Component: "non-free"}, Release: &facts.ReleaseData{Origin: "Debian", Codename: "bookworm"}}},
+		Manager: "apt",
+		Indexes: []facts.PackageIndex{
+			{Path: debian, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm", Component: "non-free"}, Release: &facts.ReleaseData{Origin: "Debian", Codename: "bookworm"}},
+			{Path: strings.Replace(debian, "non-free", "contrib", 1), Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm", Component: "contrib"}, Release: &facts.ReleaseData{Origin: "Debian", Codename: "bookworm"}},
+		},
 		Missing:  []facts.IndexSource{{URI: "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/", Suite: "/"}},
 		Packages: []facts.IndexedPackage{{Name: "cuda-toolkit-12-4", Versions: []facts.IndexedVersion{{Version: "12.4.1-1", Priority: 500, Origins: []string{debian}}}}},
 	}
