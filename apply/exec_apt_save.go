@@ -36,9 +36,9 @@ type debRef struct{ name, version string }
 //     index gives for that version (ix): apt left it there when it
 //     installed the package, and nothing is fetched;
 //   - the archive, through one apt-get download for all the versions an
-//     index still lists, each checked against the index's checksum (where
-//     ix is nil, one download per package: which versions the archive
-//     still has is not known);
+//     index still lists, each checked against the index's checksum, and
+//     one download for each package the indexes do not keep (where ix is
+//     nil, every one: which versions the archive still has is not known);
 //   - dpkg's own records of the installed package, rebuilt with dpkg-deb,
 //     for what no archive has (or what could not be fetched).
 //
@@ -46,8 +46,10 @@ type debRef struct{ name, version string }
 // when its file is the archive's.
 func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs []debRef, ix *facts.PackageIndexes) (map[string]string, error) {
 	saved := map[string]string{}
-	var fetch []debRef
-	var rebuild []debRef
+	// listed are the versions an index lists; unknown those the indexes
+	// cannot say about (no indexes, or a package they do not keep: only
+	// GPU-relevant ones are).
+	var listed, unknown, rebuild []debRef
 	why := map[string]string{}
 	for _, p := range pkgs {
 		dir, inRoot, err := debDir(ws, seq, p.name)
@@ -59,23 +61,27 @@ func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs [
 			saved[p.name] = path.Join(inRoot, f)
 			continue
 		}
-		if ix == nil || v != nil && len(v.Origins) > 0 {
-			fetch = append(fetch, p)
-			continue
+		switch {
+		case v != nil && len(v.Origins) > 0:
+			listed = append(listed, p)
+		case ix == nil || !pkgdb.Relevant(p.name):
+			unknown = append(unknown, p)
+		default:
+			rebuild = append(rebuild, p)
+			why[p.name] = fmt.Sprintf("%s %s is not in the archive any more", p.name, p.version)
 		}
-		rebuild = append(rebuild, p)
-		why[p.name] = fmt.Sprintf("%s %s is not in the archive any more", p.name, p.version)
 	}
+	fetch := slices.Concat(listed, unknown)
 	if len(fetch) > 0 {
 		// apt-get download fetches nothing when it cannot find one of
-		// the versions it is given: only where the indexes say which the
-		// archive still has are they fetched together.
-		batches := [][]debRef{fetch}
-		if ix == nil {
-			batches = nil
-			for _, p := range fetch {
-				batches = append(batches, []debRef{p})
-			}
+		// the versions it is given: only the versions an index lists
+		// are fetched together, each of the others on its own.
+		var batches [][]debRef
+		if len(listed) > 0 {
+			batches = append(batches, listed)
+		}
+		for _, p := range unknown {
+			batches = append(batches, []debRef{p})
 		}
 		got, broken := map[string]string{}, map[string]error{}
 		for _, b := range batches {
@@ -92,7 +98,7 @@ func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs [
 			switch {
 			case broken[p.name] != nil:
 				why[p.name] = fmt.Sprintf("the downloaded package file of %s %s is not whole", p.name, p.version)
-			case ix != nil:
+			case slices.Contains(listed, p):
 				why[p.name] = fmt.Sprintf("%s %s could not be downloaded", p.name, p.version)
 			default:
 				why[p.name] = fmt.Sprintf("%s %s is not in the archive any more", p.name, p.version)
