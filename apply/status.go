@@ -295,7 +295,7 @@ func (a *aptStatus) line(s string) {
 				phase = PhaseInstalling
 			}
 			next := Progress{Command: p.Command, Phase: packagePhase(phase, pkg), Package: pkg, Percent: &pct}
-			if phase != PhaseTriggers {
+			if phase != PhaseTriggers && phase != PhaseInstalling {
 				next.Index, next.Count = ordinal(a.seen, phase, pkg), a.count
 				if next.Index > next.Count {
 					// Not the transaction the dry run listed (an undo's),

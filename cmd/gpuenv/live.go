@@ -38,10 +38,11 @@ type liveLine struct {
 	// open is what was written since the last newline: the operation's
 	// line, waiting for its end.
 	open []byte
-	// drawn: the live line is on the screen; under: on the line below
-	// open (which is then at most one row), not on the cursor's own.
-	drawn, under bool
-	last         time.Time
+	// drawn: the live line is on the screen, on the row under open's
+	// last one when open has anything, which then takes rows rows.
+	drawn bool
+	rows  int
+	last  time.Time
 	// draws counts the drawings, for tests of the redraw rate.
 	draws int
 }
@@ -70,13 +71,13 @@ func (l *liveLine) erase() {
 		return
 	}
 	l.drawn = false
-	if !l.under {
-		io.WriteString(l.w, "\r\x1b[K")
+	io.WriteString(l.w, "\r\x1b[K")
+	if l.rows == 0 {
 		return
 	}
-	// Clear the live line, go up to the operation's line and write it
-	// again, which leaves the cursor at its end as before.
-	io.WriteString(l.w, "\r\x1b[K\x1b[A\r")
+	// Go up to the first row of the operation's line and write it again,
+	// which leaves the cursor at its end, as the text left it.
+	fmt.Fprintf(l.w, "\x1b[%dA\r", l.rows)
 	l.w.Write(l.open)
 }
 
@@ -97,10 +98,11 @@ func (l *liveLine) progress(e apply.RunEvent) {
 	}
 	text := fitWidth("      "+progressText(e.Progress), width-1)
 	if !l.drawn {
-		// Under the operation's line when it fits on one row, so that
-		// going back up one row finds it; else on the cursor's own row.
-		l.under = len(l.open) > 0 && utf8.RuneCount(l.open) < width
-		if l.under {
+		// Under the operation's line, which the terminal wrapped onto
+		// as many rows as its width takes.
+		l.rows = 0
+		if n := utf8.RuneCount(l.open); n > 0 {
+			l.rows = (n + width - 1) / width
 			io.WriteString(l.w, "\n")
 		}
 	}
