@@ -328,7 +328,7 @@ func (x *HostExecutor) output(ctx context.Context, ws *Workspace, env []string, 
 func (x *HostExecutor) run(ctx context.Context, ws *Workspace, env []string, stdout io.Writer, argv []string) error {
 	rep := reportOf(argv)
 	t := ws.progress
-	t.begin(rep.phase)
+	t.begin(rep.phase, rep.argv != nil)
 	stderr := ws.Log
 	if t != nil {
 		stderr = io.MultiWriter(ws.Log, &lastLine{t: t})

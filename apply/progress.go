@@ -93,11 +93,14 @@ type tracker struct {
 	dirty   bool
 	planned int // packages the transaction changes, from its dry run
 	command int
-	sent    Progress
-	sentAt  time.Time
-	out     func(Progress)
-	stop    chan struct{}
-	done    chan struct{}
+	// reported: the command reports its progress, and nothing is read
+	// from what it prints but the last line.
+	reported bool
+	sent     Progress
+	sentAt   time.Time
+	out      func(Progress)
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 func newTracker(every time.Duration, out func(Progress)) *tracker {
@@ -152,13 +155,15 @@ func (t *tracker) close() {
 	<-t.done
 }
 
-// begin starts what a new command reports, in phase.
-func (t *tracker) begin(phase string) {
+// begin starts following a new command, in phase; reported says whether
+// it reports its progress itself.
+func (t *tracker) begin(phase string, reported bool) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.reported = reported
 	t.command++
 	t.cur = Progress{Command: t.command, Phase: phase}
 	t.since = time.Now()
@@ -183,7 +188,9 @@ func (t *tracker) update(f func(p *Progress)) {
 
 // printed records the last line a command printed. DKMS, run by a
 // package manager that reports no phases (dnf's scriptlets), is known
-// only from what it prints.
+// only from what it prints; apt, which names DKMS packages in lines that
+// are not a build ("Suggested packages: nvidia-kernel-dkms"), says what
+// it configures itself.
 func (t *tracker) printed(line string) {
 	if t == nil {
 		return
@@ -194,7 +201,7 @@ func (t *tracker) printed(line string) {
 		return
 	}
 	t.last = line
-	if p := t.cur.Phase; (p == PhaseInstalling || p == PhaseRunning) && t.cur.Percent == nil && strings.Contains(strings.ToLower(line), "dkms") {
+	if p := t.cur.Phase; !t.reported && (p == PhaseInstalling || p == PhaseRunning) && strings.Contains(strings.ToLower(line), "dkms") {
 		t.cur.Phase = PhaseKernelModule
 		t.since = time.Now()
 	}

@@ -109,6 +109,10 @@ func TestProgressEventsOfAnAptTransaction(t *testing.T) {
 	}
 	evs := ev.progress(t)
 	checkRate(t, evs)
+	if len(evs) > 1 {
+		span := evs[len(evs)-1].Timestamp.Sub(evs[0].Timestamp)
+		t.Logf("%d progress events over %s (%.1f a second)", len(evs), span.Round(10*time.Millisecond), float64(len(evs)-1)/span.Seconds())
+	}
 
 	names := []string{"cuda-cudart-12-4", "cuda-toolkit-12-4", dkmsDeb.Name}
 	seen := map[string]bool{}

@@ -94,12 +94,7 @@ func reportOf(argv []string) commandReport {
 	switch prog := path.Base(argv[i]); {
 	case prog == "apt-get":
 		sub, simulated := aptSubcommand(args)
-		phase := map[string]string{
-			"install": PhaseInstalling, "reinstall": PhaseInstalling, "upgrade": PhaseInstalling,
-			"dist-upgrade": PhaseInstalling, "full-upgrade": PhaseInstalling,
-			"remove": PhaseRemoving, "purge": PhaseRemoving, "autoremove": PhaseRemoving,
-			"download": PhaseDownloading, "update": PhaseDownloading,
-		}[sub]
+		phase := aptGetPhases[sub]
 		if phase == "" || simulated {
 			return commandReport{phase: PhaseRunning}
 		}
@@ -141,6 +136,15 @@ func reportOf(argv []string) commandReport {
 		}
 	}
 	return commandReport{phase: PhaseRunning}
+}
+
+// aptGetPhases are the phases apt-get's subcommands begin in; the others
+// do not report.
+var aptGetPhases = map[string]string{
+	"install": PhaseInstalling, "reinstall": PhaseInstalling, "upgrade": PhaseInstalling,
+	"dist-upgrade": PhaseInstalling, "full-upgrade": PhaseInstalling,
+	"remove": PhaseRemoving, "purge": PhaseRemoving, "autoremove": PhaseRemoving,
+	"download": PhaseDownloading, "update": PhaseDownloading,
 }
 
 // aptSubcommand is apt-get's subcommand, and whether apt is only asked to
@@ -338,6 +342,12 @@ type dpkgStatus struct {
 	seen         map[string]map[string]bool
 }
 
+// dpkgStages are the phases of dpkg's processing stages.
+var dpkgStages = map[string]string{
+	"install": PhaseUnpacking, "upgrade": PhaseUnpacking, "configure": PhaseConfiguring,
+	"remove": PhaseRemoving, "purge": PhaseRemoving, "disappear": PhaseRemoving, "trigproc": PhaseTriggers,
+}
+
 func (d *dpkgStatus) line(s string) {
 	kind, rest, _ := strings.Cut(s, ":")
 	if kind != "processing" {
@@ -348,10 +358,7 @@ func (d *dpkgStatus) line(s string) {
 		return
 	}
 	stage, pkg = strings.TrimSpace(stage), strings.TrimSpace(pkg)
-	phase := map[string]string{
-		"install": PhaseUnpacking, "upgrade": PhaseUnpacking, "configure": PhaseConfiguring,
-		"remove": PhaseRemoving, "purge": PhaseRemoving, "disappear": PhaseRemoving, "trigproc": PhaseTriggers,
-	}[stage]
+	phase := dpkgStages[stage]
 	if phase == "" {
 		return
 	}

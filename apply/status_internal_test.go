@@ -86,7 +86,7 @@ func show(p Progress) string {
 // lines that are not apt's.
 func TestAptStatusLines(t *testing.T) {
 	tr := &tracker{}
-	tr.begin(PhaseInstalling)
+	tr.begin(PhaseInstalling, true)
 	a := &aptStatus{t: tr, count: 2, seen: map[string]map[string]bool{}}
 	for _, tc := range []struct{ line, want string }{
 		{"dlstatus:1:0.0000:Retrieving file 1 of 1", "downloading 1/1 0.0%"},
@@ -140,7 +140,7 @@ func TestFilesOf(t *testing.T) {
 // package files, and for a removal and a trigger.
 func TestDpkgStatusLines(t *testing.T) {
 	tr := &tracker{}
-	tr.begin(PhaseUnpacking)
+	tr.begin(PhaseUnpacking, true)
 	d := &dpkgStatus{t: tr, total: 4, count: 2, seen: map[string]map[string]bool{}}
 	for _, tc := range []struct{ line, want string }{
 		{"processing: upgrade: libnvidia-ml1", "unpacking libnvidia-ml1 1/2 0.0%"},
@@ -177,7 +177,7 @@ func TestTrackerSends(t *testing.T) {
 	if got := due(0); got != "-" {
 		t.Errorf("before any command: %s", got)
 	}
-	tr.begin(PhaseInstalling)
+	tr.begin(PhaseInstalling, true)
 	tr.since = at
 	pct := 10.0
 	tr.update(func(p *Progress) { p.Phase, p.Package, p.Percent = PhaseUnpacking, "a", &pct })
@@ -214,7 +214,13 @@ func TestTrackerSends(t *testing.T) {
 // scriptlets) is seen building the kernel module.
 func TestTrackerSeesDKMSInOutput(t *testing.T) {
 	tr := &tracker{}
-	tr.begin(PhaseInstalling)
+	// apt names DKMS packages it does not install.
+	tr.begin(PhaseInstalling, true)
+	fmt.Fprint(&lastLine{t: tr}, "Suggested packages:\n  nvidia-kernel-dkms\n")
+	if tr.cur.Phase != PhaseInstalling {
+		t.Errorf("apt's suggestion: phase %s", tr.cur.Phase)
+	}
+	tr.begin(PhaseInstalling, false)
 	w := &lastLine{t: tr}
 	fmt.Fprint(w, "Installing : kmod-nvidia 1/3\n")
 	if tr.cur.Phase != PhaseInstalling {

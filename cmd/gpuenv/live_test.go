@@ -203,6 +203,7 @@ func TestLiveLineOnTerminal(t *testing.T) {
 		if len(draws) < 3 {
 			t.Fatalf("%s: %d drawings of the live line in %s, want several:\n%q", args[0], len(draws), took, out)
 		}
+		t.Logf("%s: %d drawings of the live line in %s (%.1f a second)", args[0], len(draws), took.Round(10*time.Millisecond), float64(len(draws))/took.Seconds())
 		if limit := int(5*took.Seconds()) + 1; len(draws) > limit {
 			t.Errorf("%s: %d drawings of the live line in %s: more than 5 a second", args[0], len(draws), took)
 		}
