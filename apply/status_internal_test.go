@@ -87,8 +87,7 @@ func show(p Progress) string {
 func TestAptStatusLines(t *testing.T) {
 	tr := &tracker{}
 	tr.begin(PhaseInstalling, true)
-	a := &aptStatus{t: tr, count: 2, seen: map[string]map[string]bool{}}
-	for _, tc := range []struct{ line, want string }{
+	feed(t, tr, &aptStatus{t: tr, count: 2, seen: map[string]map[string]bool{}}, []lineCase{
 		{"dlstatus:1:0.0000:Retrieving file 1 of 1", "downloading 1/1 0.0%"},
 		{"dlstatus:1:100.0000:Retrieving file 1 of 1", "downloading 1/1 100.0%"},
 		{"pmstatus:dpkg-exec:0.0000:Running dpkg", "installing 0.0%"},
@@ -111,8 +110,17 @@ func TestAptStatusLines(t *testing.T) {
 		{"pmstatus:x:120.0:Configuring x (amd64)", "installing paket 98.0%"},
 		{"pmstatus:x", "installing paket 98.0%"},
 		{"media-change: Debian:/cdrom/:Please insert the disc", "installing paket 98.0%"},
-	} {
-		a.line(tc.line)
+	})
+}
+
+// lineCase is a status line and the progress after it, as show says it.
+type lineCase struct{ line, want string }
+
+// feed gives r each line and checks the progress tr then has.
+func feed(t *testing.T, tr *tracker, r statusReader, cases []lineCase) {
+	t.Helper()
+	for _, tc := range cases {
+		r.line(tc.line)
 		if got := show(tr.cur); got != tc.want {
 			t.Errorf("%s\n got %s\nwant %s", tc.line, got, tc.want)
 		}
@@ -141,8 +149,7 @@ func TestFilesOf(t *testing.T) {
 func TestDpkgStatusLines(t *testing.T) {
 	tr := &tracker{}
 	tr.begin(PhaseUnpacking, true)
-	d := &dpkgStatus{t: tr, total: 4, count: 2, seen: map[string]map[string]bool{}}
-	for _, tc := range []struct{ line, want string }{
+	feed(t, tr, &dpkgStatus{t: tr, total: 4, count: 2, seen: map[string]map[string]bool{}}, []lineCase{
 		{"processing: upgrade: libnvidia-ml1", "unpacking libnvidia-ml1 1/2 0.0%"},
 		{"status: libnvidia-ml1: half-installed", "unpacking libnvidia-ml1 1/2 0.0%"},
 		{"status: libnvidia-ml1: unpacked", "unpacking libnvidia-ml1 1/2 0.0%"},
@@ -153,12 +160,7 @@ func TestDpkgStatusLines(t *testing.T) {
 		{"processing: trigproc: initramfs-tools", "initramfs initramfs-tools"},
 		{"processing: purge: cuda-toolkit-12-4", "removing cuda-toolkit-12-4 1/2"},
 		{"processing: frobnicate: x", "removing cuda-toolkit-12-4 1/2"},
-	} {
-		d.line(tc.line)
-		if got := show(tr.cur); got != tc.want {
-			t.Errorf("%s\n got %s\nwant %s", tc.line, got, tc.want)
-		}
-	}
+	})
 }
 
 // The tracker sends a change at most every three quarters of
