@@ -17,8 +17,10 @@ import (
 	"github.com/gpuenv/gpuenv/providers/groups"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgindex"
+	"github.com/gpuenv/gpuenv/providers/loader"
 	"github.com/gpuenv/gpuenv/providers/packages"
 	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/runtime"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
 
@@ -31,6 +33,13 @@ type ObserveOptions struct {
 	// NVML replaces the host's own (host.Host.NVML); tests hand in
 	// go-nvml's mock through host.NewNVML. Nil: the host's.
 	NVML host.NVML
+	// Programs are native programs, as paths inside the root, whose
+	// libraries the loader model resolves (doctor --program).
+	Programs []string
+	// Session holds variables of the environment gpuenv was started
+	// from; the loader model adds its LD_LIBRARY_PATH. Leave it empty
+	// when the root is not this machine's.
+	Session []facts.Assignment
 }
 
 // Observe reads everything gpuenv knows how to see on h. It never fails:
@@ -77,6 +86,11 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
 
 	nameDeviceGroups(obs)
+	// The context and the loader read what the observers above found:
+	// device nodes, driver libraries, toolkits, Python environments.
+	obs.Context = runtime.Observe(h, obs)
+	obs.Loader, warns = loader.Observe(h, obs, loader.Options{Programs: opts.Programs, Session: opts.Session})
+	add(warns)
 	unfinishedPackages(obs)
 	pathsInsideRoot(obs, h.Root())
 	normalize(obs)

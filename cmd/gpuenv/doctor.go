@@ -19,7 +19,7 @@ import (
 )
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
-	var pythons []string
+	var pythons, programs []string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Find out why programs cannot use the GPU, and what fixes it",
@@ -30,7 +30,11 @@ kernel); NVML; the device nodes (nvidia-uvm included) and whether the
 invoking user (SUDO_USER under sudo) may open them; the CUDA toolkit and
 whether the driver runs it; cuDNN; each framework in each Python
 environment; CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER; and the GPUs'
-state (memory in use, compute mode, MIG).
+state (memory in use, compute mode, MIG). First it says where programs run
+(a host, a container given the GPUs or not, a user namespace, a Slurm job,
+WSL), and for each framework, the toolkit and each --program it follows
+the dynamic loader: which file each library resolves to, in ld.so's
+order, and what it shadows.
 
 Each check prints ✓ ok, ! warning, ✗ problem or - skipped, and for warnings
 and problems the observed facts it judged from and the fix: a spec change for
@@ -40,6 +44,7 @@ Exit status: 0 healthy (warnings alone do not fail), 2 problems found, 1
 doctor could not run.`,
 		Example: `  gpuenv doctor
   sudo gpuenv doctor --python /opt/venv/bin/python
+  gpuenv doctor --program /usr/local/bin/trtexec
   gpuenv doctor --json | jq '.checks[] | select(.status == "problem")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,7 +53,7 @@ doctor could not run.`,
 			if err != nil {
 				return err
 			}
-			r, err := runDoctor(cmd.Context(), g, h, pythons)
+			r, err := runDoctor(cmd.Context(), g, h, pythons, programs)
 			if err != nil {
 				return err
 			}
@@ -62,13 +67,18 @@ doctor could not run.`,
 		},
 	}
 	repeatable(cmd.Flags(), &pythons, "python", "also check the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	repeatable(cmd.Flags(), &programs, "program", "also follow the loader for the native `PROGRAM`, a path inside the root (repeatable)")
 	addJSONFlag(cmd, g)
 	return cmd
 }
 
 // runDoctor observes h and runs doctor's checks for the invoking user.
-func runDoctor(ctx context.Context, g *globalOptions, h *host.Host, pythons []string) (*doctor.Report, error) {
-	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
+func runDoctor(ctx context.Context, g *globalOptions, h *host.Host, pythons, programs []string) (*doctor.Report, error) {
+	opts := providers.ObserveOptions{Pythons: pythons, Programs: programs}
+	if h.Live() {
+		opts.Session = sessionVariables(g)
+	}
+	obs := providers.Observe(ctx, h, opts)
 	return doctorReport(g, h, obs)
 }
 
@@ -166,7 +176,7 @@ func (v *doctorHuman) Report(r *doctor.Report) error {
 		who = "user " + r.User.Name
 	}
 	p.printf("Checking %s for %s\n", v.root, who)
-	group := 0
+	group := -1
 	for _, c := range r.Checks {
 		if c.Group.Number != group {
 			group = c.Group.Number

@@ -46,7 +46,11 @@ apply and doctor work from.`,
 			if err != nil {
 				return err
 			}
-			obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
+			opts := providers.ObserveOptions{Pythons: pythons}
+			if h.Live() {
+				opts.Session = sessionVariables(g)
+			}
+			obs := providers.Observe(cmd.Context(), h, opts)
 			return v.Observation(obs)
 		},
 	}

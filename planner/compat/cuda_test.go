@@ -74,7 +74,8 @@ func TestMaxCUDAForDriver(t *testing.T) {
 		// Branches between listed ones, or newer than all, get the
 		// nearest lower branch's CUDA: a safe lower bound.
 		{"610.57.04", "13.2"},
-		{"418.87.01", ""},
+		{"418.87.01", "10.1"},
+		{"375.26", ""},
 	} {
 		if got := MaxCUDAForDriver(v(tc.driver)); str(got) != tc.cuda {
 			t.Errorf("MaxCUDAForDriver(%s) = %q, want %q", tc.driver, got, tc.cuda)

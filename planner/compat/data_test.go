@@ -21,7 +21,7 @@ func TestCheck(t *testing.T) {
 // allSources gathers the Source of every row of every table.
 func allSources() []Source {
 	var families []CUDAFamily
-	for _, m := range []uint64{10, 11, 12, 13} {
+	for _, m := range []uint64{9, 10, 11, 12, 13} {
 		f, _ := CUDAFamilyFor(m)
 		families = append(families, f)
 	}
@@ -34,7 +34,7 @@ func allSources() []Source {
 	for _, rows := range []any{
 		CUDAReleases(), families, DriverBranches(), Architectures(), GPUs(),
 		TorchReleases(), variants, TensorFlowReleases(), JAXPlugins(),
-		CuDNNBuilds(), PackageRows(), must(loadDistro()),
+		CuDNNBuilds(), PackageRows(), must(loadDistro()), FrameworkLibrariesRows(),
 	} {
 		v := reflect.ValueOf(rows)
 		for i := range v.Len() {

@@ -440,6 +440,8 @@ func Check() error {
 	add(err)
 	_, err = distroTable()
 	add(err)
+	_, err = frameworkLibrariesTable()
+	add(err)
 	return errors.Join(errs...)
 }
 

@@ -146,6 +146,7 @@ func Run(in Input) *Report {
 // checks run in the order of the groups; within a group, the order a
 // person would look.
 var checks = []func(*doctor){
+	(*doctor).runtimeContext,
 	(*doctor).pciGPUs,
 	(*doctor).pciDriver,
 	(*doctor).kernelModule,
@@ -158,12 +159,16 @@ var checks = []func(*doctor){
 	(*doctor).deviceNodes,
 	(*doctor).deviceAccess,
 	(*doctor).cudaToolkits,
+	(*doctor).loaderToolkit,
+	(*doctor).driverLibrary,
 	(*doctor).cudnn,
 	(*doctor).frameworks,
+	(*doctor).loaderFrameworks,
 	(*doctor).visibleDevices,
 	(*doctor).deviceOrder,
 	(*doctor).ldLibraryPath,
 	(*doctor).gpuState,
+	(*doctor).programs,
 }
 
 // doctor carries the input and the checks made so far.

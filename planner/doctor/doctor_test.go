@@ -471,7 +471,7 @@ func TestChecks(t *testing.T) {
 			name:    "CUDA_VISIBLE_DEVICES empty",
 			machine: machine{fixture: "ubuntu2204-working", change: writeFile("etc/profile.d/gpu.sh", "export CUDA_VISIBLE_DEVICES=\n")},
 			want: []finding{
-				{id: "env.cuda-visible-devices", status: doctor.Problem, summary: "sets it empty, which hides every GPU", evidence: []string{"/etc/profile.d/gpu.sh:1: CUDA_VISIBLE_DEVICES="}, fix: "cuda_visible_devices = []"},
+				{id: "env.cuda-visible-devices", status: doctor.Problem, summary: "sets it empty, which hides every GPU", evidence: []string{"/etc/profile.d/gpu.sh:1: CUDA_VISIBLE_DEVICES="}, fix: `cuda_visible_devices = ["0", "1", "2", "3", "4", "5", "6", "7"]`},
 			},
 		},
 		{

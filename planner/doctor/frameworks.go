@@ -293,10 +293,14 @@ func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
 			best = compatible
 		}
 		if best.Variant == "" {
-			return &Fix{Text: text + " no CUDA build of torch " + minor + " runs on this driver and GPU, so choose another release:",
-				Spec: fmt.Sprintf("framework \"pytorch\" {\n%s\n}", where)}
+			rel, pv, ok := d.torchThatRuns()
+			if !ok {
+				return &Fix{Text: text + " no CUDA build of torch in gpuenv's tables runs on this driver and GPU; upgrade the driver."}
+			}
+			return &Fix{Text: fmt.Sprintf("%s no CUDA build of torch %s runs on this driver and GPU; torch %s from %s does:", text, minor, rel, pv.IndexURL()),
+				Spec: fmt.Sprintf("framework \"pytorch\" {\n  version = \"%s.*\"\n%s\n  cuda    = %q\n}", rel, where, pv.CUDA.Trunc(2).String())}
 		}
-		return &Fix{Text: text, Spec: fmt.Sprintf("framework \"pytorch\" {\n  version = \"%s.*\"\n%s\n  cuda    = %q\n}", minor, where, best.CUDA.Trunc(2).String())}
+		return &Fix{Text: fmt.Sprintf("%s torch %s from %s:", strings.TrimSuffix(text, ":"), minor, best.IndexURL()), Spec: fmt.Sprintf("framework \"pytorch\" {\n  version = \"%s.*\"\n%s\n  cuda    = %q\n}", minor, where, best.CUDA.Trunc(2).String())}
 	case "tensorflow":
 		return &Fix{Text: fmt.Sprintf("Install TensorFlow's [and-cuda] extra in %s: it brings the CUDA and cuDNN libraries the build loads as pip wheels; with gpuenv:", env.Interpreter),
 			Spec: fmt.Sprintf("framework \"tensorflow\" {\n  version = %q\n%s\n  extras  = [\"and-cuda\"]\n}", fw.Version, where)}
@@ -370,6 +374,33 @@ func (d *doctor) tensorflowLibraries(c Check, env facts.PythonEnv, fw facts.Fram
 	}
 	c.Status = Problem
 	c.Summary = fmt.Sprintf("%s needs %s, which the host lacks: TensorFlow falls back to the CPU (\"Could not load dynamic library\")", what, strings.Join(missing, " and "))
-	c.Fix = d.gpuBuildFix(env, fw)
+	c.Fix = d.tensorflowLoaderFix(env, fw)
 	return c, true
+}
+
+// torchThatRuns is the newest PyTorch release with a CUDA variant that
+// the driver runs (exactly, else through minor-version compatibility) and
+// that carries code for every GPU: the release and wheel index a fix
+// names.
+func (d *doctor) torchThatRuns() (version.Version, compat.PyTorchVariant, bool) {
+	drv, _ := d.driverVersion()
+	for _, r := range slices.Backward(compat.TorchReleases()) {
+		var pick compat.PyTorchVariant
+		for _, pv := range slices.Backward(r.Variants) {
+			if !d.variantCoversGPUs(r.Release, pv.Variant) {
+				continue
+			}
+			if !drv.IsZero() {
+				if ok, _ := compat.DriverSupportsCUDA(drv, pv.CUDA); !ok {
+					continue
+				}
+			}
+			pick = pv
+			break
+		}
+		if pick.Variant != "" {
+			return r.Release, pick, true
+		}
+	}
+	return version.Version{}, compat.PyTorchVariant{}, false
 }

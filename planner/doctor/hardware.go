@@ -21,6 +21,8 @@ func (d *doctor) pciGPUs() {
 	o := d.obs
 	c := Check{ID: "pci.gpus", Group: GroupPCI}
 	switch {
+	case d.inWSL() && !HasGPU(o):
+		c.Status, c.Summary = Skipped, "WSL shows no PCI bus: the GPU is the Windows host's (context.wsl)"
 	case !HasGPU(o):
 		c.Status = Problem
 		c.Summary = "No NVIDIA GPU on the PCI bus"
@@ -94,6 +96,11 @@ func (d *doctor) pciDriver() {
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("No kernel driver is bound to %s", strings.Join(by["none"], ", "))
 		c.Fix = &Fix{Text: "The nvidia module must be installed and loaded: the kernel-module checks below say what stops it."}
+	case len(by["nova_core"]) > 0:
+		c.Status = Problem
+		c.Summary = fmt.Sprintf("nova_core, the kernel's newer in-tree NVIDIA driver, drives %s: the nvidia driver cannot take it (\"NVRM: GPU is already bound to NovaCore\")", strings.Join(by["nova_core"], ", "))
+		c.Fix = &Fix{Text: "Blacklist nova_core (and nova_drm) as nouveau is blacklisted, rebuild the initramfs and reboot:",
+			Commands: []string{"printf 'blacklist nova_core\\nblacklist nova_drm\\n' > /etc/modprobe.d/blacklist-nova.conf", d.initramfsCommand(), "reboot"}}
 	default:
 		c.Status = Problem
 		var others []string
@@ -167,6 +174,11 @@ func moduleFiles(k *facts.InstalledKernel) []string {
 
 func (d *doctor) kernelModule() {
 	c := Check{ID: "kernel.module", Group: GroupKernel}
+	if d.inWSL() {
+		c.Status, c.Summary = Skipped, "WSL needs no nvidia module: the Windows driver serves the GPU"
+		d.add(c)
+		return
+	}
 	if !d.hasGPU() {
 		d.skip(c, "No GPU, so no driver is needed")
 		return
@@ -238,8 +250,26 @@ func blacklistText(b facts.Blacklist) string {
 
 func (d *doctor) nouveauLoaded() bool { return NouveauLoaded(d.obs) }
 
+// hostKernelHidden reports whether the kernel's configuration (modprobe
+// files, initramfs, module trees, Secure Boot) belongs to another system
+// than the root's files: a container's host, or WSL's.
+func (d *doctor) hostKernelHidden() (bool, string) {
+	switch {
+	case d.inWSL():
+		return true, "WSL: the kernel is Microsoft's and the GPU the Windows driver's"
+	case d.obs.Context.Container != nil:
+		return true, "A container: the kernel and its configuration are the host's, not visible here"
+	}
+	return false, ""
+}
+
 func (d *doctor) kernelNouveau() {
 	c := Check{ID: "kernel.nouveau", Group: GroupKernel}
+	if hidden, why := d.hostKernelHidden(); hidden && !d.nouveauLoaded() {
+		c.Status, c.Summary = Skipped, why
+		d.add(c)
+		return
+	}
 	if !d.hasGPU() {
 		d.skip(c, "No GPU for nouveau to take")
 		return
@@ -282,6 +312,11 @@ func (d *doctor) kernelNouveau() {
 
 func (d *doctor) kernelInitramfs() {
 	c := Check{ID: "kernel.initramfs", Group: GroupKernel}
+	if hidden, why := d.hostKernelHidden(); hidden {
+		c.Status, c.Summary = Skipped, why
+		d.add(c)
+		return
+	}
 	ir := d.obs.Kernel.Initramfs
 	var files []facts.Blacklist
 	for _, b := range d.nouveauBlacklists() {
@@ -335,6 +370,11 @@ func (d *doctor) mokKey() string {
 
 func (d *doctor) kernelSecureBoot() {
 	c := Check{ID: "kernel.secure-boot", Group: GroupKernel}
+	if hidden, why := d.hostKernelHidden(); hidden {
+		c.Status, c.Summary = Skipped, why
+		d.add(c)
+		return
+	}
 	sb := d.obs.Kernel.SecureBoot
 	c.Evidence = []string{"EFI variable SecureBoot: " + orUnknownState(sb)}
 	switch {
@@ -389,6 +429,11 @@ func (d *doctor) driverInstalled() bool {
 
 func (d *doctor) kernelDKMS() {
 	c := Check{ID: "kernel.dkms", Group: GroupKernel}
+	if hidden, why := d.hostKernelHidden(); hidden {
+		c.Status, c.Summary = Skipped, why
+		d.add(c)
+		return
+	}
 	if !d.hasGPU() || !d.driverInstalled() {
 		d.skip(c, "No NVIDIA driver installed")
 		return
@@ -438,10 +483,23 @@ func (d *doctor) kernelDKMS() {
 			cmds = append(cmds, "apt-get install linux-headers-"+r)
 		}
 	}
-	for _, r := range missing {
-		cmds = append(cmds, "dkms autoinstall -k "+r)
+	text := "Build the module for each kernel (DKMS needs the kernel's headers):"
+	switch d.moduleTree() {
+	case "akmods":
+		// RPM Fusion's akmod builds at boot, or when asked.
+		text = "akmods builds the module for each kernel (it needs kernel-devel of the same release):"
+		for _, r := range missing {
+			cmds = append(cmds, "akmods --force --kernels "+r)
+		}
+	case "runfile":
+		text = "The driver was installed with NVIDIA's .run installer, which built the module for one kernel only: run the installer again for the new kernel, with --dkms so that later kernels get it by themselves:"
+		cmds = append(cmds, "sh NVIDIA-Linux-x86_64-<version>.run --dkms")
+	default:
+		for _, r := range missing {
+			cmds = append(cmds, "dkms autoinstall -k "+r)
+		}
 	}
-	c.Fix = &Fix{Text: "Build the module for each kernel (DKMS needs the kernel's headers):", Commands: cmds}
+	c.Fix = &Fix{Text: text, Commands: cmds}
 	if !hasModule(run) {
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("No nvidia module for the running kernel %s", run.Release)
@@ -468,6 +526,10 @@ func (d *doctor) nvmlInit() {
 		c.Status = Skipped
 		c.Summary = "NVML not queried: the root is not this machine's, so facts come from its files"
 	case "library_not_found", "driver_not_loaded":
+		if d.inContainerWithoutGPU() {
+			c.Status, c.Summary = Skipped, "NVML cannot start: the container was given no GPU (context.gpu-access)"
+			break
+		}
 		if !d.hasGPU() {
 			c.Status, c.Summary = Skipped, "NVML cannot start, and there is no GPU for it to manage"
 			break
@@ -588,6 +650,16 @@ func (d *doctor) nvidiaGPUCount() int {
 
 func (d *doctor) deviceNodes() {
 	c := Check{ID: "devices.nodes", Group: GroupDevices}
+	switch {
+	case d.inWSL():
+		c.Status, c.Summary = Skipped, "WSL reaches the GPU through /dev/dxg, not /dev/nvidia*"
+		d.add(c)
+		return
+	case d.inContainerWithoutGPU():
+		c.Status, c.Summary = Skipped, "The container was given no GPU (context.gpu-access)"
+		d.add(c)
+		return
+	}
 	if !d.moduleLoaded() {
 		d.skip(c, "The nvidia module is not loaded, so it has made no device nodes")
 		return
@@ -601,8 +673,23 @@ func (d *doctor) deviceNodes() {
 	}
 	var missing, notChar []string
 	want := []string{"/dev/nvidiactl", "/dev/nvidia-uvm"}
-	for i := 0; i < d.nvidiaGPUCount(); i++ {
-		want = append(want, fmt.Sprintf("/dev/nvidia%d", i))
+	// A GPU's node is numbered by its minor, not its index: a container
+	// given GPU 1 alone has /dev/nvidia1 and NVML's GPU 0. Enough GPU
+	// nodes, whatever their numbers, is what counts.
+	var gpuNodes []string
+	for p := range have {
+		if gpuNode.MatchString(p) {
+			gpuNodes = append(gpuNodes, p)
+		}
+	}
+	slices.Sort(gpuNodes)
+	want = append(want, gpuNodes...)
+	for i := 0; len(gpuNodes) < d.nvidiaGPUCount(); i++ {
+		p := fmt.Sprintf("/dev/nvidia%d", i)
+		if _, ok := have[p]; !ok {
+			want = append(want, p)
+			gpuNodes = append(gpuNodes, p)
+		}
 	}
 	for _, p := range want {
 		n, ok := have[p]
@@ -674,6 +761,10 @@ func (d *doctor) deviceAccess() {
 		}
 	}
 	switch {
+	case d.obs.Context.UserNamespace != nil && len(d.obs.Context.UserNamespace.UnmappedNodes) > 0:
+		c.Status, c.Summary = Skipped, "The device nodes' owners are not mapped into this user namespace (context.user-namespace)"
+		d.add(c)
+		return
 	case u == nil:
 		d.skip(c, "The invoking user is unknown")
 		return
@@ -755,4 +846,17 @@ func (d *doctor) deviceAccess() {
 		}
 	}
 	d.add(c)
+}
+
+// moduleTree is who installed the nvidia modules on disk, from the files
+// found for any kernel: "akmods", "runfile", "dkms", "kmod" or "".
+func (d *doctor) moduleTree() string {
+	for _, k := range d.obs.Kernel.Installed {
+		for _, m := range k.NvidiaModules {
+			if m.Tree != "" {
+				return m.Tree
+			}
+		}
+	}
+	return ""
 }

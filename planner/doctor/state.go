@@ -45,7 +45,11 @@ func (d *doctor) visibleDevices() {
 			case IsDeviceIndex(e):
 				i, _ := strconv.Atoi(e)
 				if i >= n {
-					bad = append(bad, fmt.Sprintf("%s names GPU %s, but the host has %s (0 to %d)", where(a), e, plural(n, "GPU"), n-1))
+					if n == 0 {
+						bad = append(bad, fmt.Sprintf("%s names GPU %s, but the host shows no GPU", where(a), e))
+					} else {
+						bad = append(bad, fmt.Sprintf("%s names GPU %s, but the host has %s (0 to %d)", where(a), e, plural(n, "GPU"), n-1))
+					}
 					continue
 				}
 				good = append(good, e)
@@ -70,15 +74,28 @@ func (d *doctor) visibleDevices() {
 	}
 	c.Status = Problem
 	c.Summary = "CUDA_VISIBLE_DEVICES hides GPUs: " + strings.Join(bad, "; ")
-	spec := "environment {\n  cuda_visible_devices = []\n}"
-	if len(good) > 0 {
-		var q []string
-		for _, g := range good {
-			q = append(q, strconv.Quote(g))
-		}
-		spec = fmt.Sprintf("environment {\n  cuda_visible_devices = [%s]\n}", strings.Join(q, ", "))
+	var files []string
+	for _, a := range as {
+		files = append(files, where(a))
 	}
-	c.Fix = &Fix{Text: "Remove the setting to show every GPU, or name existing ones; with gpuenv, which writes it to /etc/profile.d and systemd:", Spec: spec}
+	text := fmt.Sprintf("Remove the setting (%s) to show every GPU, or name existing ones", strings.Join(files, ", "))
+	// A fix names GPUs that exist: the valid entries, else every GPU.
+	// An empty list would hide them all again.
+	if len(good) == 0 {
+		for i := range n {
+			good = append(good, strconv.Itoa(i))
+		}
+	}
+	if len(good) == 0 {
+		c.Fix = &Fix{Text: text + "."}
+		d.add(c)
+		return
+	}
+	var q []string
+	for _, g := range good {
+		q = append(q, strconv.Quote(g))
+	}
+	c.Fix = &Fix{Text: text + "; with gpuenv, which writes it to /etc/profile.d and systemd:", Spec: fmt.Sprintf("environment {\n  cuda_visible_devices = [%s]\n}", strings.Join(q, ", "))}
 	d.add(c)
 }
 
@@ -156,8 +173,16 @@ func (d *doctor) gpuState() {
 			}
 			mem.Evidence = append(mem.Evidence, fmt.Sprintf("GPU %d (%s): pid %d %s holds %s", g.Index, g.UUID, p.PID, name, bytesText(p.UsedMemory)))
 		}
-		if len(g.Processes) > 0 || g.MemoryTotal > 0 && g.MemoryUsed > g.MemoryTotal/20 {
-			busy = append(busy, fmt.Sprintf("GPU %d (%s of %s used)", g.Index, bytesText(g.MemoryUsed), bytesText(g.MemoryTotal)))
+		// NVML's used memory can read 0 while its process list shows
+		// allocations (MIG, some vGPU setups): the larger is the truth.
+		used := g.MemoryUsed
+		var held uint64
+		for _, p := range g.Processes {
+			held += p.UsedMemory
+		}
+		used = max(used, held)
+		if len(g.Processes) > 0 || g.MemoryTotal > 0 && used > g.MemoryTotal/20 {
+			busy = append(busy, fmt.Sprintf("GPU %d (%s of %s used)", g.Index, bytesText(used), bytesText(g.MemoryTotal)))
 		}
 		switch {
 		case g.ComputeMode == "prohibited":

@@ -34,6 +34,12 @@ type Observation struct {
 	// the GPU-relevant packages they offer.
 	PackageIndexes PackageIndexes `json:"package_indexes"`
 
+	// Context is where programs on the root run: host, container, WSL,
+	// batch job.
+	Context RuntimeContext `json:"context"`
+	// Loader is which library file each GPU program loads.
+	Loader Loader `json:"loader"`
+
 	// Problems are what the observation shows to be wrong with the GPU
 	// stack as it stands, each found from facts above.
 	Problems []Problem `json:"problems"`

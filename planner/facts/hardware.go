@@ -106,6 +106,11 @@ type ModuleFile struct {
 	// Version is read from the file name or DKMS tree when it says;
 	// empty when only the module's own metadata would tell.
 	Version string `json:"version,omitempty"`
+	// Tree is who put it there, from its directory: "dkms"
+	// (updates/dkms), "akmods" (extra/nvidia, RPM Fusion's akmod), "runfile"
+	// (kernel/drivers/video, NVIDIA's .run installer), "kmod" (a
+	// distribution's or NVIDIA's prebuilt package); "" when unknown.
+	Tree string `json:"tree,omitempty"`
 }
 
 // DKMSBuild is one /var/lib/dkms/<module>/<version>/<kernel>/<arch> entry.

@@ -336,7 +336,23 @@ func (o *observer) kernels() {
 // moduleDirs are where nvidia modules live below /lib/modules/<release>:
 // DKMS builds (Debian, Ubuntu), DKMS and precompiled kmods (RHEL), and
 // Ubuntu's signed prebuilt linux-modules-nvidia packages.
-var moduleDirs = []string{"updates/dkms", "updates", "extra", "extra/drivers/video/nvidia", "kernel/nvidia-*"}
+var moduleDirs = []string{"updates/dkms", "updates", "extra", "extra/nvidia", "extra/drivers/video/nvidia", "kernel/nvidia-*", "kernel/drivers/video"}
+
+// moduleTree says who installs modules into a directory below
+// /lib/modules/<release>: DKMS (updates/dkms, and extra on RHEL when a
+// DKMS record names the module), RPM Fusion's akmods (extra/nvidia),
+// NVIDIA's .run installer (kernel/drivers/video), or a prebuilt package.
+func moduleTree(dir string, dkms bool) string {
+	switch {
+	case dir == "updates/dkms" || dir == "extra" && dkms:
+		return "dkms"
+	case dir == "extra/nvidia":
+		return "akmods"
+	case dir == "kernel/drivers/video":
+		return "runfile"
+	}
+	return "kmod"
+}
 
 func (o *observer) moduleFiles(rel string, dkms []facts.DKMSBuild) []facts.ModuleFile {
 	var out []facts.ModuleFile
@@ -346,7 +362,7 @@ func (o *observer) moduleFiles(rel string, dkms []facts.DKMSBuild) []facts.Modul
 			if !coreModule(path.Base(m)) {
 				continue
 			}
-			mf := facts.ModuleFile{Path: m}
+			mf := facts.ModuleFile{Path: m, Tree: moduleTree(d, len(dkms) > 0)}
 			if d == "updates/dkms" || d == "extra" {
 				// DKMS installs there (Debian's and RHEL's destinations)
 				// the build of the version it records for this kernel;

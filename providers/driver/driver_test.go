@@ -96,7 +96,7 @@ func TestWorkingDGX(t *testing.T) {
 	running := obs.Kernel.Installed[0]
 	wantK := facts.InstalledKernel{
 		Release: "5.15.0-105-generic", Running: true, Headers: true,
-		NvidiaModules: []facts.ModuleFile{{Path: "/lib/modules/5.15.0-105-generic/updates/dkms/nvidia.ko", Version: "550.54.15"}},
+		NvidiaModules: []facts.ModuleFile{{Path: "/lib/modules/5.15.0-105-generic/updates/dkms/nvidia.ko", Version: "550.54.15", Tree: "dkms"}},
 		DKMS:          []facts.DKMSBuild{{Module: "nvidia", Version: "550.54.15", Arch: "x86_64", Built: true}},
 	}
 	if diff := cmp.Diff(wantK, running); diff != "" {

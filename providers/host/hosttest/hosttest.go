@@ -20,6 +20,9 @@
 //	                             binary files such as efivars, which txtar
 //	                             cannot hold (it ends every file with a
 //	                             newline)
+//	ldcache PATH SONAME LIBRARY  an x86_64 entry added to the loader cache
+//	                             at PATH (glibc's binary format, as ldconfig
+//	                             writes /etc/ld.so.cache), made when absent
 //
 // Directives run in order after the files are written.
 package hosttest
@@ -41,6 +44,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/ldcache"
 )
 
 // Manifest is the name of the archive member holding directives.
@@ -150,7 +154,7 @@ func BuildArchive(ar *txtar.Archive, root, testdata string) error {
 }
 
 func apply(root, testdata string, f []string) error {
-	want := map[string]int{"symlink": 3, "dir": 2, "mode": 3, "mtime": 3, "owner": 4, "chardev": 4, "include": 3, "bytes": 3}
+	want := map[string]int{"symlink": 3, "dir": 2, "mode": 3, "mtime": 3, "owner": 4, "chardev": 4, "include": 3, "bytes": 3, "ldcache": 4}
 	if n, ok := want[f[0]]; !ok {
 		return fmt.Errorf("unknown directive %q", f[0])
 	} else if len(f) != n {
@@ -205,6 +209,17 @@ func apply(root, testdata string, f []string) error {
 			}
 		}
 		return os.WriteFile(p, nil, 0o666)
+	case "ldcache":
+		var entries []ldcache.Entry
+		if data, err := os.ReadFile(p); err == nil {
+			c, err := ldcache.Parse(data)
+			if err != nil {
+				return err
+			}
+			entries = c.Entries
+		}
+		entries = append(entries, ldcache.Entry{Soname: f[2], Path: f[3], Flags: ldcache.ArchX8664})
+		return os.WriteFile(p, ldcache.Write(entries), 0o644)
 	case "bytes":
 		data, err := hex.DecodeString(f[2])
 		if err != nil {
