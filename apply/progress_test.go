@@ -96,7 +96,7 @@ func TestProgressEventsOfAnAptTransaction(t *testing.T) {
 	if err := applytest.WriteArchive(fx.Archive, dkmsDeb); err != nil {
 		t.Fatal(err)
 	}
-	fx.runner.Env = append(fx.runner.Env, applytest.EnvPace+"=100ms")
+	fx.runner.Env = append(fx.runner.Env, applytest.EnvPace+"=150ms")
 	var ev events
 	o := fx.opts(nil)
 	o.Events = ev.add
@@ -179,7 +179,7 @@ func TestProgressEventsOfAnAptTransaction(t *testing.T) {
 // dpkg itself: its --status-fd lines are the progress of the undo.
 func TestProgressEventsOfDpkgRepair(t *testing.T) {
 	fx := newFixture(t)
-	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:install@reinstreq", applytest.EnvPace+"=100ms")
+	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:install@reinstreq", applytest.EnvPace+"=150ms")
 	var ev events
 	o := fx.opts(nil)
 	o.Events = ev.add
