@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/containers"
 )
 
 // fileExecutor writes and removes files gpuenv manages, keeping their
@@ -121,7 +122,15 @@ func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *planner.FileOp
 		if mode == 0 {
 			mode = defaultFileMode
 		}
-		if err := x.writeFile(op.Path, []byte(op.Content), mode, op.UID, op.GID); err != nil {
+		content := []byte(op.Content)
+		if op.Generate == planner.GenerateCDI {
+			text, err := containers.RegenerateCDI(ctx, x.Host)
+			if err != nil {
+				return fmt.Errorf("making the CDI spec: %w", err)
+			}
+			content = []byte(text)
+		}
+		if err := x.writeFile(op.Path, content, mode, op.UID, op.GID); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -88,6 +89,23 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 	for _, m := range ix.Missing {
 		src := classify(obs.OS, m, siteOf(m.URI), nil, repoURLs)
 		a.unfetched[src] = append(a.unfetched[src], m.URI)
+	}
+	if obs.OS.ID == "debian" {
+		// Debian's GPU packages live in contrib and non-free, which a
+		// default installation does not enable and the plan enables
+		// first: until apt has fetched those components' lists, what the
+		// distribution offers is known only after apply.
+		have := map[string]bool{}
+		for i := range ix.Indexes {
+			if a.source[ix.Indexes[i].Path] == spec.SourceDistro {
+				have[ix.Indexes[i].Source.Component] = true
+			}
+		}
+		for _, c := range compat.DistroComponents(obs.OS.ID, obs.OS.VersionID) {
+			if !have[c] {
+				a.unfetched[spec.SourceDistro] = append(a.unfetched[spec.SourceDistro], c)
+			}
+		}
 	}
 	for _, u := range repoURLs {
 		if !fetched[u] {

@@ -149,3 +149,31 @@ func TestResolveSaysWhenPriorityDecides(t *testing.T) {
 		t.Errorf("driver %s %s", d.Driver.Source, d.Driver.Versions)
 	}
 }
+
+// TestDebianComponentsNotEnabled: a default Debian 12 host fetches the
+// lists of main alone, and the NVIDIA packages are in contrib and
+// non-free, which the plan enables first. Until they are fetched, the
+// archive does not know what the distribution offers, rather than
+// knowing it offers nothing; with them fetched, it knows.
+func TestDebianComponentsNotEnabled(t *testing.T) {
+	const main = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_binary-amd64_Packages"
+	index := func(path, component string) facts.PackageIndex {
+		return facts.PackageIndex{Path: path, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm", Component: component},
+			Site: "deb.debian.org", Release: &facts.ReleaseData{Origin: "Debian", Suite: "stable", Codename: "bookworm"}, Priority: 500, PriorityFrom: "default"}
+	}
+	obs := machine(debian12)
+	obs.PackageIndexes = facts.PackageIndexes{Manager: "apt", Indexes: []facts.PackageIndex{index(main, "main")}}
+	a := NewArchive(obs, nil)
+	if a.Knows(spec.SourceDistro) {
+		t.Errorf("with main alone fetched, the archive claims to know what Debian offers")
+	}
+	if !a.Configured(spec.SourceDistro) {
+		t.Errorf("Debian's archive is configured, but the archive says it is not")
+	}
+	obs.PackageIndexes.Indexes = append(obs.PackageIndexes.Indexes,
+		index(strings.ReplaceAll(main, "_main_", "_contrib_"), "contrib"),
+		index(strings.ReplaceAll(main, "_main_", "_non-free_"), "non-free"))
+	if !NewArchive(obs, nil).Knows(spec.SourceDistro) {
+		t.Errorf("with main, contrib and non-free fetched, the archive does not know what Debian offers")
+	}
+}

@@ -44,13 +44,16 @@ const (
 	// pins and priorities that apply to them: the versions a step
 	// installs were chosen from them.
 	FactsIndexes = "package_indexes"
+	// FactsContainers are the container toolkit, the engines'
+	// configuration files and the CDI specs, by digest.
+	FactsContainers = "containers"
 )
 
 // allSections is every section, in the order digests are listed.
 var allSections = []string{
 	FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsDevices, FactsDeviceNodes,
 	FactsPackages, FactsRepos, FactsRepoFiles, FactsCUDA, FactsCuDNN, FactsPython, FactsGroups, FactsEnvironment, FactsInit,
-	FactsUnits, FactsIndexes,
+	FactsUnits, FactsIndexes, FactsContainers,
 }
 
 // sectionsFor lists the sections a step's resource is decided from.
@@ -74,6 +77,8 @@ func sectionsFor(address string) []string {
 		return []string{FactsCUDA, FactsEnvironment, FactsInit}
 	case LayerDevices:
 		return []string{FactsPCI, FactsNVML, FactsDevices, FactsInit, FactsUnits}
+	case LayerContainers:
+		return []string{FactsOS, FactsDriver, FactsDeviceNodes, FactsPackages, FactsInit, FactsContainers}
 	}
 	return allSections
 }
@@ -213,6 +218,8 @@ func section(name string, obs *facts.Observation) any {
 		return obs.Init
 	case FactsUnits:
 		return obs.Units
+	case FactsContainers:
+		return obs.Containers
 	case FactsIndexes:
 		// The sources without an index are the repositories section's
 		// business; this one covers the indexes a plan chose from.

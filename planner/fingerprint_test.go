@@ -34,6 +34,7 @@ func TestFingerprintStaleness(t *testing.T) {
 	groupPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "group.video", Action: Update}}}
 	devicePlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "device.all", Action: Update}}}
 	emptyPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{}}
+	enginePlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "container_toolkit.engine.docker", Action: Update}}}
 	repoPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "repository.cuda", Action: Create}}}
 	packagePlan := func(s Step) *Plan {
 		p := &Plan{FormatVersion: FormatVersion, Steps: []Step{s}}
@@ -106,6 +107,15 @@ func TestFingerprintStaleness(t *testing.T) {
 			}, []string{FactsUnits}},
 		{"a unit under a group plan", groupPlan, func(o *facts.Observation) {
 			o.Units = []facts.Unit{{Name: "nvidia-persistenced.service", Enabled: true}}
+		}, nil}, {"an engine's configuration under its plan", enginePlan, func(o *facts.Observation) {
+			o.Containers.Engines = []facts.EngineConfig{{Engine: "docker", Path: "/etc/docker/daemon.json", Exists: true, SHA256: "00", Content: "{}"}}
+		}, []string{FactsContainers}},
+		{"the CDI spec under a CDI plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "container_toolkit.cdi", Action: Update}}},
+			func(o *facts.Observation) {
+				o.Containers.CDISpecs = []facts.CDISpec{{Path: "/etc/cdi/nvidia.yaml", SHA256: "00", Kind: "nvidia.com/gpu"}}
+			}, []string{FactsContainers}},
+		{"an engine's configuration under a driver plan", driverPlan, func(o *facts.Observation) {
+			o.Containers.Engines = []facts.EngineConfig{{Engine: "docker", Path: "/etc/docker/daemon.json", Exists: true, SHA256: "00"}}
 		}, nil},
 	}
 	for _, tt := range tests {

@@ -31,7 +31,11 @@ const (
 	// two; with the device settings they start once everything is in.
 	LayerDriverSettings
 	LayerDevices // NVML settings, once the driver is in place
-	LayerOther   // an address of a kind the planner does not know, last
+	// LayerContainers is the container toolkit, the engines' runtime
+	// entries and the CDI spec, which names the driver's files: after
+	// everything it describes is in place.
+	LayerContainers
+	LayerOther // an address of a kind the planner does not know, last
 )
 
 var layerNames = [...]string{
@@ -48,6 +52,7 @@ var layerNames = [...]string{
 	LayerEnvironment:    "environment",
 	LayerDriverSettings: "driver-settings",
 	LayerDevices:        "devices",
+	LayerContainers:     "containers",
 	LayerOther:          "other",
 }
 
@@ -91,6 +96,8 @@ func LayerOf(address string) Layer {
 		return LayerEnvironment
 	case "device":
 		return LayerDevices
+	case "container_toolkit":
+		return LayerContainers
 	}
 	return LayerOther
 }

@@ -107,6 +107,11 @@ type Step struct {
 	//	                   environment for the same framework adds its
 	//	                   key: "framework.pytorch[/opt/venv]")
 	//	group.<name>, environment, device.<selector>
+	//	container_toolkit  the NVIDIA container toolkit's packages
+	//	container_toolkit.engine.<engine>
+	//	                   the NVIDIA runtime in an engine's configuration
+	//	container_toolkit.cdi
+	//	                   the CDI spec, /etc/cdi/nvidia.yaml
 	Address string `json:"address"`
 	Action  Action `json:"action"`
 	// Before and After are the resource's observed and desired values, by
@@ -246,7 +251,15 @@ type FileOp struct {
 	// once more after it is restored: ["ldconfig"], ["systemctl",
 	// "daemon-reload"].
 	After []string `json:"after,omitempty"`
+	// Generate, instead of Content, names what apply makes the file's
+	// content from when the operation runs, from the host's files as the
+	// steps before it left them: GenerateCDI, the CDI spec of a driver
+	// this plan installs.
+	Generate string `json:"generate,omitempty"`
 }
+
+// GenerateCDI is FileOp.Generate for the CDI spec.
+const GenerateCDI = "cdi"
 
 // GroupOp creates a group when missing and changes its members.
 type GroupOp struct {

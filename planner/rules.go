@@ -43,6 +43,7 @@ type managedDir struct {
 //	environment  profile.d, ld.so.conf.d, systemd's system.conf.d
 //	kernel       modprobe.d (the nouveau blacklist)
 //	devices      systemd's unit directory, for its own unit only
+//	containers   the engines' configuration files and the CDI spec
 var managedDirs = []managedDir{
 	{dir: "/etc/apt/sources.list.d"},
 	{dir: "/etc/apt/preferences.d"},
@@ -52,6 +53,10 @@ var managedDirs = []managedDir{
 	{dir: "/etc/systemd/system.conf.d"},
 	{dir: "/etc/modprobe.d"},
 	{dir: "/etc/systemd/system", names: []string{"gpuenv-compute-mode.service"}},
+	{dir: "/etc/docker", names: []string{"daemon.json"}},
+	{dir: "/etc/containerd", names: []string{"config.toml"}},
+	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}},
+	{dir: "/etc/cdi", names: []string{"nvidia.yaml"}},
 }
 
 // followUps are the commands a file operation may run after the file
@@ -63,6 +68,10 @@ var followUps = [][]string{
 	{"apt-get", "update"},
 	{"dnf", "makecache"},
 	{"update-initramfs", "-u"},
+	// The container engines read their runtimes when they start.
+	{"systemctl", "restart", "docker"},
+	{"systemctl", "restart", "containerd"},
+	{"systemctl", "restart", "crio"},
 }
 
 // units are the systemd units a service operation may enable or disable:
@@ -279,6 +288,9 @@ func checkFile(f *FileOp) error {
 	if f.Remove && (f.Content != "" || f.Mode != 0) {
 		return fmt.Errorf("file operation: removing %s with content or a mode", f.Path)
 	}
+	if err := checkGenerate(f); err != nil {
+		return fmt.Errorf("file operation: %w", err)
+	}
 	if f.Mode&^0o755 != 0 {
 		return fmt.Errorf("file operation: mode %#o of %s: gpuenv writes files only root may change, without setuid, setgid or sticky bits", f.Mode, f.Path)
 	}
@@ -287,6 +299,26 @@ func checkFile(f *FileOp) error {
 	}
 	if err := CheckFollowUp(f.After); err != nil {
 		return fmt.Errorf("file operation: %w", err)
+	}
+	return nil
+}
+
+// generated are the files whose content apply makes (FileOp.Generate),
+// by what makes it.
+var generated = map[string]string{GenerateCDI: "/etc/cdi/nvidia.yaml"}
+
+func checkGenerate(f *FileOp) error {
+	if f.Generate == "" {
+		return nil
+	}
+	want, ok := generated[f.Generate]
+	switch {
+	case !ok:
+		return fmt.Errorf("%s: apply generates no %q content", f.Path, f.Generate)
+	case f.Path != want:
+		return fmt.Errorf("%s: %s content is written only to %s", f.Path, f.Generate, want)
+	case f.Remove || f.Content != "":
+		return fmt.Errorf("%s: generated content with content of its own, or a removal", f.Path)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/cuda"
 	"github.com/gpuenv/gpuenv/providers/cudnn"
 	"github.com/gpuenv/gpuenv/providers/devices"
@@ -84,6 +85,8 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	obs.Environment, warns = environment.Observe(h)
 	add(warns)
 	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
+	obs.Containers, warns = containers.Observe(h, obs.Packages, obs.Driver)
+	add(warns)
 
 	nameDeviceGroups(obs)
 	// The context and the loader read what the observers above found:

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/cuda"
 	"github.com/gpuenv/gpuenv/providers/cudnn"
 	"github.com/gpuenv/gpuenv/providers/devices"
@@ -29,6 +30,7 @@ func Planners() []planner.Provider {
 		groups.Provider{},
 		environment.Provider{},
 		devices.Provider{},
+		containers.Provider{},
 	}
 }
 

@@ -301,6 +301,7 @@ var (
 	kernelModules    = []string{string(KernelModulesOpen), string(KernelModulesProprietary), string(KernelModulesNone)}
 	deviceOrders     = []string{string(DeviceOrderPCIBusID), string(DeviceOrderFastestFirst)}
 	computeModes     = []string{string(ComputeModeDefault), string(ComputeModeExclusiveProcess), string(ComputeModeProhibited)}
+	engineNames      = []string{string(EngineDocker), string(EngineContainerd), string(EngineCRIO), string(EnginePodman)}
 )
 
 func enumAttr[T ~string](a Attr[string]) Attr[T] {
@@ -316,7 +317,7 @@ func (l *loader) decodeResources(blocks hcl.Blocks) {
 
 	for _, blk := range blocks {
 		switch blk.Type {
-		case "driver", "cuda", "cudnn", "environment":
+		case "driver", "cuda", "cudnn", "environment", "container_toolkit":
 			if prev, ok := singletons[blk.Type]; ok {
 				l.errorf(blk.DefRange.Ptr(), "Duplicate "+blk.Type+" block",
 					"A spec may contain only one %s block; the first one is at %s.", blk.Type, prev.DefRange)
@@ -334,6 +335,8 @@ func (l *loader) decodeResources(blocks hcl.Blocks) {
 			l.spec.CuDNN = l.decodeCuDNN(blk)
 		case "environment":
 			l.spec.Environment = l.decodeEnvironment(blk)
+		case "container_toolkit":
+			l.spec.ContainerToolkit = l.decodeContainerToolkit(blk)
 		case "framework":
 			f := l.decodeFramework(blk)
 			if f == nil {

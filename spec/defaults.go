@@ -55,6 +55,8 @@ func Defaults() []Default {
 		{"repository", "components", "[]", false},
 		{"repository", "priority", fmt.Sprint(DefaultPriority), false},
 		{"group", "exclusive", "false", false},
+		{"container_toolkit", "engines", "[]", false},
+		{"container_toolkit", "cdi", "true when engines lists \"podman\"; otherwise false", false},
 		{"every block", "absent", "false", false},
 	}
 }

@@ -57,15 +57,16 @@ func TestEffectiveIndexURL(t *testing.T) {
 // Every default names a block and attribute the language has.
 func TestDefaultsNameRealAttributes(t *testing.T) {
 	attrs := map[string][]string{
-		"driver":      {"version", "kernel_modules", "source", "persistence_mode", "blacklist_nouveau", "hold"},
-		"cuda":        {"version", "source", "path", "set_environment"},
-		"cudnn":       {"version", "source"},
-		"framework":   {"version", "source", "python", "venv", "cuda", "index_url", "extras"},
-		"repository":  {"url", "keyring", "suites", "components", "priority"},
-		"group":       {"members", "exclusive"},
-		"environment": {"cuda_visible_devices", "cuda_device_order", "variables"},
-		"device":      {"compute_mode"},
-		"every block": {"absent"},
+		"driver":            {"version", "kernel_modules", "source", "persistence_mode", "blacklist_nouveau", "hold"},
+		"cuda":              {"version", "source", "path", "set_environment"},
+		"cudnn":             {"version", "source"},
+		"framework":         {"version", "source", "python", "venv", "cuda", "index_url", "extras"},
+		"repository":        {"url", "keyring", "suites", "components", "priority"},
+		"group":             {"members", "exclusive"},
+		"environment":       {"cuda_visible_devices", "cuda_device_order", "variables"},
+		"device":            {"compute_mode"},
+		"container_toolkit": {"version", "engines", "cdi", "default_runtime"},
+		"every block":       {"absent"},
 	}
 	for _, d := range Defaults() {
 		found := false

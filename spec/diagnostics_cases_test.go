@@ -12,6 +12,13 @@ type diagCase struct {
 const uuidA = "5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d"
 
 var diagCases = []diagCase{
+	{name: "container toolkit podman without cdi", src: "container_toolkit {\n  engines = [\"docker\", \"podman\"]\n  cdi     = false\n}\n"},
+	{name: "container toolkit unknown engine", src: "container_toolkit {\n  engines = [\"dokcer\", \"lxc\"]\n}\n"},
+	{name: "container toolkit duplicate engine", src: "container_toolkit {\n  engines = [\"containerd\", \"crio\", \"containerd\"]\n}\n"},
+	{name: "container toolkit unsatisfiable version", src: "container_toolkit {\n  version = \"1.17.*, 1.16.*\"\n}\n"},
+	{name: "container toolkit default runtime without engine", src: "container_toolkit {\n  engines         = [\"podman\"]\n  default_runtime = true\n}\n"},
+	{name: "container toolkit absent with engines", src: "container_toolkit {\n  absent  = true\n  engines = [\"docker\"]\n}\n"},
+	{name: "duplicate container toolkit", src: "container_toolkit {\n}\ncontainer_toolkit {\n}\n"},
 	{name: "syntax error", src: "driver {\n  version = \n}\n"},
 	{name: "syntax error unclosed block", src: "driver {\n  version = \"550.*\"\n"},
 	{name: "unknown block", src: "drivr {\n}\n"},

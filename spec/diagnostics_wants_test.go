@@ -3,6 +3,28 @@ package spec
 // diagWants holds the exact diagnostics each case in diagCases must produce:
 // severity, summary, detail and subject range.
 var diagWants = map[string][]diag{
+	"container toolkit podman without cdi": {
+		{"error", "Podman needs the CDI spec", "engines lists \"podman\" (at spec.hcl:2,24-32), which finds GPUs only through a CDI spec and has no runtime entry to configure; with cdi = false no container it starts can use a GPU. Set cdi = true, or remove \"podman\" from engines.", "spec.hcl:3,13-18"},
+	},
+	"container toolkit unknown engine": {
+		{"error", "Invalid engine", "gpuenv configures the engines \"docker\", \"containerd\", \"crio\" and \"podman\"; \"dokcer\" is not one of them. Did you mean \"docker\"?", "spec.hcl:2,14-22"},
+		{"error", "Invalid engine", "gpuenv configures the engines \"docker\", \"containerd\", \"crio\" and \"podman\"; \"lxc\" is not one of them.", "spec.hcl:2,24-29"},
+	},
+	"container toolkit duplicate engine": {
+		{"error", "Duplicate engine", "The engine \"containerd\" is listed twice in engines; the first is at spec.hcl:2,14-26.", "spec.hcl:2,36-48"},
+	},
+	"container toolkit unsatisfiable version": {
+		{"error", "Unsatisfiable version constraint", "No version can satisfy \"1.17.*, 1.16.*\": its bounds exclude each other. Check the comparison operators and the numbers.", "spec.hcl:2,13-29"},
+	},
+	"container toolkit default runtime without engine": {
+		{"error", "No engine for the default runtime", "default_runtime = true makes the NVIDIA runtime the default of the engines that have runtime entries (\"docker\", \"containerd\" and \"crio\"), and engines lists none of them. Add the engine, or remove default_runtime.", "spec.hcl:3,21-25"},
+	},
+	"container toolkit absent with engines": {
+		{"error", "Attribute not allowed with absent = true", "This container_toolkit block has absent = true, which removes the NVIDIA container toolkit, so \"engines\" has no meaning here. Remove \"engines\", or remove absent = true to manage the NVIDIA container toolkit.", "spec.hcl:3,3-10"},
+	},
+	"duplicate container toolkit": {
+		{"error", "Duplicate container_toolkit block", "A spec may contain only one container_toolkit block; the first one is at spec.hcl:1,1-18.", "spec.hcl:3,1-18"},
+	},
 	"syntax error": {
 		{"error", "Invalid expression", "Expected the start of an expression, but found an invalid expression token.", "spec.hcl:2,13-3,1"},
 	},

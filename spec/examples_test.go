@@ -87,6 +87,26 @@ func TestExamples(t *testing.T) {
 				t.Errorf("index = %s", torch.EffectiveIndexURL())
 			}
 		},
+		"containers": func(t *testing.T, s *Spec) {
+			c := s.ContainerToolkit
+			if c == nil {
+				t.Fatal("no container_toolkit block")
+			}
+			if !c.Version.Value.Check(version.MustParse("1.17.8")) || c.Version.Value.Check(version.MustParse("1.18.0")) {
+				t.Errorf("toolkit version = %s", c.Version.Value)
+			}
+			for _, e := range []Engine{EngineDocker, EngineContainerd, EnginePodman} {
+				if !c.HasEngine(e) {
+					t.Errorf("engine %s is not configured", e)
+				}
+			}
+			if !c.EffectiveCDI() {
+				t.Error("podman needs the CDI spec")
+			}
+			if len(s.Repositories) != 2 || s.Repositories[0].Name != "nvidia-container-toolkit" {
+				t.Errorf("repositories = %+v", s.Repositories)
+			}
+		},
 		"variables": func(t *testing.T, s *Spec) {
 			wantCUDA(t, s, "12.4.1")
 			wantCuDNN(t, s, "9.1.0.70")

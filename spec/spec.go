@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"slices"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
@@ -28,6 +30,9 @@ type Spec struct {
 	Groups       []*Group
 	Environment  *Environment
 	Devices      []*Device
+	// ContainerToolkit is the host's container GPU support: NVIDIA's
+	// container toolkit, the engines' runtime entries, the CDI spec.
+	ContainerToolkit *ContainerToolkit
 
 	Variables []*Variable
 	// Locals holds the value of every local, by name.
@@ -222,6 +227,38 @@ type Device struct {
 	Selector      string
 	SelectorRange hcl.Range
 	ComputeMode   Attr[ComputeMode]
+}
+
+// Engine names a container engine whose GPU support gpuenv configures.
+type Engine string
+
+const (
+	EngineDocker     Engine = "docker"
+	EngineContainerd Engine = "containerd"
+	EngineCRIO       Engine = "crio"
+	// EnginePodman reads GPUs from the CDI spec and has no runtime entry.
+	EnginePodman Engine = "podman"
+)
+
+// ContainerToolkit is the container_toolkit block: NVIDIA's container
+// toolkit, the NVIDIA runtime in each engine's configuration, and the CDI
+// spec that names the GPUs for engines that read one.
+type ContainerToolkit struct {
+	Block
+	Version Attr[version.Constraint]
+	// Engines are the engines whose configuration gains the NVIDIA
+	// runtime (podman's needs none: it reads the CDI spec).
+	Engines Attr[[]Engine]
+	// CDI writes the CDI spec for every GPU, /etc/cdi/nvidia.yaml.
+	CDI Attr[bool]
+	// DefaultRuntime makes the NVIDIA runtime the engines' default, as
+	// nvidia-ctk runtime configure --set-as-default does.
+	DefaultRuntime Attr[bool]
+}
+
+// HasEngine reports whether the block configures engine e.
+func (c *ContainerToolkit) HasEngine(e Engine) bool {
+	return slices.Contains(c.Engines.Value, e)
 }
 
 // AllDevices is the selector that picks every GPU.

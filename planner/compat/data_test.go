@@ -34,7 +34,7 @@ func allSources() []Source {
 	for _, rows := range []any{
 		CUDAReleases(), families, DriverBranches(), Architectures(), GPUs(),
 		TorchReleases(), variants, TensorFlowReleases(), JAXPlugins(),
-		CuDNNBuilds(), PackageRows(), must(loadDistro()), FrameworkLibrariesRows(),
+		CuDNNBuilds(), PackageRows(), must(loadDistro()), FrameworkLibrariesRows(), ToolkitFacts(),
 	} {
 		v := reflect.ValueOf(rows)
 		for i := range v.Len() {

@@ -12,6 +12,7 @@
 //	cuda_releases.tsv    CUDA toolkit release (GA, update) → its driver
 //	cuda_families.tsv    CUDA major → minor-version compatibility floor, skipped minors (12.7)
 //	driver_branches.tsv  driver branch → CUDA it reports, open modules, default flavour
+//	container_toolkit.tsv CDI hook or driver branch → oldest container toolkit with it
 //	architectures.tsv    architecture → compute capabilities, open-module support, first/last branch
 //	gpus.tsv             PCI device id → model, architecture, compute capability, minimum driver
 //	torch_releases.tsv   PyTorch release → patches, Python range, default PyPI variant

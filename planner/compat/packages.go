@@ -320,6 +320,23 @@ func comparePackageNames(a, b DistroPackage) int {
 	return strings.Compare(a.Package, b.Package)
 }
 
+// DistroComponents returns the archive components other than main that a
+// release's GPU packages live in ("contrib", "non-free" for Debian 12),
+// sorted.
+func DistroComponents(os, osVersion string) []string {
+	var out []string
+	for _, p := range must(distroTable()) {
+		if p.OS != os || p.OSVersion != osVersion {
+			continue
+		}
+		if _, comp, ok := strings.Cut(p.Suite, "/"); ok && comp != "main" && !slices.Contains(out, comp) {
+			out = append(out, comp)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // DistroPackages returns the versions of a package seen in a release's
 // archive, oldest first.
 func DistroPackages(os, osVersion, pkg string) []DistroPackage {

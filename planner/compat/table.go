@@ -424,6 +424,8 @@ func Check() error {
 	add(err)
 	_, err = branchesTable()
 	add(err)
+	_, err = toolkitTable()
+	add(err)
 	_, err = archTable()
 	add(err)
 	_, err = gpuTable()

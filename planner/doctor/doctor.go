@@ -169,6 +169,7 @@ var checks = []func(*doctor){
 	(*doctor).ldLibraryPath,
 	(*doctor).gpuState,
 	(*doctor).programs,
+	(*doctor).containers,
 }
 
 // doctor carries the input and the checks made so far.

@@ -29,6 +29,9 @@ type Observation struct {
 	// Units are the systemd units gpuenv enables or writes: the
 	// persistence daemon, the compute modes' boot-time unit.
 	Units []Unit `json:"units"`
+	// Containers are the container toolkit, the engines' configuration
+	// and the CDI specs.
+	Containers Containers `json:"containers"`
 
 	// PackageIndexes are the indexes of the package sources on disk and
 	// the GPU-relevant packages they offer.

@@ -353,10 +353,13 @@ func TestCandidatesFromIndexes(t *testing.T) {
 }
 
 // debianArchive is Debian 12 with bookworm (500), bookworm-backports (100)
-// and NVIDIA's repository, as the planner reads their indexes.
+// and NVIDIA's repository, as the planner reads their indexes. bookworm's
+// contrib is fetched too (and lists nothing the tests ask for): without
+// it, what Debian offers would be known only after apply.
 func debianArchive() *planner.Archive {
 	const (
 		main      = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_non-free_binary-amd64_Packages"
+		contrib   = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_contrib_binary-amd64_Packages"
 		backports = "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm-backports_non-free_binary-amd64_Packages"
 		nvidia    = "/var/lib/apt/lists/developer.download.nvidia.com_compute_cuda_repos_debian12_x86%5f64_Packages"
 	)
@@ -368,6 +371,7 @@ func debianArchive() *planner.Archive {
 		Manager: "apt",
 		Indexes: []facts.PackageIndex{
 			{Path: main, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm", Component: "non-free"}, Release: &facts.ReleaseData{Origin: "Debian", Suite: "stable", Codename: "bookworm"}},
+			{Path: contrib, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm", Component: "contrib"}, Release: &facts.ReleaseData{Origin: "Debian", Suite: "stable", Codename: "bookworm"}},
 			{Path: backports, Source: facts.IndexSource{URI: "http://deb.debian.org/debian/", Suite: "bookworm-backports", Component: "non-free"}, Release: &facts.ReleaseData{Origin: "Debian", Suite: "stable-backports", Codename: "bookworm-backports"}},
 			{Path: nvidia, Source: facts.IndexSource{URI: "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/", Suite: "/"}, Site: "developer.download.nvidia.com"},
 		},

@@ -1,0 +1,26 @@
+# NVIDIA's libnvidia-container repository, which carries the container
+# toolkit for every Debian and Ubuntu release (a flat repository).
+repository "nvidia-container-toolkit" {
+  url     = "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/"
+  keyring = "https://nvidia.github.io/libnvidia-container/gpgkey"
+}
+
+repository "cuda" {
+  url     = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+  keyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+}
+
+driver {
+  version        = "570.*"
+  source         = "nvidia"
+  kernel_modules = "open"
+}
+
+# Docker and containerd get the NVIDIA runtime in their configuration;
+# podman reads the GPUs from the CDI spec, which gpuenv regenerates
+# whenever the driver changes.
+container_toolkit {
+  version = "1.17.*"
+  engines = ["docker", "containerd", "podman"]
+  cdi     = true
+}

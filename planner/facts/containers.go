@@ -1,0 +1,99 @@
+package facts
+
+// Containers are the host's container GPU support: NVIDIA's container
+// toolkit, the engines' configuration files, and the CDI specs that name
+// the GPUs.
+type Containers struct {
+	Toolkit ContainerToolkit `json:"toolkit"`
+	// Engines are the engines' configuration files, each whether or not
+	// it exists, in the order of EngineConfigPaths.
+	Engines []EngineConfig `json:"engines"`
+	// CDISpecs are the CDI specs that name nvidia.com devices, in
+	// /etc/cdi and /var/run/cdi, by path.
+	CDISpecs []CDISpec `json:"cdi_specs"`
+	// CDIInUse is the path of the spec engines use for nvidia.com/gpu:
+	// the one in the directory of highest priority (/var/run/cdi outranks
+	// /etc/cdi, as the CDI project's default cache orders them); "" when
+	// there is none.
+	CDIInUse string `json:"cdi_in_use,omitempty"`
+	// GPUs are the GPUs the driver's /proc files list, in PCI bus order,
+	// which is NVML's and CUDA's default numbering: a CDI spec is made
+	// from them rather than from NVML, which after a driver upgrade
+	// refuses to start until the reboot.
+	GPUs []ContainerGPU `json:"gpus,omitempty"`
+	// DriverFiles are the driver's files a container needs (its
+	// libraries of the installed version, its GSP firmware, nvidia-smi
+	// and the other tools), as the package database lists them.
+	DriverFiles []string `json:"driver_files,omitempty"`
+	// DriverVersion is the version of those files.
+	DriverVersion string `json:"driver_version,omitempty"`
+}
+
+// ContainerGPU is one GPU as /proc/driver/nvidia/gpus/<bus>/information
+// describes it.
+type ContainerGPU struct {
+	Index    int    `json:"index"`
+	Minor    int    `json:"minor"`
+	UUID     string `json:"uuid"`
+	PCIBusID string `json:"pci_bus_id"`
+}
+
+// ContainerToolkit is the toolkit as the package database and its files
+// show it.
+type ContainerToolkit struct {
+	// Version is nvidia-container-toolkit's upstream version ("1.17.8"),
+	// "" when it is not installed.
+	Version string `json:"version,omitempty"`
+	// Packages are the toolkit's installed packages, by name, with the
+	// versions the database records.
+	Packages []Package `json:"packages,omitempty"`
+	// Hooks are the CDI hooks the installed nvidia-cdi-hook (or, before
+	// 1.17, nvidia-ctk hook) provides, such as "update-ldcache",
+	// "create-symlinks", "enable-cuda-compat".
+	Hooks []string `json:"hooks,omitempty"`
+	// HookPath is the executable a CDI spec names for its hooks.
+	HookPath string `json:"hook_path,omitempty"`
+}
+
+// EngineConfig is one engine's configuration file.
+type EngineConfig struct {
+	// Engine is "docker", "containerd" or "crio".
+	Engine string `json:"engine"`
+	// Path is inside the root.
+	Path   string `json:"path"`
+	Exists bool   `json:"exists"`
+	// SHA256 is the digest of its bytes, as FileDigest has it.
+	SHA256 string `json:"sha256,omitempty"`
+	// Content is the file's text, which a plan merges the runtime entry
+	// into; configuration files are small.
+	Content string `json:"content,omitempty"`
+	// Version is containerd's configuration version (2 or 3; 1 when the
+	// file says none, as containerd reads it).
+	Version int `json:"version,omitempty"`
+	// NVIDIARuntime is true when the file names the nvidia runtime.
+	NVIDIARuntime bool `json:"nvidia_runtime"`
+	// DefaultRuntime is the runtime the file makes the default, if any.
+	DefaultRuntime string `json:"default_runtime,omitempty"`
+	// Error is why the file could not be parsed; a plan does not rewrite
+	// a file it cannot read.
+	Error string `json:"error,omitempty"`
+}
+
+// CDISpec is one CDI spec for nvidia.com devices.
+type CDISpec struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	// Kind is the spec's vendor/class ("nvidia.com/gpu").
+	Kind string `json:"kind"`
+	// Devices are the device names it declares ("0", "GPU-…", "all").
+	Devices []string `json:"devices,omitempty"`
+	// DriverVersion is the driver version its library paths name
+	// (libcuda.so.<version>), "" when none does.
+	DriverVersion string `json:"driver_version,omitempty"`
+	// Missing are the host paths it names that do not exist.
+	Missing []string `json:"missing,omitempty"`
+	// Hooks are the hook names it runs.
+	Hooks []string `json:"hooks,omitempty"`
+	// Error is why it could not be parsed.
+	Error string `json:"error,omitempty"`
+}

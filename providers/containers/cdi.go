@@ -1,0 +1,180 @@
+package containers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+	"tags.cncf.io/container-device-interface/pkg/parser"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+)
+
+// The CDI spec directories, in rising priority: a spec in the dynamic
+// directory outranks one of the same kind in the static one (the CDI
+// project's default cache, pkg/cdi DefaultSpecDirs).
+const (
+	StaticCDIDir  = "/etc/cdi"
+	DynamicCDIDir = "/var/run/cdi"
+	// CDISpecPath is the spec gpuenv writes, where nvidia-ctk cdi
+	// generate --output writes by NVIDIA's instructions.
+	CDISpecPath = StaticCDIDir + "/nvidia.yaml"
+)
+
+// CDIKind is the kind of the GPUs' CDI devices: nvidia.com/gpu=0,
+// nvidia.com/gpu=GPU-<uuid>, nvidia.com/gpu=all.
+const (
+	cdiVendor = "nvidia.com"
+	cdiClass  = "gpu"
+	CDIKind   = cdiVendor + "/" + cdiClass
+)
+
+// controlNodes are the device nodes every GPU container needs besides its
+// GPUs' own, when the host has them.
+var controlNodes = []string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}
+
+// mountOptions are nvidia-ctk's for the driver's files: read-only, no
+// setuid or device files through them.
+var mountOptions = []string{"ro", "nosuid", "nodev", "rbind", "rprivate"}
+
+// GenerateCDI builds the CDI spec for the host's GPUs from files alone:
+// the GPUs the driver's /proc files list, their device nodes, and the
+// driver's files as the package database lists them. It names only the
+// hooks the installed toolkit has (none when no toolkit is installed,
+// which podman does not need).
+func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, error) {
+	if len(c.GPUs) == 0 {
+		return nil, errors.New("the driver lists no GPU in /proc/driver/nvidia/gpus: is its kernel module loaded?")
+	}
+	if len(c.DriverFiles) == 0 {
+		// A spec without the driver's libraries starts containers that
+		// see the GPUs and cannot use them.
+		return nil, fmt.Errorf("the package database lists no file of driver %q (gpuenv reads the file lists of dpkg)", c.DriverVersion)
+	}
+	have := map[string]bool{}
+	for _, n := range nodes {
+		have[n.Path] = true
+	}
+	s := &cdispec.Spec{Kind: CDIKind}
+	var all cdispec.ContainerEdits
+	for _, g := range c.GPUs {
+		node := fmt.Sprintf("/dev/nvidia%d", g.Minor)
+		if !have[node] {
+			return nil, fmt.Errorf("GPU %d (%s) has no device node %s", g.Index, g.PCIBusID, node)
+		}
+		edits := cdispec.ContainerEdits{DeviceNodes: []*cdispec.DeviceNode{{Path: node}}}
+		s.Devices = append(s.Devices, cdispec.Device{Name: strconv.Itoa(g.Index), ContainerEdits: edits})
+		if g.UUID != "" {
+			s.Devices = append(s.Devices, cdispec.Device{Name: g.UUID, ContainerEdits: edits})
+		}
+		all.DeviceNodes = append(all.DeviceNodes, &cdispec.DeviceNode{Path: node})
+	}
+	s.Devices = append(s.Devices, cdispec.Device{Name: "all", ContainerEdits: all})
+
+	// The runtime's own injection must stay out of a container that CDI
+	// set up, or the two would mount the driver twice.
+	s.ContainerEdits.Env = []string{"NVIDIA_VISIBLE_DEVICES=void"}
+	for _, n := range controlNodes {
+		if have[n] {
+			s.ContainerEdits.DeviceNodes = append(s.ContainerEdits.DeviceNodes, &cdispec.DeviceNode{Path: n})
+		}
+	}
+	var libDirs []string
+	for _, f := range c.DriverFiles {
+		s.ContainerEdits.Mounts = append(s.ContainerEdits.Mounts, &cdispec.Mount{
+			HostPath: f, ContainerPath: f, Options: mountOptions,
+		})
+		if isLibrary(f) && !slices.Contains(libDirs, path.Dir(f)) {
+			libDirs = append(libDirs, path.Dir(f))
+		}
+	}
+	if slices.Contains(c.Toolkit.Hooks, "update-ldcache") && c.Toolkit.HookPath != "" && len(libDirs) > 0 {
+		args := hookArgs(c.Toolkit.HookPath, "update-ldcache")
+		for _, d := range libDirs {
+			args = append(args, "--folder", d)
+		}
+		s.ContainerEdits.Hooks = append(s.ContainerEdits.Hooks, &cdispec.Hook{
+			HookName: "createContainer", Path: c.Toolkit.HookPath, Args: args,
+		})
+	}
+	v, err := cdispec.MinimumRequiredVersion(s)
+	if err != nil {
+		return nil, err
+	}
+	s.Version = v
+	if err := ValidateCDI(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// hookArgs starts a hook's argv: nvidia-cdi-hook takes the hook as its
+// first argument; nvidia-ctk, before toolkit 1.16, as "hook <name>".
+func hookArgs(hookPath, hook string) []string {
+	if path.Base(hookPath) == "nvidia-ctk" {
+		return []string{"nvidia-ctk", "hook", hook}
+	}
+	return []string{path.Base(hookPath), hook}
+}
+
+func isLibrary(p string) bool {
+	return strings.Contains(path.Base(p), ".so")
+}
+
+// ValidateCDI checks a spec by the CDI project's own rules: its version,
+// vendor, class and device names, and each set of container edits.
+func ValidateCDI(s *cdispec.Spec) error {
+	if err := cdispec.ValidateVersion(s); err != nil {
+		return err
+	}
+	vendor, class := parser.ParseQualifier(s.Kind)
+	if err := parser.ValidateVendorName(vendor); err != nil {
+		return err
+	}
+	if err := parser.ValidateClassName(class); err != nil {
+		return err
+	}
+	if err := (&cdi.ContainerEdits{ContainerEdits: &s.ContainerEdits}).Validate(); err != nil {
+		return err
+	}
+	if len(s.Devices) == 0 {
+		return errors.New("the spec has no devices")
+	}
+	seen := map[string]bool{}
+	for i := range s.Devices {
+		d := &s.Devices[i]
+		if err := parser.ValidateDeviceName(d.Name); err != nil {
+			return err
+		}
+		if seen[d.Name] {
+			return fmt.Errorf("device %q is declared twice", d.Name)
+		}
+		seen[d.Name] = true
+		if err := (&cdi.ContainerEdits{ContainerEdits: &d.ContainerEdits}).Validate(); err != nil {
+			return fmt.Errorf("device %q: %w", d.Name, err)
+		}
+	}
+	return nil
+}
+
+// MarshalCDI writes a spec as YAML, the encoding nvidia-ctk writes.
+func MarshalCDI(s *cdispec.Spec) (string, error) {
+	var b bytes.Buffer
+	b.WriteString("# Written by gpuenv from the driver's files; gpuenv rewrites it when the driver changes.\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return "", err
+	}
+	if err := enc.Close(); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,364 @@
+package containers_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plantest"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/containers"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden plans in testdata/golden")
+
+// toolkitStatus is the dpkg database's record of toolkit 1.17.8 from
+// NVIDIA's repository.
+const toolkitStatus = `Package: nvidia-container-toolkit
+Status: install ok installed
+Architecture: amd64
+Version: 1.17.8-1
+
+Package: nvidia-container-toolkit-base
+Status: install ok installed
+Architecture: amd64
+Version: 1.17.8-1
+
+Package: libnvidia-container-tools
+Status: install ok installed
+Architecture: amd64
+Version: 1.17.8-1
+
+Package: libnvidia-container1
+Status: install ok installed
+Architecture: amd64
+Version: 1.17.8-1
+
+`
+
+// root lays out the container host with the variants named laid over it,
+// and the toolkit when withToolkit.
+func root(t *testing.T, withToolkit bool, variants ...string) string {
+	t.Helper()
+	dir := hosttest.Build(t, "containers-host")
+	for _, v := range variants {
+		ar, err := txtar.ParseFile(filepath.Join("testdata", "variants", v+".txtar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hosttest.BuildArchive(ar, dir, hosttest.TestdataDir(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if withToolkit {
+		installToolkit(t, dir)
+	}
+	return dir
+}
+
+// installToolkit puts toolkit 1.17.8 in place, as its packages would.
+func installToolkit(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "var/lib/dpkg/status"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(toolkitStatus); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"/usr/bin/nvidia-cdi-hook", "/usr/bin/nvidia-ctk", "/usr/bin/nvidia-container-runtime"} {
+		hosttest.WriteFile(t, dir, b, "")
+	}
+}
+
+func observe(t *testing.T, dir string) *facts.Observation {
+	t.Helper()
+	obs := providers.Observe(context.Background(), hosttest.New(t, dir), providers.ObserveOptions{})
+	// The fixture is not a running system; the tests plan as if systemd
+	// ran it, so that restarts show.
+	obs.Init = facts.Init{PID1: "systemd", Live: true, Systemd: true}
+	return obs
+}
+
+const repo = `repository "nvidia-container-toolkit" {
+  url     = "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/"
+  keyring = "https://nvidia.github.io/libnvidia-container/gpgkey"
+}
+`
+
+var candidates = plantest.Candidates{
+	"nvidia-container-toolkit":      {"1.17.8-1", "1.17.7-1", "1.16.2-1"},
+	"nvidia-container-toolkit-base": {"1.17.8-1", "1.17.7-1", "1.16.2-1"},
+	"libnvidia-container-tools":     {"1.17.8-1", "1.17.7-1", "1.16.2-1"},
+	"libnvidia-container1":          {"1.17.8-1", "1.17.7-1", "1.16.2-1"},
+}
+
+func newPlanner() *planner.Planner {
+	pl := planner.New(containers.Provider{})
+	pl.Candidates = candidates
+	return pl
+}
+
+// golden is what a golden file holds: the steps and warnings.
+type golden struct {
+	Steps    []planner.Step    `json:"steps"`
+	Warnings []planner.Warning `json:"warnings,omitempty"`
+}
+
+func checkGolden(t *testing.T, name string, p *planner.Plan) {
+	t.Helper()
+	var warns []planner.Warning
+	for _, w := range p.Warnings {
+		if strings.HasPrefix(w.Check, "cdi-") || strings.HasPrefix(w.Check, "container-") {
+			warns = append(warns, w)
+		}
+	}
+	got, err := json.MarshalIndent(golden{Steps: p.Steps, Warnings: warns}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	file := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("plan differs from %s (go test -update rewrites it):\n%s", file, got)
+	}
+}
+
+// apply writes what the plan's file operations write, as apply would.
+func apply(t *testing.T, dir string, p *planner.Plan) {
+	t.Helper()
+	for _, s := range p.Steps {
+		for _, op := range s.Operations {
+			if op.File != nil {
+				hosttest.WriteFile(t, dir, op.File.Path, op.File.Content)
+			}
+		}
+	}
+}
+
+func addresses(p *planner.Plan) []string {
+	var out []string
+	for _, s := range p.Steps {
+		out = append(out, s.Address+" "+s.Action.String())
+	}
+	return out
+}
+
+func TestGoldenPlans(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		toolkit  bool
+		variants []string
+		spec     string
+		steps    []string
+		// driverStep is set when the plan's driver step would change the
+		// host before the file is written, which this test does not run.
+		driverStep bool
+	}{{
+		name: "unconfigured",
+		spec: repo + "container_toolkit {\n  version = \"1.17.*\"\n  engines = [\"docker\", \"containerd\", \"podman\"]\n}\n",
+		steps: []string{
+			"container_toolkit create",
+			"container_toolkit.cdi create",
+			"container_toolkit.engine.containerd create",
+			"container_toolkit.engine.docker create",
+		},
+	}, {
+		name:     "docker-configured",
+		toolkit:  true,
+		variants: []string{"docker-configured"},
+		spec:     repo + "container_toolkit {\n  engines = [\"docker\", \"containerd\"]\n  cdi     = true\n}\n",
+		steps: []string{
+			"container_toolkit.cdi create",
+			"container_toolkit.engine.containerd update",
+		},
+	}, {
+		name:     "containerd-v3",
+		toolkit:  true,
+		variants: []string{"containerd-v3"},
+		spec:     repo + "container_toolkit {\n  engines         = [\"containerd\"]\n  default_runtime = true\n}\n",
+		steps:    []string{"container_toolkit.engine.containerd update"},
+	}, {
+		name:    "crio",
+		toolkit: true,
+		spec:    repo + "container_toolkit {\n  engines = [\"crio\"]\n}\n",
+		steps:   []string{"container_toolkit.engine.crio create"},
+	}, {
+		name:     "stale-cdi",
+		toolkit:  true,
+		variants: []string{"stale-cdi"},
+		spec:     repo + "container_toolkit {\n  engines = [\"podman\"]\n}\n",
+		steps:    []string{"container_toolkit.cdi update"},
+	}, {
+		name:     "cdi-refresh",
+		toolkit:  true,
+		variants: []string{"cdi-refresh"},
+		spec:     repo + "container_toolkit {\n  engines = [\"podman\"]\n}\n",
+		steps:    []string{"container_toolkit.cdi create"},
+	}, {
+		name:       "driver-upgrade",
+		toolkit:    true,
+		variants:   []string{"stale-cdi"},
+		spec:       repo + "repository \"cuda\" {\n  url = \"https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/\"\n}\ndriver {\n  version = \"570.*\"\n  source  = \"nvidia\"\n}\ncontainer_toolkit {\n  engines = [\"podman\"]\n}\n",
+		steps:      []string{"container_toolkit.cdi update"},
+		driverStep: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := root(t, tc.toolkit, tc.variants...)
+			s := plantest.LoadSpec(t, tc.spec)
+			pl := newPlanner()
+			p := plantest.Plan(t, pl, s, observe(t, dir))
+			if got := addresses(p); !slices.Equal(got, tc.steps) {
+				t.Errorf("steps %q, want %q", got, tc.steps)
+			}
+			checkGolden(t, tc.name, p)
+			if tc.driverStep {
+				if f := p.Steps[0].Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
+					t.Errorf("the CDI step of a driver change is not made at apply: %+v", f)
+				}
+				// The planner drops the dependency on a step its plan does
+				// not have; the provider's own step names the driver.
+				resp := containers.Provider{}.Plan(context.Background(), &planner.Request{Spec: s, Facts: observe(t, dir), Candidates: candidates})
+				if len(resp.Steps) != 1 || !slices.Contains(resp.Steps[0].DependsOn, "driver") {
+					t.Errorf("the CDI step does not wait for the driver: %+v", resp.Steps)
+				}
+				return
+			}
+			// Once the packages are in and the files written, the host
+			// matches the spec.
+			apply(t, dir, p)
+			if !tc.toolkit {
+				installToolkit(t, dir)
+			}
+			plantest.Converged(t, pl, s, observe(t, dir), "applying")
+		})
+	}
+}
+
+// The spec gpuenv writes is one the CDI project's own reader accepts, with
+// the devices engines ask for by index, UUID and all, and only hooks the
+// toolkit has.
+func TestCDISpecReadByTheCDIProject(t *testing.T) {
+	dir := root(t, true)
+	obs := observe(t, dir)
+	s, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := containers.MarshalCDI(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specDir := t.TempDir()
+	file := filepath.Join(specDir, "nvidia.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read, err := cdi.ReadSpec(file, 0)
+	if err != nil {
+		t.Fatalf("the CDI project refuses the spec: %v\n%s", err, text)
+	}
+	for _, name := range []string{"0", "1", "GPU-5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d", "GPU-0f6c3a1e-8e7b-4d2f-a4c1-2b9d7e6f5a30", "all"} {
+		if read.GetDevice(name) == nil {
+			t.Errorf("no device %s in\n%s", name, text)
+		}
+	}
+	if all := read.GetDevice("all").ContainerEdits.DeviceNodes; len(all) != 2 {
+		t.Errorf("all has %d device nodes", len(all))
+	}
+	for _, want := range []string{
+		"hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+		"hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1",
+		"hostPath: /usr/lib/firmware/nvidia/550.54.15/gsp_ga10x.bin",
+		"hostPath: /usr/bin/nvidia-smi",
+		"- path: /dev/nvidiactl",
+		"- nvidia-cdi-hook\n",
+		"- update-ldcache\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("spec lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "nvidia-smi.1.gz") {
+		t.Errorf("the man page is not a driver file:\n%s", text)
+	}
+
+	// Without the driver's files there is no spec to write.
+	files := obs.Containers.DriverFiles
+	obs.Containers.DriverFiles = nil
+	if _, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
+		t.Errorf("a spec without driver files: %v", err)
+	}
+	obs.Containers.DriverFiles = files
+
+	// Toolkit 1.12 has no update-ldcache hook: the spec names none.
+	obs.Containers.Toolkit.Version, obs.Containers.Toolkit.Hooks = "1.12.0", nil
+	s, err = containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.ContainerEdits.Hooks) != 0 {
+		t.Errorf("hooks for a toolkit without them: %+v", s.ContainerEdits.Hooks)
+	}
+}
+
+func TestObserveStaleCDI(t *testing.T) {
+	obs := observe(t, root(t, true, "stale-cdi", "cdi-refresh"))
+	c := obs.Containers
+	if len(c.CDISpecs) != 2 {
+		t.Fatalf("specs %+v", c.CDISpecs)
+	}
+	stale := c.CDISpecs[0]
+	if stale.Path != "/etc/cdi/nvidia.yaml" || stale.DriverVersion != "535.261.03" || !slices.Contains(stale.Missing, "/usr/lib/x86_64-linux-gnu/libcuda.so.535.261.03") {
+		t.Errorf("stale spec %+v", stale)
+	}
+	if !slices.Equal(stale.Hooks, []string{"update-ldcache"}) {
+		t.Errorf("hooks %q", stale.Hooks)
+	}
+	if c.CDIInUse != "/var/run/cdi/nvidia.yaml" {
+		t.Errorf("in use %q, want the dynamic directory's", c.CDIInUse)
+	}
+	if c.Toolkit.Version != "1.17.8" || c.Toolkit.HookPath != "/usr/bin/nvidia-cdi-hook" {
+		t.Errorf("toolkit %+v", c.Toolkit)
+	}
+	if c.DriverVersion != "550.54.15" || len(c.GPUs) != 2 || c.GPUs[1].Minor != 1 || c.GPUs[1].Index != 1 {
+		t.Errorf("driver %s, gpus %+v", c.DriverVersion, c.GPUs)
+	}
+}
+
+func TestMissingRepository(t *testing.T) {
+	s := plantest.LoadSpec(t, "container_toolkit {\n  engines = [\"docker\"]\n}\n")
+	pl := planner.New(containers.Provider{})
+	pl.Candidates = plantest.Candidates{}
+	_, diags := pl.Plan(context.Background(), s, observe(t, root(t, false)))
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), `repository "nvidia-container-toolkit"`) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 1 {
+		t.Errorf("diagnostics %v", diags)
+	}
+}

@@ -1,0 +1,356 @@
+package containers
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// ToolkitPackages are the container toolkit's packages in NVIDIA's
+// libnvidia-container repository, the toolkit first: installing it pulls
+// in the others at its own version.
+var ToolkitPackages = []string{"nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"}
+
+// Hook executables: nvidia-cdi-hook from toolkit 1.16, nvidia-ctk's hook
+// subcommand before (the toolkit's CHANGELOG, v1.16.0-rc.1).
+const (
+	CDIHookPath = "/usr/bin/nvidia-cdi-hook"
+	CTKPath     = "/usr/bin/nvidia-ctk"
+)
+
+// dpkgInfo holds the file list of every installed package.
+const dpkgInfo = "/var/lib/dpkg/info"
+
+// procGPUs has one directory per GPU, named by its PCI address.
+const procGPUs = "/proc/driver/nvidia/gpus"
+
+// engineOrder is the order of Containers.Engines.
+var engineOrder = []spec.Engine{spec.EngineDocker, spec.EngineContainerd, spec.EngineCRIO}
+
+// Observe reads the container toolkit from the package list, the
+// engines' configuration files, the CDI specs, and what a CDI spec is
+// made from: the GPUs the driver lists and the driver's files.
+func Observe(h *host.Host, pkgs facts.Packages, drv facts.Driver) (facts.Containers, []facts.Warning) {
+	var out facts.Containers
+	var warns []facts.Warning
+	out.Toolkit = observeToolkit(h, pkgs)
+	for _, e := range engineOrder {
+		out.Engines = append(out.Engines, observeEngine(h, e))
+	}
+	out.CDISpecs, warns = observeCDI(h)
+	if out.CDISpecs == nil {
+		out.CDISpecs = []facts.CDISpec{}
+	}
+	out.CDIInUse = cdiInUse(out.CDISpecs)
+	gpus, w := observeGPUs(h)
+	out.GPUs = gpus
+	warns = append(warns, w...)
+	out.DriverVersion = driverVersion(drv)
+	out.DriverFiles = driverFiles(h, pkgs, out.DriverVersion)
+	return out, warns
+}
+
+func observeToolkit(h *host.Host, pkgs facts.Packages) facts.ContainerToolkit {
+	var t facts.ContainerToolkit
+	for _, p := range pkgs.Packages {
+		if slices.Contains(ToolkitPackages, p.Name) && p.State == facts.StateInstalled {
+			t.Packages = append(t.Packages, p)
+			if p.Name == ToolkitPackages[0] || (p.Name == "nvidia-container-toolkit-base" && t.Version == "") {
+				if v, err := version.FromDebian(p.Version); err == nil {
+					t.Version = v.String()
+				} else {
+					t.Version = p.Version
+				}
+			}
+		}
+	}
+	if t.Version == "" {
+		return t
+	}
+	switch {
+	case exists(h, CDIHookPath):
+		t.HookPath = CDIHookPath
+	case exists(h, CTKPath):
+		t.HookPath = CTKPath
+	}
+	if t.HookPath != "" {
+		if v, err := version.Parse(t.Version); err == nil {
+			t.Hooks = compat.ToolkitHooks(v)
+		}
+	}
+	return t
+}
+
+func exists(h *host.Host, p string) bool {
+	_, err := h.Stat(p)
+	return err == nil
+}
+
+func observeEngine(h *host.Host, e spec.Engine) facts.EngineConfig {
+	c := facts.EngineConfig{Engine: string(e), Path: EngineConfigPath(e)}
+	data, err := h.ReadFile(c.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c
+	}
+	c.Exists = true
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	c.SHA256 = host.SHA256Of(data)
+	c.Content = string(data)
+	k, _ := kindOf(e)
+	st, err := k.parse(c.Content)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	c.NVIDIARuntime = st.nvidia
+	c.DefaultRuntime = st.defaultRuntime
+	c.Version = st.version
+	return c
+}
+
+// observeCDI reads every spec in both directories and keeps those for
+// nvidia.com devices.
+func observeCDI(h *host.Host) ([]facts.CDISpec, []facts.Warning) {
+	var out []facts.CDISpec
+	var warns []facts.Warning
+	for _, dir := range []string{StaticCDIDir, DynamicCDIDir} {
+		entries, err := h.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, ent := range entries {
+			name := ent.Name()
+			if ext := path.Ext(name); ext != ".yaml" && ext != ".json" || ent.IsDir() {
+				continue
+			}
+			p := path.Join(dir, name)
+			data, err := h.ReadFile(p)
+			if err != nil {
+				warns = append(warns, facts.Warning{Path: p, Message: err.Error()})
+				continue
+			}
+			s := facts.CDISpec{Path: p, SHA256: host.SHA256Of(data)}
+			var raw cdispec.Spec
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			if err := dec.Decode(&raw); err != nil {
+				s.Error = err.Error()
+				out = append(out, s)
+				continue
+			}
+			if !strings.HasPrefix(raw.Kind, cdiVendor+"/") {
+				continue
+			}
+			s.Kind = raw.Kind
+			describeCDI(h, &raw, &s)
+			out = append(out, s)
+		}
+	}
+	return out, warns
+}
+
+// describeCDI fills in what a spec names: its devices, the driver version
+// of its libraries, the hooks it runs, and the host paths that are gone.
+func describeCDI(h *host.Host, raw *cdispec.Spec, s *facts.CDISpec) {
+	var paths []string
+	addEdits := func(e *cdispec.ContainerEdits) {
+		for _, n := range e.DeviceNodes {
+			p := n.HostPath
+			if p == "" {
+				p = n.Path
+			}
+			paths = append(paths, p)
+		}
+		for _, m := range e.Mounts {
+			paths = append(paths, m.HostPath)
+			if v := libraryVersion(m.HostPath); v != "" && s.DriverVersion == "" {
+				s.DriverVersion = v
+			}
+		}
+		for _, hk := range e.Hooks {
+			paths = append(paths, hk.Path)
+			if name := hookName(hk); name != "" && !slices.Contains(s.Hooks, name) {
+				s.Hooks = append(s.Hooks, name)
+			}
+		}
+	}
+	addEdits(&raw.ContainerEdits)
+	for i := range raw.Devices {
+		s.Devices = append(s.Devices, raw.Devices[i].Name)
+		addEdits(&raw.Devices[i].ContainerEdits)
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if _, err := h.Lstat(p); err != nil {
+			s.Missing = append(s.Missing, p)
+		}
+	}
+}
+
+// libraryVersion is the driver version a library path names:
+// libcuda.so.550.54.15 and libnvidia-ml.so.550.54.15 carry it.
+func libraryVersion(p string) string {
+	base := path.Base(p)
+	for _, lib := range []string{"libcuda.so.", "libnvidia-ml.so."} {
+		if v, ok := strings.CutPrefix(base, lib); ok && strings.Count(v, ".") >= 1 {
+			return v
+		}
+	}
+	return ""
+}
+
+// hookName is the hook a CDI hook entry runs: the argument after the
+// executable (nvidia-cdi-hook <name>) or after "hook" (nvidia-ctk hook
+// <name>).
+func hookName(hk *cdispec.Hook) string {
+	args := hk.Args
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	if len(args) > 0 && args[0] == "hook" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+// cdiInUse is the spec engines use for nvidia.com/gpu: one in the
+// dynamic directory outranks the static one.
+func cdiInUse(specs []facts.CDISpec) string {
+	in := ""
+	for _, s := range specs {
+		if s.Kind == CDIKind && s.Error == "" {
+			if in == "" || strings.HasPrefix(s.Path, DynamicCDIDir+"/") && !strings.HasPrefix(in, DynamicCDIDir+"/") {
+				in = s.Path
+			}
+		}
+	}
+	return in
+}
+
+// observeGPUs reads each GPU's information file: its minor number (its
+// /dev/nvidia<minor>) and UUID.
+func observeGPUs(h *host.Host) ([]facts.ContainerGPU, []facts.Warning) {
+	entries, err := h.ReadDir(procGPUs)
+	if err != nil {
+		return nil, nil
+	}
+	var out []facts.ContainerGPU
+	var warns []facts.Warning
+	for _, ent := range entries {
+		p := path.Join(procGPUs, ent.Name(), "information")
+		data, err := h.ReadFile(p)
+		if err != nil {
+			warns = append(warns, facts.Warning{Path: p, Message: err.Error()})
+			continue
+		}
+		g := facts.ContainerGPU{PCIBusID: ent.Name(), Minor: -1}
+		for line := range strings.Lines(string(data)) {
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			switch strings.TrimSpace(k) {
+			case "Device Minor":
+				if n, err := strconv.Atoi(v); err == nil {
+					g.Minor = n
+				}
+			case "GPU UUID":
+				g.UUID = v
+			}
+		}
+		if g.Minor < 0 {
+			warns = append(warns, facts.Warning{Path: p, Message: "no Device Minor line"})
+			continue
+		}
+		out = append(out, g)
+	}
+	// ReadDir sorts by name, which is the PCI address: NVML's order.
+	for i := range out {
+		out[i].Index = i
+	}
+	return out, warns
+}
+
+func driverVersion(d facts.Driver) string {
+	if d.LibraryVersion != "" {
+		return d.LibraryVersion
+	}
+	if len(d.Libraries) > 0 {
+		return d.Libraries[0].Version
+	}
+	return d.ModuleVersion
+}
+
+// driverTools are the driver's programs a container may run.
+var driverTools = []string{"nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server"}
+
+// driverFiles lists, from the file lists of the installed packages of
+// the driver's version, the libraries of that version and their links,
+// the GSP firmware, and the driver's tools.
+func driverFiles(h *host.Host, pkgs facts.Packages, ver string) []string {
+	if ver == "" || pkgs.Manager != "dpkg" {
+		return nil
+	}
+	var out []string
+	for _, p := range pkgs.Packages {
+		if p.State != facts.StateInstalled || !strings.HasPrefix(p.Version, ver) && !strings.Contains(p.Version, ":"+ver) ||
+			slices.Contains(ToolkitPackages, p.Name) {
+			continue
+		}
+		list, err := h.ReadFile(path.Join(dpkgInfo, p.Name+".list"))
+		if err != nil && p.Architecture != "" {
+			list, err = h.ReadFile(path.Join(dpkgInfo, p.Name+":"+p.Architecture+".list"))
+		}
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(list)) {
+			f := strings.TrimSpace(line)
+			if isDriverFile(f, ver) && !slices.Contains(out, f) {
+				if fi, err := h.Stat(f); err == nil && !fi.IsDir() {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func isDriverFile(f, ver string) bool {
+	base := path.Base(f)
+	switch {
+	case strings.HasPrefix(f, "/lib/firmware/nvidia/"+ver+"/"), strings.HasPrefix(f, "/usr/lib/firmware/nvidia/"+ver+"/"):
+		return true
+	case (strings.HasPrefix(f, "/usr/bin/") || strings.HasPrefix(f, "/usr/sbin/")) && slices.Contains(driverTools, base):
+		return true
+	case strings.HasPrefix(base, "lib") && strings.Contains(base, ".so."):
+		// The library of the version, and its SONAME link
+		// (libcuda.so.1), which programs open.
+		return strings.HasSuffix(base, ".so."+ver) || strings.HasSuffix(base, ".so.1")
+	}
+	return false
+}

@@ -1,0 +1,500 @@
+package containers
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/version"
+)
+
+// Step addresses.
+const (
+	// ToolkitAddress installs or removes the toolkit's packages.
+	ToolkitAddress = "container_toolkit"
+	// CDIAddress writes the CDI spec.
+	CDIAddress = "container_toolkit.cdi"
+	// engineAddress, with the engine's name, writes its configuration.
+	engineAddress = "container_toolkit.engine."
+)
+
+// Checks this provider raises (planner.Warning.Check).
+const (
+	CheckCDIOutranked  = "cdi-outranked"
+	CheckCDIUnplanned  = "cdi-unplanned"
+	CheckToolkitDriver = "container-toolkit-driver"
+)
+
+// Provider plans the container toolkit, the engines' runtime entries and
+// the CDI spec.
+type Provider struct{}
+
+var _ planner.Provider = Provider{}
+
+// Name is the provider's kind.
+func (Provider) Name() string { return "container_toolkit" }
+
+// Plan compares the container_toolkit block with the host.
+func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {
+	resp := &planner.Response{}
+	c := req.Spec.ContainerToolkit
+	if c == nil {
+		return resp
+	}
+	obs := req.Facts
+	manager := packageManager(req)
+	if c.IsAbsent() {
+		var remove []string
+		for _, p := range obs.Containers.Toolkit.Packages {
+			remove = append(remove, p.Name)
+		}
+		slices.Sort(remove)
+		if s := repository.Remove(ToolkitAddress, "the NVIDIA container toolkit", manager, remove); s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
+		return resp
+	}
+	toolkitStep := planToolkit(ctx, req, c, manager, resp)
+	if toolkitStep != nil {
+		resp.Steps = append(resp.Steps, *toolkitStep)
+	}
+	for _, e := range runtimeEngines(c) {
+		if s := planEngine(req, c, e, toolkitStep != nil, resp); s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
+	}
+	if c.EffectiveCDI() {
+		if s := planCDI(req, c, toolkitStep, resp); s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
+	}
+	return resp
+}
+
+func packageManager(req *planner.Request) planner.Manager {
+	if req.Desired != nil && req.Desired.Manager != "" {
+		return req.Desired.Manager
+	}
+	if req.Facts.OS.Family == "rpm" {
+		return planner.ManagerDnf
+	}
+	return planner.ManagerApt
+}
+
+func repositoryDeps(req *planner.Request) []string {
+	if req.Desired == nil {
+		var out []string
+		for _, r := range req.Spec.Repositories {
+			out = append(out, "repository."+r.Name)
+		}
+		return out
+	}
+	return repository.Deps(req)
+}
+
+// toolkitPackages are the packages a plan pins: every one at the same
+// version, as NVIDIA's instructions install them, so that apt cannot pair
+// a new toolkit with an old libnvidia-container.
+func toolkitPackages() []planner.PackageName {
+	out := make([]planner.PackageName, len(ToolkitPackages))
+	for i, n := range ToolkitPackages {
+		out[i] = planner.PackageName{Name: n}
+	}
+	return out
+}
+
+// planToolkit installs the toolkit when it is missing or outside the
+// block's version constraint; nil when it fits.
+func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToolkit, manager planner.Manager, resp *planner.Response) *planner.Step {
+	obs := req.Facts
+	installed := obs.Containers.Toolkit.Version
+	if installed != "" {
+		v, err := version.Parse(installed)
+		if err == nil && (!c.Version.Set || c.Version.Value.Check(v)) {
+			checkToolkitDriver(req, v, resp)
+			return nil
+		}
+	}
+	pkgs := toolkitPackages()
+	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+		Manager: manager, Packages: pkgs, Versions: c.Version.Value,
+		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: offersToolkit(req.Spec),
+	})
+	if err != nil {
+		if !offersToolkit(req.Spec) {
+			resp.Diagnostics = append(resp.Diagnostics, missingRepository(obs, c))
+		} else {
+			resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("container toolkit", err, c.Version.RangeOr(c.DefRange)))
+		}
+		return nil
+	}
+	if v, err := version.FromDebian(picked.Version); err == nil {
+		checkToolkitDriver(req, v, resp)
+	}
+	names := repository.Names(pkgs)
+	op := picked.Install(manager, pkgs)
+	step := &planner.Step{
+		Address:    ToolkitAddress,
+		Action:     planner.Create,
+		ReasonCode: planner.ReasonMissing,
+		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", ")},
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  repositoryDeps(req),
+	}
+	why := []string{"the NVIDIA container toolkit is not installed"}
+	if installed != "" {
+		step.Action = planner.Update
+		step.ReasonCode = planner.ReasonVersionMismatch
+		step.Before = map[string]string{"version": installed, "packages": strings.Join(packageNames(obs.Containers.Toolkit.Packages), ", ")}
+		why = []string{fmt.Sprintf("the installed container toolkit %s does not satisfy %s", installed, c.Version.Value.Quoted())}
+		if cur, ok := pkgdb.Installed(obs.Packages, ToolkitPackages[0], pkgdb.Configured); ok {
+			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
+		}
+	}
+	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), repository.ShownVersion(picked.Version)))
+	step.Reason = picked.Reason(why)
+	return step
+}
+
+func packageNames(pkgs []facts.Package) []string {
+	out := make([]string, len(pkgs))
+	for i, p := range pkgs {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// offersToolkit reports whether the spec configures a repository that can
+// carry the toolkit: NVIDIA's libnvidia-container repository, or a local
+// mirror (file://), which may hold anything.
+func offersToolkit(s *spec.Spec) bool {
+	for _, r := range s.Repositories {
+		if !r.IsAbsent() && (strings.Contains(r.URL.Value, "libnvidia-container") || strings.HasPrefix(r.URL.Value, "file:")) {
+			return true
+		}
+	}
+	return false
+}
+
+// missingRepository is the error of a toolkit no configured source
+// offers: it names the block to add.
+func missingRepository(obs *facts.Observation, c *spec.ContainerToolkit) *hcl.Diagnostic {
+	kind, arch := "deb", obs.OS.Arch
+	if obs.OS.Family == "rpm" {
+		kind = "rpm"
+		if arch == "" {
+			arch = "x86_64"
+		}
+	} else if arch == "" {
+		arch = "amd64"
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Missing repository for the container toolkit",
+		Detail: fmt.Sprintf("The NVIDIA container toolkit is not in the distribution's archive, and no package source on this host offers it. Add NVIDIA's libnvidia-container repository to the spec:\n\n"+
+			"repository \"nvidia-container-toolkit\" {\n  url     = \"https://nvidia.github.io/libnvidia-container/stable/%s/%s/\"\n  keyring = \"https://nvidia.github.io/libnvidia-container/gpgkey\"\n}", kind, arch),
+		Subject: c.DefRange.Ptr(),
+	}
+}
+
+// checkToolkitDriver warns when the toolkit is older than the driver
+// branch the host runs (or the spec installs) supports.
+func checkToolkitDriver(req *planner.Request, toolkit version.Version, resp *planner.Response) {
+	branch, ok := driverBranch(req)
+	if !ok {
+		return
+	}
+	f, ok := compat.ToolkitForDriver(branch)
+	if !ok || toolkit.Compare(f.ToolkitMin) >= 0 {
+		return
+	}
+	resp.Warnings = append(resp.Warnings, planner.Warning{
+		Check:   CheckToolkitDriver,
+		Summary: fmt.Sprintf("Container toolkit %s is older than driver branch %d supports", toolkit, branch),
+		Detail:  fmt.Sprintf("Driver branch %s and later need container toolkit %s or newer: %s (%s). Raise the container_toolkit block's version.", f.Key, f.ToolkitMin, f.Notes, f.Source),
+	})
+}
+
+func driverBranch(req *planner.Request) (uint64, bool) {
+	if req.Desired != nil && req.Desired.Driver != nil && req.Desired.Driver.Branch != 0 {
+		return req.Desired.Driver.Branch, true
+	}
+	if v, err := version.Parse(req.Facts.Containers.DriverVersion); err == nil {
+		return v.Major(), true
+	}
+	return 0, false
+}
+
+// planEngine merges the runtime into one engine's configuration; nil when
+// the file already says what the merge would.
+func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, toolkitChanges bool, resp *planner.Response) *planner.Step {
+	cfg := engineFacts(req.Facts, e)
+	var setDefault *bool
+	if c.DefaultRuntime.Set {
+		setDefault = &c.DefaultRuntime.Value
+	}
+	if cfg.Error != "" {
+		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Unreadable engine configuration",
+			Detail:   fmt.Sprintf("gpuenv merges the NVIDIA runtime into %s, which it cannot read: %s. Fix the file, or remove %q from engines.", cfg.Path, cfg.Error, e),
+			Subject:  c.Engines.RangeOr(c.DefRange).Ptr(),
+		})
+		return nil
+	}
+	k, _ := kindOf(e)
+	merged, err := k.merge(cfg.Content, setDefault)
+	if err != nil {
+		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Engine configuration cannot be merged",
+			Detail:   fmt.Sprintf("gpuenv cannot add the NVIDIA runtime to %s: %s.", cfg.Path, err),
+			Subject:  c.Engines.RangeOr(c.DefRange).Ptr(),
+		})
+		return nil
+	}
+	if cfg.Exists && sameSettings(e, cfg.Content, merged) {
+		return nil
+	}
+	op := &planner.FileOp{Path: cfg.Path, Content: merged, Mode: 0o644}
+	// The engine reads its configuration when it starts; a restart is
+	// what makes the runtime usable now, and is only possible where
+	// systemd runs the host.
+	restart := "at its next start"
+	if req.Facts.Init.Systemd {
+		op.After = RestartCommand(e)
+		restart = "then " + strings.Join(op.After, " ")
+	}
+	step := &planner.Step{
+		Address:    engineAddress + string(e),
+		Action:     planner.Create,
+		ReasonCode: planner.ReasonMissing,
+		After:      map[string]string{"path": cfg.Path, "runtime": RuntimeName},
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: op}},
+	}
+	if c.DefaultRuntime.Set {
+		step.After["default_runtime"] = fmt.Sprint(c.DefaultRuntime.Value)
+	}
+	what := fmt.Sprintf("%s has no NVIDIA runtime entry", cfg.Path)
+	if !cfg.Exists {
+		what = fmt.Sprintf("%s does not exist", cfg.Path)
+	}
+	if cfg.Exists {
+		step.Action = planner.Update
+		step.ReasonCode = planner.ReasonContentDiffers
+		step.Before = map[string]string{"path": cfg.Path, "runtime": ""}
+		if cfg.NVIDIARuntime {
+			step.Before["runtime"] = RuntimeName
+			what = fmt.Sprintf("the NVIDIA runtime entry in %s differs from the spec's", cfg.Path)
+		}
+		if c.DefaultRuntime.Set {
+			step.Before["default_runtime"] = fmt.Sprint(cfg.DefaultRuntime == RuntimeName)
+		}
+	}
+	if toolkitChanges {
+		step.DependsOn = []string{ToolkitAddress}
+	}
+	step.Reason = planner.Sentence([]string{what, fmt.Sprintf("merges the nvidia runtime into it, keeping every other setting, %s", restart)})
+	return step
+}
+
+func engineFacts(obs *facts.Observation, e spec.Engine) facts.EngineConfig {
+	for _, c := range obs.Containers.Engines {
+		if c.Engine == string(e) {
+			return c
+		}
+	}
+	return facts.EngineConfig{Engine: string(e), Path: EngineConfigPath(e)}
+}
+
+// sameSettings reports whether two texts of an engine's configuration
+// hold the same settings, whatever their layout: a file already merged by
+// hand or by nvidia-ctk needs no step.
+func sameSettings(e spec.Engine, a, b string) bool {
+	var da, db map[string]any
+	var err1, err2 error
+	if e == spec.EngineDocker {
+		da, err1 = decodeJSONObject(a)
+		db, err2 = decodeJSONObject(b)
+	} else {
+		da, err1 = decodeTOML(a)
+		db, err2 = decodeTOML(b)
+	}
+	return err1 == nil && err2 == nil && reflect.DeepEqual(normalize(da), normalize(db))
+}
+
+// normalize makes decoded values comparable: JSON numbers by their text.
+func normalize(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = normalize(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = normalize(x)
+		}
+		return out
+	case fmt.Stringer:
+		return t.String()
+	}
+	return v
+}
+
+// planCDI writes the CDI spec when the one on disk differs from what the
+// host's files make.
+func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planner.Step, resp *planner.Response) *planner.Step {
+	obs := req.Facts
+	cs := obs.Containers
+	if toolkitStep != nil {
+		// The hooks a spec names are those of the toolkit in place when
+		// it is written: the one this plan installs, when apply knows its
+		// version; otherwise none, until the next plan sees it.
+		cs.Toolkit = incomingToolkit(toolkitStep)
+	}
+	if driverChanges(req) {
+		return regenerateAfterDriver(cs, toolkitStep)
+	}
+	s, err := GenerateCDI(&cs, obs.DeviceNodes)
+	if err != nil {
+		resp.Warnings = append(resp.Warnings, planner.Warning{
+			Check:   CheckCDIUnplanned,
+			Summary: "No CDI spec can be made on this host yet",
+			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), CDISpecPath),
+		})
+		return nil
+	}
+	content, err := MarshalCDI(s)
+	if err != nil {
+		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "CDI spec not written", Detail: err.Error(), Subject: c.DefRange.Ptr()})
+		return nil
+	}
+	if in := cs.CDIInUse; in != "" && in != CDISpecPath && strings.HasPrefix(in, DynamicCDIDir+"/") {
+		resp.Warnings = append(resp.Warnings, planner.Warning{
+			Check:    CheckCDIOutranked,
+			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, CDISpecPath),
+			Detail:   fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", CDIKind, DynamicCDIDir, StaticCDIDir),
+			Evidence: []string{in},
+		})
+	}
+	var current *facts.CDISpec
+	for i := range cs.CDISpecs {
+		if cs.CDISpecs[i].Path == CDISpecPath {
+			current = &cs.CDISpecs[i]
+		}
+	}
+	if current != nil && current.SHA256 == planner.Digest(content) {
+		return nil
+	}
+	step := &planner.Step{
+		Address:    CDIAddress,
+		Action:     planner.Create,
+		ReasonCode: planner.ReasonMissing,
+		After:      map[string]string{"path": CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", ")},
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Content: content, Mode: 0o644}}},
+		DependsOn:  []string{"driver"},
+	}
+	if toolkitStep != nil {
+		step.DependsOn = append(step.DependsOn, ToolkitAddress)
+	}
+	why := []string{fmt.Sprintf("%s does not exist", CDISpecPath)}
+	if current != nil {
+		step.Action = planner.Update
+		step.ReasonCode = planner.ReasonContentDiffers
+		step.Before = map[string]string{"path": CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", ")}
+		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", CDISpecPath)}
+		if current.DriverVersion != "" && current.DriverVersion != cs.DriverVersion {
+			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", CDISpecPath, current.DriverVersion, cs.DriverVersion)}
+		}
+		switch n := len(current.Missing); {
+		case n == 1:
+			why = append(why, fmt.Sprintf("a path it names is gone (%s)", current.Missing[0]))
+		case n > 1:
+			why = append(why, fmt.Sprintf("%d of the paths it names are gone (%s, …)", n, current.Missing[0]))
+		}
+	}
+	why = append(why, fmt.Sprintf("writes the spec for %d GPUs and all from the device nodes and %d driver files", len(cs.GPUs), len(cs.DriverFiles)))
+	step.Reason = planner.Sentence(why)
+	return step
+}
+
+// regenerateAfterDriver is the CDI step of a plan that changes the
+// driver: the spec names the driver's files of one version, so apply
+// makes it from the files the driver step leaves, right after that step;
+// rollback restores the spec the host had, as for every file.
+func regenerateAfterDriver(cs facts.Containers, toolkitStep *planner.Step) *planner.Step {
+	step := &planner.Step{
+		Address:    CDIAddress,
+		Action:     planner.Create,
+		ReasonCode: planner.ReasonDependency,
+		After:      map[string]string{"path": CDISpecPath, "driver_version": "(known after apply)"},
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
+		DependsOn:  []string{"driver"},
+		Reason:     fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath),
+	}
+	if toolkitStep != nil {
+		step.DependsOn = append(step.DependsOn, ToolkitAddress)
+	}
+	for _, sp := range cs.CDISpecs {
+		if sp.Path == CDISpecPath {
+			step.Action = planner.Update
+			step.Before = map[string]string{"path": CDISpecPath, "driver_version": sp.DriverVersion}
+		}
+	}
+	return step
+}
+
+// incomingToolkit is the toolkit a toolkit step installs, as the CDI spec
+// needs it: its version, hooks and hook executable.
+func incomingToolkit(s *planner.Step) facts.ContainerToolkit {
+	var t facts.ContainerToolkit
+	for _, op := range s.Operations {
+		if op.Packages == nil || len(op.Packages.Install) == 0 {
+			continue
+		}
+		v, err := version.FromDebian(op.Packages.Install[0].Version)
+		if err != nil {
+			return t
+		}
+		t.Version = v.String()
+		t.Hooks = compat.ToolkitHooks(v)
+		t.HookPath = CDIHookPath
+		if v.Compare(version.MustParse("1.16.0")) < 0 {
+			t.HookPath = CTKPath
+		}
+	}
+	return t
+}
+
+func deviceNames(devs []cdispec.Device) []string {
+	out := make([]string, len(devs))
+	for i, d := range devs {
+		out[i] = d.Name
+	}
+	return out
+}
+
+// driverChanges reports whether the plan's driver step will replace the
+// driver: the spec names a version the installed one does not satisfy.
+func driverChanges(req *planner.Request) bool {
+	d := req.Spec.Driver
+	if d == nil || d.IsAbsent() || !d.Version.Set {
+		return false
+	}
+	v, err := version.Parse(req.Facts.Containers.DriverVersion)
+	return err != nil || !d.Version.Value.Check(v)
+}
