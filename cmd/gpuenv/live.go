@@ -20,7 +20,8 @@ func (g *globalOptions) Live() bool { return g.Color() }
 
 // liveRedraw is the least time between two drawings of the live line.
 // The engine sends progress four times a second at most; this holds the
-// view to five whatever it is sent.
+// view to five whatever it is sent, drawing what came too soon once the
+// time is up, so that the line never stays behind.
 const liveRedraw = 200 * time.Millisecond
 
 // liveLine is the human view of apply and rollback on a terminal: the
@@ -43,8 +44,10 @@ type liveLine struct {
 	drawn bool
 	rows  int
 	last  time.Time
-	// draws counts the drawings, for tests of the redraw rate.
-	draws int
+	// next is progress that came too soon after the last drawing, drawn
+	// by later when its time comes; the text going on drops it.
+	next  *apply.Progress
+	later *time.Timer
 }
 
 func newLiveLine(w io.Writer, width func() int) *liveLine {
@@ -55,6 +58,7 @@ func newLiveLine(w io.Writer, width func() int) *liveLine {
 func (l *liveLine) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.next = nil
 	l.erase()
 	if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
 		l.open = append(l.open[:0], p[i+1:]...)
@@ -88,15 +92,36 @@ func (l *liveLine) progress(e apply.RunEvent) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
-	if l.drawn && now.Sub(l.last) < liveRedraw {
+	l.next = e.Progress
+	if wait := liveRedraw - time.Since(l.last); wait > 0 {
+		if l.later == nil {
+			l.later = time.AfterFunc(wait, l.drawNext)
+		}
 		return
 	}
+	l.draw()
+}
+
+// drawNext draws the progress that came too soon, if the text has not
+// gone on since.
+func (l *liveLine) drawNext() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.later = nil
+	if l.next != nil {
+		l.draw()
+	}
+}
+
+// draw draws next.
+func (l *liveLine) draw() {
+	p := l.next
+	l.next = nil
 	width := l.width()
 	if width <= 0 {
 		width = 80
 	}
-	text := fitWidth("      "+progressText(e.Progress), width-1)
+	text := fitWidth("      "+progressText(p), width-1)
 	if !l.drawn {
 		// Under the operation's line, which the terminal wrapped onto
 		// as many rows as its width takes.
@@ -107,8 +132,7 @@ func (l *liveLine) progress(e apply.RunEvent) {
 		}
 	}
 	io.WriteString(l.w, "\r"+text+"\x1b[K")
-	l.drawn, l.last = true, now
-	l.draws++
+	l.drawn, l.last = true, time.Now()
 }
 
 // phaseWords are the human words of the engine's phases.
