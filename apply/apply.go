@@ -42,6 +42,12 @@ type Options struct {
 	// Events, when set, receives the run's events as they happen (the
 	// JSON view); Out still receives the text.
 	Events func(RunEvent)
+	// Progress, when set, receives the progress events only (RunProgress:
+	// how far the running operation has got, at most every
+	// progressEvery), for a view that draws them under the operation's
+	// line. Out then leaves out the "… still running" lines, whose
+	// elapsed time that view shows.
+	Progress func(RunEvent)
 }
 
 // Recheck is what a new observation and plan say after an apply.
@@ -172,6 +178,9 @@ type engine struct {
 	ws   *Workspace
 	logf *os.File
 	em   *emitter
+	// progress follows the operation running, for the event stream and
+	// the live view.
+	progress *tracker
 }
 
 func (e *engine) say(format string, args ...any) {
@@ -184,13 +193,26 @@ func opEvent(n, total int, step string, op planner.Operation) *EventOperation {
 	return &EventOperation{Index: n, Total: total, Step: step, Kind: string(op.Kind), What: Describe(op)}
 }
 
-// started and ended report an operation's start and end.
+// started and ended report an operation's start and end; between them
+// its progress goes out as it comes.
 func (e *engine) started(op *EventOperation) {
 	e.em.emit(RunEvent{Type: RunOperationStart, Operation: op})
 	e.em.running(op)
+	if e.em.listened() {
+		e.progress = newTracker(progressEvery, func(p Progress) { e.em.progress(op, p) })
+		e.ws.progress = e.progress
+	}
+}
+
+// settle stops the progress of the operation that ran, before the text
+// says how it ended: nothing of it comes after.
+func (e *engine) settle() {
+	e.progress.close()
+	e.progress, e.ws.progress = nil, nil
 }
 
 func (e *engine) ended(op *EventOperation, outcome string, start time.Time, err error) {
+	e.settle()
 	e.em.running(nil)
 	ev := RunEvent{Type: RunOperationEnd, Operation: op, Outcome: outcome, Seconds: time.Since(start).Round(time.Millisecond).Seconds()}
 	if err != nil {
@@ -311,7 +333,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, nil, opts.JournalPoint, opts.Events)
+	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, nil, opts.JournalPoint, opts.Events, opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +389,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 			continue
 		}
 		if err != nil {
+			e.settle()
 			fmt.Fprintf(out, " failed\n")
 			failure = fmt.Errorf("preparing: %w", err)
 			e.ended(ev, "failed", start, failure)
@@ -380,7 +403,10 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 			return e.abort(res, err)
 		}
 		begun = append(begun, undoItem{gen: gen.Meta.ID, op: n, step: it.step, what: what, inv: inv})
-		stop := e.ticker(start, opts.ProgressInterval)
+		stop := func() {}
+		if opts.Progress == nil {
+			stop = e.ticker(start, opts.ProgressInterval)
+		}
 		_, err = safe(func() (*Inverse, error) { return nil, e.exec.Run(run, e.ws, it.op) })
 		var again *PrepareAgainError
 		if errors.As(err, &again) {
@@ -400,6 +426,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 			}
 		}
 		stop()
+		e.settle()
 		if err != nil {
 			fmt.Fprintf(out, " failed after %s\n", elapsed(start))
 			failure = err
@@ -502,7 +529,7 @@ func safe(f func() (*Inverse, error)) (inv *Inverse, err error) {
 	return f()
 }
 
-func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, point func(int), events func(RunEvent)) (*engine, error) {
+func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, point func(int), events, live func(RunEvent)) (*engine, error) {
 	logf, err := os.OpenFile(filepath.Join(gen.Path(), logName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -515,8 +542,10 @@ func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, 
 	out = &syncWriter{w: out}
 	e := &engine{gen: gen, exec: x, out: out, j: j, logf: logf}
 	var log io.Writer = logf
+	if events != nil || live != nil {
+		e.em = &emitter{fn: events, live: live, gen: gen.Meta.ID}
+	}
 	if events != nil {
-		e.em = &emitter{fn: events, gen: gen.Meta.ID}
 		// The log's lines are the package managers' output as it
 		// comes, so the events follow it.
 		log = io.MultiWriter(logf, e.em)
@@ -630,6 +659,7 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 				return &Failure{Step: it.step, What: what, Error: err.Error()}
 			}
 			if err := e.exec.Recover(ctx, e.ws, it.inv.Packages.Manager); err != nil {
+				e.settle()
 				fmt.Fprintln(e.out, " failed")
 				return &Failure{Step: it.step, What: "recovering " + it.inv.Packages.Manager, Error: err.Error(), LogTail: e.logTail()}
 			}
@@ -638,6 +668,7 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 			return &Failure{Step: it.step, What: what, Error: err.Error()}
 		}
 		_, err := safe(func() (*Inverse, error) { return nil, e.exec.Undo(ctx, e.ws, it.inv) })
+		e.settle()
 		if err != nil {
 			fmt.Fprintln(e.out, " failed")
 			e.j.append(Record{Event: EventUndoFailed, Generation: it.gen, Op: it.op, Step: it.step, Error: err.Error()})

@@ -11,7 +11,7 @@ import (
 // them as JSON Lines). The human view says the same things as text.
 type RunEvent struct {
 	// Type is "operation_start", "operation_end", "package_manager_output",
-	// "revert_start", "revert_end" or "message".
+	// "progress", "revert_start", "revert_end" or "message".
 	Type      string    `json:"type"`
 	Timestamp time.Time `json:"@timestamp"`
 	// Generation is the generation being run.
@@ -27,6 +27,9 @@ type RunEvent struct {
 	Line string `json:"line,omitempty"`
 	// Count is how many operations a revert sets out to undo, or undid.
 	Count int `json:"count,omitempty"`
+	// Progress is how far the running operation has got (a progress
+	// event), sent at most every progressEvery.
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // EventOperation names the operation an event is about.
@@ -49,15 +52,18 @@ const (
 	RunOperationStart = "operation_start"
 	RunOperationEnd   = "operation_end"
 	RunOutput         = "package_manager_output"
+	RunProgress       = "progress"
 	RunRevertStart    = "revert_start"
 	RunRevertEnd      = "revert_end"
 	RunMessage        = "message"
 )
 
-// emitter sends a run's events to its listener, stamping each.
+// emitter sends a run's events to its listener, stamping each, and its
+// progress events also to the view that draws them (live).
 type emitter struct {
 	mu   sync.Mutex
 	fn   func(RunEvent)
+	live func(RunEvent)
 	gen  int
 	cur  *EventOperation
 	line []byte
@@ -67,14 +73,33 @@ func (em *emitter) emit(e RunEvent) {
 	if em == nil || em.fn == nil {
 		return
 	}
+	em.send(e, em.fn)
+}
+
+func (em *emitter) send(e RunEvent, to ...func(RunEvent)) {
 	em.mu.Lock()
 	defer em.mu.Unlock()
 	e.Timestamp = time.Now().UTC()
 	if e.Generation == 0 {
 		e.Generation = em.gen
 	}
-	em.fn(e)
+	for _, fn := range to {
+		if fn != nil {
+			fn(e)
+		}
+	}
 }
+
+// progress sends how far op has got.
+func (em *emitter) progress(op *EventOperation, p Progress) {
+	if em == nil {
+		return
+	}
+	em.send(RunEvent{Type: RunProgress, Operation: op, Progress: &p}, em.fn, em.live)
+}
+
+// listened reports whether anyone follows progress.
+func (em *emitter) listened() bool { return em != nil && (em.fn != nil || em.live != nil) }
 
 // running marks op as the one whose package manager output follows.
 func (em *emitter) running(op *EventOperation) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,8 @@ type Workspace struct {
 	Log io.Writer
 	// Say reports progress a person waits on (a lock being waited for).
 	Say func(format string, args ...any)
+	// progress follows the operation running; nil when nobody does.
+	progress *tracker
 }
 
 func (ws *Workspace) say(format string, args ...any) {
@@ -329,8 +332,7 @@ var aptEnv = []string{"DEBIAN_FRONTEND=noninteractive", "APT_LISTCHANGES_FRONTEN
 // command runs argv inside the root with its output appended to the log,
 // after a line saying what ran.
 func (x *HostExecutor) command(ctx context.Context, ws *Workspace, env []string, argv ...string) error {
-	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
-	err := x.Host.Run(ctx, host.Command{Argv: argv, Env: env, Stdout: ws.Log, Stderr: ws.Log})
+	err := x.run(ctx, ws, env, nil, argv)
 	if err != nil {
 		fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
 	}
@@ -341,12 +343,68 @@ func (x *HostExecutor) command(ctx context.Context, ws *Workspace, env []string,
 // standard error goes to the log.
 func (x *HostExecutor) output(ctx context.Context, ws *Workspace, env []string, argv ...string) ([]byte, error) {
 	var out bytes.Buffer
-	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
-	err := x.Host.Run(ctx, host.Command{Argv: argv, Env: env, Stdout: &out, Stderr: ws.Log})
+	err := x.run(ctx, ws, env, &out, argv)
 	if err != nil {
 		fmt.Fprintf(ws.Log, "%sgpuenv: %v\n", out.String(), err)
 	}
 	return out.Bytes(), err
+}
+
+// run runs argv inside the root, its standard output to stdout (nil: the
+// log) and its standard error to the log. A package manager that reports
+// its progress (status.go) is asked to, on a pipe of its own, and the
+// operation's tracker follows it and the last line it prints; the log
+// gets the same output as without.
+func (x *HostExecutor) run(ctx context.Context, ws *Workspace, env []string, stdout io.Writer, argv []string) error {
+	rep := reportOf(argv)
+	t := ws.progress
+	t.begin(rep.phase, rep.argv != nil)
+	stderr := ws.Log
+	if t != nil {
+		stderr = io.MultiWriter(ws.Log, &lastLine{t: t})
+	}
+	if stdout == nil {
+		// One writer for both: exec then copies them in one goroutine,
+		// keeping their lines whole and in order.
+		stdout = stderr
+	}
+	c := host.Command{Argv: argv, Env: env, Stdout: stdout, Stderr: stderr}
+	var done func()
+	if rep.argv != nil {
+		// Progress is a help, not a need: without a pipe the command
+		// runs as it would without gpuenv asking.
+		if r, w, err := os.Pipe(); err == nil {
+			c.Argv, c.ExtraFiles = rep.argv, []*os.File{w}
+			done = follow(r, w, rep.read(t, x.Host.Resolve))
+		}
+	}
+	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(c.Argv, " "))
+	err := x.Host.Run(ctx, c)
+	if done != nil {
+		done()
+	}
+	return err
+}
+
+// follow reads a command's status lines from r, the pipe whose other end
+// w the command is given, until the command has exited: done closes
+// gpuenv's w, reads what is left and stops.
+func follow(r, w *os.File, sr statusReader) (done func()) {
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		readStatus(r, sr)
+	}()
+	return func() {
+		w.Close()
+		// A process the command left running (a daemon a maintainer
+		// script started) may hold its copy of w open: what it has not
+		// written by now is not the command's.
+		r.SetReadDeadline(time.Now().Add(time.Second))
+		<-read
+		r.Close()
+		sr.end()
+	}
 }
 
 // real is where p, a path inside the root, lives on this machine, with

@@ -212,6 +212,12 @@ func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *planner
 			changes[n] = true
 		}
 	}
+	// What the progress of the transaction counts its packages against.
+	if len(listed) > 0 {
+		ws.progress.plan(len(listed))
+	} else {
+		ws.progress.plan(len(op.Install) + len(op.Remove))
+	}
 	prior.finish(inv, affected)
 	names := slices.Sorted(maps.Keys(affected))
 	if bs, ok := prior.(batchSaver); ok {

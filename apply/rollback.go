@@ -30,8 +30,9 @@ type RollbackOptions struct {
 	Confirm func(p *RollbackPlan) bool
 	// JournalPoint is as in Options.
 	JournalPoint func(n int)
-	// Events is as in Options.
-	Events func(RunEvent)
+	// Events and Progress are as in Options.
+	Events   func(RunEvent)
+	Progress func(RunEvent)
 }
 
 // RollbackPlan is what a rollback will undo.
@@ -183,7 +184,7 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 			return nil, err
 		}
 	}
-	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, existing, opts.JournalPoint, opts.Events)
+	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, existing, opts.JournalPoint, opts.Events, opts.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -363,7 +363,8 @@ func fakeAptGet(c *Call) int {
 		fmt.Fprintln(c.Stdout, "Reading package lists... Done")
 		return 0
 	case "download":
-		for _, a := range args {
+		status := c.aptStatusFd()
+		for i, a := range args {
 			name, ver, _ := strings.Cut(a, "=")
 			found := pickDeb(arch, name, ver)
 			if found == nil {
@@ -380,6 +381,8 @@ func fakeAptGet(c *Call) int {
 				return c.errorf(100, "E: %v", err)
 			}
 			fmt.Fprintf(c.Stdout, "Get:1 fake %s %s [%d B]\n", name, found.control.get("Version"), len(found.data))
+			c.step()
+			status.dlstatus(i+1, len(args), float64(i+1)/float64(len(args))*100)
 		}
 		return 0
 	case "install", "remove", "purge":
@@ -399,6 +402,7 @@ func fakeAptGet(c *Call) int {
 	var changes []change
 	planned := map[string]bool{}
 	explicit := map[string]*debFile{}
+	local := map[string]bool{} // given as package files, not fetched
 	var order []*debFile
 	var add func(deb *debFile) error
 	add = func(deb *debFile) error {
@@ -457,6 +461,7 @@ func fakeAptGet(c *Call) int {
 				return c.errorf(100, "E: %s: %v", a, err)
 			}
 			explicit[deb.control.get("Package")] = deb
+			local[deb.control.get("Package")] = true
 			order = append(order, deb)
 		default:
 			name, ver, _ := strings.Cut(a, "=")
@@ -538,16 +543,53 @@ func fakeAptGet(c *Call) int {
 	_, half := c.shouldFail("half")
 	_, quiet := c.shouldFail("quiet")
 	_, cut := c.shouldFail("reinstreq")
+	status := c.aptStatusFd()
+	steps := &aptSteps{c: c, out: status}
+	var fetch []*debFile
+	trigger := false // initramfs-tools' trigger runs, once (below)
+	for _, ch := range changes {
+		switch {
+		case ch.deb == nil:
+			steps.total += 3
+		case d.installedVersion(ch.name) != ch.deb.control.get("Version"):
+			steps.total += 6
+			trigger = trigger || strings.HasSuffix(ch.name, "-dkms")
+			if !local[ch.name] {
+				fetch = append(fetch, ch.deb)
+			}
+		}
+	}
+	if trigger {
+		steps.total++
+	}
+	fetched, err := c.download(status, fetch)
+	defer func() {
+		for _, f := range fetched {
+			os.Remove(c.path(f))
+		}
+	}()
+	if err != nil {
+		return c.errorf(100, "E: %v", err)
+	}
+	if steps.total > 0 {
+		status.pmstatus("dpkg-exec", 0, "Running dpkg")
+	}
 	for i, ch := range changes {
 		last := i == len(changes)-1
+		pkg := ch.name + " (amd64)"
 		if ch.deb == nil {
+			steps.report(ch.name, "Preparing for removal of "+pkg)
 			fmt.Fprintf(c.Stdout, "Removing %s (%s) ...\n", ch.name, d.installedVersion(ch.name))
+			steps.report(ch.name, "Removing "+pkg)
+			steps.report(ch.name, "Removing "+pkg)
 			d.remove(ch.name)
 			continue
 		}
 		if d.installedVersion(ch.name) == ch.deb.control.get("Version") {
 			continue
 		}
+		steps.report(ch.name, "Preparing "+pkg)
+		steps.report(ch.name, "Unpacking "+pkg)
 		if cut && last {
 			fmt.Fprintf(c.Stdout, "Unpacking %s (%s) ...\n", ch.name, ch.deb.control.get("Version"))
 			old, had := d.pkgs[ch.name]
@@ -565,14 +607,36 @@ func fakeAptGet(c *Call) int {
 			}
 			return c.errorf(137, "Killed")
 		}
+		steps.report(ch.name, "Installing "+pkg)
 		state := "installed"
 		if (half || quiet) && last {
 			state = "half-configured"
 		}
+		steps.report(ch.name, "Preparing to configure "+pkg)
+		steps.report(ch.name, "Configuring "+pkg)
 		fmt.Fprintf(c.Stdout, "Setting up %s (%s) ...\n", ch.name, ch.deb.control.get("Version"))
+		if strings.HasSuffix(ch.name, "-dkms") {
+			c.buildModule(ch.name, ch.deb.control.get("Version"))
+		}
 		if err := d.install(ch.deb, state); err != nil {
 			return c.errorf(100, "E: %v", err)
 		}
+		if state != "installed" {
+			steps.fail(ch.name, "installed "+ch.name+" package post-installation script subprocess returned error exit status 1")
+			continue
+		}
+		steps.report(ch.name, "Installed "+pkg)
+	}
+	if trigger {
+		// A module built into /lib/modules activates initramfs-tools'
+		// trigger, which rebuilds the initramfs after the packages.
+		steps.report("initramfs-tools", "Running post-installation trigger initramfs-tools")
+		fmt.Fprintln(c.Stdout, "Processing triggers for initramfs-tools (0.142) ...")
+		c.step()
+		fmt.Fprintln(c.Stdout, "update-initramfs: Generating /boot/initrd.img-6.1.0-28-amd64")
+		// Compressing the image is most of the rebuild.
+		c.step()
+		c.step()
 	}
 	if err := d.save(); err != nil {
 		return c.errorf(100, "E: %v", err)
@@ -653,7 +717,8 @@ func fakeDpkg(c *Call) int {
 	if err != nil {
 		return c.errorf(2, "dpkg: error: %v", err)
 	}
-	action, force, operands := dpkgArgs(c.Args)
+	status, args := c.cutDpkgStatusFd(c.Args)
+	action, force, operands := dpkgArgs(args)
 	switch action {
 	case "":
 		return c.errorf(2, "dpkg: error: need an action option")
@@ -679,8 +744,12 @@ func fakeDpkg(c *Call) int {
 				continue
 			}
 			if st == "half-configured" || st == "unpacked" || st == "triggers-pending" || st == "triggers-awaited" {
+				status.processing("configure", n)
+				status.status(n, "half-configured")
+				c.step()
 				d.pkgs[n] = d.pkgs[n].set("Status", sel+" "+flag+" installed")
 				fmt.Fprintf(c.Stdout, "Setting up %s (%s) ...\n", n, d.pkgs[n].get("Version"))
+				status.status(n, "installed")
 			}
 		}
 		if err := d.save(); err != nil {
@@ -700,9 +769,22 @@ func fakeDpkg(c *Call) int {
 			if err != nil {
 				return c.errorf(2, "dpkg: error: %s: %v", f, err)
 			}
+			name := deb.control.get("Package")
+			stage := "install"
+			if d.installedVersion(name) != "" {
+				stage = "upgrade"
+			}
+			status.processing(stage, name)
+			status.status(name, "half-installed")
+			c.step()
+			status.status(name, "unpacked")
+			status.processing("configure", name)
+			status.status(name, "half-configured")
+			c.step()
 			if err := d.install(deb, "installed"); err != nil {
 				return c.errorf(2, "dpkg: error: %v", err)
 			}
+			status.status(name, "installed")
 			// A reinstall clears what an interrupted dpkg left.
 			sel, _, st := d.status(deb.control.get("Package"))
 			d.pkgs[deb.control.get("Package")] = d.pkgs[deb.control.get("Package")].set("Status", sel+" ok "+st)
@@ -721,8 +803,16 @@ func fakeDpkg(c *Call) int {
 			if flag == "reinstreq" && !force["remove-reinstreq"] {
 				return c.errorf(1, "dpkg: error processing package %s (%s):\n package is in a very bad inconsistent state; you should\n reinstall it before attempting a removal", n, action)
 			}
+			stage, left := "remove", "config-files"
+			if action == "-P" || action == "--purge" {
+				stage, left = "purge", "not-installed"
+			}
+			status.processing(stage, n)
+			status.status(n, "half-configured")
+			c.step()
 			fmt.Fprintf(c.Stdout, "Removing %s (%s) ...\n", n, d.pkgs[n].get("Version"))
 			d.remove(n)
+			status.status(n, left)
 		}
 		if err := d.save(); err != nil {
 			return c.errorf(2, "dpkg: error: %v", err)

@@ -59,7 +59,12 @@ type Call struct {
 	Env    func(string) string
 	Stdout io.Writer
 	Stderr io.Writer
-	h      *host.Host
+	// Files are the descriptors from 3 on that the command was given
+	// (host.Command's ExtraFiles), for a fake run in-process; a fake run
+	// as a process of its own (Main) has them as its own descriptors.
+	Files     []*os.File
+	inProcess bool
+	h         *host.Host
 }
 
 // Programs are the fakes by name.
@@ -189,6 +194,23 @@ func (c *Call) shouldFail(mode string) (int, bool) {
 	return 0, false
 }
 
+// fd is file descriptor n of the command, as a program writes to the
+// descriptor its caller names (apt's APT::Status-Fd=N, dpkg's
+// --status-fd N); nil when the command was not given one.
+func (c *Call) fd(n int) *os.File {
+	if !c.inProcess {
+		f := os.NewFile(uintptr(n), fmt.Sprintf("fd %d", n))
+		if _, err := f.Stat(); err != nil {
+			return nil
+		}
+		return f
+	}
+	if n < 3 || n-3 >= len(c.Files) {
+		return nil
+	}
+	return c.Files[n-3]
+}
+
 func (c *Call) errorf(code int, format string, args ...any) int {
 	fmt.Fprintf(c.Stderr, format+"\n", args...)
 	return code
@@ -292,7 +314,7 @@ func (r *Runner) Run(ctx context.Context, cmd host.Command) error {
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	c := &Call{Root: "/", Dir: "/", Env: get, Stdout: stdout, Stderr: stderr}
+	c := &Call{Root: "/", Dir: "/", Env: get, Stdout: stdout, Stderr: stderr, Files: cmd.ExtraFiles, inProcess: true}
 	if code := Dispatch(c, cmd.Argv); code != 0 {
 		return fmt.Errorf("%s: exit status %d", strings.Join(cmd.Argv, " "), code)
 	}

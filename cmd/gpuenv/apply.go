@@ -150,13 +150,10 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	if c, ok := devices.(io.Closer); ok {
 		defer c.Close()
 	}
-	var progress io.Writer = g.Stdout
-	var events func(apply.RunEvent)
-	if st != nil {
-		progress, events = io.Discard, st.run
-	}
+	progress, events, live := runViews(g, st)
 	opts := apply.Options{
 		Events:       events,
+		Progress:     live,
 		StateDir:     g.stateDir(),
 		Command:      "apply",
 		NoRevert:     o.noRevert,
@@ -201,6 +198,19 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 		return &exitCodeError{code: code}
 	}
 	return nil
+}
+
+// runViews are where an apply's or a rollback's text goes, and its
+// events: the stream's with --json, the live line's on a terminal.
+func runViews(g *globalOptions, st *eventStream) (text io.Writer, events, live func(apply.RunEvent)) {
+	switch {
+	case st != nil:
+		return io.Discard, st.run, nil
+	case g.Live():
+		l := newLiveLine(g.Stdout, func() int { return terminalWidth(g.Stdout) })
+		return l, nil, l.progress
+	}
+	return g.Stdout, nil, nil
 }
 
 // loadPlanned reads a saved plan, refusing a stale one, or plans the spec

@@ -49,14 +49,21 @@ func fakeHost() {
 	if len(os.Args) != 2 {
 		die(fmt.Errorf("usage: gpuenv-fakehost DIR"))
 	}
-	dir := os.Args[1]
+	if _, err := buildFakeHost(os.Args[1]); err != nil {
+		die(err)
+	}
+}
+
+// buildFakeHost lays out applytest's standard host in dir and saves the
+// standard plan for it as dir/plan.saved.
+func buildFakeHost(dir string) (*applytest.Fixture, error) {
 	f, err := applytest.BuildHost(dir)
 	if err != nil {
-		die(err)
+		return nil, err
 	}
 	h, err := host.New(f.Root)
 	if err != nil {
-		die(err)
+		return nil, err
 	}
 	p := applytest.StandardPlan(f.Index)
 	var pythons []string
@@ -70,14 +77,13 @@ func fakeHost() {
 	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{Pythons: pythons})
 	out, err := os.Create(filepath.Join(dir, "plan.saved"))
 	if err != nil {
-		die(err)
+		return nil, err
 	}
 	if err := planner.WriteSavedPlan(out, p, obs); err != nil {
-		die(err)
+		out.Close()
+		return nil, err
 	}
-	if err := out.Close(); err != nil {
-		die(err)
-	}
+	return f, out.Close()
 }
 
 func snapshot() {

@@ -45,12 +45,10 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 				return fmt.Errorf("--to %d: generations are numbered from 1, and 0 is before the first", to)
 			}
 			var st *eventStream
-			var progress io.Writer = g.Stdout
-			var events func(apply.RunEvent)
 			if g.JSON {
 				st = newEventStream(g.Stdout)
-				progress, events = io.Discard, st.run
 			}
+			progress, events, live := runViews(g, st)
 			devices := newDeviceSettings(h)
 			if c, ok := devices.(io.Closer); ok {
 				defer c.Close()
@@ -63,6 +61,7 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 				To:       to,
 				Out:      progress,
 				Events:   events,
+				Progress: live,
 				Executor: &apply.HostExecutor{Host: h, Devices: devices, Indexes: providers.IndexesOf(h)},
 				Confirm: func(p *apply.RollbackPlan) bool {
 					if st != nil {

@@ -77,6 +77,20 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// terminalWidth is the width in columns of the terminal w writes to; 0
+// when w is not one or does not say.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
 // commands are the constructors of every subcommand.
 var commands = []func(g *globalOptions) *cobra.Command{
 	newApplyCmd, newCUDACheckCmd, newDoctorCmd, newFmtCmd, newHistoryCmd, newInitCmd, newObserveCmd, newPlanCmd,

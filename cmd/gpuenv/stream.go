@@ -17,7 +17,7 @@ import (
 // streamFormatVersion versions the event stream of `apply --json` and
 // `rollback --json` as the plan format is versioned: a minor version adds
 // events or fields, a major one changes what is there.
-const streamFormatVersion = "1.0"
+const streamFormatVersion = "1.1"
 
 // eventStream is the JSON view of apply and rollback: JSON Lines on
 // stdout, one object per event, each with "type" and "@timestamp", the

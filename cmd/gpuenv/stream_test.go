@@ -9,14 +9,17 @@ import (
 	"time"
 )
 
-// gpuenv-events [-partial] FILE reads the JSON Lines of an apply or rollback --json
-// and checks the stream's contract: every line one JSON object with a
-// "type" and an RFC 3339 "@timestamp", the first a "version" event with a
-// "format_version", the last a "summary", every operation_start followed
-// by its operation_end before the next starts, and package manager output
-// tagged with the operation running. It prints one line per event —
-// the type and what the event is about, runs of output collapsed into one
-// line — for the script to compare. -partial accepts a stream cut short
+// gpuenv-events [-partial] [-progress] FILE reads the JSON Lines of an
+// apply or rollback --json and checks the stream's contract: every line
+// one JSON object with a "type" and an RFC 3339 "@timestamp", the first a
+// "version" event with a "format_version", the last a "summary", every
+// operation_start followed by its operation_end before the next starts,
+// package manager output and progress tagged with the operation running,
+// and progress (checkProgress) rate-limited, with a phase, and
+// percentages that do not go back. It prints one line per event — the
+// type and what the event is about, runs of output collapsed into one
+// line — for the script to compare; progress only with -progress, one
+// line per run of the same phase. -partial accepts a stream cut short
 // (its process was killed): no summary at its end.
 func init() {
 	extraTestCommands["gpuenv-events"] = events
@@ -24,12 +27,14 @@ func init() {
 
 func events() {
 	args := os.Args[1:]
-	partial := len(args) == 2 && args[0] == "-partial"
-	if partial {
+	var partial, progress bool
+	for len(args) > 1 && (args[0] == "-partial" || args[0] == "-progress") {
+		partial = partial || args[0] == "-partial"
+		progress = progress || args[0] == "-progress"
 		args = args[1:]
 	}
 	if len(args) != 1 {
-		die(fmt.Errorf("usage: gpuenv-events [-partial] FILE"))
+		die(fmt.Errorf("usage: gpuenv-events [-partial] [-progress] FILE"))
 	}
 	f, err := os.Open(args[0])
 	if err != nil {
@@ -40,6 +45,7 @@ func events() {
 	sc.Buffer(nil, 16<<20)
 	var out []string
 	var open map[string]any
+	var pc progressCheck
 	n := 0
 	for sc.Scan() {
 		n++
@@ -73,6 +79,7 @@ func events() {
 				die(fmt.Errorf("line %d: an operation starts while %v runs", n, open["step"]))
 			}
 			open = op
+			pc = progressCheck{}
 		case "operation_end":
 			if open == nil || open["index"] != op["index"] || open["step"] != op["step"] {
 				die(fmt.Errorf("line %d: operation_end of %v without its start", n, op))
@@ -84,6 +91,18 @@ func events() {
 				die(fmt.Errorf("line %d: output %q not tagged with the running operation", n, ev["line"]))
 			}
 			if len(out) > 0 && out[len(out)-1] == line {
+				continue
+			}
+		case "progress":
+			if op == nil || open == nil || open["index"] != op["index"] || open["step"] != op["step"] {
+				die(fmt.Errorf("line %d: progress not tagged with the running operation", n))
+			}
+			p, _ := ev["progress"].(map[string]any)
+			if err := pc.check(ts, p); err != nil {
+				die(fmt.Errorf("line %d: %v: %s", n, err, sc.Text()))
+			}
+			line += " " + fmt.Sprint(p["phase"])
+			if !progress || len(out) > 0 && out[len(out)-1] == line {
 				continue
 			}
 		case "revert_start", "revert_end":
@@ -114,4 +133,48 @@ func events() {
 	}
 	fmt.Println(strings.Join(out, "\n"))
 	os.Exit(0)
+}
+
+// progressCheck holds what the progress events of one operation must
+// keep to: at most one every 150 ms and five in any second (the engine
+// sends them every 250 ms at most), and within one command, percentages
+// that do not go back — those of its download apart from those of its
+// package manager's steps, which start from 0 again.
+type progressCheck struct {
+	times []time.Time
+	last  map[string]float64
+}
+
+func (c *progressCheck) check(ts string, p map[string]any) error {
+	at, _ := time.Parse(time.RFC3339Nano, ts)
+	if k := len(c.times); k > 0 && at.Sub(c.times[k-1]) < 150*time.Millisecond {
+		return fmt.Errorf("progress %s after the one before", at.Sub(c.times[k-1]))
+	}
+	c.times = append(c.times, at)
+	if k := len(c.times); k > 5 && at.Sub(c.times[k-6]) < time.Second {
+		return fmt.Errorf("six progress events within %s", at.Sub(c.times[k-6]))
+	}
+	phase, _ := p["phase"].(string)
+	if phase == "" {
+		return fmt.Errorf("progress without a phase")
+	}
+	pct, ok := p["percent"].(float64)
+	if !ok {
+		return nil
+	}
+	if pct < 0 || pct > 100 {
+		return fmt.Errorf("percent %v", pct)
+	}
+	scale := fmt.Sprintf("%v", p["command"])
+	if phase == "downloading" {
+		scale += " download"
+	}
+	if c.last == nil {
+		c.last = map[string]float64{}
+	}
+	if prev, seen := c.last[scale]; seen && pct < prev {
+		return fmt.Errorf("percent %v after %v in command %v", pct, prev, p["command"])
+	}
+	c.last[scale] = pct
+	return nil
 }

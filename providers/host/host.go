@@ -678,6 +678,12 @@ type Command struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// ExtraFiles are open in the command as file descriptors 3, 4, …, as
+	// exec.Cmd's are: a package manager's machine-readable progress
+	// comes on one (apt's APT::Status-Fd, dpkg's --status-fd), away from
+	// its output for people. chroot(8) execs the command with the
+	// descriptors it was given, so the numbers hold inside a root too.
+	ExtraFiles []*os.File
 }
 
 // Runner runs commands. Implementations must not interpret Argv through a
@@ -697,6 +703,7 @@ func (ExecRunner) Run(ctx context.Context, c Command) error {
 	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	cmd.ExtraFiles = c.ExtraFiles
 	// A process group of its own: Ctrl-C on the terminal reaches gpuenv,
 	// which stops between operations and reverts, and not a package
 	// manager in the middle of dpkg's work.
