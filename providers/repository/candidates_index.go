@@ -26,28 +26,35 @@ func (c *Candidates) Indexes() *facts.PackageIndexes {
 
 // fromIndexes answers Versions from the indexes: the versions some index
 // lists, newest first, as the observation orders them. Where the root has
-// no index of manager because none was fetched (its configured sources
-// are all missing: an image before its first apt-get update) it answers
-// that nothing is listed yet, and Pick leaves the version to apply, after
-// a refresh. It cannot answer where no source of manager is known at all
+// no apt index because none was fetched (its configured sources are all
+// missing: an image before its first apt-get update) it answers that
+// nothing is listed yet, and Pick leaves the version to apply, after a
+// refresh. It cannot answer where no source of manager is known at all
 // (the package manager is asked, as it may read sources gpuenv does not),
-// or for a package the indexes do not keep, which only relevant ones are.
+// where dnf has no metadata cache (dnf is asked, and fetches what it
+// needs: apply pins no version left to it for dnf), or for a package the
+// indexes do not keep, which only relevant ones are.
 func (c *Candidates) fromIndexes(manager planner.Manager, name string) ([]string, bool) {
 	c.mu.Lock()
 	ix := c.indexes
 	c.mu.Unlock()
-	if ix == nil || ix.Manager != string(manager) || len(ix.Indexes) == 0 && len(ix.Missing) == 0 || !pkgdb.Relevant(name) {
+	if ix == nil || ix.Manager != string(manager) || !pkgdb.Relevant(name) {
+		return nil, false
+	}
+	if len(ix.Indexes) == 0 && (manager != planner.ManagerApt || len(ix.Missing) == 0) {
 		return nil, false
 	}
 	return pkgdb.IndexListed(ix, name), true
 }
 
-// Unfetched returns the configured sources of manager whose indexes are
-// not on disk, as the observation found them.
+// Unfetched returns the configured apt sources whose indexes are not on
+// disk, as the observation found them: what they offer is known after
+// apply, which fetches them first. It names none for dnf, which apply
+// does not pin a version for once its metadata is fetched.
 func (c *Candidates) Unfetched(manager planner.Manager) []facts.IndexSource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.indexes == nil || c.indexes.Manager != string(manager) {
+	if c.indexes == nil || c.indexes.Manager != string(manager) || manager != planner.ManagerApt {
 		return nil
 	}
 	return c.indexes.Missing

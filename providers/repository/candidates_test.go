@@ -467,3 +467,17 @@ func TestPickSourceAwaitingItsIndex(t *testing.T) {
 		t.Errorf("from the distribution's fetched index: %+v, %v", got, err)
 	}
 }
+
+// dnf without a metadata cache is asked, as before: apply pins no version
+// left to it for dnf, so none is.
+func TestCandidatesDnfWithoutCache(t *testing.T) {
+	rec := &recorder{out: map[string]string{"dnf": dnfList}}
+	c := NewCandidates(newHost(t, rec))
+	c.UseIndexes(&facts.PackageIndexes{Manager: "dnf", Indexes: []facts.PackageIndex{}, Missing: []facts.IndexSource{{URI: "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64", Repo: "cuda-rhel9-x86_64"}}})
+	if got, err := c.Versions(context.Background(), "dnf", "nvidia-open"); err != nil || len(got) == 0 || c.Runs() != 1 {
+		t.Errorf("versions %v, %v, %d runs: want dnf's answer", got, err, c.Runs())
+	}
+	if got := c.Unfetched("dnf"); got != nil {
+		t.Errorf("unfetched dnf sources %+v: want none", got)
+	}
+}
