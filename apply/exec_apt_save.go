@@ -331,10 +331,7 @@ func (x aptManager) rebuildDeb(ctx context.Context, ws *Workspace, dir, inRoot, 
 	if err != nil {
 		return err
 	}
-	info := "/var/lib/dpkg/info/" + name
-	if _, err := x.Host.Stat(info + ".list"); err != nil && arch != "" {
-		info += ":" + arch
-	}
+	info := pkgdb.InfoPrefix(x.Host, name, arch)
 	list, err := x.Host.ReadFile(info + ".list")
 	if err != nil {
 		return fmt.Errorf("dpkg's file list of %s: %w", name, err)

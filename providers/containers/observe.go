@@ -15,6 +15,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -30,9 +31,6 @@ const (
 	CDIHookPath = "/usr/bin/nvidia-cdi-hook"
 	CTKPath     = "/usr/bin/nvidia-ctk"
 )
-
-// dpkgInfo holds the file list of every installed package.
-const dpkgInfo = "/var/lib/dpkg/info"
 
 // procGPUs has one directory per GPU, named by its PCI address.
 const procGPUs = "/proc/driver/nvidia/gpus"
@@ -320,10 +318,7 @@ func driverFiles(h *host.Host, pkgs facts.Packages, ver string) []string {
 			slices.Contains(ToolkitPackages, p.Name) {
 			continue
 		}
-		list, err := h.ReadFile(path.Join(dpkgInfo, p.Name+".list"))
-		if err != nil && p.Architecture != "" {
-			list, err = h.ReadFile(path.Join(dpkgInfo, p.Name+":"+p.Architecture+".list"))
-		}
+		list, err := pkgdb.FileList(h, p.Name, p.Architecture)
 		if err != nil {
 			continue
 		}

@@ -678,3 +678,31 @@ func ControlParagraph(h *host.Host, name, version string) ([]byte, string, error
 	}
 	return nil, "", fmt.Errorf("dpkg's database has no record of %s %s", name, version)
 }
+
+// InfoDir is where dpkg keeps each installed package's file list and
+// maintainer scripts.
+const InfoDir = "/var/lib/dpkg/info"
+
+// InfoPrefix is the path, without its extension, of a package's files in
+// InfoDir: NAME, or NAME:ARCH where dpkg qualified the name (a package
+// installed for more than one architecture), told by which file list
+// exists.
+func InfoPrefix(h *host.Host, name, arch string) string {
+	p := path.Join(InfoDir, name)
+	if arch != "" {
+		if _, err := h.Stat(p + ".list"); err != nil {
+			return p + ":" + arch
+		}
+	}
+	return p
+}
+
+// FileList is dpkg's list of the files a package installed, one path a
+// line as dpkg wrote it.
+func FileList(h *host.Host, name, arch string) ([]byte, error) {
+	list, err := h.ReadFile(path.Join(InfoDir, name+".list"))
+	if err != nil && arch != "" {
+		list, err = h.ReadFile(path.Join(InfoDir, name+":"+arch+".list"))
+	}
+	return list, err
+}
