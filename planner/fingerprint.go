@@ -177,6 +177,9 @@ func section(name string, obs *facts.Observation) any {
 			// module itself is what matters.
 			k.Loaded[i] = facts.LoadedModule{Name: k.Loaded[i].Name, Taints: k.Loaded[i].Taints}
 		}
+		// So do the processes holding the modules: a reload they stop
+		// fails at apply, and is reverted.
+		k.Holders = nil
 		return k
 	case FactsPCI:
 		return obs.PCI

@@ -364,21 +364,53 @@ const (
 	KernelRebuildInitramfs KernelAction = "rebuild_initramfs"
 	KernelLoadModule       KernelAction = "load_module"   // modprobe Module
 	KernelUnloadModule     KernelAction = "unload_module" // modprobe -r Module
+	// KernelCheckVersion confirms that the loaded nvidia module, as
+	// /proc/driver/nvidia/version and NVML report it, is Version: the
+	// last operation of a module reload.
+	KernelCheckVersion KernelAction = "check_version"
+	// KernelStopProcess stops the GPU process PID (Process is its command
+	// name, which must still match) so that the modules can be unloaded;
+	// planned only with --interrupt-gpu-processes. A stopped process is
+	// not started again: nothing knows how it was started.
+	KernelStopProcess KernelAction = "stop_process"
 )
 
 // KernelOp changes the kernel's state.
 type KernelOp struct {
 	Action KernelAction `json:"action"`
 	Module string       `json:"module,omitempty"`
+	// Reload marks the load, unload and check of a module reload after a
+	// driver's packages changed: the module files on disk are the new
+	// driver's, and the old module loads again only once the package
+	// transaction is undone, so their inverses wait for that.
+	Reload bool `json:"reload,omitempty"`
+	// Version is the driver version check_version expects.
+	Version string `json:"version,omitempty"`
+	// PID and Process name the process stop_process stops.
+	PID     int    `json:"pid,omitempty"`
+	Process string `json:"process,omitempty"`
 }
 
-// ServiceOp enables or disables a systemd unit.
+// ServiceOp enables or disables a systemd unit, or, with Run, only stops
+// or starts it.
 type ServiceOp struct {
 	Unit   string `json:"unit"`
 	Enable bool   `json:"enable"`
 	// Now also starts or stops the unit.
 	Now bool `json:"now,omitempty"`
+	// Run is ServiceStop or ServiceStart: the unit is stopped or started
+	// and its enablement left as it is (Enable and Now are unused). A
+	// module reload stops what holds the modules and starts it again.
+	Run string `json:"run,omitempty"`
+	// Reload marks the stop and start of a module reload (KernelOp.Reload).
+	Reload bool `json:"reload,omitempty"`
 }
+
+// Service runs.
+const (
+	ServiceStop  = "stop"
+	ServiceStart = "start"
+)
 
 // DeviceOp sets one NVML setting on one device.
 type DeviceOp struct {

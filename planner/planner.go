@@ -32,6 +32,8 @@ type Planner struct {
 	// nil when there is none. StatusPath names it in the warning.
 	Status     *ApplyStatus
 	StatusPath string
+	// InterruptGPUProcesses is Request.InterruptGPUProcesses.
+	InterruptGPUProcesses bool
 }
 
 // ResolveFunc computes the desired values of a spec on a host. Its
@@ -60,7 +62,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	if ic, ok := cands.(IndexCandidates); ok {
 		ic.UseIndexes(&obs.PackageIndexes)
 	}
-	req := &Request{Spec: s, Facts: obs, Candidates: cands}
+	req := &Request{Spec: s, Facts: obs, Candidates: cands, InterruptGPUProcesses: p.InterruptGPUProcesses}
 	if p.Resolve != nil {
 		d, more := p.Resolve(s, obs)
 		diags = append(diags, more...)

@@ -56,6 +56,10 @@ type Request struct {
 	// Candidates asks the package manager which versions it can install.
 	// Never nil.
 	Candidates Candidates
+	// InterruptGPUProcesses allows a step to stop the GPU processes that
+	// keep the nvidia modules from being reloaded
+	// (--interrupt-gpu-processes).
+	InterruptGPUProcesses bool
 }
 
 // Response is what a provider returns; nil is the same as an empty one.

@@ -26,7 +26,9 @@ import (
 var (
 	debianName = lazyregexp.New(`^[a-z0-9][a-z0-9+.-]+$`)
 	rpmName    = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9+._-]*$`)
-	pipName    = lazyregexp.New(`^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$`)
+	// driverVersion is an NVIDIA driver version: 535.261.03, 550.54.15.
+	driverVersion = lazyregexp.New(`^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$`)
+	pipName       = lazyregexp.New(`^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$`)
 )
 
 // managedDir is a directory gpuenv writes its files into.
@@ -76,7 +78,8 @@ var followUps = [][]string{
 
 // units are the systemd units a service operation may enable or disable:
 // the driver's nvidia-persistenced and the devices' compute-mode unit.
-var units = []string{"nvidia-persistenced.service", "gpuenv-compute-mode.service"}
+var units = []string{"nvidia-persistenced.service", "gpuenv-compute-mode.service",
+	"nvidia-fabricmanager.service", "nvidia-dcgm.service", "dcgm-exporter.service"}
 
 // modules are the kernel modules a kernel operation may load or unload, as
 // the kernel spells them ("-" and "_" are alike to modprobe).
@@ -108,6 +111,9 @@ func CheckOperation(op Operation) error {
 	case OpService:
 		if !slices.Contains(units, op.Service.Unit) {
 			return fmt.Errorf("unit %q is not one gpuenv manages (%s)", op.Service.Unit, strings.Join(units, ", "))
+		}
+		if r := op.Service.Run; r != "" && r != ServiceStop && r != ServiceStart {
+			return fmt.Errorf("service operation: unknown run %q (stop or start)", r)
 		}
 	case OpDevice:
 		return checkDevice(op.Device)
@@ -390,6 +396,17 @@ func checkKernel(k *KernelOp) error {
 		}
 		if !slices.Contains(modules, strings.ReplaceAll(k.Module, "-", "_")) {
 			return fmt.Errorf("kernel operation %s: module %q is not one gpuenv manages (%s)", k.Action, k.Module, strings.Join(modules, ", "))
+		}
+	case KernelCheckVersion:
+		if !driverVersion.MatchString(k.Version) {
+			return fmt.Errorf("kernel operation check_version: %q is not a driver version", k.Version)
+		}
+	case KernelStopProcess:
+		if k.PID <= 1 {
+			return fmt.Errorf("kernel operation stop_process: pid %d", k.PID)
+		}
+		if k.Process == "" || strings.ContainsAny(k.Process, "/\x00\n") {
+			return fmt.Errorf("kernel operation stop_process: %q is not a command name", k.Process)
 		}
 	default:
 		return fmt.Errorf("unknown kernel action %q", k.Action)

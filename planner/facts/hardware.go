@@ -30,6 +30,32 @@ type Kernel struct {
 	Initramfs *FileTime `json:"initramfs,omitempty"`
 	// Installed lists every kernel with a /lib/modules directory.
 	Installed []InstalledKernel `json:"installed"`
+	// Holders are what keeps the nvidia modules from unloading: the
+	// processes with an NVIDIA device open (/dev/nvidia*, or a /dev/dri
+	// node of nvidia-drm), from /proc/PID/fd, and the GPU services
+	// gpuenv stops and starts again around a module reload, running
+	// whether or not they hold a device. Observed only while the nvidia
+	// module is loaded; a process gpuenv may not look into is missing.
+	Holders []Holder `json:"holders,omitempty"`
+	// SigningKey tells, with Secure Boot on, whether the key DKMS signs
+	// the modules it builds with is enrolled: "enrolled" (the key's
+	// certificate is in the firmware's MOK list), "not_enrolled", or ""
+	// when it cannot be told (no key yet, no MOK list to read).
+	SigningKey string `json:"signing_key,omitempty"`
+}
+
+// Holder is a process that holds an nvidia module.
+type Holder struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"` // /proc/PID/comm
+	// Devices are the NVIDIA device nodes it has open.
+	Devices []string `json:"devices,omitempty"`
+	// Module is the module its devices belong to: "nvidia_drm" for a
+	// /dev/dri node, "nvidia_uvm", "nvidia_modeset", else "nvidia".
+	Module string `json:"module,omitempty"`
+	// Unit is the GPU service the process is the daemon of
+	// ("nvidia-persistenced.service"), when it is one gpuenv restarts.
+	Unit string `json:"unit,omitempty"`
 }
 
 // Init is the root's process 1, as far as steps need it: whether a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -176,9 +177,72 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		if obs.Driver.ModuleVersion != "" {
 			step.Flags.NeedsModuleReload = true
 			step.Flags.InterruptsGPUProcesses = gpuBusy(obs)
+			planReload(step, obs, manager, picked.Version, req.InterruptGPUProcesses)
 		}
 	}
 	return step, nil
+}
+
+// planReload adds to a driver step that changes the loaded module the
+// reload that puts the new module in its place, after the package
+// transaction, when the facts allow one; otherwise the step keeps its
+// reboot and its reason says why the modules cannot be reloaded.
+func planReload(step *planner.Step, obs *facts.Observation, manager planner.Manager, version string, interrupt bool) {
+	rp := reload.Decide(obs, reload.Options{Interrupt: interrupt, BuildsModule: step.Flags.BuildsKernelModule})
+	want, err := pkgdb.UpstreamVersion(string(manager), version)
+	if version == "" || err != nil {
+		rp.Blockers = append(rp.Blockers, "the new version is known only after apply")
+	}
+	if !rp.Possible() {
+		step.Reason += " A reboot is required: the modules cannot be reloaded now, since " + rp.Why() + "."
+		return
+	}
+	step.Operations = append(step.Operations, ReloadOperations(rp, want.String())...)
+	step.Flags.NeedsReboot = false
+	step.Flags.InterruptsGPUProcesses = len(rp.Interrupt) > 0
+	how := "After the package transaction the modules are reloaded"
+	if len(rp.Stop) > 0 {
+		how += " (" + strings.Join(rp.Stop, ", ") + " stopped and started again)"
+	}
+	if len(rp.Interrupt) > 0 {
+		var who []string
+		for _, p := range rp.Interrupt {
+			who = append(who, p.What)
+		}
+		how += ", stopping the GPU processes " + strings.Join(who, "; ")
+	}
+	step.Reason += " " + how + ": no reboot is needed."
+}
+
+// ReloadOperations are a reload's operations: stop the services and the
+// processes that hold the modules, unload the old modules, load the new
+// ones, start the services again, and check that the loaded driver is
+// version.
+func ReloadOperations(rp reload.Plan, version string) []planner.Operation {
+	var ops []planner.Operation
+	svc := func(unit, run string) planner.Operation {
+		return planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: unit, Run: run, Reload: true}}
+	}
+	kern := func(k planner.KernelOp) planner.Operation {
+		k.Reload = true
+		return planner.Operation{Kind: planner.OpKernel, Kernel: &k}
+	}
+	for _, u := range rp.Stop {
+		ops = append(ops, svc(u, planner.ServiceStop))
+	}
+	for _, p := range rp.Interrupt {
+		ops = append(ops, kern(planner.KernelOp{Action: planner.KernelStopProcess, PID: p.PID, Process: p.Command}))
+	}
+	for _, m := range rp.Unload {
+		ops = append(ops, kern(planner.KernelOp{Action: planner.KernelUnloadModule, Module: m}))
+	}
+	for _, m := range rp.Load {
+		ops = append(ops, kern(planner.KernelOp{Action: planner.KernelLoadModule, Module: m}))
+	}
+	for _, u := range slices.Backward(rp.Stop) {
+		ops = append(ops, svc(u, planner.ServiceStart))
+	}
+	return append(ops, kern(planner.KernelOp{Action: planner.KernelCheckVersion, Version: version}))
 }
 
 func gpuBusy(obs *facts.Observation) bool {
