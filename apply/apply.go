@@ -492,6 +492,11 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	if err := e.finish(res.Status, res.NeedsReboot, failure); err != nil {
 		return e.abort(res, err)
 	}
+	if res.Status == StatusApplied && res.NeedsReboot {
+		if err := markRebootRequired(h, rebootPackages(plan)); err != nil {
+			e.say("Warning: %s could not be written: %v", RebootRequired, err)
+		}
+	}
 	if res.Status == StatusApplied && opts.Recheck != nil {
 		rc, err := opts.Recheck(run)
 		if err != nil {
@@ -635,7 +640,9 @@ type undoItem struct {
 
 // undo runs inverses in the order given, journaling each, and stops at the
 // first that fails: the ones after it may depend on it. An initramfs
-// rebuild is run once, last, after the files it is built from are back.
+// rebuild is run once, last, after the files it is built from are back;
+// a reload's load of the old module and start of its services run right
+// after the package transaction before them is undone.
 func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure) {
 	var done []string
 	recovered := map[string]bool{}
@@ -681,14 +688,39 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 		done = append(done, fmt.Sprintf("%s: %s", it.step, what))
 		return nil
 	}
+	// A module reload's inverses that load the old module, and start
+	// what held it, wait for the package transaction before them: the
+	// old module's files are back only once it is undone.
+	var waiting []undoItem
+	flush := func() *Failure {
+		for _, it := range waiting {
+			if f := run(it); f != nil {
+				return f
+			}
+		}
+		waiting = nil
+		return nil
+	}
 	for _, it := range items {
 		if it.inv.Kernel != nil && it.inv.Kernel.Action == "rebuild_initramfs" {
 			rebuild = append(rebuild, it)
 			continue
 		}
+		if it.inv.afterPackages() {
+			waiting = append(waiting, it)
+			continue
+		}
 		if f := run(it); f != nil {
 			return done, f
 		}
+		if it.inv.Packages != nil {
+			if f := flush(); f != nil {
+				return done, f
+			}
+		}
+	}
+	if f := flush(); f != nil {
+		return done, f
 	}
 	for i, it := range rebuild {
 		if i > 0 {

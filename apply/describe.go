@@ -73,6 +73,12 @@ func Describe(op planner.Operation) string {
 	case op.Kernel != nil:
 		return describeKernel(op.Kernel)
 	case op.Service != nil:
+		switch op.Service.Run {
+		case planner.ServiceStop:
+			return "stopping " + op.Service.Unit
+		case planner.ServiceStart:
+			return "starting " + op.Service.Unit
+		}
 		verb := "disabling "
 		if op.Service.Enable {
 			verb = "enabling "
@@ -123,8 +129,18 @@ func DescribeInverse(inv *Inverse) string {
 			return "nothing (the module was already in that state)"
 		case "rebuild_initramfs":
 			return "rebuilding the initramfs from the restored files"
+		case "load_module":
+			if inv.Kernel.AfterPackages {
+				what := "loading module " + inv.Kernel.Module + " again from the restored packages' files"
+				if inv.Kernel.Version != "" {
+					what += " (" + inv.Kernel.Version + ")"
+				}
+				return what
+			}
 		}
 		return describeKernel(&planner.KernelOp{Action: planner.KernelAction(inv.Kernel.Action), Module: inv.Kernel.Module})
+	case inv.Service != nil && inv.Service.AfterPackages:
+		return "starting " + inv.Service.Unit + " again once the old module is loaded"
 	case inv.Service != nil:
 		if inv.Service.Enabled {
 			return "re-enabling " + inv.Service.Unit

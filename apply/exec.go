@@ -94,6 +94,13 @@ type HostExecutor struct {
 	// Devices sets NVML device settings; nil when NVML is not available,
 	// which fails device operations on a live root.
 	Devices DeviceSettings
+	// Driver asks NVML which driver version it reports, to check a
+	// module reload; nil where NVML is not available, when the kernel's
+	// answer alone is checked.
+	Driver DriverVersion
+	// ReloadWait bounds how long a reload's check waits for NVML to
+	// answer. Zero: DefaultReloadWait.
+	ReloadWait time.Duration
 	// PackageLockTimeout bounds the wait for dpkg's lock (held by
 	// unattended-upgrades, say). Zero: DefaultPackageLockTimeout.
 	PackageLockTimeout time.Duration

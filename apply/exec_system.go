@@ -42,13 +42,18 @@ func (kernelExecutor) names(inv *KernelInverse) ([]string, error) {
 	return []string{inv.Module}, nil
 }
 
-func (x kernelExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.KernelOp) (*KernelInverse, error) {
-	if !x.Host.Live() {
+func (x kernelExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *planner.KernelOp) (*KernelInverse, error) {
+	if !x.Host.Running() {
 		return nil, notLive(x.Host.Root(), describeKernel(op))
 	}
 	switch op.Action {
 	case "rebuild_initramfs":
 		return &KernelInverse{Action: "rebuild_initramfs"}, nil
+	case planner.KernelCheckVersion:
+		// A check changes nothing.
+		return &KernelInverse{}, nil
+	case planner.KernelStopProcess:
+		return x.prepareStop(op)
 	case "load_module":
 		loaded, err := x.moduleLoaded(op.Module)
 		if err != nil {
@@ -66,7 +71,15 @@ func (x kernelExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan
 		if !loaded {
 			return &KernelInverse{}, nil
 		}
-		return &KernelInverse{Action: "load_module", Module: op.Module}, nil
+		inv := &KernelInverse{Action: "load_module", Module: op.Module, AfterPackages: op.Reload}
+		if op.Reload && Canonical(op.Module) == "nvidia" {
+			v, err := x.loadedVersion()
+			if err != nil {
+				return nil, err
+			}
+			inv.Version = v
+		}
+		return inv, nil
 	}
 }
 
@@ -76,6 +89,10 @@ func describeKernel(op *planner.KernelOp) string {
 		return "rebuilding the initramfs"
 	case "load_module":
 		return "loading module " + op.Module
+	case planner.KernelCheckVersion:
+		return "checking that the loaded driver is " + op.Version
+	case planner.KernelStopProcess:
+		return fmt.Sprintf("stopping process %s (pid %d)", op.Process, op.PID)
 	}
 	return "unloading module " + op.Module
 }
@@ -103,6 +120,12 @@ func (x kernelExecutor) moduleLoaded(name string) (bool, error) {
 }
 
 func (x kernelExecutor) run(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
+	switch op.Action {
+	case planner.KernelCheckVersion:
+		return x.checkVersion(ctx, ws, op.Version)
+	case planner.KernelStopProcess:
+		return x.stopProcess(ctx, ws, op)
+	}
 	return x.kernel(ctx, ws, string(op.Action), op.Module)
 }
 
@@ -127,13 +150,22 @@ func (x kernelExecutor) kernel(ctx context.Context, ws *Workspace, action, modul
 }
 
 func (x kernelExecutor) undo(ctx context.Context, ws *Workspace, inv *KernelInverse) error {
-	if !x.Host.Live() {
+	if !x.Host.Running() {
 		return nil
 	}
 	switch inv.Action {
 	case "load_module":
 		if ok, err := x.moduleLoaded(inv.Module); err != nil || ok {
+			if err == nil && inv.Version != "" {
+				return x.loadedIs(inv.Version)
+			}
 			return err
+		}
+		if inv.Version != "" {
+			if err := x.kernel(ctx, ws, inv.Action, inv.Module); err != nil {
+				return err
+			}
+			return x.loadedIs(inv.Version)
 		}
 	case "unload_module":
 		if ok, err := x.moduleLoaded(inv.Module); err != nil || !ok {
@@ -183,8 +215,8 @@ func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *
 	if err != nil {
 		return nil, err
 	}
-	inv := &ServiceInverse{Unit: op.Unit, Enabled: en}
-	if op.Now && x.Host.Live() {
+	inv := &ServiceInverse{Unit: op.Unit, Enabled: en, AfterPackages: op.Reload && op.Run == planner.ServiceStop}
+	if (op.Now || op.Run != "") && x.Host.Running() {
 		active := x.unitActive(ctx, ws, op.Unit)
 		inv.Active = &active
 	}
@@ -192,6 +224,12 @@ func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *
 }
 
 func (x serviceExecutor) run(ctx context.Context, ws *Workspace, op *planner.ServiceOp) error {
+	if op.Run != "" {
+		if !x.Host.Running() {
+			return nil
+		}
+		return x.command(ctx, ws, nil, "systemctl", op.Run, op.Unit)
+	}
 	verb := "disable"
 	if op.Enable {
 		verb = "enable"
@@ -200,7 +238,7 @@ func (x serviceExecutor) run(ctx context.Context, ws *Workspace, op *planner.Ser
 	// A root that is not the running system has no service manager to
 	// start or stop the unit: only its enablement changes, and the unit
 	// starts when that system boots.
-	if op.Now && x.Host.Live() {
+	if op.Now && x.Host.Running() {
 		argv = append(argv, "--now")
 	}
 	return x.command(ctx, ws, nil, append(argv, op.Unit)...)
@@ -220,7 +258,7 @@ func (x serviceExecutor) undo(ctx context.Context, ws *Workspace, inv *ServiceIn
 			return err
 		}
 	}
-	if inv.Active != nil && x.Host.Live() {
+	if inv.Active != nil && x.Host.Running() {
 		if active := x.unitActive(ctx, ws, inv.Unit); active != *inv.Active {
 			verb := "stop"
 			if *inv.Active {
@@ -246,7 +284,7 @@ func (deviceExecutor) names(inv *DeviceInverse) ([]string, error) {
 }
 
 func (x deviceExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.DeviceOp) (*DeviceInverse, error) {
-	if !x.Host.Live() {
+	if !x.Host.Running() {
 		return nil, notLive(x.Host.Root(), fmt.Sprintf("setting %s of GPU %d", op.Setting, op.Index))
 	}
 	if x.Devices == nil {
@@ -264,7 +302,7 @@ func (x deviceExecutor) run(_ context.Context, _ *Workspace, op *planner.DeviceO
 }
 
 func (x deviceExecutor) undo(_ context.Context, _ *Workspace, inv *DeviceInverse) error {
-	if !x.Host.Live() {
+	if !x.Host.Running() {
 		return nil
 	}
 	if x.Devices == nil {

@@ -87,6 +87,14 @@ type PriorPackage struct {
 type KernelInverse struct {
 	Action string `json:"action"`
 	Module string `json:"module,omitempty"`
+	// AfterPackages is set on the inverse of a module reload's unload:
+	// the module that was unloaded is the old driver's, whose files on
+	// disk the package transaction replaced, so it loads again only once
+	// that transaction is undone (the engine runs it then).
+	AfterPackages bool `json:"after_packages,omitempty"`
+	// Version is the driver version the module had; once loaded again it
+	// must have it.
+	Version string `json:"version,omitempty"`
 }
 
 // ServiceInverse is a unit's enablement (and, on a live root, activity)
@@ -96,6 +104,16 @@ type ServiceInverse struct {
 	Enabled bool   `json:"enabled"`
 	// Active is recorded only when the operation starts or stops the unit.
 	Active *bool `json:"active,omitempty"`
+	// AfterPackages is set on the inverse of a module reload's stop: the
+	// service starts again once the old module is back
+	// (KernelInverse.AfterPackages).
+	AfterPackages bool `json:"after_packages,omitempty"`
+}
+
+// afterPackages reports whether inv waits for the package transaction
+// before it to be undone.
+func (inv *Inverse) afterPackages() bool {
+	return inv.Kernel != nil && inv.Kernel.AfterPackages || inv.Service != nil && inv.Service.AfterPackages
 }
 
 // RefreshInverse is the inverse of a refresh of a package manager's

@@ -53,6 +53,8 @@ func Observe(ctx context.Context, h *host.Host, n host.NVML, obs *facts.Observat
 	o := &observer{h: h, obs: obs}
 	o.pci()
 	o.modules()
+	o.holders()
+	o.signingKey()
 	o.moduleVersion()
 	o.blacklists()
 	o.kernels()

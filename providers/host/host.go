@@ -38,6 +38,9 @@ type Host struct {
 	// dirs remembers directory listings, in a handle made by
 	// ForObservation where fds is nil; nil otherwise.
 	dirs *dirCache
+	// running makes a root other than "/" stand for the running
+	// system (AsRunningSystem).
+	running bool
 }
 
 // dirCache holds, per directory on this machine, what listing it gave.
@@ -186,6 +189,20 @@ func (h *Host) Root() string { return h.root }
 // Live reports whether the root is this machine's own "/": only then are
 // its kernel, devices and NVML the ones this process can reach.
 func (h *Host) Live() bool { return h.root == "/" }
+
+// AsRunningSystem makes the root, whatever its path, stand for the
+// running system in what concerns its kernel and services (Running):
+// kernel operations and service starts run, inside the root, as they
+// would on "/". It exists for tests, whose fixture roots have fake
+// modprobe and systemctl changing their /proc and /sys the way the kernel
+// would; no flag of gpuenv sets it, and paths and commands are handled as
+// for any other root.
+func AsRunningSystem() Option { return func(h *Host) { h.running = true } }
+
+// Running reports whether the root's kernel, modules and services are
+// the ones commands run in it reach: on "/", and on a root made with
+// AsRunningSystem.
+func (h *Host) Running() bool { return h.Live() || h.running }
 
 // Resolve returns where p, an absolute path inside the root, lives on this
 // machine, following symlinks in every component (the last one included)

@@ -42,7 +42,7 @@ func Observe(ctx context.Context, h *host.Host, obs *facts.Observation) {
 // itself "systemd" there, whatever path started it (/sbin/init is a link
 // to it on most distributions).
 func observeInit(h *host.Host, warns *[]facts.Warning) facts.Init {
-	in := facts.Init{Live: h.Live()}
+	in := facts.Init{Live: h.Running()}
 	data, err := h.ReadFile(InitComm)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
