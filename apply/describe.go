@@ -141,6 +141,11 @@ func DescribeInverse(inv *Inverse) string {
 		return describeKernel(&planner.KernelOp{Action: planner.KernelAction(inv.Kernel.Action), Module: inv.Kernel.Module})
 	case inv.Service != nil && inv.Service.AfterPackages:
 		return "starting " + inv.Service.Unit + " again once the old module is loaded"
+	case inv.Service != nil && inv.Service.RunOnly:
+		if inv.Service.Active != nil && *inv.Service.Active {
+			return "starting " + inv.Service.Unit
+		}
+		return "stopping " + inv.Service.Unit
 	case inv.Service != nil:
 		if inv.Service.Enabled {
 			return "re-enabling " + inv.Service.Unit

@@ -215,7 +215,7 @@ func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *
 	if err != nil {
 		return nil, err
 	}
-	inv := &ServiceInverse{Unit: op.Unit, Enabled: en, AfterPackages: op.Reload && op.Run == planner.ServiceStop}
+	inv := &ServiceInverse{Unit: op.Unit, Enabled: en, RunOnly: op.Run != "", AfterPackages: op.Reload && op.Run == planner.ServiceStop}
 	if (op.Now || op.Run != "") && x.Host.Running() {
 		active := x.unitActive(ctx, ws, op.Unit)
 		inv.Active = &active

@@ -104,6 +104,9 @@ type ServiceInverse struct {
 	Enabled bool   `json:"enabled"`
 	// Active is recorded only when the operation starts or stops the unit.
 	Active *bool `json:"active,omitempty"`
+	// RunOnly is set when the operation only stopped or started the unit
+	// (ServiceOp.Run): its undo starts or stops it again.
+	RunOnly bool `json:"run_only,omitempty"`
 	// AfterPackages is set on the inverse of a module reload's stop: the
 	// service starts again once the old module is back
 	// (KernelInverse.AfterPackages).

@@ -278,8 +278,14 @@ func fakeSystemctl(c *Call) int {
 	case "daemon-reload":
 		return 0
 	case "is-active":
+		if len(pos) > 1 && c.daemonRunning(pos[1]) {
+			fmt.Fprintln(c.Stdout, "active")
+			return 0
+		}
 		fmt.Fprintln(c.Stdout, "inactive")
 		return 3
+	case "start", "stop":
+		return c.startStop(pos[0], pos[1:])
 	case "enable", "disable", "is-enabled":
 	default:
 		return c.errorf(1, "Unknown command verb %s.", pos[0])

@@ -65,7 +65,9 @@ func (o *observer) holders() {
 				continue
 			}
 			h.Devices = append(h.Devices, target)
-			if h.Module == "" || mod == "nvidia_drm" {
+			// The module named is the one most in the way: its
+			// users go before the modules it uses.
+			if moduleRank(mod) > moduleRank(h.Module) {
 				h.Module = mod
 			}
 		}
@@ -111,6 +113,10 @@ func deviceModule(target string, drm map[string]bool) string {
 		return "nvidia"
 	}
 	return ""
+}
+
+func moduleRank(m string) int {
+	return map[string]int{"nvidia": 1, "nvidia_modeset": 2, "nvidia_uvm": 3, "nvidia_drm": 4}[m]
 }
 
 // signingKey tells, with Secure Boot on, whether DKMS's signing key is

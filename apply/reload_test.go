@@ -1,0 +1,319 @@
+package apply_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+
+	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/apply/applytest"
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/reload"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/driver"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+// newVersion is the driver the reload host is upgraded to.
+var newVersion, _, _ = strings.Cut(applytest.DriverNew, "-")
+
+// reloadHost is the reload host (applytest.BuildReloadHost) as the
+// running system, and the upgrade that reloads its modules.
+func reloadHost(t *testing.T) (*testHost, *planner.Plan) {
+	t.Helper()
+	f := build(t, applytest.BuildReloadHost)
+	fx := openReloadHost(t, f.Dir)
+	return fx, reloadPlan(t, fx.h, reload.Options{})
+}
+
+// openReloadHost opens the reload host laid out in dir as the running
+// system, its commands run by the fakes.
+func openReloadHost(t *testing.T, dir string) *testHost {
+	t.Helper()
+	f := applytest.OpenHost(dir)
+	fx := newTestHost(t, f.Dir, f.Root, f.Env, applytest.Snapshot)
+	var err error
+	if fx.h, err = host.New(f.Root, host.WithRunner(fx.runner), host.AsRunningSystem()); err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+// reloadPlan is the driver upgrade the planner makes on h: the package
+// transaction, then the reload the facts allow (planned whatever they
+// say, for the cases where apply must meet what the plan did not see).
+func reloadPlan(t *testing.T, h *host.Host, o reload.Options) *planner.Plan {
+	t.Helper()
+	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
+	rp := reload.Decide(obs, o)
+	if !rp.Loaded {
+		t.Fatalf("the reload host has no nvidia module loaded: %+v", obs.Kernel.Loaded)
+	}
+	var pins []planner.PackagePin
+	for _, d := range applytest.ReloadDebs(applytest.DriverNew) {
+		pins = append(pins, planner.PackagePin{Name: d.Name, Version: applytest.DriverNew})
+	}
+	ops := append([]planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", Install: pins}}},
+		driver.ReloadOperations(rp, newVersion)...)
+	p := &planner.Plan{FormatVersion: planner.FormatVersion, SpecDigest: "sha256:test", Steps: []planner.Step{{
+		Address: "driver", Action: planner.Update, Reason: "driver upgrade", ReasonCode: planner.ReasonVersionMismatch,
+		After:      map[string]string{"version": applytest.DriverNew, "packages": "libnvidia-ml1, nvidia-smi, nvidia-kernel-dkms"},
+		Operations: ops, Flags: planner.Flags{NeedsModuleReload: true},
+	}}}
+	p.Transactions = planner.Batch(p.Steps)
+	return p
+}
+
+// nvmlOf is go-nvml's mock reporting the driver the fixture's kernel has
+// loaded, as the real library does once it starts: none (NVML's
+// DRIVER_NOT_LOADED) while no module is.
+func nvmlOf(root string) *mock.Interface {
+	return &mock.Interface{
+		InitFunc: func() nvml.Return {
+			if _, err := os.Stat(filepath.Join(root, "proc/driver/nvidia/version")); err != nil {
+				return nvml.ERROR_DRIVER_NOT_LOADED
+			}
+			return nvml.SUCCESS
+		},
+		ShutdownFunc: func() nvml.Return { return nvml.SUCCESS },
+		SystemGetDriverVersionFunc: func() (string, nvml.Return) {
+			data, err := os.ReadFile(filepath.Join(root, "proc/driver/nvidia/version"))
+			if err != nil {
+				return "", nvml.ERROR_DRIVER_NOT_LOADED
+			}
+			v, _, _ := host.ParseProcVersion(data)
+			return v, nvml.SUCCESS
+		},
+	}
+}
+
+func (fx *testHost) reloadOpts(lib nvml.Interface) apply.Options {
+	o := fx.opts(&apply.HostExecutor{Host: fx.h, Driver: &host.NVMLDriverVersion{Lib: lib}})
+	return o
+}
+
+func (fx *testHost) loadedDriver() string {
+	fx.t.Helper()
+	if !fx.exists("/proc/driver/nvidia/version") {
+		return ""
+	}
+	v, _, err := host.ParseProcVersion([]byte(fx.read("/proc/driver/nvidia/version")))
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return v
+}
+
+func TestReloadPlanFromFacts(t *testing.T) {
+	fx, p := reloadHost(t)
+	var got []string
+	for _, op := range p.Steps[0].Operations[1:] {
+		got = append(got, apply.Describe(op))
+	}
+	want := []string{
+		"stopping nvidia-persistenced.service",
+		"unloading module nvidia_uvm", "unloading module nvidia_drm", "unloading module nvidia_modeset", "unloading module nvidia",
+		"loading module nvidia", "loading module nvidia_modeset", "loading module nvidia_drm", "loading module nvidia_uvm",
+		"starting nvidia-persistenced.service",
+		"checking that the loaded driver is 535.309.01",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("reload operations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := apply.ValidatePlan(p); err != nil {
+		t.Fatalf("the reload plan does not validate: %v", err)
+	}
+
+	// A program on the GPU, a display server: both named, neither
+	// reloaded over.
+	if err := applytest.StartProcess(fx.root, 4242, "python3", "/dev/nvidia0", "/dev/nvidia-uvm"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(fx.root, "sys/class/drm/card1/device"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../../bus/pci/drivers/nvidia", filepath.Join(fx.root, "sys/class/drm/card1/device/driver")); err != nil {
+		t.Fatal(err)
+	}
+	if err := applytest.StartProcess(fx.root, 1500, "Xorg", "/dev/dri/card1", "/dev/nvidiactl"); err != nil {
+		t.Fatal(err)
+	}
+	obs := providers.Observe(context.Background(), fx.h, providers.ObserveOptions{})
+	rp := reload.Decide(obs, reload.Options{})
+	why := rp.Why()
+	for _, w := range []string{"Xorg (pid 1500) holds nvidia_drm (/dev/dri/card1, /dev/nvidiactl)", "python3 (pid 4242) holds nvidia_uvm", "--interrupt-gpu-processes"} {
+		if !strings.Contains(why, w) {
+			t.Errorf("the blockers do not say %q: %s", w, why)
+		}
+	}
+	rp = reload.Decide(obs, reload.Options{Interrupt: true})
+	if len(rp.Interrupt) != 1 || rp.Interrupt[0].PID != 4242 || rp.Possible() {
+		t.Errorf("with --interrupt-gpu-processes: interrupt %+v, possible %v (the display still forbids it)", rp.Interrupt, rp.Possible())
+	}
+
+	// Secure Boot with DKMS's key not enrolled.
+	secureBoot(t, fx.root, 1)
+	obs = providers.Observe(context.Background(), fx.h, providers.ObserveOptions{})
+	if rp := reload.Decide(obs, reload.Options{BuildsModule: true}); !strings.Contains(rp.Why(), "Key was rejected by service") {
+		t.Errorf("Secure Boot: %s", rp.Why())
+	}
+}
+
+// The upgrade reloads the modules: the new driver answers in the kernel
+// and in NVML, persistenced runs again, no reboot is asked for; the
+// rollback reloads the old driver, and the host is as it was.
+func TestReloadAppliesAndRollsBack(t *testing.T) {
+	fx, p := reloadHost(t)
+	before := fx.snapshot()
+	lib := nvmlOf(fx.root)
+	res := fx.apply(p, fx.reloadOpts(lib))
+	if res.Status != apply.StatusApplied || res.NeedsReboot {
+		t.Fatalf("status %s, needs reboot %v, failed %+v\n%s", res.Status, res.NeedsReboot, res.Failed, fx.out.String())
+	}
+	if v := fx.loadedDriver(); v != newVersion {
+		t.Errorf("loaded driver %q, want %s", v, newVersion)
+	}
+	if len(lib.SystemGetDriverVersionCalls()) == 0 {
+		t.Error("NVML was not asked for the driver version")
+	}
+	if !fx.exists("/proc/900/comm") {
+		t.Error("nvidia-persistenced was not started again")
+	}
+	if fx.exists(apply.RebootRequired) {
+		t.Errorf("%s written after a reload", apply.RebootRequired)
+	}
+	fx.rollsBack(before, "after rolling back a reload")
+	if v := fx.loadedDriver(); v != "535.261.03" {
+		t.Errorf("after the rollback the loaded driver is %q", v)
+	}
+}
+
+// A process that started after the plan holds nvidia_uvm: its unload
+// fails as the kernel's does, and the revert leaves the host as it was,
+// the old module still loaded (exit 1).
+func TestReloadRefusedByAHolder(t *testing.T) {
+	fx, p := reloadHost(t)
+	if err := applytest.StartProcess(fx.root, 4242, "python3", "/dev/nvidia0", "/dev/nvidia-uvm"); err != nil {
+		t.Fatal(err)
+	}
+	before := fx.snapshot()
+	res := fx.apply(p, fx.reloadOpts(nvmlOf(fx.root)))
+	if res.Status != apply.StatusReverted || res.ExitCode() != 1 {
+		t.Fatalf("status %s exit %d\n%s", res.Status, res.ExitCode(), fx.out.String())
+	}
+	if !strings.Contains(res.Failed.Error+strings.Join(res.Failed.LogTail, "\n"), "Module nvidia_uvm is in use") {
+		t.Errorf("the failure does not say the module is in use: %+v", res.Failed)
+	}
+	fx.same(before, "after a reload refused by a holder")
+}
+
+// Secure Boot refuses the new, unsigned module: the revert restores the
+// old packages and loads the old module from their files (exit 1); when
+// even that load fails, the revert is incomplete (exit 3) and a rollback
+// finishes it.
+func TestReloadRefusedBySecureBoot(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// oldUnsigned: the old module was loaded before Secure Boot
+		// was turned on and is unsigned too, so the kernel refuses
+		// it as well once it is unloaded.
+		oldUnsigned bool
+		exit        int
+	}{
+		{name: "old module loads again", exit: 1},
+		{name: "old module refused too", oldUnsigned: true, exit: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx, p := reloadHost(t)
+			archive := filepath.Join(fx.dir, "archive")
+			unsigned := []applytest.Deb{applytest.ModuleDeb(applytest.DriverNew, false)}
+			if tc.oldUnsigned {
+				old := applytest.ModuleDeb(applytest.DriverOld, false)
+				unsigned = append(unsigned, old)
+				for f, data := range old.Files {
+					if err := os.WriteFile(filepath.Join(fx.root, "usr", f), []byte(data), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := applytest.WriteArchive(archive, unsigned...); err != nil {
+				t.Fatal(err)
+			}
+			secureBoot(t, fx.root, 1)
+			before := fx.snapshot()
+			res := fx.apply(p, fx.reloadOpts(nvmlOf(fx.root)))
+			if res.ExitCode() != tc.exit {
+				t.Fatalf("exit %d, want %d: status %s, revert %+v\n%s", res.ExitCode(), tc.exit, res.Status, res.RevertFailed, fx.out.String())
+			}
+			if !strings.Contains(strings.Join(res.Failed.LogTail, "\n"), "Key was rejected by service") {
+				t.Errorf("the failure does not show the kernel's refusal: %+v", res.Failed)
+			}
+			if tc.exit == 1 {
+				if v := fx.loadedDriver(); v != "535.261.03" {
+					t.Errorf("after the revert the loaded driver is %q", v)
+				}
+				fx.same(before, "after a reload refused by Secure Boot")
+				return
+			}
+			if v := fx.loadedDriver(); v != "" {
+				t.Errorf("loaded driver %q after the failed revert", v)
+			}
+			if !strings.Contains(res.RevertFailed.What, "loading module nvidia again") {
+				t.Errorf("the revert failed at %q, not the old module's load", res.RevertFailed.What)
+			}
+			// Secure Boot off for the rollback that finishes it.
+			secureBoot(t, fx.root, 0)
+			if res := fx.rollback(-1); res.Status != apply.StatusDone {
+				t.Fatalf("rollback: %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+			}
+			secureBoot(t, fx.root, 1)
+			fx.same(before, "after a rollback finished the revert")
+		})
+	}
+}
+
+// secureBoot sets the fixture's SecureBoot EFI variable.
+func secureBoot(t *testing.T, root string, on byte) {
+	t.Helper()
+	p := filepath.Join(root, applytest.SecureBootVar)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte{6, 0, 0, 0, on}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Where the modules cannot be reloaded the step keeps its reboot, and
+// apply says so to reboot coordinators as Debian's packages do.
+func TestRebootRequiredWritten(t *testing.T) {
+	fx, p := reloadHost(t)
+	p.Steps[0].Operations = p.Steps[0].Operations[:1]
+	p.Steps[0].Flags = planner.Flags{NeedsReboot: true}
+	p.NeedsReboot = true
+	if err := os.MkdirAll(filepath.Join(fx.root, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fx.root, "run", "reboot-required.pkgs"), []byte("linux-image-6.1.0-29-amd64\nnvidia-smi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/run", filepath.Join(fx.root, "var", "run")); err != nil {
+		t.Fatal(err)
+	}
+	res := fx.apply(p, fx.reloadOpts(nvmlOf(fx.root)))
+	if res.Status != apply.StatusApplied || !res.NeedsReboot {
+		t.Fatalf("status %s needs reboot %v", res.Status, res.NeedsReboot)
+	}
+	if got := fx.read("/run/reboot-required"); got != "*** System restart required ***\n" {
+		t.Errorf("reboot-required: %q", got)
+	}
+	want := "linux-image-6.1.0-29-amd64\nnvidia-smi\nlibnvidia-ml1\nnvidia-kernel-dkms\n"
+	if got := fx.read("/run/reboot-required.pkgs"); got != want {
+		t.Errorf("reboot-required.pkgs:\n%s\nwant:\n%s", got, want)
+	}
+}
