@@ -14,6 +14,7 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -38,27 +39,51 @@ func TestKillHelper(t *testing.T) {
 	var root string
 	var env []string
 	var plan *planner.Plan
-	if mode == "dnf" {
+	var h *host.Host
+	var x apply.Executor
+	var err error
+	switch mode {
+	case "dnf":
 		f := applytest.OpenRPMHost(dir)
 		root, env, plan = f.Root, f.Env, applytest.DnfPlan()
-	} else {
+	case "reload", "reload-gap", "reload-rollback":
+		fx := openReloadHost(t, dir)
+		h, plan = fx.h, reloadPlan(t, fx.h, reload.Options{})
+		x = &apply.HostExecutor{Host: h, Driver: &host.NVMLDriverVersion{Lib: nvmlOf(fx.root)}}
+	default:
 		f := applytest.OpenHost(dir)
 		root, env, plan = f.Root, f.Env, applytest.StandardPlan(f.Index)
 	}
-	h, err := host.New(root, host.WithRunner(&applytest.Runner{Env: env}))
-	if err != nil {
-		t.Fatal(err)
+	if h == nil {
+		if h, err = host.New(root, host.WithRunner(&applytest.Runner{Env: env})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kill := func() {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
 	}
 	point := func(n int) {
 		if n == at {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
+			kill()
 		}
 	}
-	if mode == "rollback" {
+	if mode == "reload-gap" {
+		// Killed once the old modules are unloaded and before the new
+		// ones load: no nvidia module is in the kernel.
+		point = func(int) {
+			if _, err := h.ReadFile("/sys/module/nvidia_modeset/version"); err == nil {
+				return
+			}
+			if _, err := h.ReadFile("/sys/module/nvidia/version"); err != nil {
+				kill()
+			}
+		}
+	}
+	if mode == "rollback" || mode == "reload-rollback" {
 		_, err = apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: point})
 	} else {
-		_, err = apply.Apply(context.Background(), h, plan, apply.Options{StateDir: stateDir, JournalPoint: point})
+		_, err = apply.Apply(context.Background(), h, plan, apply.Options{StateDir: stateDir, JournalPoint: point, Executor: x})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +206,10 @@ func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
 	}{
 		{"apply", "apply", 20, standardHost},
 		{"dnf apply", "dnf", 8, func(t *testing.T) (*testHost, *planner.Plan) { return newRPMFixture(t).testHost, applytest.DnfPlan() }},
+		// A driver upgrade that reloads the modules: killed between
+		// the unload and the load, among the other points, the
+		// rollback loads the old module from the restored packages.
+		{"reload apply", "reload", 20, reloadHost},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			points, _ := journalPoints(t, tc.host)
@@ -195,17 +224,45 @@ func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
 }
 
 func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
-	_, points := journalPoints(t, standardHost)
-	atEveryJournalPoint(t, "rollback", points, 0, "a second rollback that finished it", func(t *testing.T, k int, kill func(*testHost, string)) {
-		fx, plan := standardHost(t)
-		before := fx.snapshot()
-		fx.applies(plan)
-		kill(fx, "rollback")
-		fx.forceUnlock()
-		fx.rollsBack(before, "after a killed rollback was finished")
-		gens, _ := apply.History(fx.h, stateDir)
-		if len(gens) != 2 || gens[0].UndoneBy != 2 {
-			t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
-		}
-	})
+	for _, tc := range []struct {
+		what, mode string
+		host       func(t *testing.T) (*testHost, *planner.Plan)
+	}{
+		{"rollback", "rollback", standardHost},
+		{"rollback of a reload", "reload-rollback", reloadHost},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			_, points := journalPoints(t, tc.host)
+			atEveryJournalPoint(t, tc.what, points, 0, "a second rollback that finished it", func(t *testing.T, k int, kill func(*testHost, string)) {
+				fx, plan := tc.host(t)
+				before := fx.snapshot()
+				fx.applies(plan)
+				kill(fx, tc.mode)
+				fx.forceUnlock()
+				fx.rollsBack(before, "after a killed rollback was finished")
+				gens, _ := apply.History(fx.h, stateDir)
+				if len(gens) != 2 || gens[0].UndoneBy != 2 {
+					t.Errorf("the killed rollback was not continued as generation 2: %+v", gens)
+				}
+			})
+		})
+	}
+}
+
+// Killed with no nvidia module in the kernel, the old ones unloaded and
+// the new ones not yet loaded: the rollback that follows loads the old
+// driver again once its packages are back, and starts persistenced.
+func TestKilledBetweenUnloadAndLoad(t *testing.T) {
+	fx, plan := reloadHost(t)
+	before := fx.snapshot()
+	if !runKilled(t, fx.dir, "reload-gap", 0) {
+		t.Fatal("the reload finished without a moment with no module loaded")
+	}
+	if fx.exists("/proc/driver/nvidia/version") || fx.exists("/proc/900") {
+		t.Fatal("killed with a module loaded or persistenced running")
+	}
+	recoverAndCheck(t, fx, plan, before, false)
+	if v := fx.loadedDriver(); v != "535.261.03" {
+		t.Errorf("after the rollback the loaded driver is %q", v)
+	}
 }
