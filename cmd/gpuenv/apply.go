@@ -28,6 +28,24 @@ var applyHooks struct {
 	journalPoint func(n int)
 }
 
+// newDriverVersion asks NVML which driver it reports, to check a module
+// reload on the live root; nil elsewhere. Tests replace it with go-nvml's
+// mock.
+var newDriverVersion = func(h *host.Host) apply.DriverVersion {
+	if !h.Live() {
+		return nil
+	}
+	return host.LiveDriverVersion()
+}
+
+// configured is a planner preparation that only applies the flags.
+func configured(f *planFlags) func(*planner.Planner) hcl.Diagnostics {
+	return func(pl *planner.Planner) hcl.Diagnostics {
+		f.configure(pl)
+		return nil
+	}
+}
+
 // newDeviceSettings gives apply NVML's device settings on the live root;
 // a root that is not the running system gets none, as no NVML operation
 // runs there. Tests replace it with go-nvml's mock.
@@ -61,6 +79,12 @@ versions being replaced, so that "gpuenv rollback" can undo it later, offline.
 A failing operation stops the apply and reverts the done ones, newest first,
 unless --no-revert. Afterwards the host is observed again and apply says
 whether it now matches the spec and whether a reboot is still needed.
+
+A driver change whose kernel module differs from the loaded one reloads the
+modules after the package transaction when nothing stops it (see "gpuenv plan":
+the plan shows the reload's operations, or why a reboot is required instead);
+where a reboot remains, apply writes /var/run/reboot-required and
+/var/run/reboot-required.pkgs as Debian's packages do.
 
 Exit status: 0 applied (or nothing to do); 1 error, refused (lock held,
 unfinished generation, stale plan, declined, not root) or failed and fully
@@ -159,12 +183,12 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 		NoRevert:     o.noRevert,
 		Out:          progress,
 		Before:       pl.obs,
-		Executor:     &apply.HostExecutor{Host: h, Devices: devices, Indexes: providers.IndexesOf(h)},
+		Executor:     &apply.HostExecutor{Host: h, Devices: devices, Driver: newDriverVersion(h), Indexes: providers.IndexesOf(h)},
 		JournalPoint: applyHooks.journalPoint,
 	}
 	if pl.spec != nil {
 		opts.Recheck = func(ctx context.Context) (*apply.Recheck, error) {
-			again, diags := observeThenPlan(ctx, h, pl.spec, pl.pythns, nil)
+			again, diags := observeThenPlan(ctx, h, pl.spec, pl.pythns, configured(&o.planFlags))
 			p := again.plan
 			if diags.HasErrors() || p == nil {
 				return nil, fmt.Errorf("planning again: %s", diags.Error())
@@ -267,7 +291,7 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 		writeDiagnostics(g, files, diags)
 		return nil, &exitCodeError{code: exitError}
 	}
-	pd, more := observeThenPlan(ctx, h, s, o.pythons, nil)
+	pd, more := observeThenPlan(ctx, h, s, o.pythons, configured(&o.planFlags))
 	diags = append(diags, more...)
 	if len(diags) > 0 {
 		if st != nil {

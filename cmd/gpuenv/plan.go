@@ -23,14 +23,19 @@ import (
 // the spec's input variables, and the Python environments to observe
 // besides those the spec names.
 type planFlags struct {
-	vars    varFlags
-	pythons []string
+	vars      varFlags
+	pythons   []string
+	interrupt bool
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
 	f.vars.register(cmd)
 	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
+	cmd.Flags().BoolVar(&f.interrupt, "interrupt-gpu-processes", false, "let a driver change stop the GPU processes that keep the nvidia modules from being reloaded (the plan names them), instead of asking for a reboot")
 }
+
+// configure gives the planner the flags' choices.
+func (f *planFlags) configure(pl *planner.Planner) { pl.InterruptGPUProcesses = f.interrupt }
 
 // planOptions are plan's own flags.
 type planOptions struct {
@@ -104,6 +109,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		return err
 	}
 	pd, more := observeThenPlan(ctx, h, s, o.pythons, func(pl *planner.Planner) hcl.Diagnostics {
+		o.configure(pl)
 		pl.StatusPath = path.Join(g.stateDir(), planner.StatusFile)
 		var status hcl.Diagnostics
 		pl.Status, status = readApplyStatus(h, g.stateDir(), nil)

@@ -266,8 +266,14 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 			return "load module " + op.Kernel.Module
 		case planner.KernelUnloadModule:
 			return "unload module " + op.Kernel.Module
+		case planner.KernelCheckVersion:
+			return "check that the kernel and NVML report driver " + op.Kernel.Version
+		case planner.KernelStopProcess:
+			return fmt.Sprintf("stop GPU process %s (pid %d)", op.Kernel.Process, op.Kernel.PID)
 		}
 		return strings.TrimSpace(string(op.Kernel.Action) + " " + op.Kernel.Module)
+	case op.Service != nil && op.Service.Run != "":
+		return op.Service.Run + " " + op.Service.Unit
 	case op.Service != nil:
 		sv := op.Service
 		verb, now := "disable ", " and stop it now"

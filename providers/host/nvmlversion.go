@@ -14,6 +14,10 @@ type NVMLDriverVersion struct {
 	Lib nvml.Interface
 }
 
+// LiveDriverVersion asks this machine's NVML library, loaded on each
+// question.
+func LiveDriverVersion() *NVMLDriverVersion { return &NVMLDriverVersion{Lib: nvml.New()} }
+
 // DriverVersion starts NVML, reads the driver version and shuts NVML down.
 // A failed start is an *NVMLError; nothing else is called after it.
 func (n *NVMLDriverVersion) DriverVersion() (string, error) {
