@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -165,6 +166,8 @@ func checkDriverLibraryMismatch(in *checkInput) *Warning {
 		detail = fmt.Sprintf("The loaded nvidia kernel module is %s, but the driver's libraries are %s (usually an upgrade "+
 			"without a reboot). ", mod, lib) + detail
 	}
+	rp := reload.Decide(in.obs, reload.Options{})
+	detail += " " + rp.Verdict()
 	return &Warning{
 		Check:    CheckDriverLibraryMismatch,
 		Summary:  "The loaded driver differs from its libraries",

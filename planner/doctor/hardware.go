@@ -553,11 +553,7 @@ func (d *doctor) nvmlInit() {
 		c.Status = Problem
 		c.Summary = "NVML cannot start: driver/library version mismatch (the libraries were upgraded under a loaded module)"
 		c.Evidence = append(c.Evidence, d.versionEvidence()...)
-		c.Fix = &Fix{
-			Text:     "Reboot, or stop every GPU program and reload the modules. Hold the driver so that unattended upgrades cannot do it again:",
-			Spec:     "driver {\n  hold = true\n}",
-			Commands: []string{"rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia", "modprobe nvidia"},
-		}
+		c.Fix = mismatchFix(d.obs)
 	case "no_permission":
 		c.Status = Problem
 		c.Summary = "NVML cannot open the GPU: no permission on /dev/nvidia*"
@@ -603,11 +599,7 @@ func (d *doctor) driverVersions() {
 	case m.InFiles():
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("Driver/library version mismatch: module %s, libraries %s (an upgrade without a reboot)", m.Module, m.Library)
-		c.Fix = &Fix{
-			Text:     "Reboot, or stop every GPU program and reload the modules. Hold the driver so that unattended upgrades cannot do it again:",
-			Spec:     "driver {\n  hold = true\n}",
-			Commands: []string{"rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia", "modprobe nvidia"},
-		}
+		c.Fix = mismatchFix(d.obs)
 	default:
 		c.Status = OK
 		c.Summary = fmt.Sprintf("The kernel module and the libraries are both %s", dr.ModuleVersion)

@@ -245,3 +245,35 @@ func nameOr(s string) string {
 	}
 	return s
 }
+
+// Commands are the reload as a person would type it, one command a line:
+// what gpuenv runs for a driver step, for a mismatch that no step fixes
+// (the libraries were upgraded under the loaded module).
+func (p *Plan) Commands() []string {
+	var out []string
+	for _, u := range p.Stop {
+		out = append(out, "systemctl stop "+u)
+	}
+	for _, proc := range p.Interrupt {
+		out = append(out, fmt.Sprintf("kill %d", proc.PID))
+	}
+	if len(p.Unload) > 0 {
+		out = append(out, "rmmod "+strings.Join(p.Unload, " "), "modprobe -a "+strings.Join(p.Load, " "))
+	}
+	for _, u := range slices.Backward(p.Stop) {
+		out = append(out, "systemctl start "+u)
+	}
+	return out
+}
+
+// Verdict says in a sentence whether a reload fixes a driver/library
+// mismatch now, and how.
+func (p *Plan) Verdict() string {
+	if !p.Loaded {
+		return "No nvidia module is loaded: the installed one loads when a program first asks."
+	}
+	if p.Possible() {
+		return "A reload fixes it now, without a reboot: nothing else holds the modules. Run: " + strings.Join(p.Commands(), "; ") + "."
+	}
+	return "A reload cannot fix it now, since " + p.Why() + ": reboot, or reload once that is no longer so."
+}
