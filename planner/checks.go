@@ -166,8 +166,10 @@ func checkDriverLibraryMismatch(in *checkInput) *Warning {
 		detail = fmt.Sprintf("The loaded nvidia kernel module is %s, but the driver's libraries are %s (usually an upgrade "+
 			"without a reboot). ", mod, lib) + detail
 	}
-	rp := reload.Decide(in.obs, reload.Options{})
-	detail += " " + rp.Verdict()
+	if in.obs.Init.Live {
+		rp := reload.Decide(in.obs, reload.Options{})
+		detail += " " + rp.Verdict()
+	}
 	return &Warning{
 		Check:    CheckDriverLibraryMismatch,
 		Summary:  "The loaded driver differs from its libraries",

@@ -194,7 +194,12 @@ func planReload(step *planner.Step, obs *facts.Observation, manager planner.Mana
 		rp.Blockers = append(rp.Blockers, "the new version is known only after apply")
 	}
 	if !rp.Possible() {
-		step.Reason += " A reboot is required: the modules cannot be reloaded now, since " + rp.Why() + "."
+		// Off the running system a reload is never the question: the
+		// root's kernel is not running, and its next boot loads the
+		// new module.
+		if obs.Init.Live {
+			step.Reason += " A reboot is required: the modules cannot be reloaded now, since " + rp.Why() + "."
+		}
 		return
 	}
 	step.Operations = append(step.Operations, ReloadOperations(rp, want.String())...)
