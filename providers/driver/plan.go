@@ -58,6 +58,11 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 	if install != nil {
 		resp.Steps = append(resp.Steps, *install)
 		if purge := purgeStep(obs, d, req.Desired.Manager); purge != nil {
+			// The reload after the install puts the new module in
+			// the old one's place: nothing waits for a reboot.
+			if install.Flags.NeedsModuleReload && !install.Flags.NeedsReboot {
+				purge.Flags.NeedsReboot = false
+			}
 			resp.Steps = append(resp.Steps, *purge)
 		}
 	}

@@ -302,3 +302,60 @@ func TestPlanBranchChange(t *testing.T) {
 	planApply(obs, plan.Steps)
 	plantest.Converged(t, pl, s, obs, "applying")
 }
+
+// On the running system with nothing holding the GPU but
+// nvidia-persistenced, a driver change reloads the modules after its
+// package transaction and needs no reboot; with a display server on
+// nvidia_drm it keeps the reboot and says why.
+func TestPlanReload(t *testing.T) {
+	running := func() *facts.Observation {
+		_, obs := planObserve(t, "ubuntu2204-working")
+		obs.Packages.Packages = []facts.Package{planInstalled("nvidia-driver-535", "535.183.01-0ubuntu0.22.04.1", false)}
+		obs.Root = "/"
+		obs.Init = facts.Init{Live: true, PID1: "systemd", Systemd: true}
+		obs.Context.Kind = "host"
+		obs.NVML.Devices = nil
+		for i := range obs.Kernel.Loaded {
+			obs.Kernel.Loaded[i].RefCount = len(obs.Kernel.Loaded[i].UsedBy)
+		}
+		obs.Kernel.Holders = []facts.Holder{{PID: 900, Command: "nvidia-persiste", Devices: []string{"/dev/nvidiactl"}, Module: "nvidia", Unit: "nvidia-persistenced.service"}}
+		return obs
+	}
+	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  kernel_modules = \"proprietary\"\n}\n")
+	pl := planner.New(driver.Provider{})
+	asked := 0
+	pl.Candidates = countingCandidates{versions: map[string][]string{"nvidia-driver-550": {"550.144.03-0ubuntu0.22.04.1"}}, asked: &asked}
+
+	plan := plantest.Plan(t, pl, s, running())
+	d := plan.Step("driver")
+	var ops []string
+	for _, op := range d.Operations[1:] {
+		switch {
+		case op.Service != nil:
+			ops = append(ops, op.Service.Run+" "+op.Service.Unit)
+		case op.Kernel != nil:
+			ops = append(ops, strings.TrimSpace(string(op.Kernel.Action)+" "+op.Kernel.Module+op.Kernel.Version))
+		}
+	}
+	if len(ops) < 4 || ops[0] != "stop nvidia-persistenced.service" || ops[len(ops)-2] != "start nvidia-persistenced.service" || ops[len(ops)-1] != "check_version 550.144.03" {
+		t.Errorf("reload operations %q", ops)
+	}
+	if !slices.Contains(ops, "unload_module nvidia") || !slices.Contains(ops, "load_module nvidia") {
+		t.Errorf("the nvidia module is not reloaded: %q", ops)
+	}
+	if d.Flags.NeedsReboot || !d.Flags.NeedsModuleReload || plan.NeedsReboot || !strings.Contains(d.Reason, "no reboot is needed") {
+		t.Errorf("flags %+v, plan needs reboot %v, reason %q", d.Flags, plan.NeedsReboot, d.Reason)
+	}
+	if err := plan.Validate(); err != nil {
+		t.Errorf("the plan does not validate: %v", err)
+	}
+
+	busy := running()
+	busy.Kernel.Holders = append(busy.Kernel.Holders, facts.Holder{PID: 1500, Command: "Xorg", Devices: []string{"/dev/dri/card0"}, Module: "nvidia_drm"})
+	plan = plantest.Plan(t, pl, s, busy)
+	d = plan.Step("driver")
+	if len(d.Operations) != 1 || !d.Flags.NeedsReboot || !plan.NeedsReboot ||
+		!strings.Contains(d.Reason, "A reboot is required: the modules cannot be reloaded now, since the display server Xorg (pid 1500) holds nvidia_drm") {
+		t.Errorf("with a display: %d operations, flags %+v, reason %q", len(d.Operations), d.Flags, d.Reason)
+	}
+}
