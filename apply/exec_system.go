@@ -125,6 +125,13 @@ func (x kernelExecutor) run(ctx context.Context, ws *Workspace, op *planner.Kern
 		return x.checkVersion(ctx, ws, op.Version)
 	case planner.KernelStopProcess:
 		return x.stopProcess(ctx, ws, op)
+	case planner.KernelUnloadModule:
+		if op.Reload {
+			// rmmod removes the one module: modprobe -r would take
+			// the modules it uses along, unplanned, whose own
+			// unloads come next in the reload.
+			return x.command(ctx, ws, nil, "rmmod", op.Module)
+		}
 	}
 	return x.kernel(ctx, ws, string(op.Action), op.Module)
 }
