@@ -317,3 +317,24 @@ func TestRebootRequiredWritten(t *testing.T) {
 		t.Errorf("reboot-required.pkgs:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// With --interrupt-gpu-processes the plan names the program holding the
+// GPU, and apply stops it before unloading the modules.
+func TestReloadInterruptsGPUProcesses(t *testing.T) {
+	f := build(t, applytest.BuildReloadHost)
+	fx := openReloadHost(t, f.Dir)
+	if err := applytest.StartProcess(fx.root, 4242, "python3", "/dev/nvidia0", "/dev/nvidia-uvm"); err != nil {
+		t.Fatal(err)
+	}
+	p := reloadPlan(t, fx.h, reload.Options{Interrupt: true})
+	if got := apply.Describe(p.Steps[0].Operations[2]); got != "stopping process python3 (pid 4242)" {
+		t.Fatalf("operation 3 is %q", got)
+	}
+	res := fx.apply(p, fx.reloadOpts(nvmlOf(fx.root)))
+	if res.Status != apply.StatusApplied {
+		t.Fatalf("status %s, failed %+v\n%s", res.Status, res.Failed, fx.out.String())
+	}
+	if fx.exists("/proc/4242") || fx.loadedDriver() != newVersion {
+		t.Errorf("process 4242 still there (%v) or driver %q", fx.exists("/proc/4242"), fx.loadedDriver())
+	}
+}

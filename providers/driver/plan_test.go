@@ -358,4 +358,22 @@ func TestPlanReload(t *testing.T) {
 		!strings.Contains(d.Reason, "A reboot is required: the modules cannot be reloaded now, since the display server Xorg (pid 1500) holds nvidia_drm") {
 		t.Errorf("with a display: %d operations, flags %+v, reason %q", len(d.Operations), d.Flags, d.Reason)
 	}
+
+	// A training job: named as what stops the reload, or, with
+	// --interrupt-gpu-processes, stopped by the reload.
+	job := running()
+	job.NVML.Devices = []facts.GPUDevice{{Index: 0, UUID: "GPU-0", Processes: []facts.GPUProcess{{PID: 4242, Name: "/usr/bin/python3"}}}}
+	plan = plantest.Plan(t, pl, s, job)
+	if d = plan.Step("driver"); !d.Flags.NeedsReboot || !strings.Contains(d.Reason, "GPU processes run: /usr/bin/python3 (pid 4242) runs on GPU 0 (--interrupt-gpu-processes stops them)") {
+		t.Errorf("with a job: flags %+v, reason %q", d.Flags, d.Reason)
+	}
+	pl.InterruptGPUProcesses = true
+	plan = plantest.Plan(t, pl, s, job)
+	d = plan.Step("driver")
+	stops := slices.IndexFunc(d.Operations, func(op planner.Operation) bool {
+		return op.Kernel != nil && op.Kernel.Action == planner.KernelStopProcess && op.Kernel.PID == 4242 && op.Kernel.Process == "python3"
+	})
+	if stops < 0 || d.Flags.NeedsReboot || !d.Flags.InterruptsGPUProcesses || !strings.Contains(d.Reason, "stopping the GPU processes /usr/bin/python3 (pid 4242) runs on GPU 0") {
+		t.Errorf("interrupting: stop at %d, flags %+v, reason %q", stops, d.Flags, d.Reason)
+	}
 }
