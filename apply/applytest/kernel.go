@@ -253,39 +253,32 @@ func fakeModprobe(c *Call) int {
 	if len(names) == 0 {
 		return c.errorf(1, "modprobe: ERROR: missing module name.")
 	}
-	k, err := readKernel(c)
-	if err != nil {
-		return c.errorf(1, "modprobe: %v", err)
+	each := func(k *kernelState, n string) error { return k.load(n) }
+	if remove {
+		each = func(k *kernelState, n string) error { return k.unload(n, "modprobe") }
 	}
-	for _, n := range names {
-		if remove {
-			err = k.unload(n, "modprobe")
-		} else {
-			err = k.load(n)
-		}
-		if err != nil {
-			break
-		}
-	}
-	if werr := k.write(); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		return c.errorf(1, "%v", err)
-	}
-	return 0
+	return c.eachModule("modprobe", names, each)
 }
 
 func fakeRmmod(c *Call) int {
+	var names []string
+	for _, a := range c.Args {
+		if !strings.HasPrefix(a, "-") {
+			names = append(names, strings.ReplaceAll(a, "-", "_"))
+		}
+	}
+	return c.eachModule("rmmod", names, func(k *kernelState, n string) error { return k.unload(n, "rmmod") })
+}
+
+// eachModule does to each module in turn what the tool does, stopping at
+// the first failure, and leaves /proc and /sys saying what is loaded.
+func (c *Call) eachModule(tool string, names []string, do func(*kernelState, string) error) int {
 	k, err := readKernel(c)
 	if err != nil {
-		return c.errorf(1, "rmmod: %v", err)
+		return c.errorf(1, "%s: %v", tool, err)
 	}
-	for _, a := range c.Args {
-		if strings.HasPrefix(a, "-") {
-			continue
-		}
-		if err = k.unload(strings.ReplaceAll(a, "-", "_"), "rmmod"); err != nil {
+	for _, n := range names {
+		if err = do(k, n); err != nil {
 			break
 		}
 	}
