@@ -75,6 +75,10 @@ type Init struct {
 	// and manager settings, and start or stop services, now. Otherwise
 	// they take effect when the root next boots with systemd.
 	Systemd bool `json:"systemd"`
+	// Chroot is true when the root is "/" but not process 1's root
+	// (/proc/1/root is another directory): gpuenv runs in a chroot, whose
+	// kernel and modules are the machine's, not the root's.
+	Chroot bool `json:"chroot,omitempty"`
 }
 
 // LoadedModule is one line of /proc/modules.

@@ -108,8 +108,11 @@ func Decide(obs *facts.Observation, o Options) Plan {
 	p.Load = slices.Clone(p.Unload)
 	slices.Reverse(p.Load)
 
-	if !obs.Init.Live {
+	switch {
+	case !obs.Init.Live:
 		p.Blockers = append(p.Blockers, fmt.Sprintf("the root %s is not the running system, whose kernel has the modules", obs.Root))
+	case obs.Init.Chroot:
+		p.Blockers = append(p.Blockers, "gpuenv runs in a chroot: the kernel and its modules are the machine's, not this root's")
 	}
 	switch obs.Context.Kind {
 	case "container":

@@ -53,6 +53,11 @@ func TestDecide(t *testing.T) {
 			o.Root, o.Init.Live, o.Init.Systemd = "/srv/image", false, false
 			return o
 		}, blockers: []string{"the root /srv/image is not the running system"}},
+		{name: "chroot", obs: func() *facts.Observation {
+			o := running(false)
+			o.Init.Chroot = true
+			return o
+		}, blockers: []string{"gpuenv runs in a chroot"}},
 		{name: "container", obs: func() *facts.Observation {
 			o := running(false)
 			o.Context.Kind = "container"

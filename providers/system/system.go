@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -53,6 +54,7 @@ func observeInit(h *host.Host, warns *[]facts.Warning) facts.Init {
 		in.PID1 = strings.TrimSpace(string(data))
 	}
 	in.Systemd = in.Live && in.PID1 == "systemd"
+	in.Chroot = h.Live() && inChroot(h)
 	return in
 }
 
@@ -249,4 +251,21 @@ func clip(s string) string {
 		return s[:60] + "…"
 	}
 	return s
+}
+
+// inChroot reports whether "/" is another directory than process 1's
+// root, as systemd tells a chroot. Without the right to look at process
+// 1's root (gpuenv not run as root) it is not told.
+func inChroot(h *host.Host) bool {
+	root, err := h.Stat("/")
+	if err != nil {
+		return false
+	}
+	pid1, err := h.Stat("/proc/1/root")
+	if err != nil {
+		return false
+	}
+	a, ok1 := root.Sys().(*syscall.Stat_t)
+	b, ok2 := pid1.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && (a.Dev != b.Dev || a.Ino != b.Ino)
 }
