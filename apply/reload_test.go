@@ -15,7 +15,6 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers"
-	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -44,53 +43,19 @@ func openReloadHost(t *testing.T, dir string) *testHost {
 	return fx
 }
 
-// reloadPlan is the driver upgrade the planner makes on h: the package
-// transaction, then the reload the facts allow (planned whatever they
-// say, for the cases where apply must meet what the plan did not see).
+// reloadPlan is the driver upgrade the planner makes on h
+// (applytest.ReloadPlan).
 func reloadPlan(t *testing.T, h *host.Host, o reload.Options) *planner.Plan {
 	t.Helper()
-	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
-	rp := reload.Decide(obs, o)
-	if !rp.Loaded {
-		t.Fatalf("the reload host has no nvidia module loaded: %+v", obs.Kernel.Loaded)
+	p, err := applytest.ReloadPlan(providers.Observe(context.Background(), h, providers.ObserveOptions{}), o)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var pins []planner.PackagePin
-	for _, d := range applytest.ReloadDebs(applytest.DriverNew) {
-		pins = append(pins, planner.PackagePin{Name: d.Name, Version: applytest.DriverNew})
-	}
-	ops := append([]planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", Install: pins}}},
-		driver.ReloadOperations(rp, newVersion)...)
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, SpecDigest: "sha256:test", Steps: []planner.Step{{
-		Address: "driver", Action: planner.Update, Reason: "driver upgrade", ReasonCode: planner.ReasonVersionMismatch,
-		After:      map[string]string{"version": applytest.DriverNew, "packages": "libnvidia-ml1, nvidia-smi, nvidia-kernel-dkms"},
-		Operations: ops, Flags: planner.Flags{NeedsModuleReload: true},
-	}}}
-	p.Transactions = planner.Batch(p.Steps)
 	return p
 }
 
-// nvmlOf is go-nvml's mock reporting the driver the fixture's kernel has
-// loaded, as the real library does once it starts: none (NVML's
-// DRIVER_NOT_LOADED) while no module is.
-func nvmlOf(root string) *mock.Interface {
-	return &mock.Interface{
-		InitFunc: func() nvml.Return {
-			if _, err := os.Stat(filepath.Join(root, "proc/driver/nvidia/version")); err != nil {
-				return nvml.ERROR_DRIVER_NOT_LOADED
-			}
-			return nvml.SUCCESS
-		},
-		ShutdownFunc: func() nvml.Return { return nvml.SUCCESS },
-		SystemGetDriverVersionFunc: func() (string, nvml.Return) {
-			data, err := os.ReadFile(filepath.Join(root, "proc/driver/nvidia/version"))
-			if err != nil {
-				return "", nvml.ERROR_DRIVER_NOT_LOADED
-			}
-			v, _, _ := host.ParseProcVersion(data)
-			return v, nvml.SUCCESS
-		},
-	}
-}
+// nvmlOf is go-nvml's mock of the fixture's kernel (applytest.KernelNVML).
+func nvmlOf(root string) *mock.Interface { return applytest.KernelNVML(root) }
 
 func (fx *testHost) reloadOpts(lib nvml.Interface) apply.Options {
 	o := fx.opts(&apply.HostExecutor{Host: fx.h, Driver: &host.NVMLDriverVersion{Lib: lib}})

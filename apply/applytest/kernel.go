@@ -10,6 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+
+	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // The fake kernel: modprobe, modprobe -r, rmmod, lsmod and kill, acting
@@ -466,4 +471,34 @@ func (c *Call) startStop(verb string, units []string) int {
 		}
 	}
 	return 0
+}
+
+// KernelNVML is go-nvml's mock reporting the driver the fixture's fake
+// kernel has loaded, as the real library does once it starts: none
+// (NVML's DRIVER_NOT_LOADED) while no nvidia module is.
+func KernelNVML(root string) *mock.Interface {
+	version := func() (string, bool) {
+		data, err := os.ReadFile(filepath.Join(root, "proc/driver/nvidia/version"))
+		if err != nil {
+			return "", false
+		}
+		v, _, err := host.ParseProcVersion(data)
+		return v, err == nil
+	}
+	return &mock.Interface{
+		InitFunc: func() nvml.Return {
+			if _, ok := version(); !ok {
+				return nvml.ERROR_DRIVER_NOT_LOADED
+			}
+			return nvml.SUCCESS
+		},
+		ShutdownFunc: func() nvml.Return { return nvml.SUCCESS },
+		SystemGetDriverVersionFunc: func() (string, nvml.Return) {
+			v, ok := version()
+			if !ok {
+				return "", nvml.ERROR_DRIVER_NOT_LOADED
+			}
+			return v, nvml.SUCCESS
+		},
+	}
 }

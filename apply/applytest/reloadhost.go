@@ -2,12 +2,17 @@ package applytest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/reload"
+	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
@@ -89,4 +94,30 @@ func BuildReloadHost(dir string) (*Fixture, error) {
 		}
 	}
 	return f, os.RemoveAll(filepath.Join(f.Root, "tmp"))
+}
+
+// ReloadPlan is the upgrade to DriverNew of the reload host observed in
+// obs, as the planner makes it: the package transaction, then the reload
+// reload.Decide allows (planned whatever it says, for the tests where
+// apply must meet what the plan did not see). It fails when no nvidia
+// module is loaded.
+func ReloadPlan(obs *facts.Observation, o reload.Options) (*planner.Plan, error) {
+	rp := reload.Decide(obs, o)
+	if !rp.Loaded {
+		return nil, fmt.Errorf("the reload host has no nvidia module loaded: %+v", obs.Kernel.Loaded)
+	}
+	var pins []planner.PackagePin
+	for _, d := range ReloadDebs(DriverNew) {
+		pins = append(pins, planner.PackagePin{Name: d.Name, Version: DriverNew})
+	}
+	up, _, _ := strings.Cut(DriverNew, "-")
+	ops := append([]planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", Install: pins}}},
+		driver.ReloadOperations(rp, up)...)
+	p := &planner.Plan{FormatVersion: planner.FormatVersion, SpecDigest: "sha256:test", Steps: []planner.Step{{
+		Address: "driver", Action: planner.Update, Reason: "driver upgrade", ReasonCode: planner.ReasonVersionMismatch,
+		After:      map[string]string{"version": DriverNew, "packages": "libnvidia-ml1, nvidia-smi, nvidia-kernel-dkms"},
+		Operations: ops, Flags: planner.Flags{NeedsModuleReload: true},
+	}}}
+	p.Transactions = planner.Batch(p.Steps)
+	return p, nil
 }
