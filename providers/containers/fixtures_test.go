@@ -362,3 +362,24 @@ func TestMissingRepository(t *testing.T) {
 		t.Errorf("diagnostics %v", diags)
 	}
 }
+
+// A toolkit whose version apply picks (the plan's repository is not yet
+// configured) leaves the spec to apply: the hooks it names are those of
+// the toolkit the toolkit step installs.
+func TestCDIAfterToolkitKnownAtApply(t *testing.T) {
+	dir := root(t, false)
+	s := plantest.LoadSpec(t, repo+"container_toolkit {\n  version = \"1.17.*\"\n  engines = [\"podman\"]\n}\n")
+	pl := planner.New(containers.Provider{})
+	pl.Candidates = plantest.Candidates{}
+	p := plantest.Plan(t, pl, s, observe(t, dir))
+	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.cdi create"}; !slices.Equal(got, want) {
+		t.Fatalf("steps %q, want %q", got, want)
+	}
+	cdiStep := p.Steps[2]
+	if f := cdiStep.Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
+		t.Errorf("the CDI spec is written at plan time, before its toolkit is known: %+v", f)
+	}
+	if !slices.Contains(cdiStep.DependsOn, containers.ToolkitAddress) || cdiStep.After["driver_version"] != "550.54.15" {
+		t.Errorf("CDI step %+v", cdiStep)
+	}
+}

@@ -60,7 +60,13 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			remove = append(remove, p.Name)
 		}
 		slices.Sort(remove)
+		engines := planAbsentEngines(req, c, resp)
+		resp.Steps = append(resp.Steps, engines...)
 		if s := repository.Remove(ToolkitAddress, "the NVIDIA container toolkit", manager, remove); s != nil {
+			// The engines stop naming the runtime before it goes.
+			for _, e := range engines {
+				s.DependsOn = append(s.DependsOn, e.Address)
+			}
 			resp.Steps = append(resp.Steps, *s)
 		}
 		return resp
@@ -367,7 +373,12 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		cs.Toolkit = incomingToolkit(toolkitStep)
 	}
 	if driverChanges(req) {
-		return regenerateAfterDriver(cs, toolkitStep)
+		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath))
+	}
+	if toolkitStep != nil && cs.Toolkit.Version == "" {
+		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", CDISpecPath))
+		step.After["driver_version"] = cs.DriverVersion
+		return step
 	}
 	s, err := GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
@@ -432,11 +443,13 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	return step
 }
 
-// regenerateAfterDriver is the CDI step of a plan that changes the
-// driver: the spec names the driver's files of one version, so apply
-// makes it from the files the driver step leaves, right after that step;
-// rollback restores the spec the host had, as for every file.
-func regenerateAfterDriver(cs facts.Containers, toolkitStep *planner.Step) *planner.Step {
+// regenerateAtApply is the CDI step of a plan whose spec depends on what
+// an earlier step leaves: a driver change (the spec names the driver's
+// files of one version) or a toolkit whose version apply picks (the spec
+// names its hooks). Apply makes the spec from the host as those steps
+// left it, right after them; rollback restores the spec the host had, as
+// for every file.
+func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason string) *planner.Step {
 	step := &planner.Step{
 		Address:    CDIAddress,
 		Action:     planner.Create,
@@ -444,7 +457,7 @@ func regenerateAfterDriver(cs facts.Containers, toolkitStep *planner.Step) *plan
 		After:      map[string]string{"path": CDISpecPath, "driver_version": "(known after apply)"},
 		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
 		DependsOn:  []string{"driver"},
-		Reason:     fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath),
+		Reason:     reason,
 	}
 	if toolkitStep != nil {
 		step.DependsOn = append(step.DependsOn, ToolkitAddress)
