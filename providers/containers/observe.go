@@ -3,8 +3,8 @@ package containers
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"slices"
