@@ -27,7 +27,7 @@ func planAbsentEngines(req *planner.Request, c *spec.ContainerToolkit, resp *pla
 		if !cfg.Exists || cfg.Error != "" || !cfg.NVIDIARuntime && cfg.DefaultRuntime != RuntimeName {
 			continue
 		}
-		op := &planner.FileOp{Path: cfg.Path, Mode: 0o644}
+		op := &planner.FileOp{Path: cfg.Path}
 		what := fmt.Sprintf("removes the nvidia runtime from %s, keeping every other setting", cfg.Path)
 		if e == spec.EngineCRIO {
 			// The drop-in is gpuenv's own: nothing else is in it.
@@ -44,7 +44,7 @@ func planAbsentEngines(req *planner.Request, c *spec.ContainerToolkit, resp *pla
 				})
 				continue
 			}
-			op.Content = unmerged
+			op.Content, op.Mode = unmerged, 0o644
 		}
 		if cfg.DefaultRuntime == RuntimeName {
 			what += fmt.Sprintf(", and makes %s the default runtime again", defaultRuntime)
@@ -64,7 +64,7 @@ func planAbsentEngines(req *planner.Request, c *spec.ContainerToolkit, resp *pla
 			ReasonCode: planner.ReasonAbsentRequested,
 			Before:     before,
 			Operations: []planner.Operation{{Kind: planner.OpFile, File: op}},
-			Reason:     planner.Sentence([]string{"absent = true removes the NVIDIA container toolkit, whose runtime " + cfg.Path + " names", what + ", " + restart}),
+			Reason:     planner.Sentence([]string{cfg.Path + " names the runtime of the NVIDIA container toolkit, which absent = true removes", what + ", " + restart}),
 		})
 	}
 	return steps
