@@ -208,8 +208,8 @@ func TestUnmergeUndoesMerge(t *testing.T) {
 		merge, unmerge func(string) (string, error)
 		decode         func(string) (map[string]any, error)
 	}{{
-		name: "docker",
-		in:   `{"log-driver": "json-file", "runtimes": {"kata": {"path": "/usr/bin/kata-runtime"}}, "max-concurrent-downloads": 7}`,
+		name:  "docker",
+		in:    `{"log-driver": "json-file", "runtimes": {"kata": {"path": "/usr/bin/kata-runtime"}}, "max-concurrent-downloads": 7}`,
 		merge: func(s string) (string, error) { return MergeDocker(s, ptr(true)) }, unmerge: UnmergeDocker, decode: decodeJSONObject,
 	}, {
 		name:  "docker without runtimes",
