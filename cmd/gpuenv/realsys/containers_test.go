@@ -3,9 +3,11 @@
 package realsys
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +216,50 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 	}
 	if res := r.Gpuenv("plan", "--detailed-exitcode", "/root/ctk"); res.Code != 0 {
 		t.Errorf("plan after apply: want no changes; %s", res)
+	}
+
+	// absent = true: the engines stop naming the runtime, keeping what
+	// else they had, and then the packages go; rolling that back brings
+	// the applied files and the packages back.
+	applied := map[string][]byte{}
+	for p := range originals {
+		applied[p] = r.readFile(p)
+	}
+	r.WriteFile("/root/ctk/gpuenv.hcl", strings.Replace(toolkitSpec, `version = "1.17.*"
+  engines = ["docker", "containerd", "podman"]
+  cdi     = true`, "absent = true", 1))
+	if res := r.Gpuenv("apply", "--auto-approve", "/root/ctk"); res.Code != 0 {
+		t.Fatalf("apply of absent = true: %s", res)
+	}
+	dumpAbsent := r.containerdDump()
+	if !reflect.DeepEqual(dumpAbsent, dumpBefore) {
+		for k, v := range dumpAbsent {
+			if !reflect.DeepEqual(dumpBefore[k], v) {
+				t.Errorf("containerd config dump after absent = true: %s = %v, before the toolkit %v", k, v, dumpBefore[k])
+			}
+		}
+	}
+	var orig, now map[string]any
+	if json.Unmarshal(originals[containers.DockerConfig], &orig) != nil || json.Unmarshal(r.readFile(containers.DockerConfig), &now) != nil || !reflect.DeepEqual(orig, now) {
+		t.Errorf("daemon.json after absent = true:\n%s\nwant the settings of\n%s", r.readFile(containers.DockerConfig), originals[containers.DockerConfig])
+	}
+	for name, p := range r.Dpkg() {
+		if slices.Contains(containers.ToolkitPackages, name) && p.Status == "installed" {
+			t.Errorf("dpkg after absent = true: %s %+v", name, p)
+		}
+	}
+	if res := r.Gpuenv("rollback", "--auto-approve"); res.Code != 0 {
+		t.Fatalf("rollback of absent = true: %s", res)
+	}
+	for p, want := range applied {
+		if got := r.readFile(p); string(got) != string(want) {
+			t.Errorf("%s after rolling back absent = true:\n%s\nwant what apply wrote:\n%s", p, got, want)
+		}
+	}
+	for _, name := range containers.ToolkitPackages {
+		if p := r.Dpkg()[name]; p.Version != toolkitVersion || p.Status != "installed" {
+			t.Errorf("dpkg after rolling back absent = true: %s %+v", name, p)
+		}
 	}
 
 	if res := r.Gpuenv("rollback", "--auto-approve"); res.Code != 0 {
