@@ -363,6 +363,11 @@ func TestMissingRepository(t *testing.T) {
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), `repository "nvidia-container-toolkit"`) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 1 {
 		t.Errorf("diagnostics %v", diags)
 	}
+	// apt reads the key from a file: the block names the file and how
+	// NVIDIA's instructions make it.
+	if d := diags[0].Detail; !strings.Contains(d, `keyring = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"`) || !strings.Contains(d, "gpg --dearmor") {
+		t.Errorf("the block to add:\n%s", d)
+	}
 }
 
 // A toolkit whose version apply picks (the plan's repository is not yet

@@ -196,9 +196,14 @@ func offersToolkit(s *spec.Spec) bool {
 // missingRepository is the error of a toolkit no configured source
 // offers: it names the block to add.
 func missingRepository(obs *facts.Observation, c *spec.ContainerToolkit) *hcl.Diagnostic {
+	// apt takes the key from a file, which NVIDIA's instructions make
+	// with gpg --dearmor; dnf fetches it from the URL itself.
 	kind, arch := "deb", obs.OS.Arch
+	keyring, fetch := "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg",
+		"\n\nwith the key in place first:\n\ncurl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | gpg --dearmor -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 	if obs.OS.Family == "rpm" {
 		kind = "rpm"
+		keyring, fetch = "https://nvidia.github.io/libnvidia-container/gpgkey", ""
 		if arch == "" {
 			arch = "x86_64"
 		}
@@ -209,7 +214,7 @@ func missingRepository(obs *facts.Observation, c *spec.ContainerToolkit) *hcl.Di
 		Severity: hcl.DiagError,
 		Summary:  "Missing repository for the container toolkit",
 		Detail: fmt.Sprintf("The NVIDIA container toolkit is not in the distribution's archive, and no package source on this host offers it. Add NVIDIA's libnvidia-container repository to the spec:\n\n"+
-			"repository \"nvidia-container-toolkit\" {\n  url     = \"https://nvidia.github.io/libnvidia-container/stable/%s/%s/\"\n  keyring = \"https://nvidia.github.io/libnvidia-container/gpgkey\"\n}", kind, arch),
+			"repository \"nvidia-container-toolkit\" {\n  url     = \"https://nvidia.github.io/libnvidia-container/stable/%s/%s/\"\n  keyring = %q\n}%s", kind, arch, keyring, fetch),
 		Subject: c.DefRange.Ptr(),
 	}
 }
