@@ -248,32 +248,32 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 			t.Errorf("dpkg after absent = true: %s %+v", name, p)
 		}
 	}
-	if res := r.Gpuenv("rollback", "--auto-approve"); res.Code != 0 {
-		t.Fatalf("rollback of absent = true: %s", res)
-	}
-	for p, want := range applied {
-		if got := r.readFile(p); string(got) != string(want) {
-			t.Errorf("%s after rolling back absent = true:\n%s\nwant what apply wrote:\n%s", p, got, want)
-		}
-	}
+	r.rollbackRestores(applied, "what apply wrote")
 	for _, name := range containers.ToolkitPackages {
 		if p := r.Dpkg()[name]; p.Version != toolkitVersion || p.Status != "installed" {
 			t.Errorf("dpkg after rolling back absent = true: %s %+v", name, p)
 		}
 	}
 
-	if res := r.Gpuenv("rollback", "--auto-approve"); res.Code != 0 {
-		t.Fatalf("rollback: %s", res)
-	}
-	for p, want := range originals {
-		if got := r.readFile(p); string(got) != string(want) {
-			t.Errorf("%s after rollback:\n%s\nwant the original:\n%s", p, got, want)
-		}
-	}
+	r.rollbackRestores(originals, "the original")
 	pkgs = r.Dpkg()
 	for _, name := range containers.ToolkitPackages {
 		if p, ok := pkgs[name]; ok && p.Status != "not-installed" && p.Status != "config-files" {
 			t.Errorf("dpkg after rollback: %s %+v, want it gone", name, p)
+		}
+	}
+}
+
+// rollbackRestores rolls the newest apply back and checks that each file
+// holds exactly the bytes given (what, in a failure's words).
+func (r *Root) rollbackRestores(files map[string][]byte, what string) {
+	r.t.Helper()
+	if res := r.Gpuenv("rollback", "--auto-approve"); res.Code != 0 {
+		r.t.Fatalf("rollback: %s", res)
+	}
+	for p, want := range files {
+		if got := r.readFile(p); string(got) != string(want) {
+			r.t.Errorf("%s after rollback:\n%s\nwant %s:\n%s", p, got, what, want)
 		}
 	}
 }
