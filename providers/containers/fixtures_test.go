@@ -504,3 +504,22 @@ func TestAbsentRemovesEngineEntries(t *testing.T) {
 		t.Errorf("steps after the engines changed: %q", got)
 	}
 }
+
+// Without a GPU the driver lists, no spec can be made, now or at apply:
+// the plan says so instead of a step that would fail.
+func TestCDINotPlannedWithoutGPU(t *testing.T) {
+	dir := root(t, false)
+	if err := os.RemoveAll(filepath.Join(dir, "proc/driver/nvidia/gpus")); err != nil {
+		t.Fatal(err)
+	}
+	s := plantest.LoadSpec(t, repo+"container_toolkit {\n  version = \"1.17.*\"\n  engines = [\"podman\"]\n}\n")
+	pl := planner.New(containers.Provider{})
+	pl.Candidates = plantest.Candidates{}
+	p := plantest.Plan(t, pl, s, observe(t, dir))
+	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create"}; !slices.Equal(got, want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+	if !slices.ContainsFunc(p.Warnings, func(w planner.Warning) bool { return w.Check == containers.CheckCDIUnplanned }) {
+		t.Errorf("no warning that the spec cannot be made: %+v", p.Warnings)
+	}
+}

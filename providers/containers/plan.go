@@ -380,11 +380,6 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	if driverChanges(req) {
 		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath))
 	}
-	if toolkitStep != nil && cs.Toolkit.Version == "" {
-		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", CDISpecPath))
-		step.After["driver_version"] = cs.DriverVersion
-		return step
-	}
 	s, err := GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
 		resp.Warnings = append(resp.Warnings, planner.Warning{
@@ -393,6 +388,11 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), CDISpecPath),
 		})
 		return nil
+	}
+	if toolkitStep != nil && cs.Toolkit.Version == "" {
+		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", CDISpecPath))
+		step.After["driver_version"] = cs.DriverVersion
+		return step
 	}
 	content, err := MarshalCDI(s)
 	if err != nil {
