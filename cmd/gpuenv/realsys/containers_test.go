@@ -205,8 +205,8 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 		t.Errorf("observe: engines use %q, want %s", c.CDIInUse, containers.CDISpecPath)
 	}
 	for _, s := range c.CDISpecs {
-		if s.Path == containers.CDISpecPath && (s.DriverVersion != driver || len(s.Missing) > 0) {
-			t.Errorf("observe: the spec names driver %s, missing %v; want %s, nothing missing", s.DriverVersion, s.Missing, driver)
+		if s.Path == containers.CDISpecPath && (s.DriverVersion != driver || len(s.Missing) > 0 || !slices.Equal(s.Hooks, []string{"create-symlinks", "enable-cuda-compat", "update-ldcache"})) {
+			t.Errorf("observe: the spec names driver %s, hooks %q, missing %v; want %s, toolkit 1.17.8's three hooks, nothing missing", s.DriverVersion, s.Hooks, s.Missing, driver)
 		}
 	}
 	for _, e := range c.Engines {
