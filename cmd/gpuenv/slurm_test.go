@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"testing"
 )
 
 // scontrol is a stand-in for Slurm's scontrol for the slurm-health
@@ -63,4 +65,20 @@ func fakeScontrol() {
 		die(fmt.Errorf("fake scontrol: unexpected %q", args))
 	}
 	os.Exit(0)
+}
+
+// slurmd runs HealthCheckProgram and Prolog with no arguments: gpuenv
+// run through a link named gpuenv-slurm-health is slurm-health, and by any
+// other name is itself.
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct{ argv, want []string }{
+		{[]string{"/usr/local/sbin/gpuenv-slurm-health"}, []string{"slurm-health"}},
+		{[]string{"gpuenv-slurm-health", "--root", "/srv/node"}, []string{"slurm-health", "--root", "/srv/node"}},
+		{[]string{"/usr/bin/gpuenv", "doctor"}, []string{"doctor"}},
+		{[]string{"/usr/bin/gpuenv-slurm-health.sh"}, []string{}},
+	} {
+		if got := commandLine(tc.argv); !slices.Equal(got, tc.want) {
+			t.Errorf("commandLine(%q) = %q, want %q", tc.argv, got, tc.want)
+		}
+	}
 }
