@@ -37,7 +37,15 @@ func WriteDrift(h *host.Host, stateDir string, data []byte) error {
 // directories it is in can be trusted. A missing record is nil data and
 // no error: the drift timer has not run.
 func ReadDrift(h *host.Host, stateDir string) ([]byte, error) {
-	p := path.Join(stateDir, driftName)
+	return readStateFile(h, stateDir, driftName)
+}
+
+// readStateFile reads name, one of the state directory's world-readable
+// files, once the state directory, the directories above it and the file
+// itself are found trusted (see CheckStateDir). A missing file is nil data
+// and no error.
+func readStateFile(h *host.Host, stateDir, name string) ([]byte, error) {
+	p := path.Join(stateDir, name)
 	data, err := h.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -52,7 +60,7 @@ func ReadDrift(h *host.Host, stateDir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := trustFor(h).checkPath("drift record", abs, false); err != nil {
+	if err := trustFor(h).checkPath("file of the state directory", abs, false); err != nil {
 		return nil, err
 	}
 	return data, nil

@@ -554,16 +554,11 @@ func (s *Store) refreshStatus() error {
 // StatusFile: no generation was ever made.
 func ReadStatus(h *host.Host, stateDir string) (StatusFile, error) {
 	var st StatusFile
-	data, err := h.ReadFile(path.Join(stateDir, statusName))
-	if errors.Is(err, fs.ErrNotExist) {
-		// Nothing was ever applied here: nothing to trust or not (and
-		// a converged plan does not walk the directories above it).
-		return st, nil
-	}
-	if err := CheckStateDir(h, stateDir); err != nil {
-		return st, err
-	}
-	if err != nil {
+	data, err := readStateFile(h, stateDir, statusName)
+	if err != nil || data == nil {
+		// No file: nothing was ever applied here, nothing to trust or
+		// not (and a converged plan does not walk the directories
+		// above it).
 		return st, err
 	}
 	read, err := planner.ReadApplyStatus(bytes.NewReader(data))
