@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
@@ -120,7 +122,8 @@ func TestHealthPrometheus(t *testing.T) {
 
 // slurm.conf for one controller and one node on loopback. No systemd runs
 // as PID 1 and the machine has cgroup v1, so processes are tracked from
-// /proc and tasks are not bound; everything runs as root.
+// /proc and tasks are not bound; everything runs as root. The last line is
+// where gpuenv is run: as the health check or as the Prolog.
 const slurmConf = `ClusterName=gpuenv
 SlurmctldHost=%[1]s(127.0.0.1)
 SlurmctldPort=%[2]d
@@ -145,28 +148,34 @@ SchedulerType=sched/builtin
 SelectType=select/linear
 ReturnToService=2
 SlurmdTimeout=300
-HealthCheckProgram=/usr/local/sbin/node-health
-HealthCheckInterval=%[4]d
 NodeName=gpunode NodeAddr=127.0.0.1 CPUs=1 RealMemory=1 State=UNKNOWN
 PartitionName=debug Nodes=gpunode Default=YES MaxTime=INFINITE State=UP
+%[4]s
 `
 
 // healthInterval is how often slurmd runs the health check here.
 const healthInterval = 5
 
-// Debian 12's real slurmctld and slurmd run gpuenv as HealthCheckProgram,
-// through the gpuenv-slurm-health link and with slurmd's own environment:
-// a broken node is drained with gpuenv's reason, a fixed one resumed, and
-// a node an administrator drained stays drained, broken or fixed.
-func TestHealthSlurm(t *testing.T) {
-	r := h.NewRoot(t, Health, Mounts{Proc: true})
+// slurmNode is a one-node Slurm cluster running in a root, with gpuenv
+// on the fixture root /srv/node as /usr/local/sbin/node-health.
+type slurmNode struct {
+	t *testing.T
+	r *Root
+}
+
+// startSlurm starts munged, slurmctld and slurmd in a fresh root, with
+// gpuenvLine (HealthCheckProgram or Prolog) in slurm.conf, and waits for
+// the node to register idle.
+func startSlurm(t *testing.T, gpuenvLine string) *slurmNode {
+	r := h.NewRoot(t, Health, Mounts{Proc: true, Sys: true})
+	slurmdCgroups(t, r)
 	healthyNode(t, r)
 	hostname, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
 	}
 	short, _, _ := strings.Cut(hostname, ".")
-	r.WriteFile("/etc/slurm/slurm.conf", fmt.Sprintf(slurmConf, short, freePort(t), freePort(t), healthInterval))
+	r.WriteFile("/etc/slurm/slurm.conf", fmt.Sprintf(slurmConf, short, freePort(t), freePort(t), gpuenvLine))
 	// slurmd runs the program with no arguments: the link's name makes
 	// gpuenv slurm-health, and this script gives it the fixture root.
 	r.WriteFile("/usr/local/sbin/node-health", "#!/bin/sh\nexec /usr/local/sbin/gpuenv-slurm-health --root /srv/node >>/var/log/node-health.log 2>&1\n")
@@ -177,43 +186,62 @@ chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
 mkdir -p /run/munge /var/spool/slurmctld /var/spool/slurmd
 chown munge:munge /run/munge
 runuser -u munge -- /usr/sbin/munged
-munge -n | unmunge >/dev/null
-setsid slurmctld </dev/null >/dev/null 2>&1
-setsid slurmd -N gpunode </dev/null >/dev/null 2>&1`)
-	logs := func() string {
-		return r.Sh("tail -n 30 /var/log/slurmctld.log /var/log/slurmd.log /var/log/node-health.log").Stdout
-	}
-
-	// waitNode polls scontrol until the node's state and reason satisfy
-	// ok, and fails the test after a few health check intervals.
-	waitNode := func(what string, ok func(state, reason string) bool) (string, string) {
-		t.Helper()
-		deadline := time.Now().Add(12 * healthInterval * time.Second)
-		var state, reason string
-		for time.Now().Before(deadline) {
-			res := r.Sh("scontrol show node gpunode")
-			if res.Code == 0 {
-				state, reason = nodeField(res.Stdout, "State="), nodeField(res.Stdout, "Reason=")
-				if ok(state, reason) {
-					return state, reason
-				}
-			}
-			time.Sleep(time.Second)
+munge -n | unmunge >/dev/null`)
+	n := &slurmNode{t: t, r: r}
+	for _, daemon := range []string{"slurmctld", "slurmd -N gpunode"} {
+		if res := r.Sh("setsid " + daemon + " </dev/null >/tmp/daemon.log 2>&1"); res.Code != 0 {
+			t.Fatalf("%s: %s\n%s\n%s", daemon, res, r.Sh("cat /tmp/daemon.log").Stdout, n.logs())
 		}
-		t.Fatalf("%s: node still %s (%s)\n%s", what, state, reason, logs())
-		return "", ""
 	}
-	drained := func(state string) bool { return strings.Contains(state, "DRAIN") }
-	waitNode("registration", func(state, _ string) bool { return strings.HasPrefix(state, "IDLE") && !drained(state) })
+	n.wait("registration", func(state, _ string) bool { return strings.HasPrefix(state, "IDLE") && !drained(state) })
+	return n
+}
+
+func (n *slurmNode) logs() string {
+	return n.r.Sh("tail -n 30 /var/log/slurmctld.log /var/log/slurmd.log /var/log/node-health.log").Stdout
+}
+
+// wait polls scontrol until the node's state and reason satisfy ok, and
+// fails the test after a dozen health check intervals.
+func (n *slurmNode) wait(what string, ok func(state, reason string) bool) (string, string) {
+	n.t.Helper()
+	deadline := time.Now().Add(12 * healthInterval * time.Second)
+	var state, reason string
+	for time.Now().Before(deadline) {
+		state, reason = n.node()
+		if ok(state, reason) {
+			return state, reason
+		}
+		time.Sleep(time.Second)
+	}
+	n.t.Fatalf("%s: node still %s (%s)\n%s", what, state, reason, n.logs())
+	return "", ""
+}
+
+// node is the node's state and reason, as scontrol shows them.
+func (n *slurmNode) node() (string, string) {
+	res := n.r.Sh("scontrol show node gpunode")
+	return nodeField(res.Stdout, "State="), nodeField(res.Stdout, "Reason=")
+}
+
+func drained(state string) bool { return strings.Contains(state, "DRAIN") }
+
+// Debian 12's real slurmctld and slurmd run gpuenv as HealthCheckProgram,
+// through the gpuenv-slurm-health link and with slurmd's own environment:
+// a broken node is drained with gpuenv's reason, a fixed one resumed, and
+// a node an administrator drained stays drained, broken or fixed.
+func TestHealthSlurm(t *testing.T) {
+	n := startSlurm(t, fmt.Sprintf("HealthCheckProgram=/usr/local/sbin/node-health\nHealthCheckInterval=%d", healthInterval))
+	r := n.r
 
 	breakNode(r)
-	_, reason := waitNode("broken node", func(state, reason string) bool { return drained(state) })
+	_, reason := n.wait("broken node", func(state, _ string) bool { return drained(state) })
 	if !strings.HasPrefix(reason, "gpuenv: CUDA_VISIBLE_DEVICES hides GPUs: /etc/profile.d/gpu.sh:1 names GPU 9") {
-		t.Errorf("drain reason %q, want gpuenv's naming the problem\n%s", reason, logs())
+		t.Errorf("drain reason %q, want gpuenv's naming the problem\n%s", reason, n.logs())
 	}
 
 	fixNode(r)
-	waitNode("fixed node", func(state, _ string) bool { return !drained(state) })
+	n.wait("fixed node", func(state, _ string) bool { return !drained(state) })
 
 	// An administrator's drain survives both verdicts: two checks each.
 	r.MustSh(`scontrol update NodeName=gpunode State=DRAIN Reason="replace PSU 2"`)
@@ -229,14 +257,69 @@ setsid slurmd -N gpunode </dev/null >/dev/null 2>&1`)
 			time.Sleep(time.Second)
 		}
 		if healthRuns(r) < runs+2 {
-			t.Fatalf("slurmd ran the health check %d times in %ds\n%s", healthRuns(r)-runs, 12*healthInterval, logs())
+			t.Fatalf("slurmd ran the health check %d times in %ds\n%s", healthRuns(r)-runs, 12*healthInterval, n.logs())
 		}
-		res := r.Sh("scontrol show node gpunode")
-		if state, reason := nodeField(res.Stdout, "State="), nodeField(res.Stdout, "Reason="); !drained(state) || reason != "replace PSU 2" {
+		if state, reason := n.node(); !drained(state) || reason != "replace PSU 2" {
 			t.Errorf("administrator's drain with the node broken=%v: %s (%s)", broken, state, reason)
 		}
 	}
 	h.Report("slurm health check: drain, resume and an administrator's drain kept, with slurmd %s", r.MustSh("slurmd -V"))
+}
+
+// As the Prolog, gpuenv lets a job run on a healthy node; on a broken one
+// it drains the node before failing, so Slurm requeues the job and the
+// node keeps gpuenv's reason rather than "Prolog error"; the health check
+// run by hand once the node is fixed resumes it.
+func TestHealthSlurmProlog(t *testing.T) {
+	n := startSlurm(t, "Prolog=/usr/local/sbin/node-health")
+	r := n.r
+
+	if res := r.Sh("timeout 60 srun -N1 -t 1 /bin/echo ran"); res.Code != 0 || strings.TrimSpace(res.Stdout) != "ran" {
+		t.Fatalf("srun on the healthy node: %s\n%s", res, n.logs())
+	}
+	if state, _ := n.node(); drained(state) {
+		t.Fatalf("the healthy node was drained: %s", state)
+	}
+
+	breakNode(r)
+	job := strings.TrimSpace(r.MustSh("sbatch --parsable -N1 -t 1 --wrap /bin/true"))
+	_, reason := n.wait("broken node after a job", func(state, _ string) bool { return drained(state) })
+	if !strings.HasPrefix(reason, "gpuenv: CUDA_VISIBLE_DEVICES hides GPUs") {
+		t.Errorf("drain reason %q, want gpuenv's\n%s", reason, n.logs())
+	}
+	if out := r.MustSh("scontrol show job " + job); strings.Contains(out, "JobState=COMPLETED") {
+		t.Errorf("the job ran on the broken node:\n%s", out)
+	}
+
+	fixNode(r)
+	if res := r.Chroot([]string{"SLURMD_NODENAME=gpunode"}, "/usr/local/sbin/node-health"); res.Code != 0 {
+		t.Fatalf("health check by hand: %s\n%s", res, n.logs())
+	}
+	n.wait("fixed node", func(state, _ string) bool { return !drained(state) })
+}
+
+// slurmdCgroups gives the root what slurmd 22.05 needs of cgroups: it
+// starts its cgroup plugin whatever the task and process-tracking plugins,
+// and refuses to run unless /sys/fs/cgroup is a cgroup v2 file system or,
+// for v1, a tmpfs holding the name=systemd hierarchy. The machine's own
+// mount is bound in (v2) or its named systemd hierarchy, which has no
+// controllers (v1); with proctrack/linuxproc and task/none slurmd only
+// looks at it.
+func slurmdCgroups(t *testing.T, r *Root) {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
+		t.Fatalf("this machine's cgroups: %v", err)
+	}
+	if st.Type == unix.CGROUP2_SUPER_MAGIC {
+		r.mount("/sys/fs/cgroup", r.Path("/sys/fs/cgroup"), "", unix.MS_BIND, "")
+		return
+	}
+	r.mount("tmpfs", r.Path("/sys/fs/cgroup"), "tmpfs", 0, "mode=0755")
+	if err := os.Mkdir(r.Path("/sys/fs/cgroup/systemd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.mount("/sys/fs/cgroup/systemd", r.Path("/sys/fs/cgroup/systemd"), "", unix.MS_BIND, "")
 }
 
 // healthRuns counts the health check's runs in its log: each prints one
