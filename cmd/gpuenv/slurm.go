@@ -15,6 +15,8 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/health"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // slurmHealthName is the name under which gpuenv runs as Slurm's health
@@ -51,7 +53,8 @@ problem that most needs a drain. As a Prolog, a nonzero exit makes Slurm
 requeue the job; Slurm keeps gpuenv's reason on a node gpuenv has drained.
 
 The node is --node, else $SLURMD_NODENAME (slurmd sets it), else the short
-host name.
+host name. Doctor judges the node's configuration, not slurm-health's own
+environment, which in a Prolog is the job's.
 
 Exit status: 0 healthy, 2 problems found (the node is drained unless an
 administrator drained it first), 1 could not run or could not reach Slurm.`,
@@ -137,7 +140,7 @@ func runSlurmHealth(ctx context.Context, g *globalOptions, o *slurmOptions) erro
 	dctx, dcancel := context.WithTimeout(ctx, o.timeout-scontrolShare)
 	defer dcancel()
 	go func() {
-		r, _, err := runDoctor(dctx, g, h, nil, nil)
+		r, err := nodeDoctor(dctx, g, h)
 		ch <- done{r, err}
 	}()
 	out, err := runScontrol(ctx, scontrol, health.ScontrolShow(node))
@@ -185,6 +188,19 @@ func runSlurmHealth(ctx context.Context, g *globalOptions, o *slurmOptions) erro
 		return &exitCodeError{code: exitChanges}
 	}
 	return nil
+}
+
+// nodeDoctor runs doctor's checks on the node as a whole. The variables
+// of slurm-health's own environment are not judged: in a Prolog they are
+// the job's (Slurm gives it the CUDA_VISIBLE_DEVICES of its allocation),
+// and a node is not unhealthy because one job sees some of its GPUs.
+func nodeDoctor(ctx context.Context, g *globalOptions, h *host.Host) (*doctor.Report, error) {
+	obs := providers.Observe(ctx, h, providers.ObserveOptions{})
+	u, err := invokingUser(g, h)
+	if err != nil {
+		return nil, err
+	}
+	return doctor.Run(doctor.Input{Obs: obs, User: u}), nil
 }
 
 func showSlurmResult(g *globalOptions, res *slurmResult) error {
