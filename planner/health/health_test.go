@@ -153,6 +153,7 @@ func TestPrometheus(t *testing.T) {
 		"gpuenv_driver_info{driver=550.54.15,module=550.54.15,library=550.54.15,cuda_driver=12.4,cuda_toolkits=12.4.1,11.8.0}": "1",
 		"gpuenv_gpus":                                  "8",
 		"gpuenv_drift_record_present":                  "1",
+		"gpuenv_drift_record_error":                    "0",
 		"gpuenv_drift_outcome{outcome=no-changes}":     "0",
 		"gpuenv_drift_outcome{outcome=changes}":        "1",
 		"gpuenv_drift_outcome{outcome=error}":          "0",
@@ -169,8 +170,8 @@ func TestPrometheus(t *testing.T) {
 			t.Errorf("%s = %q, want %q", key, got[key], want)
 		}
 	}
-	if len(got) != 24 {
-		t.Errorf("%d series, want 24:\n%s", len(got), b.String())
+	if len(got) != 25 {
+		t.Errorf("%d series, want 25:\n%s", len(got), b.String())
 	}
 }
 
@@ -185,7 +186,7 @@ func TestPrometheusNothingYet(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := parseExposition(t, b.String())
-	if got["gpuenv_drift_record_present"] != "0" || got["gpuenv_generation"] != "0" || got["gpuenv_generation_unfinished"] != "0" {
+	if got["gpuenv_drift_record_present"] != "0" || got["gpuenv_drift_record_error"] != "1" || got["gpuenv_generation"] != "0" || got["gpuenv_generation_unfinished"] != "0" {
 		t.Errorf("missing state not reported:\n%s", b.String())
 	}
 	for key := range got {

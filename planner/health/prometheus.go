@@ -77,6 +77,8 @@ func (s *Snapshot) metrics() []*metric {
 	d := s.Drift
 	family("drift_record_present", "1 when the drift timer's record (plan --record-drift) was read, 0 when there is none yet or it cannot be read.").
 		add(boolValue(d != nil))
+	family("drift_record_error", "1 when the drift record exists but cannot be read or trusted (doctor says why on stderr).").
+		add(boolValue(s.DriftErr != nil))
 	if d != nil {
 		outcome := family("drift_outcome", "The outcome of the drift timer's last plan: 1 on the outcome that happened, 0 on the others.")
 		for _, o := range Outcomes {
