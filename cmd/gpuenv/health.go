@@ -76,7 +76,7 @@ func (f *healthFiles) write(g *globalOptions, h *host.Host, r *doctor.Report, ob
 		}
 	}
 	if f.nfd != "" {
-		data, err := health.WriteNFD(s.NFDLabels(), s.Time.Add(f.nfdExpiry))
+		data, err := health.NFDFile(s.NFDLabels(), s.Time.Add(f.nfdExpiry))
 		if err != nil {
 			return fmt.Errorf("--nfd %s: %w", f.nfd, err)
 		}

@@ -217,7 +217,7 @@ func TestPrometheusEscapes(t *testing.T) {
 func TestNFD(t *testing.T) {
 	s := snapshot()
 	expiry := time.Date(2026, 12, 1, 11, 0, 0, 0, time.FixedZone("CET", 3600))
-	data, err := WriteNFD(s.NFDLabels(), expiry)
+	data, err := NFDFile(s.NFDLabels(), expiry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ feature.node.kubernetes.io/gpuenv-check.environment=problem
 	s.Obs.NVML.DriverVersion, s.Obs.Driver.ModuleVersion, s.Obs.Driver.LibraryVersion = "", "", ""
 	s.Obs.NVML.CUDADriverVersion = "12.4 (beta)"
 	s.Obs.CUDA.Toolkits = []facts.Toolkit{{Version: "---"}}
-	data, err = WriteNFD(s.NFDLabels(), expiry)
+	data, err = NFDFile(s.NFDLabels(), expiry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestNFDRefuses(t *testing.T) {
 		{[]Label{{"example.com/" + strings.Repeat("n", 64), "a"}}, "must be 1 to 63 characters"},
 		{[]Label{{"/x", "a"}}, "the prefix must be a DNS subdomain"},
 	} {
-		if _, err := WriteNFD(tc.labels, expiry); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if _, err := NFDFile(tc.labels, expiry); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%v: error %v, want %q", tc.labels, err, tc.err)
 		}
 	}
@@ -278,7 +278,7 @@ func TestNFDRefuses(t *testing.T) {
 	for i := range 2000 {
 		many = append(many, Label{"feature.node.kubernetes.io/gpuenv-check.n" + strconv.Itoa(i), "problem"})
 	}
-	if _, err := WriteNFD(many, expiry); err == nil || !strings.Contains(err.Error(), "nfd-worker reads at most 64000") {
+	if _, err := NFDFile(many, expiry); err == nil || !strings.Contains(err.Error(), "nfd-worker reads at most 64000") {
 		t.Errorf("oversized file: %v", err)
 	}
 	if err := ValidLabelValue(""); err != nil {

@@ -73,11 +73,11 @@ func (s *Snapshot) NFDLabels() []Label {
 	return out
 }
 
-// WriteNFD is the feature file for labels, ending at expiry: the expiry
+// NFDFile is the feature file for labels, ending at expiry: the expiry
 // directive first, then one line per label. It refuses a label NFD would
 // refuse and a file NFD would cut short, since either would leave a node
 // labelled with part of what gpuenv found.
-func WriteNFD(labels []Label, expiry time.Time) ([]byte, error) {
+func NFDFile(labels []Label, expiry time.Time) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# +expiry-time=%s\n", expiry.UTC().Format(time.RFC3339))
 	b.WriteString("# Written by gpuenv doctor --nfd; rewritten whole at each run.\n")
