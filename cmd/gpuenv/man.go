@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -144,8 +145,23 @@ func roffLine(s string) string {
 	return s
 }
 
-// roffEscape keeps backslashes and hyphens literal: a plain "-" may be set
-// as a hyphen and breaks copying options from the page.
+// roffEscape keeps backslashes and hyphens literal (a plain "-" may be set
+// as a hyphen, which breaks copying options from the page), and names
+// every character outside ASCII as a glyph, which troff reads whatever the
+// page's encoding is taken to be.
 func roffEscape(s string) string {
-	return strings.NewReplacer(`\`, `\e`, `-`, `\-`).Replace(s)
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\e`)
+		case r == '-':
+			b.WriteString(`\-`)
+		case r > unicode.MaxASCII:
+			fmt.Fprintf(&b, `\[u%04X]`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
