@@ -70,6 +70,14 @@ func TestDebPackage(t *testing.T) {
 	if res := r.Chroot(userEnv, strings.Fields(execStart)...); res.Code != 0 {
 		t.Errorf("the service's %q on an applied host: %s", execStart, res)
 	}
+	// Its record is world-readable, for an exporter that is not root.
+	var drift struct{ Outcome string }
+	if err := json.Unmarshal(r.readFile("/var/lib/gpuenv/drift.json"), &drift); err != nil || drift.Outcome != "no-changes" {
+		t.Errorf("drift.json after the service's plan: outcome %q (%v)", drift.Outcome, err)
+	}
+	if got := strings.TrimSpace(r.MustSh("stat -c %a /var/lib/gpuenv/drift.json")); got[len(got)-1]&4 == 0 {
+		t.Errorf("drift.json has mode %s: others cannot read it", got)
+	}
 	state := r.MustSh("find /var/lib/gpuenv | sort")
 
 	r.MustSh("dpkg -r gpuenv")
