@@ -39,6 +39,10 @@ func TestDebPackage(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.MustSh("/usr/bin/gpuenv version --json")), &v); err != nil || v.Version != version {
 		t.Errorf("gpuenv version: %q (%v), the package is %q", v.Version, err, version)
 	}
+	// slurm.conf's HealthCheckProgram: the link answers as slurm-health.
+	if got := strings.TrimSpace(r.MustSh("/usr/sbin/gpuenv-slurm-health --help | head -n 1")); !strings.Contains(got, "Slurm") {
+		t.Errorf("/usr/sbin/gpuenv-slurm-health --help starts %q, want slurm-health's help", got)
+	}
 	if got := strings.TrimSpace(r.MustSh("stat -c '%a %U %G' /var/lib/gpuenv")); got != "711 root root" {
 		t.Errorf("/var/lib/gpuenv is %s, want 711 root root", got)
 	}
