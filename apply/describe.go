@@ -126,6 +126,9 @@ func DescribeInverse(inv *Inverse) string {
 	case inv.Kernel != nil:
 		switch inv.Kernel.Action {
 		case "":
+			if inv.Kernel.Nothing != "" {
+				return "nothing: " + inv.Kernel.Nothing
+			}
 			return "nothing (the module was already in that state)"
 		case "rebuild_initramfs":
 			return "rebuilding the initramfs from the restored files"

@@ -133,7 +133,7 @@ func (x kernelExecutor) prepareStop(op *planner.KernelOp) (*KernelInverse, error
 	if comm != "" && comm != op.Process {
 		return nil, fmt.Errorf("pid %d is now %s, not the GPU process %s the plan names: not stopping it; plan again", op.PID, comm, op.Process)
 	}
-	return &KernelInverse{}, nil
+	return &KernelInverse{Nothing: "a stopped process is not started again"}, nil
 }
 
 // stopProcess sends the process SIGTERM, and SIGKILL when it has not

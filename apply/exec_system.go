@@ -50,8 +50,7 @@ func (x kernelExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *p
 	case "rebuild_initramfs":
 		return &KernelInverse{Action: "rebuild_initramfs"}, nil
 	case planner.KernelCheckVersion:
-		// A check changes nothing.
-		return &KernelInverse{}, nil
+		return &KernelInverse{Nothing: "a check changes nothing"}, nil
 	case planner.KernelStopProcess:
 		return x.prepareStop(op)
 	case "load_module":
@@ -218,6 +217,9 @@ func (x serviceExecutor) unitActive(ctx context.Context, ws *Workspace, unit str
 }
 
 func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *planner.ServiceOp) (*ServiceInverse, error) {
+	if op.Run != "" && !x.Host.Running() {
+		return nil, notLive(x.Host.Root(), Describe(planner.Operation{Kind: planner.OpService, Service: op}))
+	}
 	en, err := x.unitEnabled(op.Unit)
 	if err != nil {
 		return nil, err
@@ -232,9 +234,6 @@ func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *
 
 func (x serviceExecutor) run(ctx context.Context, ws *Workspace, op *planner.ServiceOp) error {
 	if op.Run != "" {
-		if !x.Host.Running() {
-			return nil
-		}
 		return x.command(ctx, ws, nil, "systemctl", op.Run, op.Unit)
 	}
 	verb := "disable"

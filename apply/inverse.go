@@ -95,6 +95,9 @@ type KernelInverse struct {
 	// Version is the driver version the module had; once loaded again it
 	// must have it.
 	Version string `json:"version,omitempty"`
+	// Nothing says why an inverse with no action has nothing to undo,
+	// where it is not that the module was already in that state.
+	Nothing string `json:"nothing,omitempty"`
 }
 
 // ServiceInverse is a unit's enablement (and, on a live root, activity)

@@ -303,3 +303,22 @@ func TestReloadInterruptsGPUProcesses(t *testing.T) {
 		t.Errorf("process 4242 still there (%v) or driver %q", fx.exists("/proc/4242"), fx.loadedDriver())
 	}
 }
+
+// On a root that is not the running system a reload's operations are
+// skipped, each saying so, and the apply asks for a reboot.
+func TestReloadSkippedOffTheRunningSystem(t *testing.T) {
+	f := build(t, applytest.BuildReloadHost)
+	fx := openReloadHost(t, f.Dir)
+	p := reloadPlan(t, fx.h, reload.Options{})
+	image := newTestHost(t, f.Dir, f.Root, f.Env, applytest.Snapshot)
+	res := image.apply(p, image.opts(nil))
+	if res.Status != apply.StatusApplied || !res.NeedsReboot || len(res.Skipped) != len(p.Steps[0].Operations)-1 {
+		t.Fatalf("status %s, needs reboot %v, skipped %q", res.Status, res.NeedsReboot, res.Skipped)
+	}
+	if !strings.Contains(res.Skipped[0], "stopping nvidia-persistenced.service skipped: the root "+f.Root+" is not the running system") {
+		t.Errorf("skipped: %q", res.Skipped[0])
+	}
+	if v := image.loadedDriver(); v != "535.261.03" {
+		t.Errorf("the fixture's kernel was changed: %q", v)
+	}
+}
