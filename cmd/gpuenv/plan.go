@@ -63,6 +63,12 @@ Plan changes nothing. It asks the package manager for candidate versions only
 when a package has to change, so a host that matches the spec is planned
 without starting a process.
 
+A driver change that replaces the loaded kernel module reloads the modules
+after its package transaction when the facts allow it (the running system, no
+GPU process, no display on nvidia_drm, a module Secure Boot accepts); otherwise
+the step needs a reboot and says why. --interrupt-gpu-processes lets the reload
+stop the GPU processes in its way, each named in the plan.
+
 --out FILE saves the plan for "gpuenv apply FILE", which applies exactly that
 plan and refuses it once the facts it was made from have changed.
 
