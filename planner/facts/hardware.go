@@ -35,7 +35,9 @@ type Kernel struct {
 	// node of nvidia-drm), from /proc/PID/fd, and the GPU services
 	// gpuenv stops and starts again around a module reload, running
 	// whether or not they hold a device. Observed only while the nvidia
-	// module is loaded; a process gpuenv may not look into is missing.
+	// module is loaded and the modules' reference counts say something
+	// besides their own users holds them; a process gpuenv may not look
+	// into is missing.
 	Holders []Holder `json:"holders,omitempty"`
 	// SigningKey tells, with Secure Boot on, whether the key DKMS signs
 	// the modules it builds with is enrolled: "enrolled" (the key's

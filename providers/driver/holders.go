@@ -31,7 +31,7 @@ var DKMSKeys = []string{"/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.d
 // services' daemons, while the nvidia module is loaded: they are what a
 // module reload must stop, or what forbids one.
 func (o *observer) holders() {
-	if !o.loaded("nvidia") {
+	if !o.loaded("nvidia") || !o.devicesOpen() {
 		return
 	}
 	drm := o.nvidiaDRMNodes()
@@ -77,6 +77,19 @@ func (o *observer) holders() {
 		}
 	}
 	slices.SortFunc(o.obs.Kernel.Holders, func(a, b facts.Holder) int { return a.PID - b.PID })
+}
+
+// devicesOpen reports whether anything holds an nvidia module other than
+// the modules using it: each open device counts in its module's reference
+// count. Where nothing does, no process can be holding a device, and the
+// scan of every process's descriptors is spared.
+func (o *observer) devicesOpen() bool {
+	for _, m := range o.obs.Kernel.Loaded {
+		if strings.HasPrefix(m.Name, "nvidia") && m.RefCount > len(m.UsedBy) {
+			return true
+		}
+	}
+	return false
 }
 
 // nvidiaDRMNodes are the /dev/dri nodes whose device nvidia drives: a
