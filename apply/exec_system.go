@@ -71,7 +71,7 @@ func (x kernelExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *p
 			return &KernelInverse{}, nil
 		}
 		inv := &KernelInverse{Action: "load_module", Module: op.Module, AfterPackages: op.Reload}
-		if op.Reload && Canonical(op.Module) == "nvidia" {
+		if m := Canonical(op.Module); op.Reload && (m == "nvidia" || m == "nvidia_current") {
 			v, err := x.loadedVersion()
 			if err != nil {
 				return nil, err

@@ -83,7 +83,9 @@ var units = []string{"nvidia-persistenced.service", "gpuenv-compute-mode.service
 
 // modules are the kernel modules a kernel operation may load or unload, as
 // the kernel spells them ("-" and "_" are alike to modprobe).
-var modules = []string{"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nouveau"}
+var modules = []string{"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nouveau",
+	// Debian's build of the same modules.
+	"nvidia_current", "nvidia_current_uvm", "nvidia_current_drm", "nvidia_current_modeset", "nvidia_current_peermem"}
 
 // deviceSettings are the NVML settings a device operation may change, with
 // the values each takes.

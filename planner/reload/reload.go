@@ -51,6 +51,15 @@ func UnitOf(comm string) string {
 // every module before the ones it uses.
 var Modules = []string{"nvidia_peermem", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia"}
 
+// Role is the module a loaded module is, whatever its build calls it:
+// Debian's nvidia_current_uvm is nvidia_uvm.
+func Role(module string) string {
+	if rest, ok := strings.CutPrefix(module, "nvidia_current"); ok {
+		return "nvidia" + rest
+	}
+	return module
+}
+
 // Options are what the user said.
 type Options struct {
 	// Interrupt allows stopping the GPU processes that hold the modules
@@ -96,15 +105,19 @@ func (p *Plan) Why() string { return strings.Join(p.Blockers, "; ") }
 // reloaded.
 func Decide(obs *facts.Observation, o Options) Plan {
 	var p Plan
+	// By role: Debian names its build of the modules nvidia_current,
+	// nvidia_current_drm …, the same modules by another name.
 	loaded := map[string]facts.LoadedModule{}
 	for _, m := range obs.Kernel.Loaded {
-		loaded[m.Name] = m
+		loaded[Role(m.Name)] = m
 	}
 	if _, ok := loaded["nvidia"]; !ok {
 		return p
 	}
 	p.Loaded = true
-	p.Unload = unloadOrder(loaded)
+	for _, role := range unloadOrder(loaded) {
+		p.Unload = append(p.Unload, loaded[role].Name)
+	}
 	p.Load = slices.Clone(p.Unload)
 	slices.Reverse(p.Load)
 
@@ -174,7 +187,7 @@ func Decide(obs *facts.Observation, o Options) Plan {
 		p.Blockers = append(p.Blockers, "GPU processes run: "+strings.Join(busy, "; ")+" (--interrupt-gpu-processes stops them)")
 	}
 	if m, ok := loaded["nvidia_drm"]; ok && !drmHeld && m.RefCount > len(m.UsedBy) {
-		p.Blockers = append(p.Blockers, fmt.Sprintf("nvidia_drm is in use (reference count %d) by no process gpuenv can see: a console on its framebuffer (nvidia_drm.fbdev=1) or a display it may not look into", m.RefCount))
+		p.Blockers = append(p.Blockers, fmt.Sprintf("%s is in use (reference count %d) by no process gpuenv can see: a console on its framebuffer (nvidia_drm.fbdev=1) or a display it may not look into", m.Name, m.RefCount))
 	}
 	for _, s := range Services {
 		if running[s.Unit] {
@@ -203,7 +216,7 @@ func unloadOrder(loaded map[string]facts.LoadedModule) []string {
 		for i, m := range left {
 			free := true
 			for _, u := range loaded[m].UsedBy {
-				if slices.Contains(left, u) && u != m {
+				if u = Role(u); slices.Contains(left, u) && u != m {
 					free = false
 				}
 			}

@@ -132,6 +132,23 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// Debian's build names the modules nvidia_current…: the same reload,
+// under their names.
+func TestDebianModuleNames(t *testing.T) {
+	o := running(false)
+	for i, m := range o.Kernel.Loaded {
+		o.Kernel.Loaded[i].Name = strings.Replace(m.Name, "nvidia", "nvidia_current", 1)
+		for j, u := range m.UsedBy {
+			o.Kernel.Loaded[i].UsedBy[j] = strings.Replace(u, "nvidia", "nvidia_current", 1)
+		}
+	}
+	p := reload.Decide(o, reload.Options{})
+	want := []string{"nvidia_current_uvm", "nvidia_current_drm", "nvidia_current_modeset", "nvidia_current"}
+	if !p.Possible() || !slices.Equal(p.Unload, want) {
+		t.Errorf("possible %v (%s), unload %v, want %v", p.Possible(), p.Why(), p.Unload, want)
+	}
+}
+
 func TestNothingLoaded(t *testing.T) {
 	o := running(false)
 	o.Kernel.Loaded = nil

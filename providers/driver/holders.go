@@ -31,7 +31,7 @@ var DKMSKeys = []string{"/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.d
 // services' daemons, while the nvidia module is loaded: they are what a
 // module reload must stop, or what forbids one.
 func (o *observer) holders() {
-	if !o.loaded("nvidia") || !o.devicesOpen() {
+	if !o.loaded("nvidia") && !o.loaded("nvidia_current") || !o.devicesOpen() {
 		return
 	}
 	drm := o.nvidiaDRMNodes()
