@@ -42,7 +42,7 @@ func (kernelExecutor) names(inv *KernelInverse) ([]string, error) {
 	return []string{inv.Module}, nil
 }
 
-func (x kernelExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *planner.KernelOp) (*KernelInverse, error) {
+func (x kernelExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.KernelOp) (*KernelInverse, error) {
 	if !x.Host.Running() {
 		return nil, notLive(x.Host.Root(), describeKernel(op))
 	}
