@@ -37,8 +37,8 @@ const DefaultReloadWait = 30 * time.Second
 // and again after SIGKILL.
 var stopWait = 10 * time.Second
 
-// Canonical spells a module name as /proc/modules does.
-func Canonical(module string) string { return strings.ReplaceAll(module, "-", "_") }
+// canonical spells a module name as /proc/modules does.
+func canonical(module string) string { return strings.ReplaceAll(module, "-", "_") }
 
 // loadedVersion is the loaded nvidia module's version, as procfs says it
 // (sysfs where procfs has no file).

@@ -71,7 +71,7 @@ func (x kernelExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan
 			return &KernelInverse{}, nil
 		}
 		inv := &KernelInverse{Action: "load_module", Module: op.Module, AfterPackages: op.Reload}
-		if m := Canonical(op.Module); op.Reload && (m == "nvidia" || m == "nvidia_current") {
+		if m := canonical(op.Module); op.Reload && (m == "nvidia" || m == "nvidia_current") {
 			v, err := x.loadedVersion()
 			if err != nil {
 				return nil, err
