@@ -77,10 +77,13 @@ type Init struct {
 	// and manager settings, and start or stop services, now. Otherwise
 	// they take effect when the root next boots with systemd.
 	Systemd bool `json:"systemd"`
-	// Chroot is true when the root is "/" but not process 1's root
-	// (/proc/1/root is another directory): gpuenv runs in a chroot, whose
-	// kernel and modules are the machine's, not the root's.
-	Chroot bool `json:"chroot,omitempty"`
+	// Chroot says, of a live root, whether gpuenv runs in a chroot, whose
+	// kernel and modules are the machine's, not the root's: "yes" when
+	// "/" is not process 1's root (/proc/1/root), "unknown" when gpuenv,
+	// run as root, may not look at process 1's root (a sandbox that
+	// hides it); "" when "/" is process 1's root, when gpuenv is not root
+	// (which may never look), and on a root that is not this machine's.
+	Chroot string `json:"chroot,omitempty"`
 }
 
 // LoadedModule is one line of /proc/modules.

@@ -124,8 +124,10 @@ func Decide(obs *facts.Observation, o Options) Plan {
 	switch {
 	case !obs.Init.Live:
 		p.Blockers = append(p.Blockers, fmt.Sprintf("the root %s is not the running system, whose kernel has the modules", obs.Root))
-	case obs.Init.Chroot:
+	case obs.Init.Chroot == "yes":
 		p.Blockers = append(p.Blockers, "gpuenv runs in a chroot: the kernel and its modules are the machine's, not this root's")
+	case obs.Init.Chroot == "unknown":
+		p.Blockers = append(p.Blockers, "gpuenv cannot tell whether it runs in a chroot (process 1's root, /proc/1/root, is hidden from it): the kernel may be another system's")
 	}
 	switch obs.Context.Kind {
 	case "container":

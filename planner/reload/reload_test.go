@@ -55,9 +55,14 @@ func TestDecide(t *testing.T) {
 		}, blockers: []string{"the root /srv/image is not the running system"}},
 		{name: "chroot", obs: func() *facts.Observation {
 			o := running(false)
-			o.Init.Chroot = true
+			o.Init.Chroot = "yes"
 			return o
 		}, blockers: []string{"gpuenv runs in a chroot"}},
+		{name: "process 1 hidden", obs: func() *facts.Observation {
+			o := running(false)
+			o.Init.Chroot = "unknown"
+			return o
+		}, blockers: []string{"gpuenv cannot tell whether it runs in a chroot"}},
 		{name: "container", obs: func() *facts.Observation {
 			o := running(false)
 			o.Context.Kind = "container"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"runtime"
 	"strings"
 	"syscall"
@@ -54,7 +55,7 @@ func observeInit(h *host.Host, warns *[]facts.Warning) facts.Init {
 		in.PID1 = strings.TrimSpace(string(data))
 	}
 	in.Systemd = in.Live && in.PID1 == "systemd"
-	in.Chroot = h.Live() && inChroot(h)
+	in.Chroot = inChroot(h)
 	return in
 }
 
@@ -253,19 +254,29 @@ func clip(s string) string {
 	return s
 }
 
-// inChroot reports whether "/" is another directory than process 1's
-// root, as systemd tells a chroot. Without the right to look at process
-// 1's root (gpuenv not run as root) it is not told.
-func inChroot(h *host.Host) bool {
-	root, err := h.Stat("/")
-	if err != nil {
-		return false
+// inChroot tells, of the live root, whether "/" is another directory
+// than process 1's root, as systemd tells a chroot (facts.Init.Chroot).
+// It looks at this machine's own paths: the host handle follows no /proc
+// magic link, which may lead anywhere, and this one must be followed.
+func inChroot(h *host.Host) string {
+	if !h.Live() {
+		return ""
 	}
-	pid1, err := h.Stat("/proc/1/root")
+	root, err := os.Stat("/")
 	if err != nil {
-		return false
+		return ""
+	}
+	pid1, err := os.Stat("/proc/1/root")
+	if err != nil {
+		if os.Geteuid() == 0 && errors.Is(err, fs.ErrPermission) {
+			return "unknown"
+		}
+		return ""
 	}
 	a, ok1 := root.Sys().(*syscall.Stat_t)
 	b, ok2 := pid1.Sys().(*syscall.Stat_t)
-	return ok1 && ok2 && (a.Dev != b.Dev || a.Ino != b.Ino)
+	if ok1 && ok2 && (a.Dev != b.Dev || a.Ino != b.Ino) {
+		return "yes"
+	}
+	return ""
 }
