@@ -2,6 +2,8 @@ package driver_test
 
 import (
 	"context"
+	"encoding/pem"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -477,4 +480,42 @@ func TestGPUMissingFromNVML(t *testing.T) {
 	s.Devices = s.Devices[:7]
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-working"), host.NewNVML(s))
 	checkProblems(t, obs, "nvml: GPU 0000:db:00.0 is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors")
+}
+
+// With Secure Boot on, whether DKMS's signing key is in the MOK list:
+// the certificate appears whole in the list's signature data.
+func TestSigningKey(t *testing.T) {
+	cert := []byte("\x30\x82\x03\x1cDKMS module signing key certificate")
+	for _, tc := range []struct {
+		name  string
+		files map[string][]byte
+		want  string
+	}{
+		{"enrolled", map[string][]byte{"var/lib/dkms/mok.pub": cert, "sys/firmware/efi/mok-variables/MokListRT": append(append([]byte("\xa1\x59\xc0\xa5 header"), cert...), "next"...)}, "enrolled"},
+		{"enrolled, PEM key, EFI variable", map[string][]byte{
+			"var/lib/dkms/mok.pub": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert}),
+			"sys/firmware/efi/efivars/MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23": append([]byte("\x06\x00\x00\x00list"), cert...),
+		}, "enrolled"},
+		{"not enrolled", map[string][]byte{"var/lib/dkms/mok.pub": cert, "sys/firmware/efi/mok-variables/MokListRT": []byte("another key")}, "not_enrolled"},
+		{"no key yet", map[string][]byte{"sys/firmware/efi/mok-variables/MokListRT": []byte("another key")}, ""},
+		{"no list", map[string][]byte{"var/lib/dkms/mok.pub": cert}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hosttest.Fixture(t, "ubuntu2204-working")
+			files := map[string][]byte{"sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c": {6, 0, 0, 0, 1}}
+			maps.Copy(files, tc.files)
+			for p, data := range files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(h.Root(), p)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(h.Root(), p), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
+			if obs.Kernel.SecureBoot != "enabled" || obs.Kernel.SigningKey != tc.want {
+				t.Errorf("secure boot %q, signing key %q, want %q", obs.Kernel.SecureBoot, obs.Kernel.SigningKey, tc.want)
+			}
+		})
+	}
 }
