@@ -428,6 +428,8 @@ func Check() error {
 	add(err)
 	_, err = archTable()
 	add(err)
+	_, err = chipTable()
+	add(err)
 	_, err = gpuTable()
 	add(err)
 	_, err = torchTable()
