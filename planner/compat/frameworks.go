@@ -43,6 +43,14 @@ type PyTorchVariant struct {
 	Source    Source
 }
 
+// FindLinks is the index_flag of releases that predate the per-variant
+// indexes: pip finds their wheels through TorchFindLinksURL.
+const FindLinks = "--find-links"
+
+// TorchFindLinksURL is the page that links every wheel of the releases
+// before 1.11, by local version (torch-1.3.0+cu101-...).
+const TorchFindLinksURL = TorchIndexBase + "torch_stable.html"
+
 // IndexURL returns the wheel index that serves the variant.
 func (v PyTorchVariant) IndexURL() string { return TorchIndexBase + v.Variant }
 
@@ -105,7 +113,7 @@ func loadTorch() (torchData, error) {
 			PythonMax:      d.requiredVersion(r, "python_max"),
 			DefaultVariant: d.str(r, "default_variant"),
 			ROCm:           d.str(r, "rocm"),
-			IndexFlag:      d.oneOf(r, "index_flag", "--index-url", "--extra-index-url"),
+			IndexFlag:      d.oneOf(r, "index_flag", "--index-url", "--extra-index-url", FindLinks),
 		}
 		rel.Source = d.source(r, "torch_releases", r.get("release"), refs)
 		if nparts(rel.Release) != 2 {
@@ -250,7 +258,7 @@ func TorchVariantSupportsCC(release version.Version, variant string, cc version.
 	if err != nil {
 		return false, err.Error()
 	}
-	ok, how := ccCovered(v.SASS, v.PTX, cc)
+	ok, how := ccCovered(v.SASS, v.PTX, v.CUDA, cc)
 	if !ok {
 		return false, fmt.Sprintf("torch %s %s carries code for %s, none of which runs on compute capability %s (%s)", v.Release, v.Variant, smList(v.SASS, v.PTX), mm(cc), v.Source)
 	}
@@ -259,8 +267,9 @@ func TorchVariantSupportsCC(release version.Version, variant string, cc version.
 
 // ccCovered applies CUDA's binary compatibility rules: machine code for
 // X.y runs on X.z with z >= y (same major), and PTX for a capability is
-// compiled at load time for any equal or newer one.
-func ccCovered(sass, ptx []version.Version, cc version.Version) (bool, string) {
+// compiled at load time for any equal or newer one that the build's CUDA
+// release targets (its bundled libraries have no code for later GPUs).
+func ccCovered(sass, ptx []version.Version, cuda, cc version.Version) (bool, string) {
 	cc = mm(cc)
 	best := version.Version{}
 	for _, s := range sass {
@@ -270,6 +279,9 @@ func ccCovered(sass, ptx []version.Version, cc version.Version) (bool, string) {
 	}
 	if !best.IsZero() {
 		return true, "machine code for sm_" + smDigits(best)
+	}
+	if ok, _ := CUDATargets(cuda, cc); !ok && !cuda.IsZero() {
+		return false, ""
 	}
 	for _, p := range slices.Backward(ptx) {
 		if p.Compare(cc) <= 0 {

@@ -430,6 +430,8 @@ func Check() error {
 	add(err)
 	_, err = chipTable()
 	add(err)
+	_, err = cudaArchTable()
+	add(err)
 	_, err = gpuTable()
 	add(err)
 	_, err = torchTable()
