@@ -63,8 +63,8 @@ type GPU struct {
 	// Chip is the chip pci.ids names for the id ("GK110"); empty where
 	// pci.ids does not name one.
 	Chip string
-	Arch  string // Architecture.Name
-	CC    version.Version
+	Arch string // Architecture.Name
+	CC   version.Version
 	// OpenRequired marks GPUs the proprietary modules do not support,
 	// beyond what their architecture says (GH200 among Hoppers).
 	OpenRequired bool
