@@ -134,9 +134,7 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 			}
 			variant := fw.Variant
 			if variant == "" {
-				if r, err := compat.TorchRelease(rel); err == nil {
-					variant = r.DefaultVariant
-				}
+				variant = torchVariantOf(rel, fw.CUDA)
 			}
 			if variant == "" {
 				continue
@@ -172,6 +170,22 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 	c.Status = Problem
 	c.Summary = fmt.Sprintf("%s carries no code for %s: \"no kernel image is available for execution on the device\"", what, strings.Join(missing, "; "))
 	return c, true
+}
+
+// torchVariantOf names the variant of a torch without a local version:
+// torch.version.cuda says which CUDA it was built with (1.x wheels on
+// PyPI carried no +cuXYZ), else the release's PyPI default applies.
+func torchVariantOf(rel version.Version, cuda string) string {
+	if cv, err := version.Parse(cuda); err == nil {
+		name := compat.TorchVariantName(cv)
+		if _, err := compat.TorchVariant(rel, name); err == nil {
+			return name
+		}
+	}
+	if r, err := compat.TorchRelease(rel); err == nil {
+		return r.DefaultVariant
+	}
+	return ""
 }
 
 // judgeCUDAMajor judges a build known only by its CUDA major: JAX's
@@ -295,7 +309,10 @@ func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
 		if best.Variant == "" {
 			rel, pv, ok := d.torchThatRuns()
 			if !ok {
-				return &Fix{Text: text + " no CUDA build of torch in gpuenv's tables runs on this driver and GPU; upgrade the driver."}
+				return d.noTorchFix(text)
+			}
+			if r, err := compat.TorchRelease(rel); err == nil && r.IndexFlag == compat.FindLinks {
+				return findLinksFix(text, minor, r, pv)
 			}
 			return &Fix{Text: fmt.Sprintf("%s no CUDA build of torch %s runs on this driver and GPU; torch %s from %s does:", text, minor, rel, pv.IndexURL()),
 				Spec: fmt.Sprintf("framework \"pytorch\" {\n  version = \"%s.*\"\n%s\n  cuda    = %q\n}", rel, where, pv.CUDA.Trunc(2).String())}
@@ -314,6 +331,45 @@ func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
 		return &Fix{Text: text, Spec: fmt.Sprintf("framework \"jax\" {\n  version = %q\n%s\n  extras  = [%q]\n}", fw.Version, where, extra)}
 	}
 	return &Fix{Text: text}
+}
+
+// findLinksFix names a release older than PyTorch's per-variant indexes:
+// pip finds its wheels, by local version, through the find-links page,
+// which gpuenv's framework block (an index) cannot name.
+func findLinksFix(text, minor string, r compat.PyTorchRelease, pv compat.PyTorchVariant) *Fix {
+	patch := r.Patches[len(r.Patches)-1]
+	return &Fix{
+		Text: fmt.Sprintf("%s: no CUDA build of torch %s runs on this driver and GPU; torch %s (%s build, Python %s to %s) does. It predates PyTorch's wheel indexes: pip finds it through %s.",
+			strings.TrimSuffix(text, "; with gpuenv:"), minor, patch, pv.Variant, r.PythonMin, r.PythonMax, compat.TorchFindLinksURL),
+		Commands: []string{fmt.Sprintf("pip install torch==%s+%s -f %s", patch, pv.Variant, compat.TorchFindLinksURL)},
+	}
+}
+
+// noTorchFix is the fix when no PyTorch build in the tables runs here:
+// where a GPU's capability is in no wheel at all, a driver cannot help.
+func (d *doctor) noTorchFix(text string) *Fix {
+	var none []string
+	for _, g := range d.gpuCCs() {
+		cc, err := version.Parse(g.cc)
+		if err != nil {
+			continue
+		}
+		covered := false
+		for _, r := range compat.TorchReleases() {
+			for _, pv := range r.Variants {
+				if ok, _ := compat.TorchVariantSupportsCC(r.Release, pv.Variant, cc); ok {
+					covered = true
+				}
+			}
+		}
+		if !covered {
+			none = append(none, fmt.Sprintf("%s (%s)", g.cc, strings.Join(g.gpus, ", ")))
+		}
+	}
+	if len(none) > 0 {
+		return &Fix{Text: fmt.Sprintf("No PyTorch wheel, of any release gpuenv's tables list, carries code for compute capability %s. Build PyTorch from source with TORCH_CUDA_ARCH_LIST naming that capability and a CUDA release that still targets it, or run on a newer GPU.", strings.Join(none, ", "))}
+	}
+	return &Fix{Text: text + " no CUDA build of torch in gpuenv's tables runs on this driver and GPU; upgrade the driver."}
 }
 
 func (d *doctor) variantCoversGPUs(rel version.Version, variant string) bool {
