@@ -39,8 +39,11 @@ type PyTorchVariant struct {
 	// SASS lists the compute capabilities the wheels carry machine code
 	// for; PTX the PTX targets they carry for JIT compilation.
 	SASS, PTX []version.Version
-	Notes     string
-	Source    Source
+	// AArch64 says whether the variant's index has Linux aarch64 wheels
+	// with CUDA: "yes", "no", or "" where not known.
+	AArch64 string
+	Notes   string
+	Source  Source
 }
 
 // FindLinks is the index_flag of releases that predate the per-variant
@@ -138,7 +141,7 @@ func loadTorch() (torchData, error) {
 	if d.err != nil {
 		return t, d.err
 	}
-	recs, err = readTable("torch_variants.tsv", "release", "variant", "cuda", "cudnn", "status", "sass", "ptx", "notes", "source", "unverified")
+	recs, err = readTable("torch_variants.tsv", "release", "variant", "cuda", "cudnn", "status", "sass", "ptx", "aarch64", "notes", "source", "unverified")
 	if err != nil {
 		return torchData{}, err
 	}
@@ -151,6 +154,7 @@ func loadTorch() (torchData, error) {
 			Stable:  d.oneOf(r, "status", "stable", "experimental") == "stable",
 			SASS:    d.versions(r, "sass"),
 			PTX:     d.versions(r, "ptx"),
+			AArch64: d.oneOf(r, "aarch64", "yes", "no", ""),
 			Notes:   d.str(r, "notes"),
 		}
 		v.Source = d.source(r, "torch_variants", r.get("release")+"/"+v.Variant, refs)

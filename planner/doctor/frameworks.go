@@ -45,6 +45,9 @@ func (d *doctor) framework(env facts.PythonEnv, fw facts.Framework) {
 		c := check("framework.cpu-only")
 		c.Status = Problem
 		c.Summary = what + " is a CPU-only build: it never uses the GPU"
+		if d.obs.OS.Arch == "aarch64" && fw.Name == "pytorch" {
+			c.Evidence = append(c.Evidence, "the root is aarch64, where PyPI's torch is a CPU-only build; CUDA wheels for aarch64 come from PyTorch's own indexes (torch_variants, aarch64 column)")
+		}
 		c.Fix = d.gpuBuildFix(env, fw)
 		d.add(c)
 		return
@@ -288,7 +291,7 @@ func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
 		var best, compatible compat.PyTorchVariant
 		if rel, err := compat.TorchRelease(v); err == nil {
 			for _, pv := range rel.Variants {
-				if !d.variantCoversGPUs(v, pv.Variant) {
+				if !d.variantCoversGPUs(v, pv.Variant) || !d.wheelsForRoot(pv) {
 					continue
 				}
 				if drv.IsZero() {
@@ -372,6 +375,16 @@ func (d *doctor) noTorchFix(text string) *Fix {
 	return &Fix{Text: text + " no CUDA build of torch in gpuenv's tables runs on this driver and GPU; upgrade the driver."}
 }
 
+// wheelsForRoot reports whether a variant's index has CUDA wheels for the
+// root's architecture: on aarch64 (Grace, SBSA servers) only the indexes
+// the tables mark do, and PyPI's torch there is a CPU-only build.
+func (d *doctor) wheelsForRoot(pv compat.PyTorchVariant) bool {
+	if d.obs.OS.Arch != "aarch64" {
+		return true
+	}
+	return pv.AArch64 == "yes"
+}
+
 func (d *doctor) variantCoversGPUs(rel version.Version, variant string) bool {
 	for _, g := range d.gpuCCs() {
 		cc, err := version.Parse(g.cc)
@@ -443,7 +456,7 @@ func (d *doctor) torchThatRuns() (version.Version, compat.PyTorchVariant, bool) 
 	for _, r := range slices.Backward(compat.TorchReleases()) {
 		var pick compat.PyTorchVariant
 		for _, pv := range slices.Backward(r.Variants) {
-			if !d.variantCoversGPUs(r.Release, pv.Variant) {
+			if !d.variantCoversGPUs(r.Release, pv.Variant) || !d.wheelsForRoot(pv) {
 				continue
 			}
 			if !drv.IsZero() {
