@@ -84,6 +84,12 @@ func (d *doctor) framework(env facts.PythonEnv, fw facts.Framework) {
 		c.Fix = d.gpuBuildFix(env, fw)
 		d.add(c)
 	}
+	if fw.Name == "jax" && !d.sharesCuDNN(env) {
+		if c, ok := d.jaxCuDNN(check("framework.cudnn"), env, fw, what); ok {
+			reported = true
+			d.add(c)
+		}
+	}
 	if fw.Name == "tensorflow" {
 		if c, ok := d.tensorflowLibraries(check("framework.libraries"), env, fw, what); ok {
 			reported = true
@@ -172,6 +178,48 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 	}
 	c.Status = Problem
 	c.Summary = fmt.Sprintf("%s carries no code for %s: \"no kernel image is available for execution on the device\"", what, strings.Join(missing, "; "))
+	return c, true
+}
+
+// sharesCuDNN reports whether another CUDA framework shares env's cuDNN:
+// then loader.cudnn judges the environment as a whole.
+func (d *doctor) sharesCuDNN(env facts.PythonEnv) bool {
+	n := 0
+	for _, fw := range env.Frameworks {
+		if !fw.CPUOnly && fw.CUDA != "" {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// jaxCuDNN judges the cuDNN wheel of JAX's environment against the range
+// its CUDA plugin was built for: an older minor fails at the first
+// convolution ("Loaded runtime CuDNN library: 9.1.0 but source was
+// compiled with: 9.8.0") and JAX's own check leaves it on the CPU.
+func (d *doctor) jaxCuDNN(c Check, env facts.PythonEnv, fw facts.Framework, what string) (Check, bool) {
+	row, ok := jaxPlugin(fw)
+	if !ok || row.MinCuDNN.IsZero() || fw.CuDNN == "" {
+		return c, false
+	}
+	have, err := version.Parse(fw.CuDNN)
+	if err != nil {
+		return c, false
+	}
+	c.Evidence = append(c.Evidence, fmt.Sprintf("the environment's nvidia-cudnn wheel: cuDNN %s", have),
+		fmt.Sprintf("JAX %s's CUDA %d plugin needs cuDNN >= %s, < %s (%s)", fw.Version, row.CUDAMajor, row.MinCuDNN, row.MaxCuDNN, row.Source))
+	tooNew := !row.MaxCuDNN.IsZero() && have.Compare(row.MaxCuDNN) >= 0
+	if have.Compare(row.MinCuDNN) >= 0 && !tooNew {
+		return c, false
+	}
+	c.Status = Problem
+	if tooNew {
+		c.Summary = fmt.Sprintf("%s was built for cuDNN below %s and the environment has %s: JAX falls back to the CPU", what, row.MaxCuDNN, have)
+	} else {
+		c.Summary = fmt.Sprintf("%s was built with cuDNN %s and the environment has %s: \"Loaded runtime CuDNN library: %s but source was compiled with: %s\", and JAX falls back to the CPU", what, row.MinCuDNN, have, have.Trunc(3), row.MinCuDNN.Trunc(3))
+	}
+	c.Fix = &Fix{Text: fmt.Sprintf("Install the cuDNN wheel JAX's plugin was built for into %s:", env.Interpreter),
+		Commands: []string{fmt.Sprintf("%s -m pip install 'nvidia-cudnn-cu%d>=%s,<%s'", env.Interpreter, row.CUDAMajor, row.MinCuDNN, row.MaxCuDNN)}}
 	return c, true
 }
 
