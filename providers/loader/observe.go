@@ -45,7 +45,7 @@ const maxObjects = 64
 // opts.Programs. obs must hold the environment, toolkits, Python
 // environments and OS already.
 func Observe(h *host.Host, obs *facts.Observation, opts Options) (facts.Loader, []facts.Warning) {
-	r := &resolver{h: h, obs: obs, exists: map[string]bool{}, reals: map[string]string{}, wheels: map[string][2]string{},
+	r := &resolver{h: h, obs: obs, exists: map[string]bool{}, dirs: map[string]bool{}, reals: map[string]string{}, wheels: map[string][2]string{},
 		listings: map[string]map[string]bool{}, done: map[string]facts.ResolvedLibrary{}}
 	r.osArch = rootArch(h, obs)
 	r.arch = ldcache.ArchFlag(r.osArch)

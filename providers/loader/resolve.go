@@ -43,6 +43,7 @@ type resolver struct {
 	libPath   []facts.SearchDir
 	defaults  []string
 	exists    map[string]bool
+	dirs      map[string]bool
 	reals     map[string]string
 	wheels    map[string][2]string
 	uncached  []facts.SearchDir
@@ -95,12 +96,26 @@ func (r *resolver) realPath(p string) string {
 // resolve runs the search order for soname and returns the file that
 // wins and those it shadows.
 func (r *resolver) resolve(soname string, steps []step) facts.ResolvedLibrary {
+	// The key is built in one buffer of the right size: every consumer
+	// asks for a dozen sonames, each with the same long search order.
+	n := len(soname)
+	for _, s := range steps {
+		n += 1 + len(s.via)
+		for _, d := range s.dirs {
+			n += 2 + len(d.Dir) + len(d.From)
+		}
+	}
 	var key strings.Builder
+	key.Grow(n)
 	key.WriteString(soname)
 	for _, s := range steps {
-		key.WriteString("\x00" + s.via)
+		key.WriteByte(0)
+		key.WriteString(s.via)
 		for _, d := range s.dirs {
-			key.WriteString("\x00" + d.Dir + "\x01" + d.From)
+			key.WriteByte(0)
+			key.WriteString(d.Dir)
+			key.WriteByte(1)
+			key.WriteString(d.From)
 		}
 	}
 	if res, ok := r.done[key.String()]; ok {
@@ -110,6 +125,20 @@ func (r *resolver) resolve(soname string, steps []step) facts.ResolvedLibrary {
 	res := r.search(soname, steps)
 	r.done[key.String()] = res
 	return res
+}
+
+// dirPresent reports whether dir exists, asked once per directory: a
+// search order names directories a root may lack (a default directory,
+// a configured toolkit that was removed), and every soname would
+// otherwise be looked up in each of them.
+func (r *resolver) dirPresent(dir string) bool {
+	if ok, seen := r.dirs[dir]; seen {
+		return ok
+	}
+	fi, err := r.h.Stat(dir)
+	ok := err == nil && fi.IsDir()
+	r.dirs[dir] = ok
+	return ok
 }
 
 func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
@@ -137,17 +166,19 @@ func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
 		// soname; the others may be the system's largest.
 		whole := s.via == ViaRPath || s.via == ViaRunPath
 		for _, d := range s.dirs {
-			p := path.Join(d.Dir, soname)
-			if whole && !r.inListedDir(d.Dir, soname) {
+			if whole && !r.inListedDir(d.Dir, soname) || !whole && !r.dirPresent(d.Dir) {
 				continue
 			}
-			if r.present(p) {
+			if p := path.Join(d.Dir, soname); r.present(p) {
 				add(p, s.via, d.From)
 			}
 		}
 	}
 	r.fromCache(soname, add)
 	for _, d := range r.defaults {
+		if !r.dirPresent(d) {
+			continue
+		}
 		if p := path.Join(d, soname); r.present(p) {
 			add(p, ViaDefault, "")
 		}
@@ -162,6 +193,9 @@ func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
 func (r *resolver) fromCache(soname string, add func(p, via, from string)) {
 	if r.cache == nil {
 		for _, d := range r.confDirs {
+			if !r.dirPresent(d.Dir) {
+				continue
+			}
 			if p := path.Join(d.Dir, soname); r.present(p) {
 				add(p, ViaCache, d.From)
 			}
@@ -175,11 +209,11 @@ func (r *resolver) fromCache(soname string, add func(p, via, from string)) {
 		return
 	}
 	for _, d := range r.confDirs {
-		p := path.Join(d.Dir, soname)
-		if !r.present(p) {
+		if r.cacheDirs[d.Dir] || !r.dirPresent(d.Dir) {
 			continue
 		}
-		if r.cacheDirs[d.Dir] {
+		p := path.Join(d.Dir, soname)
+		if !r.present(p) {
 			continue
 		}
 		if !slices.ContainsFunc(r.uncached, func(u facts.SearchDir) bool { return u.Dir == d.Dir }) {
