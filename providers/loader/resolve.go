@@ -43,7 +43,10 @@ type resolver struct {
 	libPath   []facts.SearchDir
 	defaults  []string
 	exists    map[string]bool
-	dirs      map[string]bool
+	dirs      map[string][2]bool
+	// objects remember ELF reads by real path: the CUDA libraries of one
+	// environment are read once for every consumer that loads them.
+	objects   map[string]objectRead
 	reals     map[string]string
 	wheels    map[string][2]string
 	uncached  []facts.SearchDir
@@ -56,6 +59,23 @@ type resolver struct {
 	// done remembers resolutions by soname and search order: the driver's
 	// libcuda.so.1 is asked for by every consumer.
 	done map[string]facts.ResolvedLibrary
+}
+
+// objectRead is one ELF read's outcome.
+type objectRead struct {
+	o   object
+	err error
+}
+
+// object reads p's dynamic section, once per file p leads to.
+func (r *resolver) object(p string) (object, error) {
+	real := r.realPath(p)
+	if got, ok := r.objects[real]; ok {
+		return got.o, got.err
+	}
+	o, err := readObject(r.h, real)
+	r.objects[real] = objectRead{o, err}
+	return o, err
 }
 
 // inListedDir reports whether dir, read whole once, holds name.
@@ -127,18 +147,37 @@ func (r *resolver) resolve(soname string, steps []step) facts.ResolvedLibrary {
 	return res
 }
 
-// dirPresent reports whether dir exists, asked once per directory: a
-// search order names directories a root may lack (a default directory,
-// a configured toolkit that was removed), and every soname would
-// otherwise be looked up in each of them.
-func (r *resolver) dirPresent(dir string) bool {
-	if ok, seen := r.dirs[dir]; seen {
-		return ok
+// smallDir is the size, in bytes of directory data, up to which a
+// directory is read whole rather than asked for each name: one listing
+// of a toolkit's or a wheel's library directory answers every soname,
+// while /usr/lib/<triplet> on a real system holds thousands of files that
+// a few lookups cost less than.
+const smallDir = 8192
+
+// dirState says whether dir exists and is small, asked once per
+// directory: a search order names directories a root may lack (a default
+// directory, a configured toolkit that was removed), and every soname
+// would otherwise be looked up in each of them.
+func (r *resolver) dirState(dir string) (present, small bool) {
+	if st, seen := r.dirs[dir]; seen {
+		return st[0], st[1]
 	}
 	fi, err := r.h.Stat(dir)
-	ok := err == nil && fi.IsDir()
-	r.dirs[dir] = ok
-	return ok
+	present = err == nil && fi.IsDir()
+	small = present && fi.Size() <= smallDir
+	r.dirs[dir] = [2]bool{present, small}
+	return present, small
+}
+
+// holds reports whether dir holds name, by the cheaper of a listing and a
+// lookup, and returns the joined path.
+func (r *resolver) holds(dir, name string) (string, bool) {
+	present, small := r.dirState(dir)
+	if !present || small && !r.inListedDir(dir, name) {
+		return "", false
+	}
+	p := path.Join(dir, name)
+	return p, r.present(p)
 }
 
 func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
@@ -166,20 +205,17 @@ func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
 		// soname; the others may be the system's largest.
 		whole := s.via == ViaRPath || s.via == ViaRunPath
 		for _, d := range s.dirs {
-			if whole && !r.inListedDir(d.Dir, soname) || !whole && !r.dirPresent(d.Dir) {
+			if whole && !r.inListedDir(d.Dir, soname) {
 				continue
 			}
-			if p := path.Join(d.Dir, soname); r.present(p) {
+			if p, ok := r.holds(d.Dir, soname); ok {
 				add(p, s.via, d.From)
 			}
 		}
 	}
 	r.fromCache(soname, add)
 	for _, d := range r.defaults {
-		if !r.dirPresent(d) {
-			continue
-		}
-		if p := path.Join(d, soname); r.present(p) {
+		if p, ok := r.holds(d, soname); ok {
 			add(p, ViaDefault, "")
 		}
 	}
@@ -193,10 +229,7 @@ func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
 func (r *resolver) fromCache(soname string, add func(p, via, from string)) {
 	if r.cache == nil {
 		for _, d := range r.confDirs {
-			if !r.dirPresent(d.Dir) {
-				continue
-			}
-			if p := path.Join(d.Dir, soname); r.present(p) {
+			if p, ok := r.holds(d.Dir, soname); ok {
 				add(p, ViaCache, d.From)
 			}
 		}
@@ -209,11 +242,11 @@ func (r *resolver) fromCache(soname string, add func(p, via, from string)) {
 		return
 	}
 	for _, d := range r.confDirs {
-		if r.cacheDirs[d.Dir] || !r.dirPresent(d.Dir) {
+		if r.cacheDirs[d.Dir] {
 			continue
 		}
-		p := path.Join(d.Dir, soname)
-		if !r.present(p) {
+		p, ok := r.holds(d.Dir, soname)
+		if !ok {
 			continue
 		}
 		if !slices.ContainsFunc(r.uncached, func(u facts.SearchDir) bool { return u.Dir == d.Dir }) {
