@@ -229,7 +229,7 @@ func loadGPUs() (gpus, error) {
 			OpenREADME:   d.version(r, "open_readme"),
 			Notes:        d.str(r, "notes"),
 		}
-		g.Source = d.source(r, "gpus", "0x"+strings.ToLower(id), refs)
+		g.Source = d.source(r, "gpus", gpuKey(id), refs)
 		if i, ok := at.byName[g.Arch]; !ok {
 			d.fail(r, "arch", "unknown architecture %q", g.Arch)
 		} else if a := at.rows[i]; !slices.ContainsFunc(a.CCs, g.CC.Equal) {
@@ -253,6 +253,21 @@ func loadGPUs() (gpus, error) {
 		t.ids = append(t.ids, g.PCIID)
 	}
 	return t, d.err
+}
+
+// gpuKey is a row's key, "0x2330" for 2330, in one allocation: the table
+// has hundreds of rows.
+func gpuKey(id string) string {
+	b := make([]byte, 0, 2+len(id))
+	b = append(b, "0x"...)
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 // Architectures returns every architecture, oldest first.
