@@ -21,6 +21,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/ldcache"
+	"github.com/gpuenv/gpuenv/providers/system"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -134,7 +135,7 @@ func rootArch(h *host.Host, obs *facts.Observation) string {
 	}
 	for _, p := range []string{"/bin/sh", "/usr/bin/env"} {
 		if o, err := readObject(h, p); err == nil {
-			if a := machineArch(o.machine); a != "" {
+			if a := system.MachineArch(o.machine); a != "" {
 				return a
 			}
 		}

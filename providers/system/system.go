@@ -261,7 +261,13 @@ func elfArch(h *host.Host, p string) string {
 		return ""
 	}
 	defer ef.Close()
-	switch ef.Machine {
+	return MachineArch(ef.Machine)
+}
+
+// MachineArch names an ELF machine as uname -m does; "" for one gpuenv
+// has no use for.
+func MachineArch(m elf.Machine) string {
+	switch m {
 	case elf.EM_X86_64:
 		return "x86_64"
 	case elf.EM_AARCH64:
