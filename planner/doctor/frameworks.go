@@ -171,6 +171,9 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 		if !ok {
 			missing = append(missing, fmt.Sprintf("compute capability %s (%s)", g.cc, strings.Join(g.gpus, ", ")))
 			c.Evidence = append(c.Evidence, how)
+			if fw.Name == "pytorch" {
+				c.Evidence = append(c.Evidence, dropEvidence(cc)...)
+			}
 		}
 	}
 	if len(missing) == 0 {
@@ -221,6 +224,30 @@ func (d *doctor) jaxCuDNN(c Check, env facts.PythonEnv, fw facts.Framework, what
 	c.Fix = &Fix{Text: fmt.Sprintf("Install the cuDNN wheel JAX's plugin was built for into %s:", env.Interpreter),
 		Commands: []string{fmt.Sprintf("%s -m pip install 'nvidia-cudnn-cu%d>=%s,<%s'", env.Interpreter, row.CUDAMajor, row.MinCuDNN, row.MaxCuDNN)}}
 	return c, true
+}
+
+// dropEvidence says where a compute capability left the builds: the last
+// CUDA release that targets it and the newest PyTorch wheel that carries
+// code for it.
+func dropEvidence(cc version.Version) []string {
+	var out []string
+	if a, ok := compat.CUDAArchFor(cc); ok && !a.LastCUDA.IsZero() {
+		out = append(out, fmt.Sprintf("CUDA %s is the last CUDA release that builds for compute capability %s (%s)", a.LastCUDA, a.CC, a.Source))
+	}
+	last := ""
+	for _, r := range compat.TorchReleases() {
+		for _, pv := range r.Variants {
+			if ok, _ := compat.TorchVariantSupportsCC(r.Release, pv.Variant, cc); ok {
+				last = fmt.Sprintf("torch %s (%s, %s)", r.Release, pv.Variant, pv.Source)
+			}
+		}
+	}
+	if last == "" {
+		out = append(out, fmt.Sprintf("no PyTorch wheel in gpuenv's tables (1.0 and later) carries code for compute capability %s", cc.Trunc(2)))
+	} else {
+		out = append(out, fmt.Sprintf("the newest PyTorch wheel with code for compute capability %s: %s", cc.Trunc(2), last))
+	}
+	return out
 }
 
 // torchVariantOf names the variant of a torch without a local version:
