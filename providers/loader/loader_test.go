@@ -246,6 +246,8 @@ func TestCUDA13Wheels(t *testing.T) {
 -- opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublas.so.13 --
 -- opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcusparse.so.12 --
 -- opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libnvJitLink.so.13 --
+-- opt/venv/lib/python3.12/site-packages/nvidia_cuda_runtime-13.0.96.dist-info/INSTALLER --
+-- opt/venv/lib/python3.12/site-packages/nvidia_nvjitlink-13.0.88.dist-info/INSTALLER --
 -- usr/local/cuda-13.0/lib64/libcudart.so.13 --
 `)
 	obs := facts.Observation{OS: facts.OS{Family: "deb", Arch: "x86_64"},
@@ -260,11 +262,12 @@ func TestCUDA13Wheels(t *testing.T) {
 			t.Errorf("%s: needs from %q", c.Framework, c.NeededFrom)
 		}
 		rt := lib(t, c, "libcudart.so.13")
-		if rt.Path != site+"/nvidia/cu13/lib/libcudart.so.13" || rt.Via != loader.ViaRPath || len(rt.Shadows) != 1 {
+		if rt.Path != site+"/nvidia/cu13/lib/libcudart.so.13" || rt.Via != loader.ViaRPath || len(rt.Shadows) != 1 ||
+			rt.Version != "13.0.96" || rt.VersionFrom != "wheel nvidia-cuda-runtime" {
 			t.Errorf("%s: libcudart.so.13 = %+v, want the wheel's, hiding the toolkit's", c.Framework, rt)
 		}
 	}
-	if nj := lib(t, l.Consumers[0], "libnvJitLink.so.13"); nj.Needer != "libcusparse.so.12" || nj.Path != site+"/nvidia/cu13/lib/libnvJitLink.so.13" {
+	if nj := lib(t, l.Consumers[0], "libnvJitLink.so.13"); nj.Needer != "libcusparse.so.12" || nj.Path != site+"/nvidia/cu13/lib/libnvJitLink.so.13" || nj.Version != "13.0.88" {
 		t.Errorf("torch's libnvJitLink.so.13 = %+v", nj)
 	}
 	if m := lib(t, l.Consumers[1], "libcudnn.so.9"); m.Path != "" {

@@ -271,6 +271,9 @@ func (r *resolver) version(p, real, soname string) (string, string) {
 	if w, ok := r.wheel(dir); ok {
 		return w[1], "wheel " + w[0]
 	}
+	if w, ok := r.cu13Wheel(dir, soname); ok {
+		return w[1], "wheel " + w[0]
+	}
 	for _, tk := range r.obs.CUDA.Toolkits {
 		if tk.Layout == "distro" || !strings.HasPrefix(r.realPath(dir)+"/", r.realPath(tk.Path)+"/") {
 			continue
@@ -302,6 +305,44 @@ func (r *resolver) wheel(dir string) ([2]string, bool) {
 	}
 	r.wheels[dir] = w
 	return w, w[0] != ""
+}
+
+// cu13Wheels name the CUDA 13 wheel of each library: from CUDA 13 the
+// wheels drop the -cuNN suffix (nvidia-cuda-runtime 13.0.96) and share one
+// directory, site-packages/nvidia/cu13/lib, so the soname tells which
+// wheel a file came from.
+var cu13Wheels = []struct{ prefix, dist string }{
+	{"libcudart.so", "nvidia_cuda_runtime"},
+	{"libcublasLt.so", "nvidia_cublas"},
+	{"libcublas.so", "nvidia_cublas"},
+	{"libnvrtc.so", "nvidia_cuda_nvrtc"},
+	{"libnvJitLink.so", "nvidia_nvjitlink"},
+	{"libcusparse.so", "nvidia_cusparse"},
+	{"libcusolver.so", "nvidia_cusolver"},
+	{"libcufft.so", "nvidia_cufft"},
+	{"libcurand.so", "nvidia_curand"},
+	{"libcupti.so", "nvidia_cuda_cupti"},
+}
+
+// cu13Wheel finds the wheel of soname in a CUDA 13 wheel directory.
+func (r *resolver) cu13Wheel(dir, soname string) ([2]string, bool) {
+	if !strings.HasSuffix(dir, "/nvidia/cu13/lib") {
+		return [2]string{}, false
+	}
+	site := path.Dir(path.Dir(path.Dir(dir)))
+	for _, w := range cu13Wheels {
+		if !strings.HasPrefix(soname, w.prefix) {
+			continue
+		}
+		matches, _ := r.h.Glob(path.Join(site, w.dist+"-13*.dist-info"))
+		if len(matches) == 0 {
+			return [2]string{}, false
+		}
+		stem := strings.TrimSuffix(path.Base(matches[len(matches)-1]), ".dist-info")
+		name, v, _ := strings.Cut(stem, "-")
+		return [2]string{strings.ReplaceAll(name, "_", "-"), v}, true
+	}
+	return [2]string{}, false
 }
 
 // findElsewhere lists files named soname in the directories outside the
