@@ -2,6 +2,8 @@ package system_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,9 +188,24 @@ func TestLiveRoot(t *testing.T) {
 		t.Skipf("no /proc/1/comm: %v", err)
 	}
 	pid1 := strings.TrimSpace(string(comm))
-	if want := (facts.Init{PID1: pid1, Live: true, Systemd: pid1 == "systemd"}); obs.Init != want {
+	// Whether the tests run in a chroot, or where even root may not look
+	// at process 1's root, is the machine's too.
+	chroot := ""
+	if fi, err := os.Stat("/proc/1/root"); err == nil && !os.SameFile(fi, must(os.Stat("/"))) {
+		chroot = "yes"
+	} else if errors.Is(err, fs.ErrPermission) && os.Geteuid() == 0 {
+		chroot = "unknown"
+	}
+	if want := (facts.Init{PID1: pid1, Live: true, Systemd: pid1 == "systemd", Chroot: chroot}); obs.Init != want {
 		t.Errorf("live root: init %+v, want %+v", obs.Init, want)
 	}
+}
+
+func must(fi os.FileInfo, err error) os.FileInfo {
+	if err != nil {
+		panic(err)
+	}
+	return fi
 }
 
 func FuzzParseOSRelease(f *testing.F) {
