@@ -65,8 +65,8 @@ type Host struct {
 	Name string `json:"name"`
 	// File is the document: a path as given, or "-:LINE" for line LINE
 	// of the stream on standard input.
-	File     string `json:"file"`
-	Hostname string `json:"hostname,omitempty"`
+	File     string  `json:"file"`
+	Hostname string  `json:"hostname,omitempty"`
 	Outcome  Outcome `json:"outcome"`
 	// Summary counts the plan's steps as plan's closing line does.
 	Summary     planner.Summary `json:"summary"`
