@@ -37,6 +37,8 @@ type planOptions struct {
 	planFlags
 	out              string
 	detailedExitcode bool
+	// facts are the saved observations to plan instead of this host.
+	facts []string
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -65,19 +67,30 @@ Exit status: 0 success (with or without changes), 1 error; with
 		Example: `  gpuenv plan examples/pytorch-workstation
   gpuenv plan --json --var cuda=12.6 examples/variables
   gpuenv plan --out tonight.plan && sudo gpuenv apply tonight.plan
-  gpuenv plan --detailed-exitcode || [ $? -eq 2 ]`,
-		Args: cobra.MaximumNArgs(1),
+  gpuenv plan --detailed-exitcode || [ $? -eq 2 ]
+  gpuenv plan --facts /srv/gpuenv/facts/ --detailed-exitcode fleet.hcl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(o.facts) > 0 && len(args) > 1 {
+				return errFactsArgs
+			}
+			return cobra.MaximumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			specPath := "."
 			if len(args) == 1 {
 				specPath = args[0]
 			}
+			if len(o.facts) > 0 {
+				return runPlanFacts(cmd, g, &o, specPath)
+			}
 			return runPlan(cmd, g, &o, specPath)
 		},
 	}
+	cmd.Long += factsHelp
 	o.planFlags.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
+	repeatable(cmd.Flags(), &o.facts, "facts", "plan saved observations instead of this host: a document `FILE`, a directory of *.json, or - for JSON lines on stdin (repeatable)")
 	addJSONFlag(cmd, g)
 	return cmd
 }

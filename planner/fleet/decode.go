@@ -29,22 +29,19 @@ func (e *SchemaError) Error() string {
 // read in a single pass).
 func Decode(data []byte) (*facts.Observation, []facts.Addition, error) {
 	obs := new(facts.Observation)
-	err := json.Unmarshal(data, obs)
-	if err != nil || obs.SchemaVersion != facts.SchemaVersion {
+	if err := json.Unmarshal(data, obs); err != nil {
 		// A document of another major may not decode at all; its
 		// version is what the reader must hear of first.
 		var head struct {
-			SchemaVersion json.RawMessage `json:"schema_version"`
+			SchemaVersion int `json:"schema_version"`
 		}
-		if json.Unmarshal(data, &head) == nil {
-			var v int
-			if json.Unmarshal(head.SchemaVersion, &v) == nil && v != facts.SchemaVersion {
-				return nil, nil, &SchemaError{Version: v}
-			}
+		if json.Unmarshal(data, &head) == nil && head.SchemaVersion != facts.SchemaVersion {
+			return nil, nil, &SchemaError{Version: head.SchemaVersion}
 		}
-		if err != nil {
-			return nil, nil, invalid(err)
-		}
+		return nil, nil, invalid(err)
+	}
+	if obs.SchemaVersion != facts.SchemaVersion {
+		return nil, nil, &SchemaError{Version: obs.SchemaVersion}
 	}
 	if obs.SchemaMinor >= facts.SchemaMinor {
 		return obs, nil, nil

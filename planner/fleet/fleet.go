@@ -15,6 +15,11 @@ import (
 	"github.com/gpuenv/gpuenv/spec"
 )
 
+// FormatVersion is the version of plan --facts --json's document: its
+// rows (Host) and its summary (Summary). A reader refuses a major version
+// it does not know.
+const FormatVersion = "1.0"
+
 // Outcome is what the spec would do to one host.
 type Outcome int
 
@@ -104,7 +109,7 @@ func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlann
 	obs, lacks, err := Decode(data)
 	if err != nil {
 		row.Outcome, row.Reason, row.Error = Refused, ReasonUnreadable, fmt.Sprintf("%s: %v", file, err)
-		if _, ok := err.(*SchemaError); ok {
+		if se, ok := err.(*SchemaError); ok && se.Version != 0 {
 			row.Reason = ReasonSchema
 		}
 		return row

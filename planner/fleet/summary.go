@@ -39,6 +39,9 @@ type Group struct {
 	// First names the first hosts of the group, in input order, at most
 	// maxFirst: the rows of --json name them all.
 	First []string `json:"first"`
+	// Error is, for a group of refused hosts, the first one's error in
+	// full: the others' differ only in what their hosts have.
+	Error string `json:"error,omitempty"`
 }
 
 const (
@@ -68,22 +71,22 @@ func (s *Summary) add(h *Host) {
 		s.Reboot++
 	case Refused:
 		s.Refused++
-		s.count(&s.Refusals, h.Reason, h.Name)
+		s.count(&s.Refusals, h.Reason, h.Name, h.Error)
 	}
 	for _, st := range h.Steps {
-		s.count(&s.Changes, st.Action.Symbol()+" "+st.Address, h.Name)
+		s.count(&s.Changes, st.Action.Symbol()+" "+st.Address, h.Name, "")
 		if st.NeedsReboot {
-			s.count(&s.Reboots, st.Address, h.Name)
+			s.count(&s.Reboots, st.Address, h.Name, "")
 		}
 	}
 	for _, k := range h.Lacks {
-		s.count(&s.Lacking, k, h.Name)
+		s.count(&s.Lacking, k, h.Name, "")
 	}
 }
 
 // count counts the current host (number s.Hosts) in list's group key,
 // once however many of its steps fall in it.
-func (s *Summary) count(list *[]Group, key, host string) {
+func (s *Summary) count(list *[]Group, key, host, err string) {
 	idx := s.groups[list]
 	if idx == nil {
 		idx = map[string]*slot{}
@@ -97,7 +100,7 @@ func (s *Summary) count(list *[]Group, key, host string) {
 	if !ok {
 		sl = &slot{i: len(*list)}
 		idx[key] = sl
-		*list = append(*list, Group{Key: key})
+		*list = append(*list, Group{Key: key, Error: err})
 	}
 	if sl.last == s.Hosts {
 		return
