@@ -3,6 +3,7 @@ package fleet
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
 
 // Summary is what a fleet's plans come to: hosts by outcome, and the
@@ -118,11 +119,20 @@ type slot struct {
 	i, last int
 }
 
-// finish orders every list: largest group first, then by key.
+// finish orders every list: largest group first, then by key; changes
+// by address before symbol, so that one resource's groups stand together.
 func (s *Summary) finish() {
-	for _, list := range [][]Group{s.Changes, s.Reboots, s.Refusals, s.Lacking} {
-		slices.SortStableFunc(list, func(a, b Group) int {
-			return cmp.Or(cmp.Compare(b.Hosts, a.Hosts), cmp.Compare(a.Key, b.Key))
+	byKey := func(g Group) string { return g.Key }
+	byAddress := func(g Group) string {
+		_, addr, _ := strings.Cut(g.Key, " ")
+		return addr + "\x00" + g.Key
+	}
+	for _, l := range []struct {
+		list []Group
+		key  func(Group) string
+	}{{s.Changes, byAddress}, {s.Reboots, byKey}, {s.Refusals, byKey}, {s.Lacking, byKey}} {
+		slices.SortStableFunc(l.list, func(a, b Group) int {
+			return cmp.Or(cmp.Compare(b.Hosts, a.Hosts), cmp.Compare(l.key(a), l.key(b)))
 		})
 	}
 	s.groups = nil
