@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -100,12 +101,22 @@ const (
 	ReasonUnreadable = "Unreadable observation"
 	ReasonSchema     = "Observation of another schema version"
 	ReasonLacking    = "Observation lacks facts the plan needs"
+	ReasonPanic      = "Planning failed"
 )
 
 // planHost plans s against one document; name is the host's name when
 // the document does not give one.
-func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, data []byte, file, name string) Host {
-	row := Host{Name: name, File: file}
+func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, data []byte, file, name string) (row Host) {
+	row = Host{Name: name, File: file}
+	// A document from a collector may hold what observe never writes;
+	// where the planner trips over it, that host is refused and the
+	// fleet's other hosts are still planned.
+	defer func() {
+		if r := recover(); r != nil {
+			row = Host{Name: row.Name, File: file, Hostname: row.Hostname, Outcome: Refused, Reason: ReasonPanic,
+				Error: fmt.Sprintf("%s: planning failed: %v. This is a bug in gpuenv.\n\n%s", file, r, debug.Stack())}
+		}
+	}()
 	obs, lacks, err := Decode(data)
 	if err != nil {
 		row.Outcome, row.Reason, row.Error = Refused, ReasonUnreadable, fmt.Sprintf("%s: %v", file, err)

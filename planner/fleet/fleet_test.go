@@ -14,10 +14,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
 
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/fleet"
 	"github.com/gpuenv/gpuenv/planner/plantest"
+	"github.com/gpuenv/gpuenv/spec"
 )
 
 // stream is the JSON lines of docs, one per line.
@@ -386,4 +389,48 @@ func TestMemoryBounded(t *testing.T) {
 	if large > small+256<<10 {
 		t.Errorf("live heap grew from %d KiB to %d KiB with ten times the hosts", small>>10, large>>10)
 	}
+}
+
+// TestPanicRefusesOneHost: a planner that trips over one document refuses
+// that host as gpuenv's bug, and the others are still planned.
+func TestPanicRefusesOneHost(t *testing.T) {
+	docs := corpus(t)
+	tripping := func() *planner.Planner {
+		pl := newPlanner()
+		resolve := pl.Resolve
+		pl.Resolve = func(s *spec.Spec, obs *facts.Observation) (*planner.Desired, hcl.Diagnostics) {
+			if obs.Hostname == "odd" {
+				panic("an odd document")
+			}
+			return resolve(s, obs)
+		}
+		return pl
+	}
+	var rows []fleet.Host
+	_, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: tripping},
+		[]fleet.Input{{Stream: stream(document(t, docs["converged"], "odd"), document(t, docs["converged"], "even")), Name: "-"}},
+		func(h *fleet.Host) error { rows = append(rows, *h); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Outcome != fleet.Refused || rows[0].Name != "odd" || !strings.HasPrefix(rows[0].Error, "-:1: planning failed: an odd document. This is a bug in gpuenv.") || rows[1].Outcome != fleet.Unchanged {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
+// FuzzDecode: whatever a collector hands over, Decode returns an
+// observation or an error, and an observation only of schema version 1.
+func FuzzDecode(f *testing.F) {
+	for _, m := range []string{"converged", "no-lists"} {
+		f.Add(document(f, corpus(f)[m], "gpu"))
+	}
+	for _, s := range []string{`{"schema_version":1}`, `{"schema_version":2,"os":7}`, `{"schema_version":"1"}`, `[]`, `{"schema_version":1,"schema_minor":-3,"loader":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obs, _, err := fleet.Decode(data)
+		if (obs == nil) == (err == nil) || obs != nil && obs.SchemaVersion != facts.SchemaVersion {
+			t.Errorf("Decode(%q) = %v, %v", data, obs, err)
+		}
+	})
 }
