@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -153,20 +154,8 @@ func loadSpec(specPath string, opts spec.LoadOptions, diags hcl.Diagnostics) (*s
 // spec's framework blocks, each once.
 func pythonsToObserve(s *spec.Spec, flags []string) []string {
 	out := append([]string(nil), flags...)
-	seen := map[string]bool{}
-	for _, p := range out {
-		seen[p] = true
-	}
-	for _, f := range s.Frameworks {
-		var p string
-		switch {
-		case f.Python.Set:
-			p = f.Python.Value
-		case f.Venv.Set:
-			p = path.Join(f.Venv.Value, "bin", "python")
-		}
-		if p != "" && !seen[p] {
-			seen[p] = true
+	for _, p := range s.Interpreters() {
+		if !slices.Contains(flags, p) {
 			out = append(out, p)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"runtime/debug"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -193,26 +192,6 @@ func refusal(diags hcl.Diagnostics) (reason, text string) {
 		reason = "Planning failed"
 	}
 	return reason, strings.Join(lines, "\n")
-}
-
-// Interpreters are the Python interpreters the spec's framework blocks
-// name, each once, in the spec's order: the environments an observation
-// must hold (observe --python) for their frameworks to be planned.
-func Interpreters(s *spec.Spec) []string {
-	var out []string
-	for _, f := range s.Frameworks {
-		var p string
-		switch {
-		case f.Python.Set:
-			p = f.Python.Value
-		case f.Venv.Set:
-			p = path.Join(f.Venv.Value, "bin", "python")
-		}
-		if p != "" && !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // unobservedInterpreters are those of interpreters outside the system's

@@ -129,7 +129,7 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	interpreters := Interpreters(o.Spec)
+	interpreters := o.Spec.Interpreters()
 
 	jobs := make(chan job, workers)
 	results := make(chan result, workers)
