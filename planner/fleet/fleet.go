@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"runtime/debug"
@@ -119,7 +120,7 @@ func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlann
 	obs, lacks, err := Decode(data)
 	if err != nil {
 		row.Outcome, row.Reason, row.Error = Refused, ReasonUnreadable, fmt.Sprintf("%s: %v", file, err)
-		if se, ok := err.(*SchemaError); ok && se.Version != 0 {
+		if se := (*SchemaError)(nil); errors.As(err, &se) && se.Version != 0 {
 			row.Reason = ReasonSchema
 		}
 		return row
