@@ -434,3 +434,31 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// failingReader gives its data, then an error.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestStreamError: a stream that cannot be read to its end is an error
+// naming where it stopped, not a fleet silently cut short.
+func TestStreamError(t *testing.T) {
+	docs := corpus(t)
+	data := append(append(document(t, docs["converged"], "a"), '\n'), document(t, docs["converged"], "b")...)
+	data = append(data, '\n')
+	_, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: newPlanner},
+		[]fleet.Input{{Stream: &failingReader{data: data, err: errors.New("connection reset")}, Name: "-"}}, nil)
+	if err == nil || err.Error() != "reading - at line 3: connection reset" {
+		t.Errorf("error %v", err)
+	}
+}

@@ -142,18 +142,7 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
-				data, name := j.data, j.name
-				var row Host
-				if data == nil {
-					var err error
-					data, err = os.ReadFile(j.file)
-					if err != nil {
-						row = Host{Name: name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: err.Error()}
-					}
-				}
-				if row.File == "" {
-					row = planHost(ctx, o.Spec, interpreters, o.Planner, data, j.file, name)
-				}
+				row := plan(ctx, o, interpreters, j)
 				select {
 				case results <- result{j.seq, row}:
 				case <-ctx.Done():
@@ -194,14 +183,29 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 	if emitErr != nil {
 		return nil, emitErr
 	}
-	if readErr != nil {
-		return nil, readErr
-	}
+	// Workers leave early only when ctx is done, and may leave the
+	// producer running; otherwise they ranged over every job, so the
+	// producer has returned and readErr is set.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if readErr != nil {
+		return nil, readErr
+	}
 	sum.finish()
 	return sum, nil
+}
+
+// plan reads the document of j, when it is a file's, and plans it.
+func plan(ctx context.Context, o Options, interpreters []string, j job) Host {
+	data := j.data
+	if data == nil {
+		var err error
+		if data, err = os.ReadFile(j.file); err != nil {
+			return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: err.Error()}
+		}
+	}
+	return planHost(ctx, o.Spec, interpreters, o.Planner, data, j.file, j.name)
 }
 
 // produce sends a job for every document of inputs, in order.
