@@ -125,6 +125,7 @@ func (v *factsHuman) Summary(sum *fleet.Summary) error {
 	v.groups(sw, "Changes, by step", sum.Changes)
 	v.groups(sw, "Reboots, by the step that needs one", sum.Reboots)
 	v.groups(sw, "Refused, by reason", sum.Refusals)
+	v.groups(sw, "Warnings of the plans", sum.Warnings)
 	v.groups(sw, "Observations older than this gpuenv, by the fact they lack", sum.Lacking)
 	if sum.Refused > 0 {
 		fmt.Fprintln(sw, "\nA refused host gets no plan: the rollout would fail there. --json gives each host's reason.")

@@ -26,6 +26,8 @@ type Summary struct {
 	Reboots []Group `json:"reboots"`
 	// Refusals group refused hosts by reason.
 	Refusals []Group `json:"refusals"`
+	// Warnings group the planned hosts by the warnings of their plans.
+	Warnings []Group `json:"warnings"`
 	// Lacking groups the hosts whose documents are older than the schema
 	// by each fact they lack, refused or not.
 	Lacking []Group `json:"lacking"`
@@ -55,7 +57,7 @@ const (
 )
 
 func newSummary() *Summary {
-	s := &Summary{Changes: []Group{}, Reboots: []Group{}, Refusals: []Group{}, Lacking: []Group{}}
+	s := &Summary{Changes: []Group{}, Reboots: []Group{}, Refusals: []Group{}, Warnings: []Group{}, Lacking: []Group{}}
 	s.groups = map[*[]Group]map[string]*slot{}
 	return s
 }
@@ -79,6 +81,9 @@ func (s *Summary) add(h *Host) {
 		if st.NeedsReboot {
 			s.count(&s.Reboots, st.Address, h.Name, "")
 		}
+	}
+	for _, w := range h.Warnings {
+		s.count(&s.Warnings, w, h.Name, "")
 	}
 	for _, k := range h.Lacks {
 		s.count(&s.Lacking, k, h.Name, "")
@@ -130,7 +135,7 @@ func (s *Summary) finish() {
 	for _, l := range []struct {
 		list []Group
 		key  func(Group) string
-	}{{s.Changes, byAddress}, {s.Reboots, byKey}, {s.Refusals, byKey}, {s.Lacking, byKey}} {
+	}{{s.Changes, byAddress}, {s.Reboots, byKey}, {s.Refusals, byKey}, {s.Warnings, byKey}, {s.Lacking, byKey}} {
 		slices.SortStableFunc(l.list, func(a, b Group) int {
 			return cmp.Or(cmp.Compare(b.Hosts, a.Hosts), cmp.Compare(l.key(a), l.key(b)))
 		})
