@@ -36,7 +36,7 @@ when any host would change and 0 when none would.`
 
 // factsFlagConflicts are plan's flags that concern this host, which
 // --facts does not plan.
-var factsFlagConflicts = []string{"out", "python", "root", "state-dir"}
+var factsFlagConflicts = []string{"out", "python", "record-drift", "root", "state-dir"}
 
 // runPlanFacts plans the spec at specPath against the documents that
 // --facts names.
