@@ -18,9 +18,9 @@ const factsHelp = `
 
 --facts plans the spec against saved observations instead of this host: the
 documents "gpuenv observe --json" printed on each host of a fleet, gathered
-by any collector. FILE is one document, a directory every *.json file in it,
-and "-" standard input with one document per line (JSON lines); --facts may
-be repeated. Nothing is read of the machine running the command but the spec
+by any collector. Each --facts names one document, a directory (every *.json
+file in it), or "-" (standard input, one document per line: JSON lines), and
+may be repeated. Nothing is read of the machine running the command but the spec
 and the documents, and no process is started: a host whose plan needs a
 fact its document lacks (package versions that only its package manager
 could tell, a fact older gpuenv did not record) is refused with the reason.
