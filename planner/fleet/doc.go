@@ -10,5 +10,6 @@
 // The spec is loaded once; documents are read, decoded and planned by a
 // pool of workers, and each host leaves behind only a small row, handed
 // out in input order as soon as it is ready, and its part of the summary.
-// Memory therefore stays the same however many hosts are planned.
+// Memory therefore stays the same however many hosts are planned, but for
+// the names of a directory's documents, listed to be read in order.
 package fleet
