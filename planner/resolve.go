@@ -231,7 +231,8 @@ func narrow(c version.Constraint, extra string) (version.Constraint, bool) {
 	}
 	// The constraints come from the spec and the tables, a few hundred
 	// pairs in all, and a fleet's plans ask for the same ones host after
-	// host; the bound keeps a stranger run from growing it for ever.
+	// host; the bound keeps a run that meets ever new ones from growing
+	// it without end.
 	if narrowedSize.Add(1) <= maxNarrowed {
 		narrowed.Store(key, n)
 	}
