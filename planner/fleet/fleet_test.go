@@ -462,3 +462,13 @@ func TestStreamError(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestLongLine: a document longer than the stream's buffer is read whole.
+func TestLongLine(t *testing.T) {
+	o := *corpus(t)["converged"]
+	o.Warnings = append(slices.Clone(o.Warnings), facts.Warning{Message: strings.Repeat("x", 600<<10)})
+	rows, _ := planStream(t, fleetSpec, stream(document(t, &o, "big"), document(t, &o, "big2")), true)
+	if len(rows) != 2 || rows[0].Name != "big" || rows[0].Outcome != fleet.Unchanged || rows[1].Name != "big2" {
+		t.Errorf("rows %+v", rows)
+	}
+}
