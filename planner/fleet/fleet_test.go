@@ -233,7 +233,7 @@ func TestVersionsOnlyFromTheDocument(t *testing.T) {
 	o.Repositories = nil
 	rows, _ := planStream(t, "cuda {\n  version = \"12.4\"\n  source = \"nvidia\"\n}\n", stream(document(t, &o, "gpu-9")), true)
 	r := rows[0]
-	if r.Outcome != fleet.Refused || !strings.Contains(r.Error, "which versions of cuda-toolkit-12-4 apt can install is not known: the observation holds no package index") {
+	if r.Outcome != fleet.Refused || !strings.Contains(r.Error, "the versions of cuda-toolkit-12-4 that apt can install are not in the observation: it holds no package index") {
 		t.Errorf("%+v", r)
 	}
 }

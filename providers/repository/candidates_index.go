@@ -59,15 +59,15 @@ func (c *Candidates) unobserved(manager planner.Manager, name string) error {
 	var why string
 	switch {
 	case ix == nil || ix.Manager == "":
-		why = "the observation holds no package index (none was on disk, or it was made before gpuenv recorded them)"
+		why = "it holds no package index (none was on disk, or it was made before gpuenv recorded them)"
 	case ix.Manager != string(manager):
-		why = fmt.Sprintf("the observation holds the indexes of %s, not of %s", ix.Manager, manager)
+		why = fmt.Sprintf("it holds the indexes of %s, not of %s", ix.Manager, manager)
 	case !pkgdb.Relevant(name):
-		why = fmt.Sprintf("the observation keeps only the GPU-related packages of the indexes, and %s is not one", name)
+		why = fmt.Sprintf("it keeps only the GPU-related packages of the indexes, and %s is not one", name)
 	default:
-		why = fmt.Sprintf("the observation holds no index of %s's configured sources", manager)
+		why = fmt.Sprintf("it holds no index of %s's configured sources", manager)
 	}
-	return fmt.Errorf("%w: which versions of %s %s can install is not known: %s", ErrNotObserved, name, manager, why)
+	return fmt.Errorf("the versions of %s that %s can install are %w: %s", name, manager, ErrNotObserved, why)
 }
 
 // ErrNotObserved is the error of a question about package versions that

@@ -377,11 +377,11 @@ func TestFactsCandidates(t *testing.T) {
 	}{
 		{"listed", listed, "apt", "nvidia-driver", []string{"535.309.01-0+deb12u1"}, ""},
 		{"lists not fetched", unfetched, "apt", "nvidia-driver", nil, ""},
-		{"no indexes", nil, "apt", "nvidia-driver", nil, "which versions of nvidia-driver apt can install is not known: the observation holds no package index"},
-		{"no indexes recorded", &facts.PackageIndexes{}, "apt", "nvidia-driver", nil, "the observation holds no package index"},
-		{"another manager", listed, "dnf", "nvidia-driver", nil, "the observation holds the indexes of apt, not of dnf"},
-		{"not kept", listed, "apt", "python3-numpy", nil, "the observation keeps only the GPU-related packages of the indexes, and python3-numpy is not one"},
-		{"dnf without a cache", &facts.PackageIndexes{Manager: "dnf", Indexes: []facts.PackageIndex{}}, "dnf", "nvidia-driver", nil, "the observation holds no index of dnf's configured sources"},
+		{"no indexes", nil, "apt", "nvidia-driver", nil, "the versions of nvidia-driver that apt can install are not in the observation: it holds no package index"},
+		{"no indexes recorded", &facts.PackageIndexes{}, "apt", "nvidia-driver", nil, "not in the observation: it holds no package index"},
+		{"another manager", listed, "dnf", "nvidia-driver", nil, "not in the observation: it holds the indexes of apt, not of dnf"},
+		{"not kept", listed, "apt", "python3-numpy", nil, "not in the observation: it keeps only the GPU-related packages of the indexes, and python3-numpy is not one"},
+		{"dnf without a cache", &facts.PackageIndexes{Manager: "dnf", Indexes: []facts.PackageIndex{}}, "dnf", "nvidia-driver", nil, "not in the observation: it holds no index of dnf's configured sources"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewFactsCandidates()
