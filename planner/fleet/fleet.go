@@ -170,29 +170,14 @@ func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlann
 }
 
 // refusal is the reason of a failed plan, the first error's summary,
-// and its text, every error's summary and detail.
+// and its text, every error's place, summary and detail.
 func refusal(diags hcl.Diagnostics) (reason, text string) {
-	var lines []string
 	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
+		if d.Severity == hcl.DiagError {
+			return d.Summary, spec.ErrorsText(diags)
 		}
-		if reason == "" {
-			reason = d.Summary
-		}
-		line := d.Summary
-		if d.Detail != "" {
-			line += ": " + d.Detail
-		}
-		if d.Subject != nil {
-			line = d.Subject.String() + ": " + line
-		}
-		lines = append(lines, line)
 	}
-	if reason == "" {
-		reason = "Planning failed"
-	}
-	return reason, strings.Join(lines, "\n")
+	return ReasonPanic, "the planner returned neither a plan nor an error. This is a bug in gpuenv."
 }
 
 // unobservedInterpreters are those of interpreters outside the system's
