@@ -235,8 +235,11 @@ observation:
   returned: state is observed
   type: dict
 rc:
-  description: The exit status of the last gpuenv command.
-  returned: always
+  description:
+    - The exit status of the last gpuenv command. Left out for
+      I(state=doctor), whose exit status 2 (problems found) is a report
+      that C(healthy) gives, and any non-zero C(rc) fails an Ansible task.
+  returned: except for state=doctor
   type: int
 """
 
@@ -387,7 +390,7 @@ def run_failure(kind, summary, diags):
         parts.append("the revert stopped at %s: %s; the host needs attention: run a rollback after fixing the cause"
                      % (revert_failed.get("what", ""), revert_failed.get("error", "")))
     elif failed and kind == "apply":
-        parts.append("gpuenv reverted the %d operations done before it (generation %s)"
+        parts.append("gpuenv reverted what the apply had done (%d inverses, generation %s)"
                      % (len(res.get("reverted") or []), (summary or {}).get("generation")))
     if not parts:
         parts.append("%s ended with outcome %r (exit %s)" % (kind, (summary or {}).get("outcome"), (summary or {}).get("exit_code")))
@@ -483,7 +486,8 @@ def doctor(module, g):
     # 0 healthy, 2 problems found: both are a report; 1 doctor could not run.
     if rc not in (0, 2):
         raise GpuenvError("gpuenv doctor could not run (exit %d): %s" % (rc, first_line(err)), rc=rc, doctor=doc, stderr=err)
-    return dict(changed=False, rc=rc, doctor=doc, healthy=rc == 0, diagnostics=[])
+    # rc 2 is left out: Ansible takes any non-zero rc for a failed task.
+    return dict(changed=False, doctor=doc, healthy=rc == 0, diagnostics=[])
 
 
 def observed(module, g):

@@ -1,0 +1,402 @@
+//go:build realsystem
+
+package realsys
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// AnsibleHost adds what Ansible needs of a managed host: python3 for its
+// modules and python3-apt for ansible.builtin.apt, which the install role
+// uses.
+var AnsibleHost = &Layer{Name: "bookworm-ansible-host", Parent: Base, Include: []string{"python3", "python3-apt"}}
+
+// ansibleNodes is the size of the test fleet: enough for a batch before
+// the failing host and one after it.
+const ansibleNodes = 3
+
+// fleet is a set of Debian roots managed by Debian's Ansible through the
+// community.general.chroot connection, with the collection under
+// deploy/ansible installed for it.
+type fleet struct {
+	t     *testing.T
+	names []string
+	roots map[string]*Root
+	dir   string // inventory, specs, collections path
+	env   []string
+}
+
+func newFleet(t *testing.T, n int) *fleet {
+	t.Helper()
+	for _, tool := range []string{"ansible", "ansible-playbook"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the Ansible tests need Debian's ansible package (README.md, \"Real-system tests\"): %v", err)
+		}
+	}
+	f := &fleet{t: t, roots: map[string]*Root{}, dir: t.TempDir()}
+	var inv strings.Builder
+	inv.WriteString("[gpu]\n")
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("node%d", i)
+		r := h.NewRoot(t, AnsibleHost, Mounts{Proc: true, Sys: true})
+		// The package's gpuenv, in /usr/bin, is the one the module must
+		// find, not the harness's copy.
+		if err := os.Remove(r.Path("/usr/local/bin/gpuenv")); err != nil {
+			t.Fatal(err)
+		}
+		f.names = append(f.names, name)
+		f.roots[name] = r
+		fmt.Fprintf(&inv, "%s ansible_host=%s\n", name, r.Dir)
+	}
+	// The roots are this machine's, entered as root already: become has
+	// no sudo to run there, and the playbooks' become: true is for real
+	// hosts.
+	inv.WriteString("\n[gpu:vars]\nansible_connection=community.general.chroot\nansible_python_interpreter=/usr/bin/python3\nansible_become=false\n")
+	f.write("hosts", inv.String())
+	collections := filepath.Join(f.dir, "collections", "ansible_collections", "gpuenv")
+	if err := os.MkdirAll(collections, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(h.repo, "deploy", "ansible"), filepath.Join(collections, "gpuenv")); err != nil {
+		t.Fatal(err)
+	}
+	f.env = append(os.Environ(),
+		"ANSIBLE_COLLECTIONS_PATH="+filepath.Join(f.dir, "collections"),
+		"ANSIBLE_INVENTORY="+filepath.Join(f.dir, "hosts"),
+		"ANSIBLE_LOCAL_TEMP="+filepath.Join(f.dir, "tmp"),
+		"ANSIBLE_RETRY_FILES_ENABLED=false",
+		"ANSIBLE_NOCOLOR=1",
+		"ANSIBLE_FORCE_COLOR=0",
+	)
+	return f
+}
+
+func (f *fleet) write(name, content string) string {
+	f.t.Helper()
+	p := filepath.Join(f.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+// playRun is one ansible-playbook run as its JSON callback reports it.
+type playRun struct {
+	Code  int
+	Took  time.Duration
+	Plays []struct {
+		Play  struct{ Name string } `json:"play"`
+		Tasks []struct {
+			Task  struct{ Name string }       `json:"task"`
+			Hosts map[string]map[string]any `json:"hosts"`
+		} `json:"tasks"`
+	} `json:"plays"`
+	Stats  map[string]hostStats `json:"stats"`
+	Output string               `json:"-"`
+}
+
+type hostStats struct {
+	Changed, Failures, OK, Skipped, Unreachable int
+}
+
+// playbook runs one of the collection's playbooks (gpuenv.gpuenv.NAME)
+// with extra variables, and decodes what the JSON callback printed.
+func (f *fleet) playbook(name string, vars map[string]any, args ...string) *playRun {
+	f.t.Helper()
+	extra, err := json.Marshal(vars)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	argv := append([]string{"gpuenv.gpuenv." + name, "-e", string(extra)}, args...)
+	cmd := exec.Command("ansible-playbook", argv...)
+	cmd.Env = append(slices.Clone(f.env), "ANSIBLE_STDOUT_CALLBACK=ansible.posix.json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	run := &playRun{Took: time.Since(start), Output: stdout.String() + stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		run.Code = exit.ExitCode()
+	default:
+		f.t.Fatalf("ansible-playbook %v: %v", argv, err)
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), run); err != nil {
+		f.t.Fatalf("ansible-playbook %v printed no JSON report (exit %d): %v\n%s", argv, run.Code, err, run.Output)
+	}
+	f.t.Logf("ansible-playbook %s %s: exit %d in %s; stats %v", name, extra, run.Code, run.Took.Round(100*time.Millisecond), run.Stats)
+	return run
+}
+
+// result is the module's result on host in the task named task, nil when
+// the task did not run there.
+func (r *playRun) result(task, host string) map[string]any {
+	for _, p := range r.Plays {
+		for _, tk := range p.Tasks {
+			if tk.Task.Name == task {
+				if res, ok := tk.Hosts[host]; ok {
+					return res
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// changedHosts lists the hosts on which the task reported a change.
+func (r *playRun) changedHosts(task string) []string {
+	var out []string
+	for _, p := range r.Plays {
+		for _, tk := range p.Tasks {
+			if tk.Task.Name != task {
+				continue
+			}
+			for host, res := range tk.Hosts {
+				if res["changed"] == true {
+					out = append(out, host)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *playRun) totalChanged() int {
+	n := 0
+	for _, s := range r.Stats {
+		n += s.Changed
+	}
+	return n
+}
+
+// specFile writes the driver spec at version as the controller's spec
+// file for the install role.
+func (f *fleet) specFile(version string) []string {
+	return []string{f.write(filepath.Join("spec-"+version, "gpuenv.hcl"), driverSpec(version))}
+}
+
+// gpuenvDeb builds the package the install role installs: gpuenv at
+// /usr/bin/gpuenv, executable.
+func gpuenvDeb(t *testing.T, dir string) string {
+	t.Helper()
+	tree := filepath.Join(t.TempDir(), "gpuenv")
+	bin, err := os.ReadFile(h.Gpuenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range map[string]struct {
+		data []byte
+		mode os.FileMode
+	}{
+		"DEBIAN/control": {[]byte("Package: gpuenv\nVersion: 0.1.0\nArchitecture: amd64\nMaintainer: gpuenv tests <tests@gpuenv.invalid>\nDescription: gpuenv\n"), 0o644},
+		"usr/bin/gpuenv": {bin, 0o755},
+	} {
+		full := filepath.Join(tree, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, c.data, c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "gpuenv_0.1.0_amd64.deb")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb: %v\n%s", err, b)
+	}
+	return out
+}
+
+// sitePolicyHook is an apt hook, as a site installs one, that refuses the
+// security update's driver after dpkg has unpacked it: apt-get fails with
+// the driver half-way upgraded, and only on the host that has the hook.
+// gpuenv's revert (which reinstalls 535.261.03 from the package files the
+// generation saved) passes it.
+const sitePolicyHook = `DPkg::Post-Invoke { "if [ \"$(dpkg-query -W -f='${Version}' nvidia-smi 2>/dev/null)\" = '` + driverNew + `' ]; then echo 'site policy: driver ` + driverNew + ` is not allowed on this node' >&2; exit 1; fi"; };
+`
+
+// A rolling driver upgrade with Debian's Ansible over three Debian roots,
+// one host at a time with max_fail_percentage 0, in which the second
+// host's upgrade fails: that host is reverted by gpuenv, the play stops
+// before the third, the first keeps the new driver, and the rollback
+// playbook takes it back. Each playbook is run twice: the second run
+// changes nothing. Then the module's check mode is timed against
+// Ansible's ping over the same hosts.
+func TestAnsibleRollingDriverUpgrade(t *testing.T) {
+	f := newFleet(t, ansibleNodes)
+	deb := gpuenvDeb(t, filepath.Join(f.dir, "dist"))
+	oldSpec, newSpec := f.specFile("535.261.03"), f.specFile("535.309.01")
+
+	// The fleet as it starts: gpuenv and the spec installed by the role,
+	// the driver by the module, one host at a time.
+	install := map[string]any{"gpuenv_deb": deb, "gpuenv_spec_files": oldSpec}
+	run := f.playbook("rollout", install)
+	if run.Code != 0 {
+		t.Fatalf("the first rollout failed (exit %d):\n%s", run.Code, run.Output)
+	}
+	if got := run.changedHosts("Apply the spec"); !slices.Equal(got, f.names) {
+		t.Errorf("first rollout: the module changed %v, want every host %v", got, f.names)
+	}
+	for _, name := range f.names {
+		r := f.roots[name]
+		if out := r.MustSh("dpkg-query -W -f='${Version} ${db:Status-Status}' gpuenv; command -v gpuenv"); out != "0.1.0 installed/usr/bin/gpuenv\n" {
+			t.Errorf("%s: the package's gpuenv: %q", name, out)
+		}
+		// The harness's checks run /usr/local/bin/gpuenv: the package's.
+		r.MustSh("ln -s /usr/bin/gpuenv /usr/local/bin/gpuenv")
+		r.checkDriver(driverOld)
+	}
+	if run = f.playbook("rollout", install); run.Code != 0 || run.totalChanged() != 0 {
+		t.Fatalf("the same rollout again: exit %d, changed=%d, want 0 and 0: stats %v\n%s", run.Code, run.totalChanged(), run.Stats, run.Output)
+	}
+
+	// node2 refuses the new driver after dpkg has unpacked it.
+	failing := f.names[1]
+	f.roots[failing].WriteFile("/etc/apt/apt.conf.d/99site-policy", sitePolicyHook)
+	before := map[string]*Snapshot{}
+	for _, name := range f.names {
+		before[name] = f.roots[name].Snapshot()
+	}
+	upgrade := map[string]any{"gpuenv_deb": deb, "gpuenv_spec_files": newSpec}
+	run = f.playbook("rollout", upgrade)
+	if run.Code == 0 {
+		t.Fatalf("the rollout with a failing host succeeded:\n%s", run.Output)
+	}
+	first, last := f.names[0], f.names[2]
+	if s := run.Stats[first]; s.Failures != 0 || s.Changed == 0 {
+		t.Errorf("%s, the batch before the failing host: stats %+v, want changed and no failure", first, s)
+	}
+	if s := run.Stats[failing]; s.Failures != 1 {
+		t.Errorf("%s: stats %+v, want one failure", failing, s)
+	}
+	if _, ran := run.Stats[last]; ran || run.result("Apply the spec", last) != nil {
+		t.Errorf("%s, in the batch after the failing host, was reached: stats %+v", last, run.Stats[last])
+	}
+	f.roots[first].checkDriver(driverNew)
+	res := run.result("Apply the spec", failing)
+	msg, _ := res["msg"].(string)
+	if !strings.Contains(msg, "site policy: driver "+driverNew+" is not allowed") || !strings.Contains(msg, "gpuenv reverted") {
+		t.Errorf("%s: the failure's msg does not carry apt's error and the revert:\n%s", failing, msg)
+	}
+	if summary, _ := res["summary"].(map[string]any); summary["outcome"] != "reverted" {
+		t.Errorf("%s: summary %v, want outcome reverted", failing, summary)
+	}
+	f.roots[failing].checkDriver(driverOld)
+	// The failing host is as it was but for the new spec the role put in
+	// place; the host after it was never touched.
+	if diff := before[failing].Diff(f.roots[failing].Snapshot()); !onlySpecChanged(diff) {
+		t.Errorf("%s after gpuenv's revert differs from before the rollout:\n%s", failing, strings.Join(diff, "\n"))
+	}
+	if diff := before[last].Diff(f.roots[last].Snapshot()); len(diff) > 0 {
+		t.Errorf("%s, never reached, changed:\n%s", last, strings.Join(diff, "\n"))
+	}
+
+	// The rollback playbook, to generation 1 (the first rollout's), with
+	// the first spec back: in check mode it only says which host it
+	// would roll back.
+	rollback := map[string]any{"gpuenv_rollback_to": 1, "gpuenv_spec_files": oldSpec}
+	run = f.playbook("rollback", rollback, "--check")
+	if got := run.changedHosts("Roll back"); run.Code != 0 || !slices.Equal(got, []string{first}) {
+		t.Errorf("rollback --check: exit %d, would roll back %v, want [%s]\n%s", run.Code, got, first, run.Output)
+	}
+	f.roots[first].checkDriver(driverNew)
+	run = f.playbook("rollback", rollback)
+	if got := run.changedHosts("Roll back"); run.Code != 0 || !slices.Equal(got, []string{first}) {
+		t.Fatalf("rollback: exit %d, rolled back %v, want [%s]\n%s", run.Code, got, first, run.Output)
+	}
+	for _, name := range f.names {
+		f.roots[name].checkDriver(driverOld)
+		if diff := before[name].Diff(f.roots[name].Snapshot()); name != failing && len(diff) > 0 {
+			t.Errorf("%s after the rollback differs from before the rollout:\n%s", name, strings.Join(diff, "\n"))
+		}
+	}
+	if run = f.playbook("rollback", rollback); run.Code != 0 || run.totalChanged() != 0 {
+		t.Errorf("the same rollback again: exit %d, changed=%d, want 0 and 0: stats %v\n%s", run.Code, run.totalChanged(), run.Stats, run.Output)
+	}
+	if run = f.playbook("rollout", install, "--check"); run.Code != 0 || run.totalChanged() != 0 {
+		t.Errorf("rollout --check of the first spec after the rollback: exit %d, changed=%d, want 0 and 0\n%s", run.Code, run.totalChanged(), run.Output)
+	}
+
+	f.timeCheckAgainstPing()
+}
+
+// onlySpecChanged reports whether diff is nothing but /etc/gpuenv's spec
+// file, which the install role replaced before the apply failed.
+func onlySpecChanged(diff []string) bool {
+	for _, d := range diff {
+		if !strings.HasPrefix(d, "file /etc/gpuenv/gpuenv.hcl: ") {
+			return false
+		}
+	}
+	return true
+}
+
+// timeCheckAgainstPing runs, in turns, the module in check mode over the
+// fleet (a plan on every host of a spec it already matches) and Ansible's
+// ping over the same hosts, each as an ad-hoc ansible command, and
+// reports the medians.
+func (f *fleet) timeCheckAgainstPing() {
+	f.t.Helper()
+	rounds, _ := strconv.Atoi(os.Getenv("GPUENV_REALSYS_BENCH"))
+	if rounds <= 0 {
+		rounds = 5
+	}
+	adhoc := func(args ...string) time.Duration {
+		cmd := exec.Command("ansible", append([]string{"gpu"}, args...)...)
+		cmd.Env = f.env
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(start)
+		if err != nil {
+			f.t.Fatalf("ansible %v: %v\n%s", args, err, out)
+		}
+		return took
+	}
+	var plan, ping []time.Duration
+	for i := 0; i < rounds; i++ {
+		plan = append(plan, adhoc("-m", "gpuenv.gpuenv.gpuenv", "-a", "spec=/etc/gpuenv", "--check"))
+		ping = append(ping, adhoc("-m", "ansible.builtin.ping"))
+	}
+	// The module's own share: the plan gpuenv makes on one host.
+	var gpuenvPlan []time.Duration
+	for i := 0; i < rounds; i++ {
+		res := f.roots[f.names[0]].Chroot(userEnv, "/usr/bin/gpuenv", "plan", "--json", "/etc/gpuenv")
+		if res.Code != 0 {
+			f.t.Fatalf("gpuenv plan: %s", res)
+		}
+		gpuenvPlan = append(gpuenvPlan, res.Took)
+	}
+	mp, mg, mq := median(plan), median(ping), median(gpuenvPlan)
+	ratio := float64(mp) / float64(mg)
+	f.t.Logf("check mode %v, ping %v, gpuenv plan alone %v", plan, ping, gpuenvPlan)
+	h.Report("ansible over %d chroot hosts (median of %d): gpuenv module --check %s, ping %s (%.2f×); gpuenv plan alone on one host %s",
+		len(f.names), rounds, mp.Round(time.Millisecond), mg.Round(time.Millisecond), ratio, mq.Round(time.Millisecond))
+	if ratio > 1.3 {
+		f.t.Errorf("the module's check mode took %.2f× Ansible's ping over the same hosts (%s against %s), above 1.3×", ratio, mp, mg)
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
