@@ -8,6 +8,7 @@ package ansible
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,18 @@ func needAnsible(t *testing.T) {
 func collections(t *testing.T) string {
 	t.Helper()
 	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ansible reads the collection, not this process: reading every file
+	// here is what tells go test's cache that a change to the module or a
+	// role invalidates the result.
+	err = filepath.WalkDir(here, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			_, err = os.ReadFile(p)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // AnsibleHost adds what Ansible needs of a managed host: python3 for its
@@ -45,6 +47,7 @@ func newFleet(t *testing.T, n int) *fleet {
 		}
 	}
 	f := &fleet{t: t, roots: map[string]*Root{}, dir: t.TempDir()}
+	archives := f.privateArchives()
 	var inv strings.Builder
 	inv.WriteString("[gpu]\n")
 	for i := 1; i <= n; i++ {
@@ -55,6 +58,11 @@ func newFleet(t *testing.T, n int) *fleet {
 		if err := os.Remove(r.Path("/usr/local/bin/gpuenv")); err != nil {
 			t.Fatal(err)
 		}
+		// The fleet's own package cache: apt locks the cache directory,
+		// and the harness's, shared with other runs, may be locked by
+		// one of them just when a rollback here needs it.
+		r.unmount(r.Path("/var/cache/apt/archives"))
+		r.mount(archives, r.Path("/var/cache/apt/archives"), "", unix.MS_BIND, "")
 		f.names = append(f.names, name)
 		f.roots[name] = r
 		fmt.Fprintf(&inv, "%s ansible_host=%s\n", name, r.Dir)
@@ -82,6 +90,26 @@ func newFleet(t *testing.T, n int) *fleet {
 	return f
 }
 
+// privateArchives links the harness's downloaded .debs into a package
+// cache of the fleet's own.
+func (f *fleet) privateArchives() string {
+	f.t.Helper()
+	dir := filepath.Join(f.dir, "archives")
+	if err := os.MkdirAll(filepath.Join(dir, "partial"), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	debs, err := filepath.Glob(filepath.Join(h.Archives, "*.deb"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, deb := range debs {
+		if err := os.Link(deb, filepath.Join(dir, filepath.Base(deb))); err != nil {
+			f.t.Fatalf("linking the package cache: %v", err)
+		}
+	}
+	return dir
+}
+
 func (f *fleet) write(name, content string) string {
 	f.t.Helper()
 	p := filepath.Join(f.dir, name)
@@ -101,7 +129,7 @@ type playRun struct {
 	Plays []struct {
 		Play  struct{ Name string } `json:"play"`
 		Tasks []struct {
-			Task  struct{ Name string }       `json:"task"`
+			Task  struct{ Name string }     `json:"task"`
 			Hosts map[string]map[string]any `json:"hosts"`
 		} `json:"tasks"`
 	} `json:"plays"`
@@ -226,12 +254,19 @@ func gpuenvDeb(t *testing.T, dir string) string {
 	return out
 }
 
-// sitePolicyHook is an apt hook, as a site installs one, that refuses the
-// security update's driver after dpkg has unpacked it: apt-get fails with
-// the driver half-way upgraded, and only on the host that has the hook.
-// gpuenv's revert (which reinstalls 535.261.03 from the package files the
-// generation saved) passes it.
-const sitePolicyHook = `DPkg::Post-Invoke { "if [ \"$(dpkg-query -W -f='${Version}' nvidia-smi 2>/dev/null)\" = '` + driverNew + `' ]; then echo 'site policy: driver ` + driverNew + ` is not allowed on this node' >&2; exit 1; fi"; };
+// sitePolicy is a site's check, run by apt after dpkg (sitePolicyHook):
+// it refuses the security update's driver once dpkg has unpacked it, so
+// that apt-get fails with the driver half-way upgraded, on the host that
+// has the hook only. gpuenv's revert, which reinstalls 535.261.03 from the
+// package files the generation saved, passes it.
+const sitePolicy = `#!/bin/sh
+if [ "$(dpkg-query -W -f='${Version}' nvidia-smi 2>/dev/null)" = '` + driverNew + `' ]; then
+	echo 'site policy: driver ` + driverNew + ` is not allowed on this node' >&2
+	exit 1
+fi
+`
+
+const sitePolicyHook = `DPkg::Post-Invoke { "/usr/local/sbin/site-policy"; };
 `
 
 // A rolling driver upgrade with Debian's Ansible over three Debian roots,
@@ -271,6 +306,8 @@ func TestAnsibleRollingDriverUpgrade(t *testing.T) {
 
 	// node2 refuses the new driver after dpkg has unpacked it.
 	failing := f.names[1]
+	f.roots[failing].WriteFile("/usr/local/sbin/site-policy", sitePolicy)
+	f.roots[failing].MustSh("chmod 0755 /usr/local/sbin/site-policy")
 	f.roots[failing].WriteFile("/etc/apt/apt.conf.d/99site-policy", sitePolicyHook)
 	before := map[string]*Snapshot{}
 	for _, name := range f.names {
@@ -293,6 +330,9 @@ func TestAnsibleRollingDriverUpgrade(t *testing.T) {
 	}
 	f.roots[first].checkDriver(driverNew)
 	res := run.result("Apply the spec", failing)
+	if res == nil {
+		t.Fatalf("%s failed before the module ran:\n%s", failing, run.Output)
+	}
 	msg, _ := res["msg"].(string)
 	if !strings.Contains(msg, "site policy: driver "+driverNew+" is not allowed") || !strings.Contains(msg, "gpuenv reverted") {
 		t.Errorf("%s: the failure's msg does not carry apt's error and the revert:\n%s", failing, msg)

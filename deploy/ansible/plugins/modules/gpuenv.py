@@ -373,6 +373,11 @@ def split_events(events):
     return listed, output, diags, summary
 
 
+def log_tail(failure):
+    tail = failure.get("log_tail") or []
+    return " (log: %s)" % " | ".join(tail[-5:]) if tail else ""
+
+
 def run_failure(kind, summary, diags):
     """The msg of an apply or rollback that did not succeed, from its
     summary and diagnostics."""
@@ -381,20 +386,19 @@ def run_failure(kind, summary, diags):
     failed = res.get("failed")
     if failed:
         where = failed.get("step") or ""
-        text = "%s failed at %s%s: %s" % (kind, where + ": " if where else "", failed.get("what", ""), failed.get("error", ""))
-        if failed.get("log_tail"):
-            text += " (log: %s)" % " | ".join(failed["log_tail"][-5:])
-        parts.append(text)
+        parts.append("%s failed at %s%s: %s%s" % (kind, where + ": " if where else "", failed.get("what", ""),
+                                                  failed.get("error", ""), log_tail(failed)))
     revert_failed = res.get("revert_failed")
     if revert_failed:
-        parts.append("the revert stopped at %s: %s; the host needs attention: run a rollback after fixing the cause"
-                     % (revert_failed.get("what", ""), revert_failed.get("error", "")))
+        parts.append("%s stopped at the inverse %s: %s%s; the host needs attention: roll back again after fixing the cause"
+                     % ("the revert" if failed else kind, revert_failed.get("what", ""), revert_failed.get("error", ""),
+                        log_tail(revert_failed)))
     elif failed and kind == "apply":
         parts.append("gpuenv reverted what the apply had done (%d inverses, generation %s)"
                      % (len(res.get("reverted") or []), (summary or {}).get("generation")))
     if not parts:
         parts.append("%s ended with outcome %r (exit %s)" % (kind, (summary or {}).get("outcome"), (summary or {}).get("exit_code")))
-    return "; ".join(parts)
+    return "gpuenv " + "; ".join(parts)
 
 
 def present(module, g):
@@ -439,7 +443,7 @@ def present(module, g):
         # A failed apply that gpuenv reverted changed nothing for good,
         # but it did run: the host went through a generation.
         result["changed"] = bool(result["generation"])
-        raise GpuenvError("gpuenv " + run_failure("apply", summary, run_diags), stderr=err, **result)
+        raise GpuenvError(run_failure("apply", summary, run_diags), stderr=err, **result)
     result["needs_reboot"] = bool(summary.get("needs_reboot"))
     return result
 
@@ -472,7 +476,7 @@ def rolled_back(module, g):
         result.update(rc=0, events=shown, summary=None, generation=0, diagnostics=[])
         return result
     if summary is None or rc != 0 or summary.get("outcome") != "done":
-        raise GpuenvError("gpuenv " + run_failure("rollback", summary, diags), stderr=err, **result)
+        raise GpuenvError(run_failure("rollback", summary, diags), stderr=err, **result)
     return result
 
 
