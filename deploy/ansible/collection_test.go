@@ -272,7 +272,7 @@ func TestModuleOnRoot(t *testing.T) {
 	}
 	res = l.module(map[string]any{"spec": filepath.Dir(spec)})
 	msg, _ := res["msg"].(string)
-	if res["failed"] != true || !strings.Contains(msg, "system.conf.d") || !strings.Contains(msg, "gpuenv reverted what the apply had done (1 inverses") {
+	if res["failed"] != true || !strings.Contains(msg, "system.conf.d") || !strings.Contains(msg, "gpuenv reverted what the apply had done (inverses run: 1;") {
 		t.Errorf("failing apply: failed %v, msg %q; want gpuenv's error and its revert", res["failed"], msg)
 	}
 	if after, _ := os.ReadFile(profile); string(after) != string(before) {

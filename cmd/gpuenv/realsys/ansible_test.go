@@ -419,19 +419,23 @@ func (f *fleet) timeCheckAgainstPing() {
 	// The module's own share: the plan gpuenv makes on one host.
 	var gpuenvPlan []time.Duration
 	for i := 0; i < rounds; i++ {
+		start := time.Now()
 		res := f.roots[f.names[0]].Chroot(userEnv, "/usr/bin/gpuenv", "plan", "--json", "/etc/gpuenv")
+		gpuenvPlan = append(gpuenvPlan, time.Since(start))
 		if res.Code != 0 {
 			f.t.Fatalf("gpuenv plan: %s", res)
 		}
-		gpuenvPlan = append(gpuenvPlan, res.Took)
 	}
-	mp, mg, mq := median(plan), median(ping), median(gpuenvPlan)
-	ratio := float64(mp) / float64(mg)
+	// Other work on the machine only ever adds time: the fastest run of
+	// each is the closest to its own cost, and the target is set on it.
+	// The medians are reported beside them.
+	mins := slices.Min(plan).Seconds() / slices.Min(ping).Seconds()
 	f.t.Logf("check mode %v, ping %v, gpuenv plan alone %v", plan, ping, gpuenvPlan)
-	h.Report("ansible over %d chroot hosts (median of %d): gpuenv module --check %s, ping %s (%.2f×); gpuenv plan alone on one host %s",
-		len(f.names), rounds, mp.Round(time.Millisecond), mg.Round(time.Millisecond), ratio, mq.Round(time.Millisecond))
-	if ratio > 1.3 {
-		f.t.Errorf("the module's check mode took %.2f× Ansible's ping over the same hosts (%s against %s), above 1.3×", ratio, mp, mg)
+	h.Report("ansible over %d chroot hosts, %d runs each: gpuenv module --check fastest %s, median %s; ping fastest %s, median %s; ratio of the fastest %.2f×, of the medians %.2f×; gpuenv plan alone on one host %s",
+		len(f.names), rounds, ms(slices.Min(plan)), ms(median(plan)), ms(slices.Min(ping)), ms(median(ping)),
+		mins, median(plan).Seconds()/median(ping).Seconds(), ms(median(gpuenvPlan)))
+	if mins > 1.3 {
+		f.t.Errorf("the module's check mode took %.2f× Ansible's ping over the same hosts (fastest runs %s against %s), above 1.3×", mins, slices.Min(plan), slices.Min(ping))
 	}
 }
 

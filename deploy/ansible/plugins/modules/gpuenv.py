@@ -374,8 +374,9 @@ def split_events(events):
 
 
 def log_tail(failure):
+    # gpuenv chose how many of the log's last lines tell the failure.
     tail = failure.get("log_tail") or []
-    return " (log: %s)" % " | ".join(tail[-5:]) if tail else ""
+    return " (log: %s)" % " | ".join(tail) if tail else ""
 
 
 def run_failure(kind, summary, diags):
@@ -394,7 +395,7 @@ def run_failure(kind, summary, diags):
                      % ("the revert" if failed else kind, revert_failed.get("what", ""), revert_failed.get("error", ""),
                         log_tail(revert_failed)))
     elif failed and kind == "apply":
-        parts.append("gpuenv reverted what the apply had done (%d inverses, generation %s)"
+        parts.append("gpuenv reverted what the apply had done (inverses run: %d; generation %s)"
                      % (len(res.get("reverted") or []), (summary or {}).get("generation")))
     if not parts:
         parts.append("%s ended with outcome %r (exit %s)" % (kind, (summary or {}).get("outcome"), (summary or {}).get("exit_code")))
