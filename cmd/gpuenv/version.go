@@ -2,14 +2,11 @@ package main
 
 import (
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
-)
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3";
-// otherwise the module version recorded by the Go toolchain is used.
-var version = ""
+	"github.com/gpuenv/gpuenv/internal/release"
+)
 
 type versionInfo struct {
 	Version   string `json:"version"`
@@ -18,29 +15,21 @@ type versionInfo struct {
 	Revision  string `json:"vcs_revision,omitempty"`
 }
 
+// buildVersion describes the running binary. Its Version is the version of
+// the package that installed it (deploy/package reads it from the binary).
 func buildVersion() versionInfo {
-	v := versionInfo{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v.Version == "" {
-			v.Version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				v.Revision = s.Value
-			}
-		}
-	}
-	if v.Version == "" || v.Version == "(devel)" {
-		v.Version = "devel"
-	}
-	return v
+	b := release.Current()
+	return versionInfo{Version: b.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Revision: b.Revision}
 }
 
 func newVersionCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print gpuenv's version",
-		Args:  cobra.NoArgs,
+		Long: `Version prints gpuenv's version: the release, and the commit it was built
+from as "+g" and 12 hex digits (".dirty" when the tree had uncommitted
+changes). It is the version of the .deb or .rpm that installed it.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return newVersionView(g).Version(buildVersion())
 		},

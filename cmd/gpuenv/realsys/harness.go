@@ -73,6 +73,10 @@ var (
 	Torch = &Layer{Name: "bookworm-torch", Parent: Base, Include: []string{"python3-torch"}}
 	// Venv adds python3-venv, whose ensurepip gives a new venv its pip.
 	Venv = &Layer{Name: "bookworm-venv", Parent: Base, Include: []string{"python3-venv"}}
+	// Systemd adds systemd (its systemd-analyze, and deb-systemd-helper
+	// from init-system-helpers) and man-db, for installing gpuenv's own
+	// package: its units are verified, and their Documentation= needs man.
+	Systemd = &Layer{Name: "bookworm-systemd", Parent: Base, Include: []string{"systemd", "man-db"}}
 )
 
 // Harness holds what all tests of one run share: the cache directory, the
