@@ -220,38 +220,19 @@ func (f *fleet) specFile(version string) []string {
 	return []string{f.write(filepath.Join("spec-"+version, "gpuenv.hcl"), driverSpec(version))}
 }
 
-// gpuenvDeb builds the package the install role installs: gpuenv at
-// /usr/bin/gpuenv, executable.
-func gpuenvDeb(t *testing.T, dir string) string {
+// gpuenvDeb builds gpuenv's .deb with deploy/package into dir, as a
+// release is built, and returns its path and version.
+func gpuenvDeb(t *testing.T, dir string) (deb, version string) {
 	t.Helper()
-	tree := filepath.Join(t.TempDir(), "gpuenv")
-	bin, err := os.ReadFile(h.Gpuenv)
+	build := exec.Command("go", "run", "./deploy/package", "-o", dir)
+	build.Dir = h.repo
+	build.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+	out, err := build.CombinedOutput()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("go run ./deploy/package: %v\n%s", err, out)
 	}
-	for p, c := range map[string]struct {
-		data []byte
-		mode os.FileMode
-	}{
-		"DEBIAN/control": {[]byte("Package: gpuenv\nVersion: 0.1.0\nArchitecture: amd64\nMaintainer: gpuenv tests <tests@gpuenv.invalid>\nDescription: gpuenv\n"), 0o644},
-		"usr/bin/gpuenv": {bin, 0o755},
-	} {
-		full := filepath.Join(tree, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, c.data, c.mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out := filepath.Join(dir, "gpuenv_0.1.0_amd64.deb")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := exec.Command("dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg-deb: %v\n%s", err, b)
-	}
-	return out
+	first, _, _ := strings.Cut(string(out), "\n")
+	return lineWithSuffix(t, string(out), ".deb"), strings.TrimPrefix(first, "gpuenv ")
 }
 
 // sitePolicy is a site's check, run by apt after dpkg (sitePolicyHook):
@@ -278,7 +259,7 @@ const sitePolicyHook = `DPkg::Post-Invoke { "/usr/local/sbin/site-policy"; };
 // Ansible's ping over the same hosts.
 func TestAnsibleRollingDriverUpgrade(t *testing.T) {
 	f := newFleet(t, ansibleNodes)
-	deb := gpuenvDeb(t, filepath.Join(f.dir, "dist"))
+	deb, version := gpuenvDeb(t, filepath.Join(f.dir, "dist"))
 	oldSpec, newSpec := f.specFile("535.261.03"), f.specFile("535.309.01")
 
 	// The fleet as it starts: gpuenv and the spec installed by the role,
@@ -293,8 +274,8 @@ func TestAnsibleRollingDriverUpgrade(t *testing.T) {
 	}
 	for _, name := range f.names {
 		r := f.roots[name]
-		if out := r.MustSh("dpkg-query -W -f='${Version} ${db:Status-Status}' gpuenv; command -v gpuenv"); out != "0.1.0 installed/usr/bin/gpuenv\n" {
-			t.Errorf("%s: the package's gpuenv: %q", name, out)
+		if out := r.MustSh("dpkg-query -W -f='${Version} ${db:Status-Status}' gpuenv; command -v gpuenv"); out != version+" installed/usr/bin/gpuenv\n" {
+			t.Errorf("%s: the package's gpuenv: %q, want %s installed, in /usr/bin", name, out, version)
 		}
 		// The harness's checks run /usr/local/bin/gpuenv: the package's.
 		r.MustSh("ln -s /usr/bin/gpuenv /usr/local/bin/gpuenv")

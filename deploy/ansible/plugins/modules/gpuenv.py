@@ -14,7 +14,7 @@ DOCUMENTATION = r"""
 ---
 module: gpuenv
 short_description: Make a GPU host match a gpuenv spec, roll it back, or check it
-version_added: "0.1.0"
+version_added: "0.9.0"
 description:
   - Runs the C(gpuenv) installed on the managed host (the C(install) role of
     this collection installs it) and reads only its JSON output, never its
@@ -136,7 +136,7 @@ EXAMPLES = r"""
   roles:
     - role: gpuenv.gpuenv.install
       vars:
-        gpuenv_deb: files/gpuenv_0.1.0_amd64.deb
+        gpuenv_deb: dist/gpuenv_0.9.0_amd64.deb
         gpuenv_spec_src: specs/cluster/
 
 - name: Roll the spec out, one host at a time, stopping at the first failure
