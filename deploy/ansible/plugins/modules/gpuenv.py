@@ -404,8 +404,13 @@ def run_failure(kind, summary, diags):
 
 def present(module, g):
     p = module.params
-    plan_file = os.path.join(module.tmpdir, "gpuenv.plan")
-    args = ["plan", "--json", "--out", plan_file]
+    args = ["plan", "--json"]
+    plan_file = None
+    if not module.check_mode:
+        # apply applies exactly this plan, and refuses it if the host
+        # changed since: what the task reports is what it did.
+        plan_file = os.path.join(module.tmpdir, "gpuenv.plan")
+        args += ["--out", plan_file]
     for name in sorted(p["variables"]):
         args += ["--var", "%s=%s" % (name, p["variables"][name])]
     for f in p["var_files"]:
