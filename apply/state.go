@@ -197,7 +197,7 @@ func (s *Store) inspect() (stateKind, error) {
 	if err := s.insecure(s.trust.check("state directory", s.abs, fi, false)); err != nil {
 		return 0, err
 	}
-	for _, name := range []string{markerName, statusName, lockName, generationsDir} {
+	for _, name := range []string{markerName, statusName, lockName, generationsDir, driftName} {
 		if err := s.insecure(s.trust.checkPath("file of the state directory", filepath.Join(s.abs, name), false)); err != nil {
 			return 0, s.access(err)
 		}
@@ -221,12 +221,12 @@ func (s *Store) kind() (stateKind, error) {
 	generations, others := false, false
 	for _, e := range entries {
 		switch n := e.Name(); {
-		case strings.HasPrefix(n, "."+statusName+".gpuenv-"), strings.HasPrefix(n, "."+markerName+".gpuenv-"):
+		case strings.HasPrefix(n, "."+statusName+".gpuenv-"), strings.HasPrefix(n, "."+markerName+".gpuenv-"), strings.HasPrefix(n, "."+driftName+".gpuenv-"):
 			// A temporary file of writeFileAtomic's that a kill left:
 			// gpuenv's, and nothing.
 		case n == generationsDir && e.IsDir():
 			generations = true
-		case n == statusName, n == lockName:
+		case n == statusName, n == lockName, n == driftName:
 			others = true
 		default:
 			return 0, &NotStateDirError{Dir: s.dir, Path: s.abs}
@@ -554,16 +554,11 @@ func (s *Store) refreshStatus() error {
 // StatusFile: no generation was ever made.
 func ReadStatus(h *host.Host, stateDir string) (StatusFile, error) {
 	var st StatusFile
-	data, err := h.ReadFile(path.Join(stateDir, statusName))
-	if errors.Is(err, fs.ErrNotExist) {
-		// Nothing was ever applied here: nothing to trust or not (and
-		// a converged plan does not walk the directories above it).
-		return st, nil
-	}
-	if err := CheckStateDir(h, stateDir); err != nil {
-		return st, err
-	}
-	if err != nil {
+	data, err := readStateFile(h, stateDir, statusName)
+	if err != nil || data == nil {
+		// No file: nothing was ever applied here, nothing to trust or
+		// not (and a converged plan does not walk the directories
+		// above it).
 		return st, err
 	}
 	read, err := planner.ReadApplyStatus(bytes.NewReader(data))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,7 @@ import (
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
 	var pythons, programs []string
+	var files healthFiles
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Find out why programs cannot use the GPU, and what fixes it",
@@ -40,21 +42,35 @@ Each check prints ✓ ok, ! warning, ✗ problem or - skipped, and for warnings
 and problems the observed facts it judged from and the fix: a spec change for
 gpuenv, or a command. It needs no spec and changes nothing.
 
+--prometheus FILE writes the verdicts, the driver and CUDA versions, the
+drift timer's last result (plan --record-drift) and the last generation as
+node_exporter textfile metrics; --nfd FILE writes them as Node Feature
+Discovery labels that expire after --nfd-expiry. Both replace FILE by a
+rename, so a collector never reads half of it.
+
 Exit status: 0 healthy (warnings alone do not fail), 2 problems found, 1
 doctor could not run.`,
 		Example: `  gpuenv doctor
   sudo gpuenv doctor --python /opt/venv/bin/python
   gpuenv doctor --program /usr/local/bin/trtexec
-  gpuenv doctor --json | jq '.checks[] | select(.status == "problem")'`,
+  gpuenv doctor --json | jq '.checks[] | select(.status == "problem")'
+  gpuenv doctor --prometheus /var/lib/prometheus/node-exporter/gpuenv.prom >/dev/null`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			if err := files.validate(); err != nil {
+				return err
+			}
 			v := newDoctorView(g)
 			h, err := openHost(g)
 			if err != nil {
 				return err
 			}
-			r, err := runDoctor(cmd.Context(), g, h, pythons, programs)
+			r, obs, err := runDoctor(cmd.Context(), g, h, pythons, programs)
 			if err != nil {
+				return err
+			}
+			if err := files.write(g, h, r, obs, start); err != nil {
 				return err
 			}
 			if err := v.Report(r); err != nil {
@@ -68,18 +84,20 @@ doctor could not run.`,
 	}
 	repeatable(cmd.Flags(), &pythons, "python", "also check the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	repeatable(cmd.Flags(), &programs, "program", "also follow the loader for the native `PROGRAM`, a path inside the root (repeatable)")
+	files.register(cmd)
 	addJSONFlag(cmd, g)
 	return cmd
 }
 
 // runDoctor observes h and runs doctor's checks for the invoking user.
-func runDoctor(ctx context.Context, g *globalOptions, h *host.Host, pythons, programs []string) (*doctor.Report, error) {
+func runDoctor(ctx context.Context, g *globalOptions, h *host.Host, pythons, programs []string) (*doctor.Report, *facts.Observation, error) {
 	opts := providers.ObserveOptions{Pythons: pythons, Programs: programs}
 	if h.Live() {
 		opts.Session = sessionVariables(g)
 	}
 	obs := providers.Observe(ctx, h, opts)
-	return doctorReport(g, h, obs)
+	r, err := doctorReport(g, h, obs)
+	return r, obs, err
 }
 
 func doctorReport(g *globalOptions, h *host.Host, obs *facts.Observation) (*doctor.Report, error) {

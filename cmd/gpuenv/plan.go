@@ -37,6 +37,7 @@ type planOptions struct {
 	planFlags
 	out              string
 	detailedExitcode bool
+	recordDrift      bool
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -78,16 +79,21 @@ Exit status: 0 success (with or without changes), 1 error; with
 	o.planFlags.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
+	cmd.Flags().BoolVar(&o.recordDrift, "record-drift", false, "also record the outcome (time, spec digest, change counts, or the error) in the state directory's world-readable drift.json, for doctor --prometheus")
 	addJSONFlag(cmd, g)
 	return cmd
 }
 
-func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath string) error {
+func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath string) (err error) {
 	ctx := cmd.Context()
 	view := newPlanView(g)
 	opts, diags := o.vars.loadOptions(g.Env)
 	var files map[string]*hcl.File
 	var s *spec.Spec
+	var p *planner.Plan
+	if o.recordDrift {
+		defer func() { err = recordDrift(g, specPath, s, p, diags, err) }()
+	}
 	if !diags.HasErrors() {
 		s, diags = loadSpec(specPath, opts, diags)
 		files = s.Files
@@ -110,7 +116,8 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		return status
 	})
 	diags = append(diags, more...)
-	p, obs := pd.plan, pd.obs
+	p = pd.plan
+	obs := pd.obs
 	if err := view.Plan(files, p, diags); err != nil {
 		return err
 	}

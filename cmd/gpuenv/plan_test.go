@@ -125,18 +125,34 @@ func (r noRunner) Run(_ context.Context, c host.Command) error {
 	return fmt.Errorf("no processes in this test")
 }
 
-// rpmRunner answers rpm -qa, which observation runs on an RPM host (its
-// database is not a file gpuenv reads), from the fixture's recorded
-// output, and fails the test for any other process.
+// rpmRunner answers rpm -qa and rpm -ql, which observation runs on an
+// RPM host (its database is not a file gpuenv reads), from the fixture's
+// recorded output, and fails the test for any other process.
 type rpmRunner struct {
 	tb testing.TB
 	qa []byte
+	ql []byte // "package<TAB>path" lines
 }
 
 func (r rpmRunner) Run(ctx context.Context, c host.Command) error {
-	if len(c.Argv) >= 4 && c.Argv[0] == "chroot" && c.Argv[2] == "rpm" && c.Argv[3] == "-qa" {
-		_, err := c.Stdout.Write(r.qa)
-		return err
+	if len(c.Argv) >= 4 && c.Argv[0] == "chroot" && c.Argv[2] == "rpm" {
+		switch c.Argv[3] {
+		case "-qa":
+			_, err := c.Stdout.Write(r.qa)
+			return err
+		case "-ql":
+			names := c.Argv[4:]
+			if len(names) > 0 && names[0] == "--" {
+				names = names[1:]
+			}
+			for line := range strings.Lines(string(r.ql)) {
+				pkg, file, ok := strings.Cut(strings.TrimSpace(line), "\t")
+				if ok && slices.Contains(names, pkg) {
+					fmt.Fprintln(c.Stdout, file)
+				}
+			}
+			return nil
+		}
 	}
 	return noRunner{r.tb}.Run(ctx, c)
 }
@@ -147,7 +163,8 @@ func runnerFor(tb testing.TB, root string) host.Runner {
 	if err != nil {
 		return noRunner{tb}
 	}
-	return rpmRunner{tb, qa}
+	ql, _ := os.ReadFile(filepath.Join(repoTestdata(), "rpm", root+".ql"))
+	return rpmRunner{tb, qa, ql}
 }
 
 // withPlanHost makes plan use cands and the runner r for the duration of a

@@ -1,8 +1,11 @@
 # NVIDIA's libnvidia-container repository, which carries the container
-# toolkit for every Debian and Ubuntu release (a flat repository).
+# toolkit for every Debian and Ubuntu release (a flat repository). Its key,
+# as NVIDIA's instructions put it in place:
+#   curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey |
+#     gpg --dearmor -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
 repository "nvidia-container-toolkit" {
   url     = "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/"
-  keyring = "https://nvidia.github.io/libnvidia-container/gpgkey"
+  keyring = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 }
 
 repository "cuda" {

@@ -15,6 +15,7 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec/version"
 )
 
 // The CDI spec directories, in rising priority: a spec in the dynamic
@@ -56,7 +57,7 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 	if len(c.DriverFiles) == 0 {
 		// A spec without the driver's libraries starts containers that
 		// see the GPUs and cannot use them.
-		return nil, fmt.Errorf("the package database lists no file of driver %q (gpuenv reads the file lists of dpkg)", c.DriverVersion)
+		return nil, fmt.Errorf("the package database lists no file of driver %q (gpuenv reads the file lists of dpkg and rpm)", c.DriverVersion)
 	}
 	have := map[string]bool{}
 	for _, n := range nodes {
@@ -95,15 +96,7 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 			libDirs = append(libDirs, path.Dir(f))
 		}
 	}
-	if slices.Contains(c.Toolkit.Hooks, "update-ldcache") && c.Toolkit.HookPath != "" && len(libDirs) > 0 {
-		args := hookArgs(c.Toolkit.HookPath, "update-ldcache")
-		for _, d := range libDirs {
-			args = append(args, "--folder", d)
-		}
-		s.ContainerEdits.Hooks = append(s.ContainerEdits.Hooks, &cdispec.Hook{
-			HookName: "createContainer", Path: c.Toolkit.HookPath, Args: args,
-		})
-	}
+	s.ContainerEdits.Hooks = hooks(c, libDirs)
 	v, err := cdispec.MinimumRequiredVersion(s)
 	if err != nil {
 		return nil, err
@@ -113,6 +106,51 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 		return nil, err
 	}
 	return s, nil
+}
+
+// hooks are the createContainer hooks the spec runs, in the order
+// nvidia-ctk cdi generate writes them: the links a program expects, then
+// CUDA's forward compatibility, then the loader cache, which must see the
+// libraries the hooks before it linked or enabled. Each only when the
+// installed toolkit has it (compat.ToolkitHooks) and the host's files
+// call for it.
+func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
+	if c.Toolkit.HookPath == "" {
+		return nil
+	}
+	var out []*cdispec.Hook
+	add := func(name string, args ...string) {
+		if slices.Contains(c.Toolkit.Hooks, name) {
+			out = append(out, &cdispec.Hook{
+				HookName: "createContainer", Path: c.Toolkit.HookPath,
+				Args: append(hookArgs(c.Toolkit.HookPath, name), args...),
+			})
+		}
+	}
+	// Programs that dlopen "libcuda.so", the name only the driver's
+	// development files provide, find it through this link.
+	var links []string
+	for _, f := range c.DriverFiles {
+		if c.DriverVersion != "" && path.Base(f) == "libcuda.so."+c.DriverVersion {
+			links = append(links, "--link", "libcuda.so.1::"+path.Join(path.Dir(f), "libcuda.so"))
+		}
+	}
+	if len(links) > 0 {
+		add("create-symlinks", links...)
+	}
+	// The hook compares an image's CUDA compat libraries with the host's
+	// driver, which it can only do knowing the driver's version.
+	if _, err := version.Parse(c.DriverVersion); err == nil {
+		add("enable-cuda-compat", "--host-driver-version="+c.DriverVersion)
+	}
+	if len(libDirs) > 0 {
+		var folders []string
+		for _, d := range libDirs {
+			folders = append(folders, "--folder", d)
+		}
+		add("update-ldcache", folders...)
+	}
+	return out
 }
 
 // hookArgs starts a hook's argv: nvidia-cdi-hook takes the hook as its

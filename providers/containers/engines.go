@@ -140,6 +140,12 @@ func MergeDocker(content string, setDefault *bool) (string, error) {
 	runtimes[RuntimeName] = entry
 	doc["runtimes"] = runtimes
 	applyDefault(doc, "default-runtime", setDefault)
+	return encodeJSON(doc)
+}
+
+// encodeJSON writes daemon.json as nvidia-ctk does: four spaces, no
+// escaping of <, > and &.
+func encodeJSON(doc map[string]any) (string, error) {
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetIndent("", "    ")

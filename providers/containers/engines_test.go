@@ -198,3 +198,61 @@ func TestMergeCRIO(t *testing.T) {
 		}
 	}
 }
+
+// Taking the runtime out undoes a merge: the file holds the settings it
+// held before, whichever layout and default it had.
+func TestUnmergeUndoesMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		in             string
+		merge, unmerge func(string) (string, error)
+		decode         func(string) (map[string]any, error)
+	}{{
+		name:  "docker",
+		in:    `{"log-driver": "json-file", "runtimes": {"kata": {"path": "/usr/bin/kata-runtime"}}, "max-concurrent-downloads": 7}`,
+		merge: func(s string) (string, error) { return MergeDocker(s, ptr(true)) }, unmerge: UnmergeDocker, decode: decodeJSONObject,
+	}, {
+		name:  "docker without runtimes",
+		in:    `{"log-driver": "json-file"}`,
+		merge: func(s string) (string, error) { return MergeDocker(s, nil) }, unmerge: UnmergeDocker, decode: decodeJSONObject,
+	}, {
+		name:  "containerd v2",
+		in:    "version = 2\noom_score = -999\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  default_runtime_name = \"runc\"\n  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n    SystemdCgroup = true\n",
+		merge: func(s string) (string, error) { return MergeContainerd(s, ptr(true)) }, unmerge: UnmergeContainerd, decode: decodeTOML,
+	}, {
+		name:  "containerd v3",
+		in:    "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\".containerd]\n  default_runtime_name = \"runc\"\n  [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.runc]\n    runtime_type = \"io.containerd.runc.v2\"\n",
+		merge: func(s string) (string, error) { return MergeContainerd(s, ptr(true)) }, unmerge: UnmergeContainerd, decode: decodeTOML,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			merged, err := tc.merge(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Count(merged, "nvidia") == 0 {
+				t.Fatalf("the merge added no runtime:\n%s", merged)
+			}
+			out, err := tc.unmerge(merged)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := tc.decode(tc.in)
+			got, err := tc.decode(out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if d := cmp.Diff(normalize(want), normalize(got)); d != "" {
+				t.Errorf("after merge and unmerge (-before +after):\n%s\n%s", d, out)
+			}
+		})
+	}
+
+	// A default that names nvidia, set by hand, gives way to runc.
+	out, err := UnmergeContainerd("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  default_runtime_name = \"nvidia\"\n")
+	if err != nil || !strings.Contains(out, "default_runtime_name = 'runc'") {
+		t.Errorf("%v\n%s", err, out)
+	}
+	if _, err := UnmergeDocker("[1]"); err == nil {
+		t.Error("a daemon.json that is not an object is refused")
+	}
+}

@@ -14,11 +14,13 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/spec/version"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden plans in testdata/golden")
@@ -360,5 +362,164 @@ func TestMissingRepository(t *testing.T) {
 	_, diags := pl.Plan(context.Background(), s, observe(t, root(t, false)))
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), `repository "nvidia-container-toolkit"`) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 1 {
 		t.Errorf("diagnostics %v", diags)
+	}
+	// apt reads the key from a file: the block names the file and how
+	// NVIDIA's instructions make it.
+	if d := diags[0].Detail; !strings.Contains(d, `keyring = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"`) || !strings.Contains(d, "gpg --dearmor") {
+		t.Errorf("the block to add:\n%s", d)
+	}
+}
+
+// A toolkit whose version apply picks (the plan's repository is not yet
+// configured) leaves the spec to apply: the hooks it names are those of
+// the toolkit the toolkit step installs.
+func TestCDIAfterToolkitKnownAtApply(t *testing.T) {
+	dir := root(t, false)
+	s := plantest.LoadSpec(t, repo+"container_toolkit {\n  version = \"1.17.*\"\n  engines = [\"podman\"]\n}\n")
+	pl := planner.New(containers.Provider{})
+	pl.Candidates = plantest.Candidates{}
+	p := plantest.Plan(t, pl, s, observe(t, dir))
+	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.cdi create"}; !slices.Equal(got, want) {
+		t.Fatalf("steps %q, want %q", got, want)
+	}
+	cdiStep := p.Steps[2]
+	if f := cdiStep.Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
+		t.Errorf("the CDI spec is written at plan time, before its toolkit is known: %+v", f)
+	}
+	if !slices.Contains(cdiStep.DependsOn, containers.ToolkitAddress) || cdiStep.After["driver_version"] != "550.54.15" {
+		t.Errorf("CDI step %+v", cdiStep)
+	}
+}
+
+// The spec names a hook only when the installed toolkit has it (the cited
+// table) and the host's files call for it, in nvidia-ctk's order, through
+// the executable of the toolkit's release.
+func TestCDIHooksByToolkitVersion(t *testing.T) {
+	obs := observe(t, root(t, true))
+	for _, tc := range []struct {
+		toolkit, hookPath string
+		want              []string
+	}{
+		{"1.12.0", "/usr/bin/nvidia-ctk", nil},
+		{"1.14.0", "/usr/bin/nvidia-ctk", []string{"nvidia-ctk hook update-ldcache --folder /usr/lib/x86_64-linux-gnu"}},
+		{"1.16.2", "/usr/bin/nvidia-cdi-hook", []string{
+			"nvidia-cdi-hook create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+			"nvidia-cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu",
+		}},
+		{"1.17.8", "/usr/bin/nvidia-cdi-hook", []string{
+			"nvidia-cdi-hook create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+			"nvidia-cdi-hook enable-cuda-compat --host-driver-version=550.54.15",
+			"nvidia-cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu",
+		}},
+	} {
+		t.Run(tc.toolkit, func(t *testing.T) {
+			c := obs.Containers
+			v := version.MustParse(tc.toolkit)
+			c.Toolkit = facts.ContainerToolkit{Version: tc.toolkit, HookPath: tc.hookPath, Hooks: compat.ToolkitHooks(v)}
+			s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, hk := range s.ContainerEdits.Hooks {
+				if hk.HookName != "createContainer" || hk.Path != tc.hookPath {
+					t.Errorf("hook %+v", hk)
+				}
+				got = append(got, strings.Join(hk.Args, " "))
+				name := hk.Args[1]
+				if name == "hook" {
+					name = hk.Args[2]
+				}
+				if !slices.Contains(compat.ToolkitHooks(v), name) {
+					t.Errorf("toolkit %s lacks the hook %q", tc.toolkit, name)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("hooks\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+
+	// Without libcuda among the driver's files no link is made.
+	c := obs.Containers
+	c.DriverFiles = slices.DeleteFunc(slices.Clone(c.DriverFiles), func(f string) bool { return strings.Contains(f, "libcuda.so") })
+	s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hk := range s.ContainerEdits.Hooks {
+		if slices.Contains(hk.Args, "create-symlinks") {
+			t.Errorf("a link to libcuda without libcuda: %q", hk.Args)
+		}
+	}
+}
+
+// absent = true takes the runtime out of every engine that names it
+// before the toolkit's packages go, restoring runc as the default and
+// keeping every other setting.
+func TestAbsentRemovesEngineEntries(t *testing.T) {
+	dir := root(t, true, "all-configured")
+	s := plantest.LoadSpec(t, "container_toolkit {\n  absent = true\n}\n")
+	pl := newPlanner()
+	p := plantest.Plan(t, pl, s, observe(t, dir))
+	want := []string{
+		"container_toolkit.engine.containerd delete",
+		"container_toolkit.engine.crio delete",
+		"container_toolkit.engine.docker delete",
+		"container_toolkit delete",
+	}
+	if got := addresses(p); !slices.Equal(got, want) {
+		t.Fatalf("steps %q, want %q", got, want)
+	}
+	if deps := p.Steps[3].DependsOn; len(deps) != 3 {
+		t.Errorf("the packages go before the engines stop naming the runtime: %q", deps)
+	}
+	checkGolden(t, "absent", p)
+
+	for _, st := range p.Steps {
+		for _, op := range st.Operations {
+			if f := op.File; f != nil && f.Remove {
+				if err := os.Remove(filepath.Join(dir, f.Path)); err != nil {
+					t.Fatal(err)
+				}
+			} else if f != nil {
+				hosttest.WriteFile(t, dir, f.Path, f.Content)
+			}
+		}
+	}
+	obs := observe(t, dir)
+	for _, e := range obs.Containers.Engines {
+		if e.NVIDIARuntime || e.DefaultRuntime == "nvidia" {
+			t.Errorf("%s still names the runtime: %+v", e.Path, e)
+		}
+	}
+	for file, keep := range map[string]string{"/etc/docker/daemon.json": `"log-driver": "json-file"`, "/etc/containerd/config.toml": "snapshotter = 'overlayfs'"} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil || !strings.Contains(string(b), keep) {
+			t.Errorf("%s lost %s: %v\n%s", file, keep, err, b)
+		}
+	}
+	// What is left is the packages' removal.
+	if got := addresses(plantest.Plan(t, pl, s, observe(t, dir))); !slices.Equal(got, []string{"container_toolkit delete"}) {
+		t.Errorf("steps after the engines changed: %q", got)
+	}
+}
+
+// Without a GPU the driver lists, no spec can be made, now or at apply:
+// the plan says so instead of a step that would fail.
+func TestCDINotPlannedWithoutGPU(t *testing.T) {
+	dir := root(t, false)
+	if err := os.RemoveAll(filepath.Join(dir, "proc/driver/nvidia/gpus")); err != nil {
+		t.Fatal(err)
+	}
+	s := plantest.LoadSpec(t, repo+"container_toolkit {\n  version = \"1.17.*\"\n  engines = [\"podman\"]\n}\n")
+	pl := planner.New(containers.Provider{})
+	pl.Candidates = plantest.Candidates{}
+	p := plantest.Plan(t, pl, s, observe(t, dir))
+	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create"}; !slices.Equal(got, want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+	if !slices.ContainsFunc(p.Warnings, func(w planner.Warning) bool { return w.Check == containers.CheckCDIUnplanned }) {
+		t.Errorf("no warning that the spec cannot be made: %+v", p.Warnings)
 	}
 }

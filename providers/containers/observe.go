@@ -2,7 +2,9 @@ package containers
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"slices"
@@ -41,7 +43,7 @@ var engineOrder = []spec.Engine{spec.EngineDocker, spec.EngineContainerd, spec.E
 // Observe reads the container toolkit from the package list, the
 // engines' configuration files, the CDI specs, and what a CDI spec is
 // made from: the GPUs the driver lists and the driver's files.
-func Observe(h *host.Host, pkgs facts.Packages, drv facts.Driver) (facts.Containers, []facts.Warning) {
+func Observe(ctx context.Context, h *host.Host, pkgs facts.Packages, drv facts.Driver) (facts.Containers, []facts.Warning) {
 	var out facts.Containers
 	var warns []facts.Warning
 	out.Toolkit = observeToolkit(h, pkgs)
@@ -57,8 +59,9 @@ func Observe(h *host.Host, pkgs facts.Packages, drv facts.Driver) (facts.Contain
 	out.GPUs = gpus
 	warns = append(warns, w...)
 	out.DriverVersion = driverVersion(drv)
-	out.DriverFiles = driverFiles(h, pkgs, out.DriverVersion)
-	return out, warns
+	files, w := driverFiles(ctx, h, pkgs, out.DriverVersion)
+	out.DriverFiles = files
+	return out, append(warns, w...)
 }
 
 func observeToolkit(h *host.Host, pkgs facts.Packages) facts.ContainerToolkit {
@@ -307,23 +310,39 @@ var driverTools = []string{"nvidia-smi", "nvidia-debugdump", "nvidia-persistence
 
 // driverFiles lists, from the file lists of the installed packages of
 // the driver's version, the libraries of that version and their links,
-// the GSP firmware, and the driver's tools.
-func driverFiles(h *host.Host, pkgs facts.Packages, ver string) []string {
-	if ver == "" || pkgs.Manager != "dpkg" {
-		return nil
+// the GSP firmware, and the driver's tools: dpkg's lists are files under
+// /var/lib/dpkg/info; rpm's database is read through rpm -ql, one command
+// for all the driver's packages.
+func driverFiles(ctx context.Context, h *host.Host, pkgs facts.Packages, ver string) ([]string, []facts.Warning) {
+	if ver == "" {
+		return nil, nil
 	}
-	var out []string
+	var names []string
+	var lists [][]string
 	for _, p := range pkgs.Packages {
 		if p.State != facts.StateInstalled || !strings.HasPrefix(p.Version, ver) && !strings.Contains(p.Version, ":"+ver) ||
 			slices.Contains(ToolkitPackages, p.Name) {
 			continue
 		}
-		list, err := pkgdb.FileList(h, p.Name, p.Architecture)
-		if err != nil {
-			continue
+		switch pkgs.Manager {
+		case facts.DatabaseDpkg:
+			if list, err := pkgdb.FileList(h, p.Name, p.Architecture); err == nil {
+				lists = append(lists, strings.Fields(string(list)))
+			}
+		case facts.DatabaseRPM:
+			names = append(names, p.Name)
 		}
-		for line := range strings.Lines(string(list)) {
-			f := strings.TrimSpace(line)
+	}
+	if len(names) > 0 {
+		var stdout, stderr bytes.Buffer
+		if err := h.Run(ctx, host.Command{Argv: pkgdb.RPMFilesQuery(names...), Stdout: &stdout, Stderr: &stderr}); err != nil {
+			return nil, []facts.Warning{{Message: fmt.Sprintf("listing the files of driver %s's packages (%s): %v %s", ver, strings.Join(names, ", "), err, strings.TrimSpace(stderr.String()))}}
+		}
+		lists = append(lists, pkgdb.ParseRPMFiles(stdout.Bytes()))
+	}
+	var out []string
+	for _, list := range lists {
+		for _, f := range list {
 			if isDriverFile(f, ver) && !slices.Contains(out, f) {
 				if fi, err := h.Stat(f); err == nil && !fi.IsDir() {
 					out = append(out, f)
@@ -332,7 +351,7 @@ func driverFiles(h *host.Host, pkgs facts.Packages, ver string) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }
 
 func isDriverFile(f, ver string) bool {

@@ -60,7 +60,13 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			remove = append(remove, p.Name)
 		}
 		slices.Sort(remove)
+		engines := planAbsentEngines(req, c, resp)
+		resp.Steps = append(resp.Steps, engines...)
 		if s := repository.Remove(ToolkitAddress, "the NVIDIA container toolkit", manager, remove); s != nil {
+			// The engines stop naming the runtime before it goes.
+			for _, e := range engines {
+				s.DependsOn = append(s.DependsOn, e.Address)
+			}
 			resp.Steps = append(resp.Steps, *s)
 		}
 		return resp
@@ -190,9 +196,14 @@ func offersToolkit(s *spec.Spec) bool {
 // missingRepository is the error of a toolkit no configured source
 // offers: it names the block to add.
 func missingRepository(obs *facts.Observation, c *spec.ContainerToolkit) *hcl.Diagnostic {
+	// apt takes the key from a file, which NVIDIA's instructions make
+	// with gpg --dearmor; dnf fetches it from the URL itself.
 	kind, arch := "deb", obs.OS.Arch
+	keyring, fetch := "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg",
+		"\n\nwith the key in place first:\n\ncurl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | gpg --dearmor -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 	if obs.OS.Family == "rpm" {
 		kind = "rpm"
+		keyring, fetch = "https://nvidia.github.io/libnvidia-container/gpgkey", ""
 		if arch == "" {
 			arch = "x86_64"
 		}
@@ -203,7 +214,7 @@ func missingRepository(obs *facts.Observation, c *spec.ContainerToolkit) *hcl.Di
 		Severity: hcl.DiagError,
 		Summary:  "Missing repository for the container toolkit",
 		Detail: fmt.Sprintf("The NVIDIA container toolkit is not in the distribution's archive, and no package source on this host offers it. Add NVIDIA's libnvidia-container repository to the spec:\n\n"+
-			"repository \"nvidia-container-toolkit\" {\n  url     = \"https://nvidia.github.io/libnvidia-container/stable/%s/%s/\"\n  keyring = \"https://nvidia.github.io/libnvidia-container/gpgkey\"\n}", kind, arch),
+			"repository \"nvidia-container-toolkit\" {\n  url     = \"https://nvidia.github.io/libnvidia-container/stable/%s/%s/\"\n  keyring = %q\n}%s", kind, arch, keyring, fetch),
 		Subject: c.DefRange.Ptr(),
 	}
 }
@@ -367,7 +378,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		cs.Toolkit = incomingToolkit(toolkitStep)
 	}
 	if driverChanges(req) {
-		return regenerateAfterDriver(cs, toolkitStep)
+		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath))
 	}
 	s, err := GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
@@ -377,6 +388,11 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), CDISpecPath),
 		})
 		return nil
+	}
+	if toolkitStep != nil && cs.Toolkit.Version == "" {
+		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", CDISpecPath))
+		step.After["driver_version"] = cs.DriverVersion
+		return step
 	}
 	content, err := MarshalCDI(s)
 	if err != nil {
@@ -432,11 +448,13 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	return step
 }
 
-// regenerateAfterDriver is the CDI step of a plan that changes the
-// driver: the spec names the driver's files of one version, so apply
-// makes it from the files the driver step leaves, right after that step;
-// rollback restores the spec the host had, as for every file.
-func regenerateAfterDriver(cs facts.Containers, toolkitStep *planner.Step) *planner.Step {
+// regenerateAtApply is the CDI step of a plan whose spec depends on what
+// an earlier step leaves: a driver change (the spec names the driver's
+// files of one version) or a toolkit whose version apply picks (the spec
+// names its hooks). Apply makes the spec from the host as those steps
+// left it, right after them; rollback restores the spec the host had, as
+// for every file.
+func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason string) *planner.Step {
 	step := &planner.Step{
 		Address:    CDIAddress,
 		Action:     planner.Create,
@@ -444,7 +462,7 @@ func regenerateAfterDriver(cs facts.Containers, toolkitStep *planner.Step) *plan
 		After:      map[string]string{"path": CDISpecPath, "driver_version": "(known after apply)"},
 		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
 		DependsOn:  []string{"driver"},
-		Reason:     fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath),
+		Reason:     reason,
 	}
 	if toolkitStep != nil {
 		step.DependsOn = append(step.DependsOn, ToolkitAddress)

@@ -31,7 +31,7 @@ func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 	system.Observe(ctx, h, obs)
 	driver.Observe(ctx, h, noNVML{}, obs)
 	pkgs, _ := packages.Observe(ctx, h, obs.OS.Family)
-	c, _ := Observe(h, pkgs, obs.Driver)
+	c, _ := Observe(ctx, h, pkgs, obs.Driver)
 	s, err := GenerateCDI(&c, obs.DeviceNodes)
 	if err != nil {
 		return "", err

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Deb is a small package built with dpkg-deb: a name and version as
@@ -83,7 +84,8 @@ func (d Deb) Build(t testing.TB, dir string) string {
 			t.Fatal(err)
 		}
 		mode := os.FileMode(0o644)
-		if isScript(p) {
+		// A file that starts with "#!" is a program the package ships.
+		if isScript(p) || strings.HasPrefix(files[p], "#!") {
 			mode = 0o755
 		}
 		if err := os.WriteFile(full, []byte(files[p]), mode); err != nil {
@@ -256,5 +258,46 @@ git_version = '0000000000000000000000000000000000000000'
 hip: Optional[str] = None
 `, version, cuda),
 		},
+	}
+}
+
+// SignRepository makes the flat repository at dir inside the root one apt
+// accepts by signature, as it does NVIDIA's: a Release file with the
+// Packages index's hash, signed inline (InRelease) with a key made for the
+// test, whose public half it writes into the root at keyring.
+func (r *Root) SignRepository(dir, keyring string) {
+	r.t.Helper()
+	out := r.Path(dir)
+	packages, err := os.ReadFile(filepath.Join(out, "Packages"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	sum := sha256.Sum256(packages)
+	release := fmt.Sprintf("Origin: gpuenv tests\nLabel: %s\nDate: %s\nSHA256:\n %x %d Packages\n",
+		filepath.Base(dir), time.Now().UTC().Format(time.RFC1123), sum, len(packages))
+	if err := os.WriteFile(filepath.Join(out, "Release"), []byte(release), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	home := r.t.TempDir()
+	gpg := func(args ...string) []byte {
+		r.t.Helper()
+		cmd := exec.Command("gpg", append([]string{"--batch", "--homedir", home, "--pinentry-mode", "loopback", "--passphrase", ""}, args...)...)
+		b, err := cmd.Output()
+		if err != nil {
+			r.t.Fatalf("gpg %v: %v", args, err)
+		}
+		return b
+	}
+	// gpg starts an agent for the home directory; it must not outlive
+	// the test.
+	defer exec.Command("gpgconf", "--homedir", home, "--kill", "gpg-agent").Run()
+	gpg("--quick-gen-key", "gpuenv tests <tests@gpuenv.invalid>", "ed25519", "sign", "never")
+	gpg("--output", filepath.Join(out, "InRelease"), "--clearsign", filepath.Join(out, "Release"))
+	key := gpg("--export")
+	if err := os.MkdirAll(filepath.Dir(r.Path(keyring)), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(r.Path(keyring), key, 0o644); err != nil {
+		r.t.Fatal(err)
 	}
 }

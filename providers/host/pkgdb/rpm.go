@@ -163,3 +163,23 @@ func LocksName(entries []string, name string) bool {
 	}
 	return false
 }
+
+// RPMFilesQuery is the command that prints, one path a line, the files
+// rpm's database lists for the installed packages named. The database
+// itself (SQLite since RHEL 9, Berkeley DB before) has no text form to
+// read, so the list comes from rpm, as the package list does.
+func RPMFilesQuery(names ...string) []string {
+	return append([]string{"rpm", "-ql", "--"}, names...)
+}
+
+// ParseRPMFiles reads the output of RPMFilesQuery: the absolute paths,
+// without rpm's "(contains no files)" line for a package that has none.
+func ParseRPMFiles(data []byte) []string {
+	var out []string
+	for line := range strings.Lines(string(data)) {
+		if p := strings.TrimSpace(line); strings.HasPrefix(p, "/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
