@@ -278,6 +278,18 @@ func TestModuleOnRoot(t *testing.T) {
 	if after, _ := os.ReadFile(profile); string(after) != string(before) {
 		t.Errorf("after the reverted apply, %s is\n%s\nwant it as before:\n%s", profile, after, before)
 	}
+	// revert: false leaves the first write in place for a rollback.
+	res = l.module(map[string]any{"spec": filepath.Dir(spec), "revert": false})
+	msg, _ = res["msg"].(string)
+	if after, _ := os.ReadFile(profile); res["failed"] != true || !strings.Contains(msg, "left in place (revert is false)") || !strings.Contains(string(after), "/scratch/hf") {
+		t.Errorf("failing apply with revert false: failed %v, msg %q, %s now\n%s", res["failed"], msg, profile, after)
+	}
+	if res = l.module(map[string]any{"state": "rolled_back"}); res["changed"] != true || res["failed"] == true {
+		t.Errorf("rollback of the apply left in place: changed %v, failed %v: %v", res["changed"], res["failed"], res)
+	}
+	if after, _ := os.ReadFile(profile); string(after) != string(before) {
+		t.Errorf("after the rollback, %s is\n%s\nwant it as before:\n%s", profile, after, before)
+	}
 	if err := os.Remove(dropin); err != nil {
 		t.Fatal(err)
 	}

@@ -394,9 +394,12 @@ def run_failure(kind, summary, diags):
         parts.append("%s stopped at the inverse %s: %s%s; the host needs attention: roll back again after fixing the cause"
                      % ("the revert" if failed else kind, revert_failed.get("what", ""), revert_failed.get("error", ""),
                         log_tail(revert_failed)))
-    elif failed and kind == "apply":
+    elif failed and kind == "apply" and res.get("status") == "reverted":
         parts.append("gpuenv reverted what the apply had done (inverses run: %d; generation %s)"
                      % (len(res.get("reverted") or []), (summary or {}).get("generation")))
+    elif failed and kind == "apply":
+        parts.append("the operations done before it are left in place (revert is false): "
+                     "state=rolled_back undoes generation %s" % (summary or {}).get("generation"))
     if not parts:
         parts.append("%s ended with outcome %r (exit %s)" % (kind, (summary or {}).get("outcome"), (summary or {}).get("exit_code")))
     return "gpuenv " + "; ".join(parts)
