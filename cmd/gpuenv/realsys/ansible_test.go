@@ -255,8 +255,9 @@ const sitePolicyHook = `DPkg::Post-Invoke { "/usr/local/sbin/site-policy"; };
 // host's upgrade fails: that host is reverted by gpuenv, the play stops
 // before the third, the first keeps the new driver, and the rollback
 // playbook takes it back. Each playbook is run twice: the second run
-// changes nothing. Then the module's check mode is timed against
-// Ansible's ping over the same hosts.
+// changes nothing. allow_reboot=false refuses a plan that needs a reboot
+// without touching the host. Then the module's check mode is timed
+// against Ansible's ping over the same hosts.
 func TestAnsibleRollingDriverUpgrade(t *testing.T) {
 	f := newFleet(t, ansibleNodes)
 	deb, version := gpuenvDeb(t, filepath.Join(f.dir, "dist"))
@@ -357,7 +358,35 @@ func TestAnsibleRollingDriverUpgrade(t *testing.T) {
 		t.Errorf("rollout --check of the first spec after the rollback: exit %d, changed=%d, want 0 and 0\n%s", run.Code, run.totalChanged(), run.Output)
 	}
 
+	// allow_reboot: false refuses, before anything is applied, a plan
+	// that needs a reboot: blacklisting nouveau, which takes effect with
+	// the initramfs at the next boot.
+	r := f.roots[last]
+	r.WriteFile("/root/nouveau/gpuenv.hcl", strings.Replace(driverSpec("535.261.03"), "  hold ", "  blacklist_nouveau = true\n  hold ", 1))
+	res = f.adhoc(last, "spec=/root/nouveau allow_reboot=false")
+	msg, _ = res["msg"].(string)
+	if res["failed"] != true || res["needs_reboot"] != true || !strings.Contains(msg, "the plan needs a reboot (kernel.nouveau) and allow_reboot is false: nothing was applied") {
+		t.Errorf("allow_reboot=false with a plan that needs a reboot: failed %v, needs_reboot %v, msg %q\n%v", res["failed"], res["needs_reboot"], msg, res)
+	}
+	if diff := before[last].Diff(r.Snapshot()); len(diff) > 0 {
+		t.Errorf("%s changed by a refused apply:\n%s", last, strings.Join(diff, "\n"))
+	}
+
 	f.timeCheckAgainstPing()
+}
+
+// adhoc runs the module once on host with args (key=value), as `ansible
+// HOST -m gpuenv.gpuenv.gpuenv -a ARGS`, and returns its result.
+func (f *fleet) adhoc(host, args string) map[string]any {
+	f.t.Helper()
+	cmd := exec.Command("ansible", host, "-m", "gpuenv.gpuenv.gpuenv", "-a", args)
+	cmd.Env = append(slices.Clone(f.env), "ANSIBLE_LOAD_CALLBACK_PLUGINS=1", "ANSIBLE_STDOUT_CALLBACK=ansible.posix.json")
+	out, _ := cmd.Output()
+	var run playRun
+	if err := json.Unmarshal(out, &run); err != nil || len(run.Plays) != 1 || len(run.Plays[0].Tasks) != 1 {
+		f.t.Fatalf("ansible %s -a %q printed no JSON report of one task (%v):\n%s", host, args, err, out)
+	}
+	return run.Plays[0].Tasks[0].Hosts[host]
 }
 
 // onlySpecChanged reports whether diff is nothing but /etc/gpuenv's spec
