@@ -373,6 +373,11 @@ func stageContents(ctx context.Context, stage, bin, mod string) (files.Contents,
 	file(zsh, rpmZshDir+"/_gpuenv", 0o644, "rpm")
 	file(fish, "/usr/share/fish/vendor_completions.d/gpuenv.fish", 0o644, "")
 	file(manGz, "/usr/share/man/man1/gpuenv.1.gz", 0o644, "")
+	// slurmd starts HealthCheckProgram and Prolog without arguments, so
+	// slurm.conf names this link and gpuenv takes its name for the
+	// command (cmd/gpuenv/main.go, slurmHealthName).
+	c = append(c, &files.Content{Source: "/usr/bin/gpuenv", Destination: "/usr/sbin/gpuenv-slurm-health", Type: files.TypeSymlink,
+		FileInfo: &files.ContentFileInfo{Owner: "root", Group: "root", Mode: 0o777}})
 
 	if err := extract("files", stage, "units", "gpuenv-drift.service", "gpuenv-drift.timer", "README"); err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ import (
 
 func main() {
 	fs := flag.NewFlagSet("package", flag.ContinueOnError)
-	out := fs.String("o", "dist", "the directory to write the .deb and .rpm into (created if missing)")
+	out := fs.String("o", "dist", "write the .deb and .rpm into `DIR` (created if missing)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./deploy/package [-o DIR]
 
@@ -36,6 +36,10 @@ page, examples and drift timer, as a .deb and an .rpm in DIR.
 	case err == flag.ErrHelp:
 		os.Exit(0)
 	case err != nil:
+		os.Exit(2)
+	}
+	if *out == "" {
+		fmt.Fprintln(os.Stderr, "package: -o is empty; give the directory to write the packages into")
 		os.Exit(2)
 	}
 	if fs.NArg() > 0 {

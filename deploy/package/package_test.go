@@ -90,6 +90,8 @@ var common = map[string]entry{
 	"/usr/share/doc/gpuenv/examples/variables/cuda-12.6.vars":   {"-rw-r--r--", "root/root"},
 	"/etc/gpuenv":     {"drwxr-xr-x", "root/root"},
 	"/var/lib/gpuenv": {"drwx--x--x", "root/root"},
+	// The name slurm.conf gives HealthCheckProgram and Prolog.
+	"/usr/sbin/gpuenv-slurm-health": {"lrwxrwxrwx", "root/root"},
 }
 
 func withPaths(m map[string]entry, extra map[string]entry) map[string]entry {
@@ -165,6 +167,7 @@ func TestDeb(t *testing.T) {
 	root := t.TempDir()
 	output(t, "dpkg-deb", "--extract", res.Deb, root)
 	checkBinaryVersion(t, filepath.Join(root, "usr/bin/gpuenv"), res.Version)
+	checkSlurmLink(t, root)
 	checkUnits(t, filepath.Join(root, "lib/systemd/system"))
 	checkManPage(t, filepath.Join(root, "usr/share/man/man1/gpuenv.1.gz"))
 	checkCompletions(t, root, "usr/share/zsh/vendor-completions/_gpuenv")
@@ -214,6 +217,7 @@ func TestRPM(t *testing.T) {
 		t.Fatalf("rpm2cpio: %v\n%s", err, out)
 	}
 	checkBinaryVersion(t, filepath.Join(root, "usr/bin/gpuenv"), res.Version)
+	checkSlurmLink(t, root)
 	checkUnits(t, filepath.Join(root, "usr/lib/systemd/system"))
 }
 
@@ -224,9 +228,24 @@ func checkEntries(t *testing.T, format string, got, want map[string]entry) {
 		switch {
 		case !ok:
 			t.Errorf("%s: %s is missing", format, p)
+		case strings.HasPrefix(w.mode, "l") && strings.HasPrefix(g.mode, "l") && g.owner == w.owner:
+			// A link's permission bits mean nothing to the kernel, and
+			// nfpm's rpm writes them as zero; the type and owner matter.
 		case g != w:
 			t.Errorf("%s: %s is %s %s, want %s %s", format, p, g.mode, g.owner, w.mode, w.owner)
 		}
+	}
+}
+
+// checkSlurmLink: the link slurm.conf names points at the packaged binary.
+func checkSlurmLink(t *testing.T, root string) {
+	t.Helper()
+	target, err := os.Readlink(filepath.Join(root, "usr/sbin/gpuenv-slurm-health"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target != "/usr/bin/gpuenv" {
+		t.Errorf("/usr/sbin/gpuenv-slurm-health points at %s, want /usr/bin/gpuenv", target)
 	}
 }
 

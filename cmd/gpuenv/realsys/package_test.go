@@ -39,6 +39,10 @@ func TestDebPackage(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.MustSh("/usr/bin/gpuenv version --json")), &v); err != nil || v.Version != version {
 		t.Errorf("gpuenv version: %q (%v), the package is %q", v.Version, err, version)
 	}
+	// slurm.conf's HealthCheckProgram: the link answers as slurm-health.
+	if got := strings.TrimSpace(r.MustSh("/usr/sbin/gpuenv-slurm-health --help | head -n 1")); !strings.Contains(got, "Slurm") {
+		t.Errorf("/usr/sbin/gpuenv-slurm-health --help starts %q, want slurm-health's help", got)
+	}
 	if got := strings.TrimSpace(r.MustSh("stat -c '%a %U %G' /var/lib/gpuenv")); got != "711 root root" {
 		t.Errorf("/var/lib/gpuenv is %s, want 711 root root", got)
 	}
@@ -57,27 +61,30 @@ func TestDebPackage(t *testing.T) {
 		t.Errorf("bash completion: %s", res)
 	}
 
-	// A spec in /etc/gpuenv, applied by the installed binary, leaves a
-	// generation in the state directory.
+	// The service's own command line, as systemd runs it, on a host whose
+	// spec is not applied yet: drift (2), which SuccessExitStatus makes a
+	// success, recorded world-readable for an exporter that is not root.
 	r.MustSh("useradd -m alice")
 	r.WriteFile("/etc/gpuenv/gpuenv.hcl", "group \"render\" {\n  members = [\"alice\"]\n}\n")
+	service := string(r.readFile("/lib/systemd/system/gpuenv-drift.service"))
+	if got := unitValue(t, service, "SuccessExitStatus"); got != "2" {
+		t.Fatalf("SuccessExitStatus=%s", got)
+	}
+	execStart := strings.Fields(unitValue(t, service, "ExecStart"))
+	if res := r.Chroot(userEnv, execStart...); res.Code != 2 {
+		t.Errorf("the service's %q before apply: want 2, changes; %s", execStart, res)
+	}
+	r.checkDrift("changes")
+
+	// Applied by the installed binary, the spec leaves a generation in the
+	// state directory, and the service finds no drift.
 	if res := r.Chroot(userEnv, "/usr/bin/gpuenv", "apply", "--auto-approve", "/etc/gpuenv"); res.Code != 0 {
 		t.Fatalf("apply: %s", res)
 	}
-	// The service's own command line, as systemd would run it: with the
-	// spec applied, no drift (0); 2 would be drift, also a success.
-	execStart := unitValue(t, string(r.readFile("/lib/systemd/system/gpuenv-drift.service")), "ExecStart")
-	if res := r.Chroot(userEnv, strings.Fields(execStart)...); res.Code != 0 {
-		t.Errorf("the service's %q on an applied host: %s", execStart, res)
+	if res := r.Chroot(userEnv, execStart...); res.Code != 0 {
+		t.Errorf("the service's %q after apply: want 0, no changes; %s", execStart, res)
 	}
-	// Its record is world-readable, for an exporter that is not root.
-	var drift struct{ Outcome string }
-	if err := json.Unmarshal(r.readFile("/var/lib/gpuenv/drift.json"), &drift); err != nil || drift.Outcome != "no-changes" {
-		t.Errorf("drift.json after the service's plan: outcome %q (%v)", drift.Outcome, err)
-	}
-	if got := strings.TrimSpace(r.MustSh("stat -c %a /var/lib/gpuenv/drift.json")); got[len(got)-1]&4 == 0 {
-		t.Errorf("drift.json has mode %s: others cannot read it", got)
-	}
+	r.checkDrift("no-changes")
 	state := r.MustSh("find /var/lib/gpuenv | sort")
 
 	r.MustSh("dpkg -r gpuenv")
@@ -108,6 +115,19 @@ func TestDebPackage(t *testing.T) {
 	}
 	if res := r.Sh("getent group render"); res.Code == 0 {
 		t.Errorf("render still exists after rollback: %s", res.Stdout)
+	}
+}
+
+// checkDrift checks that the drift record says outcome and that every user
+// may read it.
+func (r *Root) checkDrift(outcome string) {
+	r.t.Helper()
+	var drift struct{ Outcome string }
+	if err := json.Unmarshal(r.readFile("/var/lib/gpuenv/drift.json"), &drift); err != nil || drift.Outcome != outcome {
+		r.t.Errorf("drift.json: outcome %q (%v), want %q", drift.Outcome, err, outcome)
+	}
+	if res := r.Chroot(userEnv, "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "cat", "/var/lib/gpuenv/drift.json"); res.Code != 0 {
+		r.t.Errorf("nobody cannot read drift.json: %s", res)
 	}
 }
 
