@@ -136,6 +136,7 @@ func (v *observeHuman) Observation(obs *facts.Observation) error {
 		layers []string
 	}{
 		{"OS", v.os, []string{"os"}},
+		{"Where programs run", v.context, []string{"context"}},
 		{"Kernel", v.kernel, []string{"kernel"}},
 		{"GPUs on the PCI bus", v.gpus, []string{"pci"}},
 		{"NVML", v.nvml, []string{"nvml"}},
@@ -146,6 +147,7 @@ func (v *observeHuman) Observation(obs *facts.Observation) error {
 		{"CUDA toolkits", v.cuda, []string{"cuda"}},
 		{"cuDNN", v.cudnn, []string{"cudnn"}},
 		{"Python environments", v.python, []string{"python", "framework"}},
+		{"Dynamic loader", v.loader, []string{"loader"}},
 		{"Groups", v.groups, []string{"groups"}},
 		{"Environment", v.environment, []string{"environment"}},
 	} {
@@ -504,4 +506,153 @@ func (v *observeHuman) environment(obs *facts.Observation) {
 	for _, m := range e.Managed {
 		v.item("gpuenv file %s", m)
 	}
+}
+
+// context shows where programs on the root run, one line per fact; the
+// files each was read from are in --json.
+func (v *observeHuman) context(obs *facts.Observation) {
+	c := obs.Context
+	line := orUnknown(c.Kind)
+	if k := c.Container; k != nil {
+		var notes []string
+		if k.Rootless {
+			notes = append(notes, "rootless")
+		}
+		if k.OverlayRoot {
+			notes = append(notes, "overlay root")
+		}
+		notes = append(notes, "GPU device nodes "+yesNo(k.DeviceNodes), "driver libraries "+yesNo(k.DriverLibraries))
+		if k.CUDAVersion != "" {
+			notes = append(notes, "image CUDA "+k.CUDAVersion)
+		}
+		if k.RequireCUDA != "" {
+			notes = append(notes, "requires "+k.RequireCUDA)
+		}
+		line = fmt.Sprintf("container (%s): %s", k.Engine, strings.Join(notes, ", "))
+	}
+	if len(c.Evidence) > 0 {
+		line += fmt.Sprintf("  (from %s; --json names them)", count(len(c.Evidence), "fact", "facts"))
+	}
+	v.item("%s", line)
+	if u := c.UserNamespace; u != nil {
+		v.item("user namespace %q: %s owned by the overflow id %d", u.UIDMap, count(len(u.UnmappedNodes), "device node", "device nodes"), u.OverflowUID)
+	}
+	if j := c.Job; j != nil {
+		gpus := "no GPU allocated"
+		if len(j.GPUs) > 0 {
+			gpus = "GPUs " + strings.Join(j.GPUs, ",")
+		}
+		node := ""
+		if len(j.NodeGPUs) > 0 {
+			node = fmt.Sprintf(" (the node declares %d)", len(j.NodeGPUs))
+		}
+		v.item("%s job %s: %s%s", j.Scheduler, j.ID, gpus, node)
+	}
+	if w := c.WSL; w != nil {
+		v.item("WSL: /dev/dxg %s, %s of the Windows driver, %s of a Linux driver", presence(w.DXG), count(len(w.Libraries), "library", "libraries"), count(len(w.LinuxDriver), "libcuda file", "libcuda files"))
+	}
+	if s := c.Suspend; s != nil && s.CanSuspend {
+		services := "no suspend services"
+		if len(s.Services) > 0 {
+			services = strings.Join(s.Services, ", ")
+		}
+		line := fmt.Sprintf("suspend: NVreg_PreserveVideoMemoryAllocations=%s, %s", orUnknown(s.PreserveVideoMemory), services)
+		if s.Resumes > 0 {
+			line += fmt.Sprintf(", resumed %s since boot", count(s.Resumes, "time", "times"))
+		}
+		v.item("%s", line)
+	}
+}
+
+// loader shows the loader's cache and search path and, per consumer,
+// how many of its libraries resolve; only libraries that are missing,
+// come through LD_LIBRARY_PATH or hide another file get a line of their
+// own (--json has every resolution).
+func (v *observeHuman) loader(obs *facts.Observation) {
+	l := obs.Loader
+	cache := "absent"
+	switch {
+	case l.Cache.Error != "":
+		cache = "unreadable: " + l.Cache.Error
+	case l.Cache.Present:
+		cache = count(l.Cache.Entries, "entry", "entries")
+	case l.Cache.Simulated:
+		cache = fmt.Sprintf("absent; ldconfig would write %s", count(l.Cache.Entries, "entry", "entries"))
+	}
+	v.item("cache %s: %s", orUnknown(l.Cache.Path), cache)
+	for _, d := range l.Cache.Uncached {
+		v.item("not in the cache: %s (%s)", d.Dir, d.From)
+	}
+	for _, d := range l.LibraryPath {
+		v.item("LD_LIBRARY_PATH %s (%s)", d.Dir, d.From)
+	}
+	each(v, l.Consumers, "no framework, toolkit or program to resolve", func(c facts.LoaderResolution) {
+		who := c.Subject
+		if c.Kind == "framework" {
+			who = c.Framework + " in " + c.Python
+		}
+		missing := 0
+		for _, r := range c.Libraries {
+			if r.Path == "" {
+				missing++
+			}
+		}
+		line := fmt.Sprintf("%s %s: %d of %s found", c.Kind, who, len(c.Libraries)-missing, count(len(c.Libraries), "library", "libraries"))
+		v.item("%s", line)
+		for _, r := range c.Libraries {
+			switch {
+			case r.Path == "":
+				v.item("   %s: not found%s", r.Soname, elsewhereText(r.Elsewhere))
+			case r.Via == "LD_LIBRARY_PATH" || len(r.Shadows) > 0:
+				v.item("   %s → %s%s (%s)%s", r.Soname, r.Path, versionText(r.Version), r.Via, shadowText(r.Shadows))
+			}
+		}
+	})
+}
+
+func versionText(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " " + v
+}
+
+func shadowText(s []facts.LibraryCandidate) string {
+	if len(s) == 0 {
+		return ""
+	}
+	out := fmt.Sprintf(", hides %s%s", s[0].Path, versionText(s[0].Version))
+	if len(s) > 1 {
+		out += fmt.Sprintf(" and %d more", len(s)-1)
+	}
+	return out
+}
+
+func elsewhereText(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	return " (present in " + strings.Join(paths, ", ") + ", outside the search order)"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func presence(b bool) string {
+	if b {
+		return "present"
+	}
+	return "absent"
+}
+
+// count is "1 library", "2 libraries".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -32,7 +32,7 @@ func allSources() []Source {
 	var out []Source
 	// Every row type keeps its citation in a field named Source.
 	for _, rows := range []any{
-		CUDAReleases(), families, DriverBranches(), Architectures(), GPUs(),
+		CUDAReleases(), families, DriverBranches(), Architectures(), Chips(), CUDAArchs(), GPUs(),
 		TorchReleases(), variants, TensorFlowReleases(), JAXPlugins(),
 		CuDNNBuilds(), PackageRows(), must(loadDistro()), FrameworkLibrariesRows(), ToolkitFacts(),
 	} {

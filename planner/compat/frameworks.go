@@ -39,9 +39,20 @@ type PyTorchVariant struct {
 	// SASS lists the compute capabilities the wheels carry machine code
 	// for; PTX the PTX targets they carry for JIT compilation.
 	SASS, PTX []version.Version
-	Notes     string
-	Source    Source
+	// AArch64 says whether the variant's index has Linux aarch64 wheels
+	// with CUDA: "yes", "no", or "" where not known.
+	AArch64 string
+	Notes   string
+	Source  Source
 }
+
+// FindLinks is the index_flag of releases that predate the per-variant
+// indexes: pip finds their wheels through TorchFindLinksURL.
+const FindLinks = "--find-links"
+
+// TorchFindLinksURL is the page that links every wheel of the releases
+// before 1.11, by local version (torch-1.3.0+cu101-...).
+const TorchFindLinksURL = TorchIndexBase + "torch_stable.html"
 
 // IndexURL returns the wheel index that serves the variant.
 func (v PyTorchVariant) IndexURL() string { return TorchIndexBase + v.Variant }
@@ -105,7 +116,7 @@ func loadTorch() (torchData, error) {
 			PythonMax:      d.requiredVersion(r, "python_max"),
 			DefaultVariant: d.str(r, "default_variant"),
 			ROCm:           d.str(r, "rocm"),
-			IndexFlag:      d.oneOf(r, "index_flag", "--index-url", "--extra-index-url"),
+			IndexFlag:      d.oneOf(r, "index_flag", "--index-url", "--extra-index-url", FindLinks),
 		}
 		rel.Source = d.source(r, "torch_releases", r.get("release"), refs)
 		if nparts(rel.Release) != 2 {
@@ -130,7 +141,7 @@ func loadTorch() (torchData, error) {
 	if d.err != nil {
 		return t, d.err
 	}
-	recs, err = readTable("torch_variants.tsv", "release", "variant", "cuda", "cudnn", "status", "sass", "ptx", "notes", "source", "unverified")
+	recs, err = readTable("torch_variants.tsv", "release", "variant", "cuda", "cudnn", "status", "sass", "ptx", "aarch64", "notes", "source", "unverified")
 	if err != nil {
 		return torchData{}, err
 	}
@@ -143,6 +154,7 @@ func loadTorch() (torchData, error) {
 			Stable:  d.oneOf(r, "status", "stable", "experimental") == "stable",
 			SASS:    d.versions(r, "sass"),
 			PTX:     d.versions(r, "ptx"),
+			AArch64: d.oneOf(r, "aarch64", "yes", "no", ""),
 			Notes:   d.str(r, "notes"),
 		}
 		v.Source = d.source(r, "torch_variants", r.get("release")+"/"+v.Variant, refs)
@@ -250,7 +262,7 @@ func TorchVariantSupportsCC(release version.Version, variant string, cc version.
 	if err != nil {
 		return false, err.Error()
 	}
-	ok, how := ccCovered(v.SASS, v.PTX, cc)
+	ok, how := ccCovered(v.SASS, v.PTX, v.CUDA, cc)
 	if !ok {
 		return false, fmt.Sprintf("torch %s %s carries code for %s, none of which runs on compute capability %s (%s)", v.Release, v.Variant, smList(v.SASS, v.PTX), mm(cc), v.Source)
 	}
@@ -259,8 +271,9 @@ func TorchVariantSupportsCC(release version.Version, variant string, cc version.
 
 // ccCovered applies CUDA's binary compatibility rules: machine code for
 // X.y runs on X.z with z >= y (same major), and PTX for a capability is
-// compiled at load time for any equal or newer one.
-func ccCovered(sass, ptx []version.Version, cc version.Version) (bool, string) {
+// compiled at load time for any equal or newer one that the build's CUDA
+// release targets (its bundled libraries have no code for later GPUs).
+func ccCovered(sass, ptx []version.Version, cuda, cc version.Version) (bool, string) {
 	cc = mm(cc)
 	best := version.Version{}
 	for _, s := range sass {
@@ -270,6 +283,9 @@ func ccCovered(sass, ptx []version.Version, cc version.Version) (bool, string) {
 	}
 	if !best.IsZero() {
 		return true, "machine code for sm_" + smDigits(best)
+	}
+	if ok, _ := CUDATargets(cuda, cc); !ok && !cuda.IsZero() {
+		return false, ""
 	}
 	for _, p := range slices.Backward(ptx) {
 		if p.Compare(cc) <= 0 {

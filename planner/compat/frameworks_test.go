@@ -53,8 +53,9 @@ func TestTorchRelease(t *testing.T) {
 	if _, err := TorchRelease(v("2.5.3")); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "2.5.0, 2.5.1") {
 		t.Errorf("TorchRelease(2.5.3) = %v", err)
 	}
-	if _, err := TorchRelease(v("1.12")); !errors.Is(err, ErrUnknown) {
-		t.Errorf("TorchRelease(1.12) = %v", err)
+	// 0.4 predates the tables (1.0 is the first release they list).
+	if _, err := TorchRelease(v("0.4")); !errors.Is(err, ErrUnknown) {
+		t.Errorf("TorchRelease(0.4) = %v", err)
 	}
 	_, err = TorchVariant(v("2.5.1"), "cu126")
 	if err == nil || !strings.Contains(err.Error(), "torch 2.5 is published for cu118, cu121, cu124, not cu126") {

@@ -45,12 +45,26 @@ type Architecture struct {
 	Source        Source
 }
 
+// Chip is one GPU chip and the compute capability all its GPUs share.
+type Chip struct {
+	Name string // "GK110"
+	Arch string // Architecture.Name
+	CC   version.Version
+	// Checked lists products of the chip whose capability NVIDIA's list
+	// gives.
+	Checked string
+	Source  Source
+}
+
 // GPU is one PCI device id of NVIDIA (vendor 0x10de).
 type GPU struct {
 	PCIID uint16
 	Model string // "B200"
-	Arch  string // Architecture.Name
-	CC    version.Version
+	// Chip is the chip pci.ids names for the id ("GK110"); empty where
+	// pci.ids does not name one.
+	Chip string
+	Arch string // Architecture.Name
+	CC   version.Version
 	// OpenRequired marks GPUs the proprietary modules do not support,
 	// beyond what their architecture says (GH200 among Hoppers).
 	OpenRequired bool
@@ -115,6 +129,63 @@ func loadArchs() (archs, error) {
 	return t, d.err
 }
 
+type chips struct {
+	rows   []Chip
+	byName map[string]int
+}
+
+var chipTable = loaded(loadChips)
+
+func loadChips() (chips, error) {
+	refs, err := sourcesTable()
+	if err != nil {
+		return chips{}, err
+	}
+	at, err := archTable()
+	if err != nil {
+		return chips{}, err
+	}
+	recs, err := readTable("gpu_chips.tsv", "chip", "arch", "cc", "checked", "source", "unverified")
+	if err != nil {
+		return chips{}, err
+	}
+	var d decoder
+	t := chips{byName: make(map[string]int, len(recs))}
+	for _, r := range recs {
+		c := Chip{
+			Name:    d.required(r, "chip"),
+			Arch:    d.required(r, "arch"),
+			CC:      d.requiredVersion(r, "cc"),
+			Checked: d.required(r, "checked"),
+		}
+		c.Source = d.source(r, "gpu_chips", c.Name, refs)
+		if i, ok := at.byName[c.Arch]; !ok {
+			d.fail(r, "arch", "unknown architecture %q", c.Arch)
+		} else if !slices.ContainsFunc(at.rows[i].CCs, c.CC.Equal) {
+			d.fail(r, "cc", "%s is not a compute capability of %s", c.CC, at.rows[i].Title)
+		}
+		if _, dup := t.byName[c.Name]; dup {
+			d.fail(r, "chip", "duplicate chip %q", c.Name)
+		}
+		t.byName[c.Name] = len(t.rows)
+		t.rows = append(t.rows, c)
+	}
+	return t, d.err
+}
+
+// Chips returns every GPU chip the tables know, oldest first.
+func Chips() []Chip { return slices.Clone(must(chipTable()).rows) }
+
+// ChipByName returns a chip by its base name ("GK110", not "GK110BGL").
+func ChipByName(name string) (Chip, bool) {
+	t := must(chipTable())
+	i, ok := t.byName[name]
+	if !ok {
+		return Chip{}, false
+	}
+	return t.rows[i], true
+}
+
 type gpus struct {
 	rows []GPU
 	ids  []uint16 // rows' PCI ids, for a search that copies no rows
@@ -131,7 +202,11 @@ func loadGPUs() (gpus, error) {
 	if err != nil {
 		return gpus{}, err
 	}
-	recs, err := readTable("gpus.tsv", "pci_id", "model", "arch", "cc", "open_required", "min_driver", "open_readme", "notes", "source", "unverified")
+	ct, err := chipTable()
+	if err != nil {
+		return gpus{}, err
+	}
+	recs, err := readTable("gpus.tsv", "pci_id", "model", "chip", "arch", "cc", "open_required", "min_driver", "open_readme", "notes", "source", "unverified")
 	if err != nil {
 		return gpus{}, err
 	}
@@ -146,6 +221,7 @@ func loadGPUs() (gpus, error) {
 		g := GPU{
 			PCIID:        uint16(n),
 			Model:        d.required(r, "model"),
+			Chip:         d.str(r, "chip"),
 			Arch:         d.required(r, "arch"),
 			CC:           d.requiredVersion(r, "cc"),
 			OpenRequired: d.yesNo(r, "open_required"),
@@ -153,7 +229,7 @@ func loadGPUs() (gpus, error) {
 			OpenREADME:   d.version(r, "open_readme"),
 			Notes:        d.str(r, "notes"),
 		}
-		g.Source = d.source(r, "gpus", "0x"+strings.ToLower(id), refs)
+		g.Source = d.source(r, "gpus", gpuKey(id), refs)
 		if i, ok := at.byName[g.Arch]; !ok {
 			d.fail(r, "arch", "unknown architecture %q", g.Arch)
 		} else if a := at.rows[i]; !slices.ContainsFunc(a.CCs, g.CC.Equal) {
@@ -163,6 +239,13 @@ func loadGPUs() (gpus, error) {
 		} else if a.Open == OpenUnsupported && g.OpenRequired {
 			d.fail(r, "open_required", "%s does not support the open modules", a.Title)
 		}
+		if g.Chip != "" {
+			if i, ok := ct.byName[g.Chip]; !ok {
+				d.fail(r, "chip", "unknown chip %q (see gpu_chips.tsv)", g.Chip)
+			} else if c := ct.rows[i]; c.Arch != g.Arch || !c.CC.Equal(g.CC) {
+				d.fail(r, "cc", "%s %s disagrees with chip %s (%s %s)", g.Arch, g.CC, c.Name, c.Arch, c.CC)
+			}
+		}
 		if k := len(t.rows); k > 0 && t.rows[k-1].PCIID >= g.PCIID {
 			d.fail(r, "pci_id", "rows must be sorted by id without duplicates")
 		}
@@ -170,6 +253,21 @@ func loadGPUs() (gpus, error) {
 		t.ids = append(t.ids, g.PCIID)
 	}
 	return t, d.err
+}
+
+// gpuKey is a row's key, "0x2330" for 2330, in one allocation: the table
+// has hundreds of rows.
+func gpuKey(id string) string {
+	b := make([]byte, 0, 2+len(id))
+	b = append(b, "0x"...)
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 // Architectures returns every architecture, oldest first.

@@ -132,6 +132,8 @@ type decoder struct {
 	// lists caches parsed version lists by cell text for the same reason:
 	// PyTorch's capability lists repeat from row to row.
 	lists map[string][]version.Version
+	// single caches parsed single versions by cell text.
+	single map[string]version.Version
 }
 
 func (d *decoder) fail(r record, col, format string, args ...any) {
@@ -151,8 +153,19 @@ func (d *decoder) required(r record, col string) string {
 }
 
 // version reads an optional version: an empty cell gives the zero Version.
+// Parsed versions are kept by text: the GPU table repeats a handful of
+// compute capabilities over hundreds of rows.
 func (d *decoder) version(r record, col string) version.Version {
-	return optional(d, r, col, version.Parse)
+	s := r.get(col)
+	if v, ok := d.single[s]; ok {
+		return v
+	}
+	v := optional(d, r, col, version.Parse)
+	if d.single == nil {
+		d.single = map[string]version.Version{}
+	}
+	d.single[s] = v
+	return v
 }
 
 func (d *decoder) requiredVersion(r record, col string) version.Version {
@@ -427,6 +440,10 @@ func Check() error {
 	_, err = toolkitTable()
 	add(err)
 	_, err = archTable()
+	add(err)
+	_, err = chipTable()
+	add(err)
+	_, err = cudaArchTable()
 	add(err)
 	_, err = gpuTable()
 	add(err)

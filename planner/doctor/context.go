@@ -217,6 +217,12 @@ func (d *doctor) suspend() {
 	}
 	c.Status = Warning
 	c.Summary = "The machine can suspend, but the driver's suspend support is off: after a resume, CUDA programs fail (\"CUDA unknown error\", torch.cuda.is_available() False) until nvidia_uvm is reloaded"
+	if s.Resumes > 0 {
+		// It has resumed since boot: the failure is now, not at the next
+		// suspend.
+		c.Status = Problem
+		c.Summary = fmt.Sprintf("The machine has resumed from suspend %s since boot with the driver's suspend support off: CUDA programs fail now (\"CUDA unknown error\", torch.cuda.is_available() False) until nvidia_uvm is reloaded", plural(s.Resumes, "time"))
+	}
 	c.Fix = &Fix{Text: "Enable the driver's video-memory preservation and its suspend services, then rebuild the initramfs and reboot; until then, after a resume, reload nvidia_uvm (rmmod nvidia_uvm && modprobe nvidia_uvm):",
 		Commands: []string{"echo 'options nvidia NVreg_PreserveVideoMemoryAllocations=1' > /etc/modprobe.d/nvidia-power-management.conf",
 			"systemctl enable nvidia-suspend.service nvidia-hibernate.service nvidia-resume.service", d.initramfsCommand(), "reboot"}}

@@ -96,6 +96,11 @@ type Report struct {
 	// Healthy is true when no check found a problem; warnings alone keep
 	// a host healthy.
 	Healthy bool `json:"healthy"`
+	// Context and Loader are the observation's, which the checks of
+	// groups 0 and the loader's judge: where programs run, and which
+	// library file each consumer loads, with what it hides.
+	Context *facts.RuntimeContext `json:"context,omitempty"`
+	Loader  *facts.Loader         `json:"loader,omitempty"`
 }
 
 // User is the person whose programs must reach the GPU: SUDO_USER under
@@ -126,7 +131,8 @@ func Run(in Input) *Report {
 	for _, c := range checks {
 		c(d)
 	}
-	r := &Report{FormatVersion: FormatVersion, Root: in.Obs.Root, User: in.User, Checks: d.out}
+	r := &Report{FormatVersion: FormatVersion, Root: in.Obs.Root, User: in.User, Checks: d.out,
+		Context: &in.Obs.Context, Loader: &in.Obs.Loader}
 	for _, c := range r.Checks {
 		switch c.Status {
 		case OK:

@@ -45,6 +45,9 @@ func (d *doctor) framework(env facts.PythonEnv, fw facts.Framework) {
 		c := check("framework.cpu-only")
 		c.Status = Problem
 		c.Summary = what + " is a CPU-only build: it never uses the GPU"
+		if d.obs.OS.Arch == "aarch64" && fw.Name == "pytorch" {
+			c.Evidence = append(c.Evidence, "the root is aarch64, where PyPI's torch is a CPU-only build; CUDA wheels for aarch64 come from PyTorch's own indexes (torch_variants, aarch64 column)")
+		}
 		c.Fix = d.gpuBuildFix(env, fw)
 		d.add(c)
 		return
@@ -80,6 +83,12 @@ func (d *doctor) framework(env facts.PythonEnv, fw facts.Framework) {
 		reported = true
 		c.Fix = d.gpuBuildFix(env, fw)
 		d.add(c)
+	}
+	if fw.Name == "jax" && !d.sharesCuDNN(env) {
+		if c, ok := d.jaxCuDNN(check("framework.cudnn"), env, fw, what); ok {
+			reported = true
+			d.add(c)
+		}
 	}
 	if fw.Name == "tensorflow" {
 		if c, ok := d.tensorflowLibraries(check("framework.libraries"), env, fw, what); ok {
@@ -134,9 +143,7 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 			}
 			variant := fw.Variant
 			if variant == "" {
-				if r, err := compat.TorchRelease(rel); err == nil {
-					variant = r.DefaultVariant
-				}
+				variant = torchVariantOf(rel, fw.CUDA)
 			}
 			if variant == "" {
 				continue
@@ -164,6 +171,9 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 		if !ok {
 			missing = append(missing, fmt.Sprintf("compute capability %s (%s)", g.cc, strings.Join(g.gpus, ", ")))
 			c.Evidence = append(c.Evidence, how)
+			if fw.Name == "pytorch" {
+				c.Evidence = append(c.Evidence, dropEvidence(cc)...)
+			}
 		}
 	}
 	if len(missing) == 0 {
@@ -172,6 +182,88 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 	c.Status = Problem
 	c.Summary = fmt.Sprintf("%s carries no code for %s: \"no kernel image is available for execution on the device\"", what, strings.Join(missing, "; "))
 	return c, true
+}
+
+// sharesCuDNN reports whether another CUDA framework shares env's cuDNN:
+// then loader.cudnn judges the environment as a whole.
+func (d *doctor) sharesCuDNN(env facts.PythonEnv) bool {
+	n := 0
+	for _, fw := range env.Frameworks {
+		if !fw.CPUOnly && fw.CUDA != "" {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// jaxCuDNN judges the cuDNN wheel of JAX's environment against the range
+// its CUDA plugin was built for: an older minor fails at the first
+// convolution ("Loaded runtime CuDNN library: 9.1.0 but source was
+// compiled with: 9.8.0") and JAX's own check leaves it on the CPU.
+func (d *doctor) jaxCuDNN(c Check, env facts.PythonEnv, fw facts.Framework, what string) (Check, bool) {
+	row, ok := jaxPlugin(fw)
+	if !ok || row.MinCuDNN.IsZero() || fw.CuDNN == "" {
+		return c, false
+	}
+	have, err := version.Parse(fw.CuDNN)
+	if err != nil {
+		return c, false
+	}
+	c.Evidence = append(c.Evidence, fmt.Sprintf("the environment's nvidia-cudnn wheel: cuDNN %s", have),
+		fmt.Sprintf("JAX %s's CUDA %d plugin needs cuDNN >= %s, < %s (%s)", fw.Version, row.CUDAMajor, row.MinCuDNN, row.MaxCuDNN, row.Source))
+	tooNew := !row.MaxCuDNN.IsZero() && have.Compare(row.MaxCuDNN) >= 0
+	if have.Compare(row.MinCuDNN) >= 0 && !tooNew {
+		return c, false
+	}
+	c.Status = Problem
+	if tooNew {
+		c.Summary = fmt.Sprintf("%s was built for cuDNN below %s and the environment has %s: JAX falls back to the CPU", what, row.MaxCuDNN, have)
+	} else {
+		c.Summary = fmt.Sprintf("%s was built with cuDNN %s and the environment has %s: \"Loaded runtime CuDNN library: %s but source was compiled with: %s\", and JAX falls back to the CPU", what, row.MinCuDNN, have, have.Trunc(3), row.MinCuDNN.Trunc(3))
+	}
+	c.Fix = &Fix{Text: fmt.Sprintf("Install the cuDNN wheel JAX's plugin was built for into %s:", env.Interpreter),
+		Commands: []string{fmt.Sprintf("%s -m pip install 'nvidia-cudnn-cu%d>=%s,<%s'", env.Interpreter, row.CUDAMajor, row.MinCuDNN, row.MaxCuDNN)}}
+	return c, true
+}
+
+// dropEvidence says where a compute capability left the builds: the last
+// CUDA release that targets it and the newest PyTorch wheel that carries
+// code for it.
+func dropEvidence(cc version.Version) []string {
+	var out []string
+	if a, ok := compat.CUDAArchFor(cc); ok && !a.LastCUDA.IsZero() {
+		out = append(out, fmt.Sprintf("CUDA %s is the last CUDA release that builds for compute capability %s (%s)", a.LastCUDA, a.CC, a.Source))
+	}
+	last := ""
+	for _, r := range compat.TorchReleases() {
+		for _, pv := range r.Variants {
+			if ok, _ := compat.TorchVariantSupportsCC(r.Release, pv.Variant, cc); ok {
+				last = fmt.Sprintf("torch %s (%s, %s)", r.Release, pv.Variant, pv.Source)
+			}
+		}
+	}
+	if last == "" {
+		out = append(out, fmt.Sprintf("no PyTorch wheel in gpuenv's tables (1.0 and later) carries code for compute capability %s", cc.Trunc(2)))
+	} else {
+		out = append(out, fmt.Sprintf("the newest PyTorch wheel with code for compute capability %s: %s", cc.Trunc(2), last))
+	}
+	return out
+}
+
+// torchVariantOf names the variant of a torch without a local version:
+// torch.version.cuda says which CUDA it was built with (1.x wheels on
+// PyPI carried no +cuXYZ), else the release's PyPI default applies.
+func torchVariantOf(rel version.Version, cuda string) string {
+	if cv, err := version.Parse(cuda); err == nil {
+		name := compat.TorchVariantName(cv)
+		if _, err := compat.TorchVariant(rel, name); err == nil {
+			return name
+		}
+	}
+	if r, err := compat.TorchRelease(rel); err == nil {
+		return r.DefaultVariant
+	}
+	return ""
 }
 
 // judgeCUDAMajor judges a build known only by its CUDA major: JAX's
@@ -274,7 +366,7 @@ func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
 		var best, compatible compat.PyTorchVariant
 		if rel, err := compat.TorchRelease(v); err == nil {
 			for _, pv := range rel.Variants {
-				if !d.variantCoversGPUs(v, pv.Variant) {
+				if !d.variantCoversGPUs(v, pv.Variant) || !d.wheelsForRoot(pv) {
 					continue
 				}
 				if drv.IsZero() {
@@ -295,7 +387,10 @@ func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
 		if best.Variant == "" {
 			rel, pv, ok := d.torchThatRuns()
 			if !ok {
-				return &Fix{Text: text + " no CUDA build of torch in gpuenv's tables runs on this driver and GPU; upgrade the driver."}
+				return d.noTorchFix(text)
+			}
+			if r, err := compat.TorchRelease(rel); err == nil && r.IndexFlag == compat.FindLinks {
+				return findLinksFix(text, minor, r, pv)
 			}
 			return &Fix{Text: fmt.Sprintf("%s no CUDA build of torch %s runs on this driver and GPU; torch %s from %s does:", text, minor, rel, pv.IndexURL()),
 				Spec: fmt.Sprintf("framework \"pytorch\" {\n  version = \"%s.*\"\n%s\n  cuda    = %q\n}", rel, where, pv.CUDA.Trunc(2).String())}
@@ -314,6 +409,55 @@ func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
 		return &Fix{Text: text, Spec: fmt.Sprintf("framework \"jax\" {\n  version = %q\n%s\n  extras  = [%q]\n}", fw.Version, where, extra)}
 	}
 	return &Fix{Text: text}
+}
+
+// findLinksFix names a release older than PyTorch's per-variant indexes:
+// pip finds its wheels, by local version, through the find-links page,
+// which gpuenv's framework block (an index) cannot name.
+func findLinksFix(text, minor string, r compat.PyTorchRelease, pv compat.PyTorchVariant) *Fix {
+	patch := r.Patches[len(r.Patches)-1]
+	return &Fix{
+		Text: fmt.Sprintf("%s: no CUDA build of torch %s runs on this driver and GPU; torch %s (%s build, Python %s to %s) does. It predates PyTorch's wheel indexes: pip finds it through %s.",
+			strings.TrimSuffix(text, "; with gpuenv:"), minor, patch, pv.Variant, r.PythonMin, r.PythonMax, compat.TorchFindLinksURL),
+		Commands: []string{fmt.Sprintf("pip install torch==%s+%s -f %s", patch, pv.Variant, compat.TorchFindLinksURL)},
+	}
+}
+
+// noTorchFix is the fix when no PyTorch build in the tables runs here:
+// where a GPU's capability is in no wheel at all, a driver cannot help.
+func (d *doctor) noTorchFix(text string) *Fix {
+	var none []string
+	for _, g := range d.gpuCCs() {
+		cc, err := version.Parse(g.cc)
+		if err != nil {
+			continue
+		}
+		covered := false
+		for _, r := range compat.TorchReleases() {
+			for _, pv := range r.Variants {
+				if ok, _ := compat.TorchVariantSupportsCC(r.Release, pv.Variant, cc); ok {
+					covered = true
+				}
+			}
+		}
+		if !covered {
+			none = append(none, fmt.Sprintf("%s (%s)", g.cc, strings.Join(g.gpus, ", ")))
+		}
+	}
+	if len(none) > 0 {
+		return &Fix{Text: fmt.Sprintf("No PyTorch wheel, of any release gpuenv's tables list, carries code for compute capability %s. Build PyTorch from source with TORCH_CUDA_ARCH_LIST naming that capability and a CUDA release that still targets it, or run on a newer GPU.", strings.Join(none, ", "))}
+	}
+	return &Fix{Text: text + " no CUDA build of torch in gpuenv's tables runs on this driver and GPU; upgrade the driver."}
+}
+
+// wheelsForRoot reports whether a variant's index has CUDA wheels for the
+// root's architecture: on aarch64 (Grace, SBSA servers) only the indexes
+// the tables mark do, and PyPI's torch there is a CPU-only build.
+func (d *doctor) wheelsForRoot(pv compat.PyTorchVariant) bool {
+	if d.obs.OS.Arch != "aarch64" {
+		return true
+	}
+	return pv.AArch64 == "yes"
 }
 
 func (d *doctor) variantCoversGPUs(rel version.Version, variant string) bool {
@@ -387,7 +531,7 @@ func (d *doctor) torchThatRuns() (version.Version, compat.PyTorchVariant, bool) 
 	for _, r := range slices.Backward(compat.TorchReleases()) {
 		var pick compat.PyTorchVariant
 		for _, pv := range slices.Backward(r.Variants) {
-			if !d.variantCoversGPUs(r.Release, pv.Variant) {
+			if !d.variantCoversGPUs(r.Release, pv.Variant) || !d.wheelsForRoot(pv) {
 				continue
 			}
 			if !drv.IsZero() {

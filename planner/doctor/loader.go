@@ -421,6 +421,10 @@ func (d *doctor) cudnnAgreement(env facts.PythonEnv) {
 			if pv, err := compat.TorchVariant(rel, fw.Variant); err == nil && !pv.CuDNN.IsZero() {
 				needs = append(needs, need{fw, pv.CuDNN.Trunc(2), pv.Source.String()})
 			}
+		case "jax":
+			if row, ok := jaxPlugin(fw); ok && !row.MinCuDNN.IsZero() {
+				needs = append(needs, need{fw, row.MinCuDNN.Trunc(2), row.Source.String()})
+			}
 		}
 	}
 	if len(needs) < 2 {

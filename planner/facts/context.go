@@ -99,4 +99,7 @@ type Suspend struct {
 	// Services are the driver's nvidia-suspend, -hibernate and -resume
 	// units that are enabled.
 	Services []string `json:"services,omitempty"`
+	// Resumes counts the resumes since boot (successful suspends): with
+	// the driver's suspend support off, CUDA is broken now, not later.
+	Resumes int `json:"resumes_since_boot,omitempty"`
 }

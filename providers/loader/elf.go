@@ -70,18 +70,3 @@ func expand(dirs []string, origin, lib string) []string {
 	}
 	return out
 }
-
-// machineArch names an ELF machine as uname -m does.
-func machineArch(m elf.Machine) string {
-	switch m {
-	case elf.EM_X86_64:
-		return "x86_64"
-	case elf.EM_AARCH64:
-		return "aarch64"
-	case elf.EM_PPC64:
-		return "ppc64le"
-	case elf.EM_RISCV:
-		return "riscv64"
-	}
-	return ""
-}

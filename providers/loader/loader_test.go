@@ -233,3 +233,44 @@ func TestNotELF(t *testing.T) {
 		t.Error("a consumer for a file that is no program")
 	}
 }
+
+// CUDA 13 wheels keep every library in one directory, nvidia/cu13/lib:
+// torch's CUDA 13 build and JAX's CUDA 13 plugin find theirs there, ahead
+// of an older toolkit on LD_LIBRARY_PATH.
+func TestCUDA13Wheels(t *testing.T) {
+	site := "/opt/venv/lib/python3.12/site-packages"
+	h := hosttest.Host(t, `
+-- opt/venv/lib/python3.12/site-packages/torch/version.py --
+-- opt/venv/lib/python3.12/site-packages/jax/version.py --
+-- opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13 --
+-- opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublas.so.13 --
+-- opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcusparse.so.12 --
+-- opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libnvJitLink.so.13 --
+-- opt/venv/lib/python3.12/site-packages/nvidia_cuda_runtime-13.0.96.dist-info/INSTALLER --
+-- opt/venv/lib/python3.12/site-packages/nvidia_nvjitlink-13.0.88.dist-info/INSTALLER --
+-- usr/local/cuda-13.0/lib64/libcudart.so.13 --
+`)
+	obs := facts.Observation{OS: facts.OS{Family: "deb", Arch: "x86_64"},
+		Python: []facts.PythonEnv{{Interpreter: "/opt/venv/bin/python", SitePackages: []string{site},
+			Frameworks: []facts.Framework{
+				{Name: "pytorch", Version: "2.9.0+cu130", CUDA: "13.0", Location: site + "/torch"},
+				{Name: "jax", Version: "0.7.2", CUDA: "13", Location: site + "/jax"},
+			}}}}
+	l, _ := loader.Observe(h, &obs, loader.Options{Session: []facts.Assignment{{Name: "LD_LIBRARY_PATH", Value: "/usr/local/cuda-13.0/lib64"}}})
+	for _, c := range l.Consumers[:2] {
+		if !strings.Contains(c.NeededFrom, "framework_libraries row "+c.Framework) {
+			t.Errorf("%s: needs from %q", c.Framework, c.NeededFrom)
+		}
+		rt := lib(t, c, "libcudart.so.13")
+		if rt.Path != site+"/nvidia/cu13/lib/libcudart.so.13" || rt.Via != loader.ViaRPath || len(rt.Shadows) != 1 ||
+			rt.Version != "13.0.96" || rt.VersionFrom != "wheel nvidia-cuda-runtime" {
+			t.Errorf("%s: libcudart.so.13 = %+v, want the wheel's, hiding the toolkit's", c.Framework, rt)
+		}
+	}
+	if nj := lib(t, l.Consumers[0], "libnvJitLink.so.13"); nj.Needer != "libcusparse.so.12" || nj.Path != site+"/nvidia/cu13/lib/libnvJitLink.so.13" || nj.Version != "13.0.88" {
+		t.Errorf("torch's libnvJitLink.so.13 = %+v", nj)
+	}
+	if m := lib(t, l.Consumers[1], "libcudnn.so.9"); m.Path != "" {
+		t.Errorf("JAX's libcudnn.so.9 found at %s, which the root lacks", m.Path)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/ldcache"
+	"github.com/gpuenv/gpuenv/providers/system"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -45,7 +46,7 @@ const maxObjects = 64
 // opts.Programs. obs must hold the environment, toolkits, Python
 // environments and OS already.
 func Observe(h *host.Host, obs *facts.Observation, opts Options) (facts.Loader, []facts.Warning) {
-	r := &resolver{h: h, obs: obs, exists: map[string]bool{}, reals: map[string]string{}, wheels: map[string][2]string{},
+	r := &resolver{h: h, obs: obs, exists: map[string]bool{}, dirs: map[string][2]bool{}, objects: map[string]objectRead{}, reals: map[string]string{}, wheels: map[string][2]string{},
 		listings: map[string]map[string]bool{}, done: map[string]facts.ResolvedLibrary{}}
 	r.osArch = rootArch(h, obs)
 	r.arch = ldcache.ArchFlag(r.osArch)
@@ -134,7 +135,7 @@ func rootArch(h *host.Host, obs *facts.Observation) string {
 	}
 	for _, p := range []string{"/bin/sh", "/usr/bin/env"} {
 		if o, err := readObject(h, p); err == nil {
-			if a := machineArch(o.machine); a != "" {
+			if a := system.MachineArch(o.machine); a != "" {
 				return a
 			}
 		}
@@ -367,7 +368,7 @@ func (r *resolver) framework(env facts.PythonEnv, fw facts.Framework) (facts.Loa
 	}
 	own := r.ownDirs(fw)
 	if obj := frameworkObject(fw); obj != "" {
-		if o, err := readObject(r.h, obj); err == nil {
+		if o, err := r.object(obj); err == nil {
 			c.Object, c.NeededFrom = obj, "elf"
 			var dl []string
 			if haveRow && row.Load == "dlopen" {
@@ -511,7 +512,7 @@ func CUDARuntimeSoname(v string) string {
 
 // program resolves a native program's libraries from its ELF file.
 func (r *resolver) program(p string) (facts.LoaderResolution, error) {
-	o, err := readObject(r.h, p)
+	o, err := r.object(p)
 	if err != nil {
 		return facts.LoaderResolution{}, fmt.Errorf("not a readable ELF program: %w", err)
 	}
@@ -572,7 +573,7 @@ func (r *resolver) closure(c *facts.LoaderResolution, objPath string, o object, 
 		if res.Path == "" || read >= maxObjects {
 			continue
 		}
-		dep, err := readObject(r.h, res.Path)
+		dep, err := r.object(res.Path)
 		read++
 		if err != nil {
 			continue

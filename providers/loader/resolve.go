@@ -43,6 +43,10 @@ type resolver struct {
 	libPath   []facts.SearchDir
 	defaults  []string
 	exists    map[string]bool
+	dirs      map[string][2]bool
+	// objects remember ELF reads by real path: the CUDA libraries of one
+	// environment are read once for every consumer that loads them.
+	objects   map[string]objectRead
 	reals     map[string]string
 	wheels    map[string][2]string
 	uncached  []facts.SearchDir
@@ -55,6 +59,23 @@ type resolver struct {
 	// done remembers resolutions by soname and search order: the driver's
 	// libcuda.so.1 is asked for by every consumer.
 	done map[string]facts.ResolvedLibrary
+}
+
+// objectRead is one ELF read's outcome.
+type objectRead struct {
+	o   object
+	err error
+}
+
+// object reads p's dynamic section, once per file p leads to.
+func (r *resolver) object(p string) (object, error) {
+	real := r.realPath(p)
+	if got, ok := r.objects[real]; ok {
+		return got.o, got.err
+	}
+	o, err := readObject(r.h, real)
+	r.objects[real] = objectRead{o, err}
+	return o, err
 }
 
 // inListedDir reports whether dir, read whole once, holds name.
@@ -95,12 +116,26 @@ func (r *resolver) realPath(p string) string {
 // resolve runs the search order for soname and returns the file that
 // wins and those it shadows.
 func (r *resolver) resolve(soname string, steps []step) facts.ResolvedLibrary {
+	// The key is built in one buffer of the right size: every consumer
+	// asks for a dozen sonames, each with the same long search order.
+	n := len(soname)
+	for _, s := range steps {
+		n += 1 + len(s.via)
+		for _, d := range s.dirs {
+			n += 2 + len(d.Dir) + len(d.From)
+		}
+	}
 	var key strings.Builder
+	key.Grow(n)
 	key.WriteString(soname)
 	for _, s := range steps {
-		key.WriteString("\x00" + s.via)
+		key.WriteByte(0)
+		key.WriteString(s.via)
 		for _, d := range s.dirs {
-			key.WriteString("\x00" + d.Dir + "\x01" + d.From)
+			key.WriteByte(0)
+			key.WriteString(d.Dir)
+			key.WriteByte(1)
+			key.WriteString(d.From)
 		}
 	}
 	if res, ok := r.done[key.String()]; ok {
@@ -110,6 +145,39 @@ func (r *resolver) resolve(soname string, steps []step) facts.ResolvedLibrary {
 	res := r.search(soname, steps)
 	r.done[key.String()] = res
 	return res
+}
+
+// smallDir is the size, in bytes of directory data, up to which a
+// directory is read whole rather than asked for each name: one listing
+// of a toolkit's or a wheel's library directory answers every soname,
+// while /usr/lib/<triplet> on a real system holds thousands of files that
+// a few lookups cost less than.
+const smallDir = 8192
+
+// dirState says whether dir exists and is small, asked once per
+// directory: a search order names directories a root may lack (a default
+// directory, a configured toolkit that was removed), and every soname
+// would otherwise be looked up in each of them.
+func (r *resolver) dirState(dir string) (present, small bool) {
+	if st, seen := r.dirs[dir]; seen {
+		return st[0], st[1]
+	}
+	fi, err := r.h.Stat(dir)
+	present = err == nil && fi.IsDir()
+	small = present && fi.Size() <= smallDir
+	r.dirs[dir] = [2]bool{present, small}
+	return present, small
+}
+
+// holds reports whether dir holds name, by the cheaper of a listing and a
+// lookup, and returns the joined path.
+func (r *resolver) holds(dir, name string) (string, bool) {
+	present, small := r.dirState(dir)
+	if !present || small && !r.inListedDir(dir, name) {
+		return "", false
+	}
+	p := path.Join(dir, name)
+	return p, r.present(p)
 }
 
 func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
@@ -137,18 +205,17 @@ func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
 		// soname; the others may be the system's largest.
 		whole := s.via == ViaRPath || s.via == ViaRunPath
 		for _, d := range s.dirs {
-			p := path.Join(d.Dir, soname)
 			if whole && !r.inListedDir(d.Dir, soname) {
 				continue
 			}
-			if r.present(p) {
+			if p, ok := r.holds(d.Dir, soname); ok {
 				add(p, s.via, d.From)
 			}
 		}
 	}
 	r.fromCache(soname, add)
 	for _, d := range r.defaults {
-		if p := path.Join(d, soname); r.present(p) {
+		if p, ok := r.holds(d, soname); ok {
 			add(p, ViaDefault, "")
 		}
 	}
@@ -162,7 +229,7 @@ func (r *resolver) search(soname string, steps []step) facts.ResolvedLibrary {
 func (r *resolver) fromCache(soname string, add func(p, via, from string)) {
 	if r.cache == nil {
 		for _, d := range r.confDirs {
-			if p := path.Join(d.Dir, soname); r.present(p) {
+			if p, ok := r.holds(d.Dir, soname); ok {
 				add(p, ViaCache, d.From)
 			}
 		}
@@ -175,11 +242,11 @@ func (r *resolver) fromCache(soname string, add func(p, via, from string)) {
 		return
 	}
 	for _, d := range r.confDirs {
-		p := path.Join(d.Dir, soname)
-		if !r.present(p) {
+		if r.cacheDirs[d.Dir] {
 			continue
 		}
-		if r.cacheDirs[d.Dir] {
+		p, ok := r.holds(d.Dir, soname)
+		if !ok {
 			continue
 		}
 		if !slices.ContainsFunc(r.uncached, func(u facts.SearchDir) bool { return u.Dir == d.Dir }) {
@@ -202,6 +269,9 @@ func (r *resolver) version(p, real, soname string) (string, string) {
 	}
 	dir := path.Dir(p)
 	if w, ok := r.wheel(dir); ok {
+		return w[1], "wheel " + w[0]
+	}
+	if w, ok := r.cu13Wheel(dir, soname); ok {
 		return w[1], "wheel " + w[0]
 	}
 	for _, tk := range r.obs.CUDA.Toolkits {
@@ -235,6 +305,44 @@ func (r *resolver) wheel(dir string) ([2]string, bool) {
 	}
 	r.wheels[dir] = w
 	return w, w[0] != ""
+}
+
+// cu13Wheels name the CUDA 13 wheel of each library: from CUDA 13 the
+// wheels drop the -cuNN suffix (nvidia-cuda-runtime 13.0.96) and share one
+// directory, site-packages/nvidia/cu13/lib, so the soname tells which
+// wheel a file came from.
+var cu13Wheels = []struct{ prefix, dist string }{
+	{"libcudart.so", "nvidia_cuda_runtime"},
+	{"libcublasLt.so", "nvidia_cublas"},
+	{"libcublas.so", "nvidia_cublas"},
+	{"libnvrtc.so", "nvidia_cuda_nvrtc"},
+	{"libnvJitLink.so", "nvidia_nvjitlink"},
+	{"libcusparse.so", "nvidia_cusparse"},
+	{"libcusolver.so", "nvidia_cusolver"},
+	{"libcufft.so", "nvidia_cufft"},
+	{"libcurand.so", "nvidia_curand"},
+	{"libcupti.so", "nvidia_cuda_cupti"},
+}
+
+// cu13Wheel finds the wheel of soname in a CUDA 13 wheel directory.
+func (r *resolver) cu13Wheel(dir, soname string) ([2]string, bool) {
+	if !strings.HasSuffix(dir, "/nvidia/cu13/lib") {
+		return [2]string{}, false
+	}
+	site := path.Dir(path.Dir(path.Dir(dir)))
+	for _, w := range cu13Wheels {
+		if !strings.HasPrefix(soname, w.prefix) {
+			continue
+		}
+		matches, _ := r.h.Glob(path.Join(site, w.dist+"-13*.dist-info"))
+		if len(matches) == 0 {
+			return [2]string{}, false
+		}
+		stem := strings.TrimSuffix(path.Base(matches[len(matches)-1]), ".dist-info")
+		name, v, _ := strings.Cut(stem, "-")
+		return [2]string{strings.ReplaceAll(name, "_", "-"), v}, true
+	}
+	return [2]string{}, false
 }
 
 // findElsewhere lists files named soname in the directories outside the

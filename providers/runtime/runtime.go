@@ -38,6 +38,9 @@ const (
 	WSLLib       = "/usr/lib/wsl/lib"
 	DriverParams = "/proc/driver/nvidia/params"
 	PowerState   = "/sys/power/state"
+	// SuspendCount counts the successful suspends since boot: each was
+	// followed by a resume.
+	SuspendCount = "/sys/power/suspend_stats/success"
 )
 
 // gresFiles are Slurm's generic-resource configurations.
@@ -394,6 +397,12 @@ func (o *observer) suspend() {
 				s.Services = append(s.Services, u[1])
 				o.saw(p, "enabled")
 			}
+		}
+	}
+	if data, ok := o.read(SuspendCount); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && n > 0 {
+			s.Resumes = n
+			o.saw(SuspendCount, "%d", n)
 		}
 	}
 	o.c.Suspend = s

@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,13 +28,7 @@ const (
 func Observe(ctx context.Context, h *host.Host, obs *facts.Observation) {
 	obs.OS = observeOS(h, &obs.Warnings)
 	obs.Kernel.Release = readLine(h, KernelRelease, &obs.Warnings)
-	if data, err := h.ReadFile(KernelArch); err == nil {
-		obs.OS.Arch = strings.TrimSpace(string(data))
-	} else if h.Live() {
-		// Kernels before 6.1 have no kernel.arch sysctl; gpuenv runs on
-		// the machine it observes, so its own architecture is the one.
-		obs.OS.Arch = unameArch(runtime.GOARCH)
-	}
+	obs.OS.Arch = rootArch(h)
 	obs.Kernel.SecureBoot = secureBoot(h, &obs.Warnings)
 	obs.Init = observeInit(h, &obs.Warnings)
 }
@@ -227,6 +222,62 @@ func secureBoot(h *host.Host, warns *[]facts.Warning) string {
 		*warns = append(*warns, facts.Warning{Path: SecureBootVar, Message: err.Error()})
 	}
 	return state
+}
+
+// rootArch is the root's architecture as uname -m names it: the kernel's
+// kernel.arch sysctl, else (kernels before 6.1, or a root that is an
+// image) the machine of the root's own shell, which is the architecture
+// its wheels and libraries must be for whatever gpuenv was built for.
+// Only on the live machine with neither is gpuenv's own the answer.
+func rootArch(h *host.Host) string {
+	if data, err := h.ReadFile(KernelArch); err == nil {
+		return strings.TrimSpace(string(data))
+	}
+	for _, p := range RootShells {
+		if a := elfArch(h, p); a != "" {
+			return a
+		}
+	}
+	if h.Live() {
+		return unameArch(runtime.GOARCH)
+	}
+	return ""
+}
+
+// RootShells are the programs whose ELF machine names a root's
+// architecture: every Linux root has one of them.
+var RootShells = []string{"/bin/sh", "/usr/bin/sh", "/usr/bin/env"}
+
+// elfArch is the uname -m name of an ELF file's machine; "" when the file
+// is missing or not ELF.
+func elfArch(h *host.Host, p string) string {
+	f, err := h.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return ""
+	}
+	defer ef.Close()
+	return MachineArch(ef.Machine)
+}
+
+// MachineArch names an ELF machine as uname -m does; "" for one gpuenv
+// has no use for.
+func MachineArch(m elf.Machine) string {
+	switch m {
+	case elf.EM_X86_64:
+		return "x86_64"
+	case elf.EM_AARCH64:
+		return "aarch64"
+	case elf.EM_PPC64:
+		return "ppc64le"
+	case elf.EM_RISCV:
+		return "riscv64"
+	}
+	return ""
 }
 
 // unameArch names a Go architecture as uname -m does.
