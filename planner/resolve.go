@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -218,11 +220,39 @@ func narrow(c version.Constraint, extra string) (version.Constraint, bool) {
 	if extra == "" {
 		return c, c.Satisfiable()
 	}
-	e, err := version.ParseConstraint(extra)
-	if err != nil {
-		return c, false
+	key := narrowKey{c.String(), extra}
+	if r, ok := narrowed.Load(key); ok {
+		n := r.(narrowResult)
+		return n.c, n.ok
 	}
-	return c.Intersect(e)
+	n := narrowResult{c: c}
+	if e, err := version.ParseConstraint(extra); err == nil {
+		n.c, n.ok = c.Intersect(e)
+	}
+	// The constraints come from the spec and the tables, a few hundred
+	// pairs in all, and a fleet's plans ask for the same ones host after
+	// host; the bound keeps a run that meets ever new ones from growing
+	// it without end.
+	if narrowedSize.Add(1) <= maxNarrowed {
+		narrowed.Store(key, n)
+	}
+	return n.c, n.ok
+}
+
+// narrowed remembers narrow's answers, which depend on the two texts
+// alone; constraints are never changed once made, so one may be shared.
+var (
+	narrowed     sync.Map // narrowKey → narrowResult
+	narrowedSize atomic.Int64
+)
+
+const maxNarrowed = 1 << 12
+
+type narrowKey struct{ c, extra string }
+
+type narrowResult struct {
+	c  version.Constraint
+	ok bool
 }
 
 // admitsFrom reports whether c admits some version of at least floor.

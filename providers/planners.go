@@ -44,3 +44,11 @@ func Planners() []planner.Provider {
 func Candidates(h *host.Host) *repository.Candidates {
 	return repository.NewCandidates(h)
 }
+
+// FactsCandidates is Candidates for a host known only by a saved
+// observation (plan --facts): the observation's package indexes answer,
+// and what they cannot is an error naming the fact missing. No package
+// manager is asked, since this machine's is not the host's.
+func FactsCandidates() *repository.Candidates {
+	return repository.NewFactsCandidates()
+}

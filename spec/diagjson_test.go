@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -68,5 +69,19 @@ func TestDiagnosticsJSON(t *testing.T) {
 	}
 	if got, _ := json.Marshal(DiagnosticsJSON(nil)); string(got) != "[]" {
 		t.Errorf("no diagnostics encode as %s", got)
+	}
+}
+
+// TestErrorsText: the errors alone, one per line, with their place when
+// they have one.
+func TestErrorsText(t *testing.T) {
+	_, diags := loadSrc(t, "driver {\n  kernel_modules = \"opne\"\n}\n")
+	diags = append(diags,
+		&hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "A warning", Detail: "Not shown."},
+		&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Sourceless"})
+	got := ErrorsText(diags)
+	lines := strings.Split(got, "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "spec.hcl:2,") || !strings.Contains(lines[0], "opne") || lines[1] != "Sourceless" {
+		t.Errorf("ErrorsText = %q", got)
 	}
 }

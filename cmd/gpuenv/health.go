@@ -125,7 +125,7 @@ func recordDrift(g *globalOptions, specPath string, s *spec.Spec, p *planner.Pla
 		rec.Outcome, rec.ExitCode = health.Changes, exitChanges
 	case errors.As(err, &ec):
 		rec.Outcome, rec.ExitCode = health.Error, ec.code
-		rec.Error = diagnosticsText(diags)
+		rec.Error = spec.ErrorsText(diags)
 	default:
 		rec.Outcome, rec.ExitCode, rec.Error = health.Error, exitError, err.Error()
 	}
@@ -156,24 +156,4 @@ func recordDrift(g *globalOptions, specPath string, s *spec.Spec, p *planner.Pla
 		return fmt.Errorf("%w; recording drift: %v", err, encErr)
 	}
 	return fmt.Errorf("recording drift: %w", encErr)
-}
-
-// diagnosticsText is the errors among diags, one per line, as a person
-// reads them in the plan's output.
-func diagnosticsText(diags hcl.Diagnostics) string {
-	var lines []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		line := d.Summary
-		if d.Detail != "" {
-			line += ": " + d.Detail
-		}
-		if d.Subject != nil {
-			line = d.Subject.String() + ": " + line
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n")
 }

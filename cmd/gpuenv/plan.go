@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -43,6 +44,8 @@ type planOptions struct {
 	out              string
 	detailedExitcode bool
 	recordDrift      bool
+	// facts are the saved observations to plan instead of this host.
+	facts []string
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -77,20 +80,31 @@ Exit status: 0 success (with or without changes), 1 error; with
 		Example: `  gpuenv plan examples/pytorch-workstation
   gpuenv plan --json --var cuda=12.6 examples/variables
   gpuenv plan --out tonight.plan && sudo gpuenv apply tonight.plan
-  gpuenv plan --detailed-exitcode || [ $? -eq 2 ]`,
-		Args: cobra.MaximumNArgs(1),
+  gpuenv plan --detailed-exitcode || [ $? -eq 2 ]
+  gpuenv plan --facts /srv/gpuenv/facts/ --detailed-exitcode fleet.hcl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(o.facts) > 0 && len(args) > 1 {
+				return errFactsArgs
+			}
+			return cobra.MaximumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			specPath := "."
 			if len(args) == 1 {
 				specPath = args[0]
 			}
+			if len(o.facts) > 0 {
+				return runPlanFacts(cmd, g, &o, specPath)
+			}
 			return runPlan(cmd, g, &o, specPath)
 		},
 	}
+	cmd.Long += factsHelp
 	o.planFlags.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
 	cmd.Flags().BoolVar(&o.recordDrift, "record-drift", false, "also record the outcome (time, spec digest, change counts, or the error) in the state directory's world-readable drift.json, for doctor --prometheus")
+	repeatable(cmd.Flags(), &o.facts, "facts", "plan saved observations instead of this host: a document `FILE`, a directory of *.json, or - for JSON lines on stdin (repeatable)")
 	addJSONFlag(cmd, g)
 	return cmd
 }
@@ -159,20 +173,8 @@ func loadSpec(specPath string, opts spec.LoadOptions, diags hcl.Diagnostics) (*s
 // spec's framework blocks, each once.
 func pythonsToObserve(s *spec.Spec, flags []string) []string {
 	out := append([]string(nil), flags...)
-	seen := map[string]bool{}
-	for _, p := range out {
-		seen[p] = true
-	}
-	for _, f := range s.Frameworks {
-		var p string
-		switch {
-		case f.Python.Set:
-			p = f.Python.Value
-		case f.Venv.Set:
-			p = path.Join(f.Venv.Value, "bin", "python")
-		}
-		if p != "" && !seen[p] {
-			seen[p] = true
+	for _, p := range s.Interpreters() {
+		if !slices.Contains(flags, p) {
 			out = append(out, p)
 		}
 	}

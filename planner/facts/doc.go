@@ -8,5 +8,8 @@
 // interpreting them is the planner's job.
 //
 // The JSON encoding is a stable contract: fields are only added, never
-// renamed or removed, without raising SchemaVersion.
+// renamed or removed, without raising SchemaVersion. Each addition raises
+// SchemaMinor and, for a top-level fact, is listed in Additions, so that a
+// reader of saved documents (plan --facts) can say what an older one
+// lacks rather than take a missing fact for an empty one.
 package facts

@@ -1,13 +1,26 @@
 package facts
 
-// SchemaVersion is the version of the JSON document. Consumers refuse a
-// document with a higher major version than they know.
+// SchemaVersion is the major version of the JSON document. Consumers
+// refuse a document of another major version: its fields may have been
+// renamed or removed.
 const SchemaVersion = 1
+
+// SchemaMinor counts the additions to major version SchemaVersion. A
+// reader reads a document of any minor of its major: one of a lower minor
+// lacks the facts added since (Additions), one of a higher minor has facts
+// the reader ignores. Documents written before minors were counted carry
+// no schema_minor, and read as minor 0.
+const SchemaMinor = 1
 
 // Observation is everything gpuenv knows about one host at one moment.
 type Observation struct {
-	SchemaVersion int    `json:"schema_version"`
-	Root          string `json:"root"`
+	SchemaVersion int `json:"schema_version"`
+	SchemaMinor   int `json:"schema_minor"`
+	// Hostname is the host's name: the kernel's for the running system,
+	// else the root's /etc/hostname; "" when neither says. Added in
+	// minor 1.
+	Hostname string `json:"hostname"`
+	Root     string `json:"root"`
 
 	OS          OS           `json:"os"`
 	Kernel      Kernel       `json:"kernel"`

@@ -51,6 +51,15 @@ func NewCandidates(h *host.Host) *Candidates {
 	return &Candidates{host: h, cache: map[string][]string{}, expected: map[planner.Manager][]string{}}
 }
 
+// NewFactsCandidates returns a Candidates for a host known only by a saved
+// observation (plan --facts): it answers from the observation's package
+// indexes alone, and a question they cannot answer is an error naming
+// the fact the observation lacks. It never starts a process: the package
+// manager of the machine planning is not the host's.
+func NewFactsCandidates() *Candidates {
+	return NewCandidates(nil)
+}
+
 // Expect registers names that providers may ask about, without starting
 // anything: the first Versions call for that manager asks about them
 // too.
@@ -100,6 +109,9 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 	}
 	if v, ok := c.fromIndexes(manager, name); ok {
 		return v, nil
+	}
+	if c.host == nil {
+		return nil, c.unobserved(manager, name)
 	}
 	var argv []string
 	switch manager {

@@ -1,6 +1,9 @@
 package repository
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
@@ -46,6 +49,30 @@ func (c *Candidates) fromIndexes(manager planner.Manager, name string) ([]string
 	}
 	return pkgdb.IndexListed(ix, name), true
 }
+
+// unobserved says why the indexes of a saved observation cannot answer
+// which versions of name manager can install, where fromIndexes cannot.
+func (c *Candidates) unobserved(manager planner.Manager, name string) error {
+	c.mu.Lock()
+	ix := c.indexes
+	c.mu.Unlock()
+	var why string
+	switch {
+	case ix == nil || ix.Manager == "":
+		why = "it holds no package index (none was on disk, or it was made before gpuenv recorded them)"
+	case ix.Manager != string(manager):
+		why = fmt.Sprintf("it holds the indexes of %s, not of %s", ix.Manager, manager)
+	case !pkgdb.Relevant(name):
+		why = fmt.Sprintf("it keeps only the GPU-related packages of the indexes, and %s is not one", name)
+	default:
+		why = fmt.Sprintf("it holds no index of %s's configured sources", manager)
+	}
+	return fmt.Errorf("the versions of %s that %s can install are %w: %s", name, manager, ErrNotObserved, why)
+}
+
+// ErrNotObserved is the error of a question about package versions that
+// only the host itself could answer, asked of a saved observation.
+var ErrNotObserved = errors.New("not in the observation")
 
 // Unfetched returns the configured apt sources whose indexes are not on
 // disk, as the observation found them: what they offer is known after

@@ -352,6 +352,57 @@ func TestCandidatesFromIndexes(t *testing.T) {
 	}
 }
 
+// TestFactsCandidates: for a host known only by its saved observation,
+// the indexes the observation holds answer as they would on the host;
+// what they cannot answer is an error saying what the observation lacks,
+// never a question to this machine's package manager.
+func TestFactsCandidates(t *testing.T) {
+	ctx := context.Background()
+	listed := &facts.PackageIndexes{
+		Manager: "apt",
+		Indexes: []facts.PackageIndex{{Path: "/var/lib/apt/lists/x_Packages"}},
+		Packages: []facts.IndexedPackage{{Name: "nvidia-driver", Versions: []facts.IndexedVersion{
+			{Version: "535.309.01-0+deb12u1", Origins: []string{"/var/lib/apt/lists/x_Packages"}},
+		}}},
+	}
+	unfetched := &facts.PackageIndexes{Manager: "apt", Indexes: []facts.PackageIndex{},
+		Missing: []facts.IndexSource{{File: "/etc/apt/sources.list", URI: "http://deb.debian.org/debian", Suite: "bookworm", Component: "main"}}}
+	for _, tc := range []struct {
+		name     string
+		ix       *facts.PackageIndexes
+		manager  planner.Manager
+		pkg      string
+		want     []string
+		whyError string
+	}{
+		{"listed", listed, "apt", "nvidia-driver", []string{"535.309.01-0+deb12u1"}, ""},
+		{"lists not fetched", unfetched, "apt", "nvidia-driver", nil, ""},
+		{"no indexes", nil, "apt", "nvidia-driver", nil, "the versions of nvidia-driver that apt can install are not in the observation: it holds no package index"},
+		{"no indexes recorded", &facts.PackageIndexes{}, "apt", "nvidia-driver", nil, "not in the observation: it holds no package index"},
+		{"another manager", listed, "dnf", "nvidia-driver", nil, "not in the observation: it holds the indexes of apt, not of dnf"},
+		{"not kept", listed, "apt", "python3-numpy", nil, "not in the observation: it keeps only the GPU-related packages of the indexes, and python3-numpy is not one"},
+		{"dnf without a cache", &facts.PackageIndexes{Manager: "dnf", Indexes: []facts.PackageIndex{}}, "dnf", "nvidia-driver", nil, "not in the observation: it holds no index of dnf's configured sources"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewFactsCandidates()
+			if tc.ix != nil {
+				c.UseIndexes(tc.ix)
+			}
+			got, err := c.Versions(ctx, tc.manager, tc.pkg)
+			if tc.whyError == "" {
+				if err != nil || !slices.Equal(got, tc.want) {
+					t.Errorf("versions %v, %v; want %v", got, err, tc.want)
+				}
+			} else if !errors.Is(err, ErrNotObserved) || !strings.Contains(err.Error(), tc.whyError) {
+				t.Errorf("error %v; want ErrNotObserved saying %q", err, tc.whyError)
+			}
+			if c.Runs() != 0 {
+				t.Errorf("%d package-manager commands", c.Runs())
+			}
+		})
+	}
+}
+
 // unlisted is a table whose manager has configured sources with no index
 // on disk.
 type unlisted struct {

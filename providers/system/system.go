@@ -23,6 +23,8 @@ const (
 	KernelArch       = "/proc/sys/kernel/arch"
 	SecureBootVar    = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 	InitComm         = "/proc/1/comm" // process 1's command name
+	KernelHostname   = "/proc/sys/kernel/hostname"
+	HostnamePath     = "/etc/hostname"
 )
 
 // Observe fills obs.OS, obs.Kernel.Release, obs.Kernel.SecureBoot and
@@ -33,6 +35,31 @@ func Observe(ctx context.Context, h *host.Host, obs *facts.Observation) {
 	obs.OS.Arch = rootArch(h)
 	obs.Kernel.SecureBoot = secureBoot(h, &obs.Warnings)
 	obs.Init = observeInit(h, &obs.Warnings)
+	obs.Hostname = hostname(h)
+}
+
+// hostname is the name the host goes by: the running kernel's, which is
+// what fleet tools such as Ansible report, else the name the root is
+// configured to take at boot. A root with neither has no name; that is
+// no warning, since nothing gpuenv plans depends on it.
+func hostname(h *host.Host) string {
+	files := []string{HostnamePath}
+	if h.Live() {
+		files = []string{KernelHostname, HostnamePath}
+	}
+	for _, f := range files {
+		data, err := h.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// hostname(5): one name; lines starting with "#" are comments.
+		for line := range strings.Lines(string(data)) {
+			if name := strings.TrimSpace(line); name != "" && !strings.HasPrefix(name, "#") {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // observeInit reads which program is process 1 of the root. systemd names

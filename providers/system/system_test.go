@@ -224,3 +224,42 @@ func FuzzParseOSRelease(f *testing.F) {
 		_ = errs
 	})
 }
+
+// TestHostname: a root's name is its /etc/hostname, comments skipped;
+// a root without one has none, and that is no warning. The running
+// system's is the kernel's, which fleet tools report.
+func TestHostname(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"plain", "gpu-017\n", "gpu-017"},
+		{"comments and blanks", "# set by the installer\n\n  node-a.example.org  \n", "node-a.example.org"},
+		{"only comments", "# nothing\n", ""},
+		{"no file", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+			os.WriteFile(filepath.Join(root, "etc/os-release"), []byte("ID=debian\n"), 0o644)
+			if tc.file != "" {
+				os.WriteFile(filepath.Join(root, "etc/hostname"), []byte(tc.file), 0o644)
+			}
+			obs := observe(t, root)
+			if obs.Hostname != tc.want {
+				t.Errorf("hostname %q, want %q", obs.Hostname, tc.want)
+			}
+			for _, w := range obs.Warnings {
+				if strings.Contains(w.Path, "hostname") {
+					t.Errorf("warning %+v", w)
+				}
+			}
+		})
+	}
+	kernel, err := os.ReadFile("/proc/sys/kernel/hostname")
+	if err != nil {
+		t.Skipf("no kernel hostname: %v", err)
+	}
+	if got, want := observe(t, "/").Hostname, strings.TrimSpace(string(kernel)); got != want {
+		t.Errorf("live root: hostname %q, want the kernel's %q", got, want)
+	}
+}

@@ -1,0 +1,70 @@
+package fleet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+)
+
+// SchemaError is a document of a major schema version this gpuenv does
+// not read.
+type SchemaError struct {
+	// Version is the document's schema_version; 0 when it has none.
+	Version int
+}
+
+func (e *SchemaError) Error() string {
+	if e.Version == 0 {
+		return fmt.Sprintf("not an observation document: it has no schema_version (gpuenv observe --json writes schema_version %d)", facts.SchemaVersion)
+	}
+	return fmt.Sprintf("the document's schema_version is %d, and this gpuenv reads schema_version %d only: plan it with a gpuenv of its version, or observe the host again", e.Version, facts.SchemaVersion)
+}
+
+// Decode reads one observation document. It refuses a document of
+// another major schema version, naming both, and returns the facts added
+// to the schema since an older document was written that it lacks (none
+// for a document of this gpuenv's minor or later, which is the one case
+// read in a single pass).
+func Decode(data []byte) (*facts.Observation, []facts.Addition, error) {
+	obs := new(facts.Observation)
+	if err := json.Unmarshal(data, obs); err != nil {
+		// A document of another major may not decode at all; its
+		// version is what the reader must hear of first.
+		var head struct {
+			SchemaVersion int `json:"schema_version"`
+		}
+		if json.Unmarshal(data, &head) == nil && head.SchemaVersion != facts.SchemaVersion {
+			return nil, nil, &SchemaError{Version: head.SchemaVersion}
+		}
+		return nil, nil, invalid(err)
+	}
+	if obs.SchemaVersion != facts.SchemaVersion {
+		return nil, nil, &SchemaError{Version: obs.SchemaVersion}
+	}
+	if obs.SchemaMinor >= facts.SchemaMinor {
+		return obs, nil, nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(data, &keys); err != nil {
+		return nil, nil, invalid(err)
+	}
+	var lacks []facts.Addition
+	for _, a := range facts.Additions {
+		if _, ok := keys[a.Key]; !ok {
+			lacks = append(lacks, a)
+		}
+	}
+	return obs, lacks, nil
+}
+
+// invalid says where a document stops being JSON, which encoding/json's
+// syntax errors leave out of their text.
+func invalid(err error) error {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Errorf("not a valid observation document: at byte %d: %w", syn.Offset, err)
+	}
+	return fmt.Errorf("not a valid observation document: %w", err)
+}

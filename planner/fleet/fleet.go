@@ -1,0 +1,208 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"runtime/debug"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// FormatVersion is the version of plan --facts --json's document: its
+// rows (Host) and its summary (Summary). A reader refuses a major version
+// it does not know.
+const FormatVersion = "1.0"
+
+// Outcome is what the spec would do to one host.
+type Outcome int
+
+const (
+	Unchanged Outcome = iota // the host matches the spec
+	Change                   // steps, none of which needs a reboot
+	Reboot                   // steps, one or more of which needs a reboot
+	Refused                  // no plan: the document is unreadable or lacks facts, or the spec cannot work there
+)
+
+var outcomeNames = [...]string{Unchanged: "unchanged", Change: "change", Reboot: "reboot", Refused: "refused"}
+
+func (o Outcome) String() string {
+	if o < 0 || int(o) >= len(outcomeNames) {
+		return fmt.Sprintf("Outcome(%d)", int(o))
+	}
+	return outcomeNames[o]
+}
+
+// MarshalJSON writes the outcome's name.
+func (o Outcome) MarshalJSON() ([]byte, error) {
+	if o < 0 || int(o) >= len(outcomeNames) {
+		return nil, fmt.Errorf("invalid outcome %d", int(o))
+	}
+	return json.Marshal(outcomeNames[o])
+}
+
+// UnmarshalJSON is the exact inverse of MarshalJSON.
+func (o *Outcome) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	for i, n := range outcomeNames {
+		if n == s {
+			*o = Outcome(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown outcome %q", s)
+}
+
+// Host is one host's result: small, so that a fleet's rows can be
+// streamed out, and nothing of the observation or the plan is kept.
+type Host struct {
+	// Name is the host's name: its hostname fact, else the document's
+	// file name without ".json", else its place in the stream ("-:3").
+	Name string `json:"name"`
+	// File is the document: a path as given, or "-:LINE" for line LINE
+	// of the stream on standard input.
+	File     string  `json:"file"`
+	Hostname string  `json:"hostname,omitempty"`
+	Outcome  Outcome `json:"outcome"`
+	// Summary counts the plan's steps as plan's closing line does.
+	Summary     planner.Summary `json:"summary"`
+	NeedsReboot bool            `json:"needs_reboot"`
+	Steps       []StepRow       `json:"steps,omitempty"`
+	// Warnings are the summaries of the plan's warnings.
+	Warnings []string `json:"warnings,omitempty"`
+	// Lacks are the facts added to the schema since the document was
+	// written, which it does not have (facts.Additions' keys).
+	Lacks []string `json:"lacks,omitempty"`
+	// Reason groups a refused host with others refused for the same
+	// reason; Error says in full why.
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// StepRow is one step of a host's plan, without its operations.
+type StepRow struct {
+	Address     string         `json:"address"`
+	Action      planner.Action `json:"action"`
+	NeedsReboot bool           `json:"needs_reboot,omitempty"`
+}
+
+// Reasons a host is refused before it is planned.
+const (
+	ReasonUnreadable = "Unreadable observation"
+	ReasonSchema     = "Observation of another schema version"
+	ReasonLacking    = "Observation lacks facts the plan needs"
+	ReasonPanic      = "Planning failed"
+)
+
+// planHost plans s against one document; name is the host's name when
+// the document does not give one.
+func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, data []byte, file, name string) (row Host) {
+	row = Host{Name: name, File: file}
+	// A document from a collector may hold what observe never writes;
+	// where the planner trips over it, that host is refused and the
+	// fleet's other hosts are still planned.
+	defer func() {
+		if r := recover(); r != nil {
+			row = Host{Name: row.Name, File: file, Hostname: row.Hostname, Outcome: Refused, Reason: ReasonPanic,
+				Error: fmt.Sprintf("%s: planning failed: %v. This is a bug in gpuenv.\n\n%s", file, r, debug.Stack())}
+		}
+	}()
+	obs, lacks, err := Decode(data)
+	if err != nil {
+		row.Outcome, row.Reason, row.Error = Refused, ReasonUnreadable, fmt.Sprintf("%s: %v", file, err)
+		if se := (*SchemaError)(nil); errors.As(err, &se) && se.Version != 0 {
+			row.Reason = ReasonSchema
+		}
+		return row
+	}
+	if obs.Hostname != "" {
+		row.Name, row.Hostname = obs.Hostname, obs.Hostname
+	}
+	var needed []string
+	for _, a := range lacks {
+		row.Lacks = append(row.Lacks, a.Key)
+		if a.Planned {
+			needed = append(needed, fmt.Sprintf("%s (%q)", a.What, a.Key))
+		}
+	}
+	if len(needed) > 0 {
+		row.Outcome, row.Reason = Refused, ReasonLacking
+		row.Error = fmt.Sprintf("%s was written before gpuenv recorded %s; observe the host again with this gpuenv (observe --json)", file, strings.Join(needed, ", "))
+		return row
+	}
+	if missing := unobservedInterpreters(obs, interpreters); len(missing) > 0 {
+		row.Outcome, row.Reason = Refused, ReasonLacking
+		row.Error = fmt.Sprintf("%s holds no Python environment of %s, which the spec's framework blocks name; observe the host with --python %s", file, strings.Join(missing, ", "), strings.Join(missing, " --python "))
+		return row
+	}
+	p, diags := newPlanner().Plan(ctx, s, obs)
+	if diags.HasErrors() || p == nil {
+		row.Outcome = Refused
+		row.Reason, row.Error = refusal(diags)
+		return row
+	}
+	row.Summary, row.NeedsReboot = p.Summary, p.NeedsReboot
+	switch {
+	case len(p.Steps) == 0:
+		row.Outcome = Unchanged
+	case p.NeedsReboot:
+		row.Outcome = Reboot
+	default:
+		row.Outcome = Change
+	}
+	for _, st := range p.Steps {
+		row.Steps = append(row.Steps, StepRow{Address: st.Address, Action: st.Action, NeedsReboot: st.Flags.NeedsReboot})
+	}
+	for _, w := range p.Warnings {
+		row.Warnings = append(row.Warnings, w.Summary)
+	}
+	return row
+}
+
+// refusal is the reason of a failed plan, the first error's summary,
+// and its text, every error's place, summary and detail.
+func refusal(diags hcl.Diagnostics) (reason, text string) {
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			return d.Summary, spec.ErrorsText(diags)
+		}
+	}
+	return ReasonPanic, "the planner returned neither a plan nor an error. This is a bug in gpuenv."
+}
+
+// unobservedInterpreters are those of interpreters outside the system's
+// prefixes that obs says nothing of: neither an environment nor a
+// warning that the interpreter was not found. Their frameworks would be
+// planned as into an empty environment.
+func unobservedInterpreters(obs *facts.Observation, interpreters []string) []string {
+	var out []string
+	for _, in := range interpreters {
+		in = path.Clean(in)
+		// The distribution's environment is observed whether named or
+		// not.
+		if prefix := path.Dir(path.Dir(in)); prefix == "/usr" || prefix == "/usr/local" {
+			continue
+		}
+		seen := false
+		for _, env := range obs.Python {
+			seen = seen || env.Interpreter == in
+		}
+		for _, w := range obs.Warnings {
+			seen = seen || w.Path == in
+		}
+		if !seen {
+			out = append(out, in)
+		}
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+package fleet
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Summary is what a fleet's plans come to: hosts by outcome, and the
+// groups that say why. It is the one thing a run keeps that grows with
+// the fleet, and it grows only with the number of distinct reasons (at
+// most maxGroups per list) and not with the number of hosts.
+type Summary struct {
+	Hosts     int `json:"hosts"`
+	Unchanged int `json:"unchanged"`
+	// Change counts the hosts with steps, none of which needs a reboot;
+	// Reboot those with a step that does. Together with Unchanged and
+	// Refused they make Hosts.
+	Change  int `json:"change"`
+	Reboot  int `json:"reboot"`
+	Refused int `json:"refused"`
+	// Changes group the hosts with steps by step (symbol and address,
+	// "~ driver"): a host is counted once in each of its steps' groups.
+	Changes []Group `json:"changes"`
+	// Reboots group the hosts needing a reboot by the steps that need it.
+	Reboots []Group `json:"reboots"`
+	// Refusals group refused hosts by reason.
+	Refusals []Group `json:"refusals"`
+	// Warnings group the planned hosts by the warnings of their plans.
+	Warnings []Group `json:"warnings"`
+	// Lacking groups the hosts whose documents are older than the schema
+	// by each fact they lack, refused or not.
+	Lacking []Group `json:"lacking"`
+
+	groups map[*[]Group]map[string]*slot
+}
+
+// Group is the hosts that share one reason.
+type Group struct {
+	Key   string `json:"key"`
+	Hosts int    `json:"hosts"`
+	// First names the first hosts of the group, in input order, at most
+	// maxFirst: the rows of --json name them all.
+	First []string `json:"first"`
+	// Error is, for a group of refused hosts, the first one's error in
+	// full: the others' differ only in what their hosts have.
+	Error string `json:"error,omitempty"`
+}
+
+const (
+	maxFirst = 5
+	// maxGroups bounds a list of groups, for a run whose reasons differ
+	// host by host; the rest count under Other.
+	maxGroups = 100
+	// Other is the key of the group past maxGroups.
+	Other = "(other reasons)"
+)
+
+func newSummary() *Summary {
+	s := &Summary{Changes: []Group{}, Reboots: []Group{}, Refusals: []Group{}, Warnings: []Group{}, Lacking: []Group{}}
+	s.groups = map[*[]Group]map[string]*slot{}
+	return s
+}
+
+// add counts one host's row.
+func (s *Summary) add(h *Host) {
+	s.Hosts++
+	switch h.Outcome {
+	case Unchanged:
+		s.Unchanged++
+	case Change:
+		s.Change++
+	case Reboot:
+		s.Reboot++
+	case Refused:
+		s.Refused++
+		s.count(&s.Refusals, h.Reason, h.Name, h.Error)
+	}
+	for _, st := range h.Steps {
+		s.count(&s.Changes, st.Action.Symbol()+" "+st.Address, h.Name, "")
+		if st.NeedsReboot {
+			s.count(&s.Reboots, st.Address, h.Name, "")
+		}
+	}
+	for _, w := range h.Warnings {
+		s.count(&s.Warnings, w, h.Name, "")
+	}
+	for _, k := range h.Lacks {
+		s.count(&s.Lacking, k, h.Name, "")
+	}
+}
+
+// count counts the current host (number s.Hosts) in list's group key,
+// once however many of its steps fall in it.
+func (s *Summary) count(list *[]Group, key, host, err string) {
+	idx := s.groups[list]
+	if idx == nil {
+		idx = map[string]*slot{}
+		s.groups[list] = idx
+	}
+	sl, ok := idx[key]
+	if !ok && len(*list) >= maxGroups {
+		key = Other
+		sl, ok = idx[key]
+	}
+	if !ok {
+		sl = &slot{i: len(*list)}
+		idx[key] = sl
+		*list = append(*list, Group{Key: key, Error: err})
+	}
+	if sl.last == s.Hosts {
+		return
+	}
+	sl.last = s.Hosts
+	g := &(*list)[sl.i]
+	g.Hosts++
+	if len(g.First) < maxFirst {
+		g.First = append(g.First, host)
+	}
+}
+
+// slot is where a group is in its list, and the last host counted in it.
+type slot struct {
+	i, last int
+}
+
+// finish orders every list: largest group first, then by key; changes
+// by address before symbol, so that one resource's groups stand together.
+func (s *Summary) finish() {
+	byKey := func(g Group) string { return g.Key }
+	byAddress := func(g Group) string {
+		_, addr, _ := strings.Cut(g.Key, " ")
+		return addr + "\x00" + g.Key
+	}
+	for _, l := range []struct {
+		list []Group
+		key  func(Group) string
+	}{{s.Changes, byAddress}, {s.Reboots, byKey}, {s.Refusals, byKey}, {s.Warnings, byKey}, {s.Lacking, byKey}} {
+		slices.SortStableFunc(l.list, func(a, b Group) int {
+			return cmp.Or(cmp.Compare(b.Hosts, a.Hosts), cmp.Compare(l.key(a), l.key(b)))
+		})
+	}
+	s.groups = nil
+}
