@@ -13,6 +13,13 @@
 // At that point a filler file, faultFillerName in the state directory, is
 // written until the filesystem reports ENOSPC and left there; gpuenv goes on
 // and meets the full disk at its next write. The test removes the filler.
+//
+//	GPUENV_FAULT_RUNNING_SYSTEM=1  the root gpuenv runs on, a chroot of
+//	                               the test's, stands for the running
+//	                               system (host.AsRunningSystem), so that
+//	                               a driver change plans and runs a module
+//	                               reload through the root's fake kernel;
+//	                               NVML is not asked (the root has none)
 package main
 
 import (
@@ -22,12 +29,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // faultFillerName is the filler file's name in the state directory.
 const faultFillerName = "gpuenv-fault-filler"
 
 func init() {
+	runningSystemHook()
 	at, ok := os.LookupEnv("GPUENV_FAULT_FILL_AT")
 	if !ok {
 		return
@@ -49,6 +60,24 @@ func init() {
 		written, err := fillDisk(filler)
 		fmt.Fprintf(os.Stderr, "gpuenv (faultinject): journal point %d: wrote %d bytes to %s until: %v\n", count, written, filler, err)
 	}
+}
+
+// runningSystemHook makes every root this process opens stand for the
+// running system when GPUENV_FAULT_RUNNING_SYSTEM=1. The kernel of a
+// chroot's tests is the machine's: the root's modprobe, lsmod and
+// systemctl are fakes acting on files, and the check of a reload reads
+// the fake /proc/driver/nvidia/version alone.
+func runningSystemHook() {
+	switch v := os.Getenv("GPUENV_FAULT_RUNNING_SYSTEM"); v {
+	case "":
+		return
+	case "1":
+	default:
+		fmt.Fprintf(os.Stderr, "gpuenv (faultinject): GPUENV_FAULT_RUNNING_SYSTEM=%q: want 1\n", v)
+		os.Exit(2)
+	}
+	hostOptions = append(hostOptions, host.AsRunningSystem())
+	newDriverVersion = func(*host.Host) apply.DriverVersion { return nil }
 }
 
 // fillDisk appends zeros to path until the filesystem has no room left,

@@ -204,6 +204,12 @@ func AsRunningSystem() Option { return func(h *Host) { h.running = true } }
 // AsRunningSystem.
 func (h *Host) Running() bool { return h.Live() || h.running }
 
+// RunningByOption reports whether the root was made to stand for the
+// running system (AsRunningSystem) rather than found to be it: then
+// whether "/" is a chroot is not asked either, since the option answers
+// it.
+func (h *Host) RunningByOption() bool { return h.running }
+
 // Resolve returns where p, an absolute path inside the root, lives on this
 // machine, following symlinks in every component (the last one included)
 // without leaving the root. A missing component ends resolution: the rest

@@ -335,9 +335,11 @@ func clip(s string) string {
 // inChroot tells, of the live root, whether "/" is another directory
 // than process 1's root, as systemd tells a chroot (facts.Init.Chroot).
 // It looks at this machine's own paths: the host handle follows no /proc
-// magic link, which may lead anywhere, and this one must be followed.
+// magic link, which may lead anywhere, and this one must be followed. A
+// root made to stand for the running system (host.AsRunningSystem) is
+// not asked: the option says it is no chroot's.
 func inChroot(h *host.Host) string {
-	if !h.Live() {
+	if !h.Live() || h.RunningByOption() {
 		return ""
 	}
 	root, err := os.Stat("/")

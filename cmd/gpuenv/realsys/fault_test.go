@@ -43,6 +43,9 @@ func TestFaultMatrix(t *testing.T) {
 	for _, k := range killCells {
 		cells = append(cells, entry{"kill/" + k.name, k.run})
 	}
+	for _, k := range reloadCells {
+		cells = append(cells, entry{"reload/" + k.name, k.run})
+	}
 	for n := 0; n <= len(applyEnds); n++ {
 		cells = append(cells, entry{fmt.Sprintf("diskfull/apply-at-%d", n), func(c *cell) { diskFullCell(c, faultedApply, n, upgradeSpec(), false) }})
 	}

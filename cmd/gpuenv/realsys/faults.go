@@ -151,6 +151,10 @@ type faultRootOptions struct {
 	HTTP bool
 	// Packages are the repository's packages (faultRepository when nil).
 	Packages []Deb
+	// FakeProc gives the root an empty tmpfs as /proc instead of the
+	// machine's procfs, for files the test makes (the reload cells'
+	// fake kernel).
+	FakeProc bool
 }
 
 // faultRoot is a cell's root: Debian 12 minbase, its own empty package
@@ -168,7 +172,10 @@ const stateDirSize = "8m"
 
 func newFaultRoot(t *testing.T, opts faultRootOptions) *faultRoot {
 	t.Helper()
-	r := &faultRoot{Root: h.NewRoot(t, Base, Mounts{Proc: true})}
+	r := &faultRoot{Root: h.NewRoot(t, Base, Mounts{Proc: !opts.FakeProc})}
+	if opts.FakeProc {
+		r.mount("tmpfs", r.Path("/proc"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755")
+	}
 	r.unmount(r.Path("/var/cache/apt/archives"))
 	if opts.StateTmpfs {
 		if err := os.MkdirAll(r.Path("/var/lib/gpuenv"), 0o711); err != nil {
