@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
@@ -199,6 +200,23 @@ func TestLiveRoot(t *testing.T) {
 	if want := (facts.Init{PID1: pid1, Live: true, Systemd: pid1 == "systemd", Chroot: chroot}); obs.Init != want {
 		t.Errorf("live root: init %+v, want %+v", obs.Init, want)
 	}
+}
+
+// A root made to stand for the running system (the fault matrix's
+// chroot, with GPUENV_FAULT_RUNNING_SYSTEM) is no chroot's, whatever "/"
+// is: where the tests run in a chroot, or where process 1's root is
+// hidden, the plain observation above says so and this one must not.
+func TestRunningSystemOptionIsNoChroot(t *testing.T) {
+	h, err := host.New("/", host.AsRunningSystem())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &facts.Observation{}
+	system.Observe(context.Background(), h, obs)
+	if !obs.Init.Live || obs.Init.Chroot != "" {
+		t.Errorf("/ made the running system: init %+v, want live and no chroot", obs.Init)
+	}
+	t.Logf("without the option: chroot %q", observe(t, "/").Init.Chroot)
 }
 
 func must(fi os.FileInfo, err error) os.FileInfo {

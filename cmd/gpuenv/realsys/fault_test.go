@@ -183,26 +183,39 @@ func (k killCell) run(c *cell) {
 	} else {
 		r.writeSpec(spec)
 	}
-	r.arm(k.phase)
+	res, ok := c.killAt(what, k.phase, argv, before, kind)
+	if !ok {
+		return
+	}
+	left := r.dpkgStates(toolkitPkg, librariesPkg, configPkg)
+	c.step("left: %s", left)
+	c.finish(before, kind, res)
+}
+
+// killAt runs gpuenv with argv (the command what) in the cell's root,
+// armed to stop at phase, and cuts the power once it gets there. When it
+// never gets there, the cell fails and is finished: ok is false.
+func (c *cell) killAt(what, phase string, argv []string, before *Snapshot, kind faultedBy) (res Result, ok bool) {
+	c.t.Helper()
+	r := c.r
+	r.arm(phase)
 	p := r.StartGpuenv(nil, argv...)
-	if !r.waitReached(p, k.phase, 3*time.Minute) {
+	if !r.waitReached(p, phase, 3*time.Minute) {
 		if !p.Exited() {
 			r.PowerCut()
 		}
 		res := p.Wait()
 		c.step("%s %s", what, describe(res))
-		c.fail(fmt.Sprintf("the %s never reached %s", what, k.phase), res.String())
+		c.fail(fmt.Sprintf("the %s never reached %s", what, phase), res.String())
 		c.finish(before, kind, res)
-		return
+		return res, false
 	}
 	killed := r.PowerCut()
-	res := p.Wait()
-	c.step("%s killed at %s", what, k.phase)
-	t.Logf("power cut at %s killed:\n  %s", k.phase, strings.Join(killed, "\n  "))
-	t.Logf("gpuenv %s before the kill:\n%s%s", what, res.Stdout, res.Stderr)
-	left := r.dpkgStates(toolkitPkg, librariesPkg, configPkg)
-	c.step("left: %s", left)
-	c.finish(before, kind, res)
+	res = p.Wait()
+	c.step("%s killed at %s", what, phase)
+	c.t.Logf("power cut at %s killed:\n  %s", phase, strings.Join(killed, "\n  "))
+	c.t.Logf("gpuenv %s before the kill:\n%s%s", what, res.Stdout, res.Stderr)
+	return res, true
 }
 
 // diskFullCell fills the state directory's filesystem at journal point n

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -344,23 +343,10 @@ func (k reloadCell) run(c *cell) {
 			t.Fatalf("the upgrade's plan has no module reload: %s", plan)
 		}
 	}
-	r.arm(k.phase)
-	p := r.StartGpuenv(nil, argv...)
-	if !r.waitReached(p, k.phase, 3*time.Minute) {
-		if !p.Exited() {
-			r.PowerCut()
-		}
-		res := p.Wait()
-		c.step("%s %s", k.when, describe(res))
-		c.fail(fmt.Sprintf("the %s never reached %s", k.when, k.phase), res.String())
-		c.finish(before, kind, res)
+	res, ok := c.killAt(k.when, k.phase, argv, before, kind)
+	if !ok {
 		return
 	}
-	killed := r.PowerCut()
-	res := p.Wait()
-	c.step("%s killed at %s", k.when, k.phase)
-	t.Logf("power cut at %s killed:\n  %s", k.phase, strings.Join(killed, "\n  "))
-	t.Logf("gpuenv %s before the kill:\n%s%s", k.when, res.Stdout, res.Stderr)
 	left := strings.Join(strings.Fields(r.MustSh("awk '{print $1}' /proc/modules")), " ")
 	ver := ""
 	if data, err := os.ReadFile(r.Path("/sys/module/nvidia/version")); err == nil {
