@@ -90,7 +90,7 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 	var libDirs []string
 	for _, f := range c.DriverFiles {
 		s.ContainerEdits.Mounts = append(s.ContainerEdits.Mounts, &cdispec.Mount{
-			HostPath: f, ContainerPath: f, Options: mountOptions,
+			HostPath: f, ContainerPath: containerPath(f), Options: mountOptions,
 		})
 		if isLibrary(f) && !slices.Contains(libDirs, path.Dir(f)) {
 			libDirs = append(libDirs, path.Dir(f))
@@ -160,6 +160,20 @@ func hookArgs(hookPath, hook string) []string {
 		return []string{"nvidia-ctk", "hook", hook}
 	}
 	return []string{path.Base(hookPath), hook}
+}
+
+// containerPath is where a driver file goes in the container: where it
+// is on the host, but for the GSP firmware, which goes under /lib/firmware
+// whichever directory its package put it in. /lib/firmware is the
+// kernel's firmware search path, read from the opening process's root by
+// kernels older than the loader's move to init's mount namespace, and
+// where nvidia-ctk and libnvidia-container mount it (the toolkit's
+// CHANGELOG, v1.9.0, fixes images whose /lib is no link to /usr/lib).
+func containerPath(f string) string {
+	if rest, ok := strings.CutPrefix(f, "/usr/lib/firmware/"); ok {
+		return "/lib/firmware/" + rest
+	}
+	return f
 }
 
 func isLibrary(p string) bool {

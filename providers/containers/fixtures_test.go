@@ -299,6 +299,8 @@ func TestCDISpecReadByTheCDIProject(t *testing.T) {
 		"hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
 		"hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1",
 		"hostPath: /usr/lib/firmware/nvidia/550.54.15/gsp_ga10x.bin",
+		// The kernel's firmware path, also where /lib is no link.
+		"containerPath: /lib/firmware/nvidia/550.54.15/gsp_ga10x.bin",
 		"hostPath: /usr/bin/nvidia-smi",
 		"- path: /dev/nvidiactl",
 		"- nvidia-cdi-hook\n",
