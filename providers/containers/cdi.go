@@ -111,9 +111,9 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 // hooks are the createContainer hooks the spec runs, in the order
 // nvidia-ctk cdi generate writes them: the links a program expects, then
 // CUDA's forward compatibility, then the loader cache, which must see the
-// libraries the hooks before it linked or enabled. Each only when the
-// installed toolkit has it (compat.ToolkitHooks) and the host's files
-// call for it.
+// libraries the hooks before it linked or enabled, then the device node
+// guard. Each only when the installed toolkit has it (compat.ToolkitHooks)
+// and the host's files call for it.
 func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
 	if c.Toolkit.HookPath == "" {
 		return nil
@@ -150,6 +150,11 @@ func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
 		}
 		add("update-ldcache", folders...)
 	}
+	// NVML and nvidia-smi create the device nodes they miss where the
+	// driver's parameters (/proc/driver/nvidia/params) allow it; the
+	// container's nodes are the spec's to decide, so the hook shows the
+	// container parameters that do not allow it.
+	add("disable-device-node-modification")
 	return out
 }
 

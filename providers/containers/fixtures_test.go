@@ -413,6 +413,12 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 			"nvidia-cdi-hook enable-cuda-compat --host-driver-version=550.54.15",
 			"nvidia-cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu",
 		}},
+		{"1.18.0", "/usr/bin/nvidia-cdi-hook", []string{
+			"nvidia-cdi-hook create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+			"nvidia-cdi-hook enable-cuda-compat --host-driver-version=550.54.15",
+			"nvidia-cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu",
+			"nvidia-cdi-hook disable-device-node-modification",
+		}},
 	} {
 		t.Run(tc.toolkit, func(t *testing.T) {
 			c := obs.Containers

@@ -14,6 +14,7 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -143,12 +144,37 @@ func TestCDISpecAgreesWithNVCDI(t *testing.T) {
 		}
 	}
 
-	// The hooks run in nvcdi's order: the loader cache last of those
-	// that change the libraries.
-	ourHooks := hookNames(ours)
-	refHooks := slices.DeleteFunc(hookNames(ref), func(h string) bool { return !slices.Contains(ourHooks, h) })
-	if !slices.Equal(ourHooks, refHooks) {
-		t.Errorf("hooks in the order %q, nvcdi's %q", ourHooks, refHooks)
+	// For the installed toolkit and for 1.18.0, the first with the device
+	// node guard, gpuenv names the hooks nvcdi names that the toolkit has,
+	// with nvcdi's arguments, in nvcdi's order: the loader cache last of
+	// those that change the libraries.
+	since := map[string]version.Version{}
+	for _, a := range allowed {
+		if a.hook != "" {
+			since[a.hook] = version.MustParse(a.since)
+		}
+	}
+	refItems := specItems(t, dir, &cdispec.Spec{ContainerEdits: ref.ContainerEdits})
+	for _, tv := range []string{obs.Containers.Toolkit.Version, "1.18.0"} {
+		v := version.MustParse(tv)
+		c := obs.Containers
+		c.Toolkit = facts.ContainerToolkit{Version: tv, HookPath: containers.CDIHookPath, Hooks: compat.ToolkitHooks(v)}
+		s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.DeleteFunc(hookNames(ref), func(h string) bool {
+			first, later := since[h]
+			return later && v.Compare(first) < 0
+		})
+		if got := hookNames(s); !slices.Equal(got, want) {
+			t.Errorf("toolkit %s: hooks %q, nvcdi's that it has %q", tv, got, want)
+		}
+		for _, it := range specItems(t, dir, &cdispec.Spec{ContainerEdits: s.ContainerEdits}) {
+			if strings.HasPrefix(it, "common hook ") && !slices.Contains(refItems, it) {
+				t.Errorf("toolkit %s: only gpuenv's spec has %s", tv, it)
+			}
+		}
 	}
 }
 
