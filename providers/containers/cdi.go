@@ -90,7 +90,7 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 	var libDirs []string
 	for _, f := range c.DriverFiles {
 		s.ContainerEdits.Mounts = append(s.ContainerEdits.Mounts, &cdispec.Mount{
-			HostPath: f, ContainerPath: f, Options: mountOptions,
+			HostPath: f, ContainerPath: containerPath(f), Options: mountOptions,
 		})
 		if isLibrary(f) && !slices.Contains(libDirs, path.Dir(f)) {
 			libDirs = append(libDirs, path.Dir(f))
@@ -111,9 +111,9 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 // hooks are the createContainer hooks the spec runs, in the order
 // nvidia-ctk cdi generate writes them: the links a program expects, then
 // CUDA's forward compatibility, then the loader cache, which must see the
-// libraries the hooks before it linked or enabled. Each only when the
-// installed toolkit has it (compat.ToolkitHooks) and the host's files
-// call for it.
+// libraries the hooks before it linked or enabled, then the device node
+// guard. Each only when the installed toolkit has it (compat.ToolkitHooks)
+// and the host's files call for it.
 func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
 	if c.Toolkit.HookPath == "" {
 		return nil
@@ -150,6 +150,11 @@ func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
 		}
 		add("update-ldcache", folders...)
 	}
+	// NVML and nvidia-smi create the device nodes they miss where the
+	// driver's parameters (/proc/driver/nvidia/params) allow it; the
+	// container's nodes are the spec's to decide, so the hook shows the
+	// container parameters that do not allow it.
+	add("disable-device-node-modification")
 	return out
 }
 
@@ -160,6 +165,20 @@ func hookArgs(hookPath, hook string) []string {
 		return []string{"nvidia-ctk", "hook", hook}
 	}
 	return []string{path.Base(hookPath), hook}
+}
+
+// containerPath is where a driver file goes in the container: where it
+// is on the host, but for the GSP firmware, which goes under /lib/firmware
+// whichever directory its package put it in. /lib/firmware is the
+// kernel's firmware search path, read from the opening process's root by
+// kernels older than the loader's move to init's mount namespace, and
+// where nvidia-ctk and libnvidia-container mount it (the toolkit's
+// CHANGELOG, v1.9.0, fixes images whose /lib is no link to /usr/lib).
+func containerPath(f string) string {
+	if rest, ok := strings.CutPrefix(f, "/usr/lib/firmware/"); ok {
+		return "/lib/firmware/" + rest
+	}
+	return f
 }
 
 func isLibrary(p string) bool {

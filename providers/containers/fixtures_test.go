@@ -299,6 +299,8 @@ func TestCDISpecReadByTheCDIProject(t *testing.T) {
 		"hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
 		"hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1",
 		"hostPath: /usr/lib/firmware/nvidia/550.54.15/gsp_ga10x.bin",
+		// The kernel's firmware path, also where /lib is no link.
+		"containerPath: /lib/firmware/nvidia/550.54.15/gsp_ga10x.bin",
 		"hostPath: /usr/bin/nvidia-smi",
 		"- path: /dev/nvidiactl",
 		"- nvidia-cdi-hook\n",
@@ -410,6 +412,12 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 			"nvidia-cdi-hook create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
 			"nvidia-cdi-hook enable-cuda-compat --host-driver-version=550.54.15",
 			"nvidia-cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu",
+		}},
+		{"1.18.0", "/usr/bin/nvidia-cdi-hook", []string{
+			"nvidia-cdi-hook create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+			"nvidia-cdi-hook enable-cuda-compat --host-driver-version=550.54.15",
+			"nvidia-cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu",
+			"nvidia-cdi-hook disable-device-node-modification",
 		}},
 	} {
 		t.Run(tc.toolkit, func(t *testing.T) {

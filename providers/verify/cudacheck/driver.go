@@ -7,6 +7,7 @@ package cudacheck
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 // The driver API's types as cuda.h declares them, so that gpuenv builds
 // without the toolkit's headers. CUdeviceptr is 64 bits wide: the _v2
@@ -48,11 +49,19 @@ typedef struct {
 
 // gpuenv_cu_open loads lib and resolves every entry point the check
 // calls. It returns NULL with *missing naming the first symbol the library
-// lacks (an old driver), or NULL with *missing NULL when dlopen failed.
-static gpuenv_cu *gpuenv_cu_open(const char *lib, const char **missing) {
+// lacks (an old driver), or NULL with *missing NULL and *failure the
+// loader's message (the caller frees it) when dlopen failed. dlerror's text
+// is copied here: it lives in the calling thread, and the Go scheduler may
+// run a later cgo call on another.
+static gpuenv_cu *gpuenv_cu_open(const char *lib, const char **missing, char **failure) {
 	*missing = NULL;
+	*failure = NULL;
 	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
+		const char *e = dlerror();
+		if (e != NULL) {
+			*failure = strdup(e);
+		}
 		return NULL;
 	}
 	gpuenv_cu *c = calloc(1, sizeof(gpuenv_cu));
@@ -89,8 +98,6 @@ fail:
 	free(c);
 	return NULL;
 }
-
-static const char *gpuenv_dlerror(void) { return dlerror(); }
 
 // gpuenv_die_of_faults gives the signals of a fault back to the kernel, so
 // that a driver that faults kills the process with the signal, as it kills
@@ -187,8 +194,11 @@ func dieOfFaults() { C.gpuenv_die_of_faults() }
 func open(lib string) (*driver, *Failure) {
 	name := C.CString(lib)
 	defer C.free(unsafe.Pointer(name))
-	var missing *C.char
-	c := C.gpuenv_cu_open(name, &missing)
+	var missing, failure *C.char
+	c := C.gpuenv_cu_open(name, &missing, &failure)
+	if failure != nil {
+		defer C.free(unsafe.Pointer(failure))
+	}
 	if c != nil {
 		return &driver{c: c}, nil
 	}
@@ -196,8 +206,8 @@ func open(lib string) (*driver, *Failure) {
 		return nil, &Failure{Step: StepLoad, Message: fmt.Sprintf("%s has no %s: a driver older than the check needs (CUDA 6.0), or not NVIDIA's library", lib, C.GoString(missing))}
 	}
 	msg := "dlopen failed"
-	if e := C.gpuenv_dlerror(); e != nil {
-		msg = C.GoString(e)
+	if failure != nil {
+		msg = C.GoString(failure)
 	}
 	return nil, &Failure{Step: StepLoad, Message: msg}
 }
