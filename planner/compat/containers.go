@@ -6,12 +6,14 @@ import (
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
-// ToolkitFact is one row of container_toolkit.tsv: a CDI hook, or a driver
-// branch, with the oldest container toolkit that has or supports it.
+// ToolkitFact is one row of container_toolkit.tsv: a CDI hook, a CDI spec
+// variable or mount, or a driver branch, with the oldest container toolkit
+// that has, writes or supports it.
 type ToolkitFact struct {
-	// Kind is "hook" or "driver".
+	// Kind is "hook", "env", "mount" or "driver".
 	Kind string
-	// Key is the hook's name, or the driver branch.
+	// Key is the hook's name, the variable's name, the mount's container
+	// path, or the driver branch.
 	Key        string
 	ToolkitMin version.Version
 	Notes      string
@@ -33,7 +35,7 @@ func loadToolkit() ([]ToolkitFact, error) {
 	rows := make([]ToolkitFact, 0, len(recs))
 	for _, r := range recs {
 		f := ToolkitFact{
-			Kind:       d.oneOf(r, "kind", "hook", "driver"),
+			Kind:       d.oneOf(r, "kind", "hook", "env", "mount", "driver"),
 			Key:        d.required(r, "key"),
 			ToolkitMin: d.requiredVersion(r, "toolkit_min"),
 			Notes:      d.str(r, "notes"),
@@ -64,6 +66,18 @@ func ToolkitHooks(v version.Version) []string {
 		}
 	}
 	return out
+}
+
+// ToolkitWrites reports whether the CDI specs of toolkit release v have
+// the item key of kind "env" (a variable's name) or "mount" (a container
+// path): whether a spec for that toolkit should have it too.
+func ToolkitWrites(kind, key string, v version.Version) bool {
+	for _, f := range must(toolkitTable()) {
+		if f.Kind == kind && f.Key == key {
+			return v.Compare(f.ToolkitMin) >= 0
+		}
+	}
+	return false
 }
 
 // ToolkitForDriver is the oldest toolkit that supports driver branch

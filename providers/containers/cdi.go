@@ -14,6 +14,7 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/parser"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -35,6 +36,13 @@ const (
 	cdiVendor = "nvidia.com"
 	cdiClass  = "gpu"
 	CDIKind   = cdiVendor + "/" + cdiClass
+)
+
+// libcudaDirEnv and voidDeviceMount are the spec's variable and mount of
+// toolkits that write them (compat.ToolkitWrites).
+const (
+	libcudaDirEnv   = "NVIDIA_CTK_LIBCUDA_DIR"
+	voidDeviceMount = "/var/run/nvidia-container-devices/void"
 )
 
 // controlNodes are the device nodes every GPU container needs besides its
@@ -71,22 +79,19 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 			return nil, fmt.Errorf("GPU %d (%s) has no device node %s", g.Index, g.PCIBusID, node)
 		}
 		edits := cdispec.ContainerEdits{DeviceNodes: []*cdispec.DeviceNode{{Path: node}}}
+		if h := memoryLimitsHook(c, g); h != nil {
+			edits.Hooks = []*cdispec.Hook{h}
+		}
 		s.Devices = append(s.Devices, cdispec.Device{Name: strconv.Itoa(g.Index), ContainerEdits: edits})
 		if g.UUID != "" {
 			s.Devices = append(s.Devices, cdispec.Device{Name: g.UUID, ContainerEdits: edits})
 		}
 		all.DeviceNodes = append(all.DeviceNodes, &cdispec.DeviceNode{Path: node})
+		all.Hooks = append(all.Hooks, edits.Hooks...)
 	}
 	s.Devices = append(s.Devices, cdispec.Device{Name: "all", ContainerEdits: all})
 
-	// The runtime's own injection must stay out of a container that CDI
-	// set up, or the two would mount the driver twice.
-	s.ContainerEdits.Env = []string{"NVIDIA_VISIBLE_DEVICES=void"}
-	for _, n := range controlNodes {
-		if have[n] {
-			s.ContainerEdits.DeviceNodes = append(s.ContainerEdits.DeviceNodes, &cdispec.DeviceNode{Path: n})
-		}
-	}
+	tk, _ := version.Parse(c.Toolkit.Version)
 	var libDirs []string
 	for _, f := range c.DriverFiles {
 		s.ContainerEdits.Mounts = append(s.ContainerEdits.Mounts, &cdispec.Mount{
@@ -94,6 +99,27 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 		})
 		if isLibrary(f) && !slices.Contains(libDirs, path.Dir(f)) {
 			libDirs = append(libDirs, path.Dir(f))
+		}
+	}
+	if c.Toolkit.Version != "" && compat.ToolkitWrites("env", libcudaDirEnv, tk) {
+		if dirs := versionedLibDirs(c); len(dirs) > 0 {
+			s.ContainerEdits.Env = append(s.ContainerEdits.Env, libcudaDirEnv+"="+strings.Join(dirs, ":"))
+		}
+	}
+	// The runtime's own injection must stay out of a container that CDI
+	// set up, or the two would mount the driver twice.
+	s.ContainerEdits.Env = append(s.ContainerEdits.Env, "NVIDIA_VISIBLE_DEVICES=void")
+	// The runtime also takes device requests from files mounted under
+	// this directory (its volume-mounts device list strategy); the void
+	// one asks for none, as the variable does.
+	if c.Toolkit.Version != "" && compat.ToolkitWrites("mount", voidDeviceMount, tk) {
+		s.ContainerEdits.Mounts = append(s.ContainerEdits.Mounts, &cdispec.Mount{
+			HostPath: "/dev/null", ContainerPath: voidDeviceMount, Options: []string{"ro", "nosuid", "nodev", "bind"},
+		})
+	}
+	for _, n := range controlNodes {
+		if have[n] {
+			s.ContainerEdits.DeviceNodes = append(s.ContainerEdits.DeviceNodes, &cdispec.DeviceNode{Path: n})
 		}
 	}
 	s.ContainerEdits.Hooks = hooks(c, libDirs)
@@ -112,7 +138,7 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 // nvidia-ctk cdi generate writes them: the links a program expects, then
 // CUDA's forward compatibility, then the loader cache, which must see the
 // libraries the hooks before it linked or enabled, then the device node
-// guard. Each only when the installed toolkit has it (compat.ToolkitHooks)
+// guard, then the application profile. Each only when the installed toolkit has it (compat.ToolkitHooks)
 // and the host's files call for it.
 func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
 	if c.Toolkit.HookPath == "" {
@@ -155,6 +181,42 @@ func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
 	// container's nodes are the spec's to decide, so the hook shows the
 	// container parameters that do not allow it.
 	add("disable-device-node-modification")
+	// The driver's application profile limits EGL and Vulkan to the GPUs
+	// the container was given, which the hook reads from its devices.
+	add("update-application-profile")
+	return out
+}
+
+// memoryLimitsHook is GPU g's createRuntime hook that applies the CUDA
+// memory limits a container asks for (NVIDIA_GPU_MEMORY_REQUEST and
+// NVIDIA_GPU_MEMORY_LIMIT) to that GPU, which the hook names by UUID; nil
+// where the toolkit lacks the hook or the driver gave the GPU no UUID.
+// gpuenv writes the spec of the host it runs on: the driver's root is /.
+func memoryLimitsHook(c *facts.Containers, g facts.ContainerGPU) *cdispec.Hook {
+	const name = "apply-cuda-memory-limits"
+	if c.Toolkit.HookPath == "" || g.UUID == "" || !slices.Contains(c.Toolkit.Hooks, name) {
+		return nil
+	}
+	return &cdispec.Hook{
+		HookName: "createRuntime", Path: c.Toolkit.HookPath,
+		Args: append(hookArgs(c.Toolkit.HookPath, name), "--driver-root", "/", "--gpu-id", g.UUID),
+	}
+}
+
+// versionedLibDirs are the directories of the driver's libraries that
+// carry its version (lib*.so.<version>), in the package list's order,
+// each once: where NVIDIA_CTK_LIBCUDA_DIR says libcuda is.
+func versionedLibDirs(c *facts.Containers) []string {
+	var out []string
+	if c.DriverVersion == "" {
+		return nil
+	}
+	for _, f := range c.DriverFiles {
+		b := path.Base(f)
+		if strings.HasPrefix(b, "lib") && strings.HasSuffix(b, ".so."+c.DriverVersion) && !slices.Contains(out, path.Dir(f)) {
+			out = append(out, path.Dir(f))
+		}
+	}
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -419,6 +420,13 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 			"nvidia-cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu",
 			"nvidia-cdi-hook disable-device-node-modification",
 		}},
+		{"1.20.2", "/usr/bin/nvidia-cdi-hook", []string{
+			"nvidia-cdi-hook create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+			"nvidia-cdi-hook enable-cuda-compat --host-driver-version=550.54.15",
+			"nvidia-cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu",
+			"nvidia-cdi-hook disable-device-node-modification",
+			"nvidia-cdi-hook update-application-profile",
+		}},
 	} {
 		t.Run(tc.toolkit, func(t *testing.T) {
 			c := obs.Containers
@@ -459,6 +467,69 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 		if slices.Contains(hk.Args, "create-symlinks") {
 			t.Errorf("a link to libcuda without libcuda: %q", hk.Args)
 		}
+	}
+}
+
+// The spec's variables, the runtime's void device request and each GPU's
+// CUDA memory limit hook come with the toolkits that added them (the cited
+// table): a toolkit without them gets none of them.
+func TestCDISpecItemsByToolkitVersion(t *testing.T) {
+	obs := observe(t, root(t, true))
+	const uuid0 = "GPU-5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d"
+	memoryHook := "createRuntime /usr/bin/nvidia-cdi-hook nvidia-cdi-hook apply-cuda-memory-limits --driver-root / --gpu-id " + uuid0
+	voidMount := `/dev/null -> /var/run/nvidia-container-devices/void ["ro" "nosuid" "nodev" "bind"]`
+	for _, tc := range []struct {
+		toolkit   string
+		env       []string
+		device0   []string
+		voidMount bool
+	}{
+		{"", []string{"NVIDIA_VISIBLE_DEVICES=void"}, nil, false},
+		{"1.17.8", []string{"NVIDIA_VISIBLE_DEVICES=void"}, nil, false},
+		{"1.18.0", []string{"NVIDIA_CTK_LIBCUDA_DIR=/usr/lib/x86_64-linux-gnu", "NVIDIA_VISIBLE_DEVICES=void"}, nil, false},
+		{"1.20.1", []string{"NVIDIA_CTK_LIBCUDA_DIR=/usr/lib/x86_64-linux-gnu", "NVIDIA_VISIBLE_DEVICES=void"}, []string{memoryHook}, false},
+		{"1.20.2", []string{"NVIDIA_CTK_LIBCUDA_DIR=/usr/lib/x86_64-linux-gnu", "NVIDIA_VISIBLE_DEVICES=void"}, []string{memoryHook}, true},
+	} {
+		name := tc.toolkit
+		if name == "" {
+			name = "none"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := obs.Containers
+			c.Toolkit = facts.ContainerToolkit{}
+			if tc.toolkit != "" {
+				c.Toolkit = facts.ContainerToolkit{Version: tc.toolkit, HookPath: containers.CDIHookPath, Hooks: compat.ToolkitHooks(version.MustParse(tc.toolkit))}
+			}
+			s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(s.ContainerEdits.Env, tc.env) {
+				t.Errorf("env %q, want %q", s.ContainerEdits.Env, tc.env)
+			}
+			var mounts []string
+			for _, m := range s.ContainerEdits.Mounts {
+				mounts = append(mounts, fmt.Sprintf("%s -> %s %q", m.HostPath, m.ContainerPath, m.Options))
+			}
+			if slices.Contains(mounts, voidMount) != tc.voidMount {
+				t.Errorf("the void device request is mounted: %v, want %v", !tc.voidMount, tc.voidMount)
+			}
+			hooks := map[string][]string{}
+			for _, d := range s.Devices {
+				for _, hk := range d.ContainerEdits.Hooks {
+					hooks[d.Name] = append(hooks[d.Name], hk.HookName+" "+hk.Path+" "+strings.Join(hk.Args, " "))
+				}
+			}
+			// GPU 0 by index and by UUID, and all, which holds each GPU's.
+			for _, name := range []string{"0", uuid0} {
+				if !slices.Equal(hooks[name], tc.device0) {
+					t.Errorf("device %s hooks %q, want %q", name, hooks[name], tc.device0)
+				}
+			}
+			if got := len(hooks["all"]); got != 2*len(tc.device0) || tc.device0 != nil && hooks["all"][0] != tc.device0[0] {
+				t.Errorf("device all hooks %q, want GPU 0's and GPU 1's", hooks["all"])
+			}
+		})
 	}
 }
 

@@ -29,34 +29,38 @@ var fixtureGPUs = []struct{ uuid, busID string }{
 }
 
 // allowedDifference is an item of one spec the other lacks, and why that
-// is right. Every allowance must be used, so that one the generators
-// have outgrown fails the test instead of hiding a difference later.
+// is right. Every allowance that applies must be used, so that one the
+// generators have outgrown fails the test instead of hiding a difference
+// later.
 type allowedDifference struct {
 	// onlyIn is the spec that has the item: "nvcdi" or "gpuenv".
 	onlyIn string
 	// match is the start of the item (see specItems for their form).
 	match  string
 	reason string
-	// hook and since, for a hook gpuenv leaves out, are its name and the
-	// first toolkit that has it, which must be later than the installed.
-	hook, since string
+	// since, for an item of later toolkits than the installed, is the
+	// first toolkit that has it: the allowance applies only while the
+	// installed toolkit is older. hook is the item's hook, if it is one.
+	since, hook string
 }
 
 // allowedDifferences are the differences between gpuenv's spec of the
-// fixture, whose installed toolkit is 1.17.8, and nvcdi's of v1.20.2,
-// which names what later toolkits have.
+// fixture and nvcdi's of v1.20.2, which names what later toolkits have,
+// for every installed toolkit; applies picks those of one.
 func allowedDifferences() []allowedDifference {
 	out := []allowedDifference{
 		{"nvcdi", "common hook createContainer /usr/bin/nvidia-cdi-hook nvidia-cdi-hook disable-device-node-modification",
 			"the hook came with toolkit 1.18.0 (its CHANGELOG, v1.18.0-rc.1); gpuenv names only hooks the installed toolkit has",
-			"disable-device-node-modification", "1.18.0"},
+			"1.18.0", "disable-device-node-modification"},
 		{"nvcdi", "common hook createContainer /usr/bin/nvidia-cdi-hook nvidia-cdi-hook update-application-profile",
 			"the hook came with toolkit 1.20.0 (its CHANGELOG, v1.20.0); gpuenv names only hooks the installed toolkit has",
-			"update-application-profile", "1.20.0"},
+			"1.20.0", "update-application-profile"},
 		{"nvcdi", "common env NVIDIA_CTK_LIBCUDA_DIR=",
-			"toolkit 1.18.0 added the variable (its CHANGELOG, v1.18.0-rc.1); no program of the installed 1.17.8 reads it", "", ""},
+			"toolkit 1.18.0 added the variable (its CHANGELOG, v1.18.0-rc.1); gpuenv's spec has it from that toolkit on",
+			"1.18.0", ""},
 		{"nvcdi", "common mount /var/run/nvidia-container-devices/void <- /dev/null",
-			"toolkit 1.20.2 added it for its runtime's device requests by volume mount (its CHANGELOG, v1.20.2); the NVIDIA_VISIBLE_DEVICES=void both specs set keeps the installed 1.17.8 runtime from injecting devices again", "", ""},
+			"toolkit 1.20.2 added it for its runtime's device requests by volume mount (its CHANGELOG, v1.20.2); the NVIDIA_VISIBLE_DEVICES=void both specs set keeps older runtimes from injecting devices again",
+			"1.20.2", ""},
 		{"gpuenv", "common mount /usr/lib/x86_64-linux-gnu/libcuda.so.1 ",
 			"gpuenv mounts the driver's SONAME links as dpkg lists them, so that a spec without hooks (no toolkit installed: podman) still gives programs the name they open; nvcdi leaves them to the ldconfig of its update-ldcache hook", "", ""},
 		{"gpuenv", "common mount /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 ",
@@ -73,10 +77,18 @@ func allowedDifferences() []allowedDifference {
 			out = append(out, allowedDifference{"nvcdi",
 				"device " + name + " hook createRuntime /usr/bin/nvidia-cdi-hook nvidia-cdi-hook apply-cuda-memory-limits --driver-root <root> --gpu-id " + g.uuid,
 				"the hook came with toolkit 1.20.1 (its CHANGELOG, v1.20.1); gpuenv names only hooks the installed toolkit has",
-				"apply-cuda-memory-limits", "1.20.1"})
+				"1.20.1", "apply-cuda-memory-limits"})
 		}
 	}
 	return out
+}
+
+// applies are the allowances for installed toolkit tk: those of items
+// not of a later toolkit.
+func applies(all []allowedDifference, tk version.Version) []allowedDifference {
+	return slices.DeleteFunc(slices.Clone(all), func(a allowedDifference) bool {
+		return a.since != "" && tk.Compare(version.MustParse(a.since)) >= 0
+	})
 }
 
 // The spec gpuenv generates from the driver's files agrees with the one
@@ -84,15 +96,34 @@ func allowedDifferences() []allowedDifference {
 // makes of the same root: the same device names, the same device nodes
 // for each device and for all, the same driver files at the same container
 // paths with the same options, and the same hooks in the same order, but
-// for the differences allowedDifferences lists with their reasons. The
-// hooks' environment (NVIDIA_CTK_DEBUG=false, the default) is not
-// compared; nor are the device numbers nvcdi records, which runtimes read
-// from the nodes themselves.
+// for the differences allowedDifferences lists with their reasons. With
+// toolkit 1.17.8 installed gpuenv leaves out what later toolkits added;
+// with 1.20.2, nvcdi's own release, it has all of it. The hooks'
+// environment (NVIDIA_CTK_DEBUG=false, the default) is not compared; nor
+// are the device numbers nvcdi records, which runtimes read from the
+// nodes themselves.
 func TestCDISpecAgreesWithNVCDI(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("nvcdi takes only character devices as device nodes, and the fixture's are character devices only when mknod can make them, as root")
 	}
+	for _, installed := range []string{"1.17.8", "1.20.2"} {
+		t.Run(installed, func(t *testing.T) { testAgreesWithNVCDI(t, installed) })
+	}
+}
+
+func testAgreesWithNVCDI(t *testing.T, installed string) {
 	dir := root(t, true)
+	if installed != "1.17.8" {
+		status := filepath.Join(dir, "var/lib/dpkg/status")
+		data, err := os.ReadFile(status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.ReplaceAll(string(data), "Version: 1.17.8-1\n", "Version: "+installed+"-1\n"))
+		if err := os.WriteFile(status, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// nvcdi reads the libraries' SONAMEs to link them: the fixture's
 	// empty files become real shared objects with the SONAMEs of the
 	// driver's.
@@ -100,6 +131,9 @@ func TestCDISpecAgreesWithNVCDI(t *testing.T) {
 		hosttest.BuildELF(t, filepath.Join(dir, "usr/lib/x86_64-linux-gnu", lib+".550.54.15"), lib+".1", nil)
 	}
 	obs := observe(t, dir)
+	if obs.Containers.Toolkit.Version != installed {
+		t.Fatalf("the fixture's toolkit is %q, not %s", obs.Containers.Toolkit.Version, installed)
+	}
 	ours, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +144,8 @@ func TestCDISpecAgreesWithNVCDI(t *testing.T) {
 		t.Errorf("kind %q, nvcdi %q", ours.Kind, ref.Kind)
 	}
 	got, want := specItems(t, dir, ours), specItems(t, dir, ref)
-	allowed := allowedDifferences()
+	tk := version.MustParse(installed)
+	allowed := applies(allowedDifferences(), tk)
 	used := make([]bool, len(allowed))
 	check := func(items []string, other []string, side string) {
 		for _, it := range items {
@@ -135,27 +170,52 @@ func TestCDISpecAgreesWithNVCDI(t *testing.T) {
 		}
 	}
 
+	// What later toolkits added is not in gpuenv's spec, under any name:
+	// an older toolkit's programs would not run its hooks.
+	for _, a := range allowed {
+		if a.since == "" {
+			continue
+		}
+		for _, it := range got {
+			if strings.HasPrefix(it, a.match) || a.hook != "" && strings.Contains(it, " "+a.hook) {
+				t.Errorf("toolkit %s: gpuenv's spec has %s, of toolkit %s", tk, it, a.since)
+			}
+		}
+	}
+
+	// What both specs have they have in the same order: the variables
+	// and each device's hooks. (nvcdi sorts mounts by path; runtimes do
+	// too, so that a mount is not hidden under another.)
+	inOurs := func(list []string) []string {
+		return slices.DeleteFunc(slices.Clone(list), func(it string) bool { return !slices.Contains(got, it) })
+	}
+	ourOrder, refOrder := orderedItems(dir, ours), orderedItems(dir, ref)
+	for key, theirs := range refOrder {
+		if o, r := inOurs(ourOrder[key]), inOurs(theirs); !slices.Equal(o, r) {
+			t.Errorf("%s in the order\n%q\nnvcdi's\n%q", key, o, r)
+		}
+	}
+
 	// A hook nvcdi names and the installed toolkit has is not allowed
 	// to be missing: the allowances are for hooks of later toolkits.
-	tk := version.MustParse(obs.Containers.Toolkit.Version)
 	for _, a := range allowed {
-		if a.hook != "" && (slices.Contains(compat.ToolkitHooks(tk), a.hook) || tk.Compare(version.MustParse(a.since)) >= 0) {
+		if a.hook != "" && slices.Contains(compat.ToolkitHooks(tk), a.hook) {
 			t.Errorf("toolkit %s has the hook %s, which gpuenv leaves out", tk, a.hook)
 		}
 	}
 
-	// For the installed toolkit and for 1.18.0, the first with the device
-	// node guard, gpuenv names the hooks nvcdi names that the toolkit has,
-	// with nvcdi's arguments, in nvcdi's order: the loader cache last of
-	// those that change the libraries.
+	// For the installed toolkit and for those that added hooks, gpuenv
+	// names the hooks nvcdi names that the toolkit has, with nvcdi's
+	// arguments, in nvcdi's order: the loader cache last of those that
+	// change the libraries.
 	since := map[string]version.Version{}
-	for _, a := range allowed {
+	for _, a := range allowedDifferences() {
 		if a.hook != "" {
 			since[a.hook] = version.MustParse(a.since)
 		}
 	}
-	refItems := specItems(t, dir, &cdispec.Spec{ContainerEdits: ref.ContainerEdits})
-	for _, tv := range []string{obs.Containers.Toolkit.Version, "1.18.0"} {
+	refItems := specItems(t, dir, ref)
+	for _, tv := range []string{installed, "1.18.0", "1.20.0", "1.20.1"} {
 		v := version.MustParse(tv)
 		c := obs.Containers
 		c.Toolkit = facts.ContainerToolkit{Version: tv, HookPath: containers.CDIHookPath, Hooks: compat.ToolkitHooks(v)}
@@ -170,8 +230,8 @@ func TestCDISpecAgreesWithNVCDI(t *testing.T) {
 		if got := hookNames(s); !slices.Equal(got, want) {
 			t.Errorf("toolkit %s: hooks %q, nvcdi's that it has %q", tv, got, want)
 		}
-		for _, it := range specItems(t, dir, &cdispec.Spec{ContainerEdits: s.ContainerEdits}) {
-			if strings.HasPrefix(it, "common hook ") && !slices.Contains(refItems, it) {
+		for _, it := range specItems(t, dir, s) {
+			if strings.Contains(it, " hook ") && !slices.Contains(refItems, it) {
 				t.Errorf("toolkit %s: only gpuenv's spec has %s", tv, it)
 			}
 		}
@@ -260,6 +320,26 @@ func specItems(t *testing.T, dir string, s *cdispec.Spec) []string {
 	return out
 }
 
+// orderedItems are a spec's items (specItems' form) in the spec's order:
+// the variables and each device's hooks.
+func orderedItems(dir string, s *cdispec.Spec) map[string][]string {
+	out := map[string][]string{}
+	for _, env := range s.ContainerEdits.Env {
+		out["variables"] = append(out["variables"], "common env "+env)
+	}
+	for i := range s.Devices {
+		d := &s.Devices[i]
+		key := "device " + d.Name + " hooks"
+		out[key] = []string{}
+		for _, h := range d.ContainerEdits.Hooks {
+			for _, it := range hookItems(dir, h) {
+				out[key] = append(out[key], "device "+d.Name+" hook "+it)
+			}
+		}
+	}
+	return out
+}
+
 // hookItems are a hook's items: the hook with its arguments, or for
 // create-symlinks one item a link, since the two specs make some links
 // by other means (gpuenv mounts the SONAME links).
@@ -272,6 +352,14 @@ func hookItems(dir string, h *cdispec.Hook) []string {
 			out = append(out, head+" "+strings.Join(args[:2], " ")+" "+args[i]+" "+args[i+1])
 		}
 		return out
+	}
+	// gpuenv's driver root is the host's root, /, which in the fixture
+	// is the fixture's root, nvcdi's.
+	args = slices.Clone(args)
+	for i := 1; i < len(args); i++ {
+		if args[i-1] == "--driver-root" && (args[i] == "/" || args[i] == dir) {
+			args[i] = "<root>"
+		}
 	}
 	return []string{head + " " + strings.ReplaceAll(strings.Join(args, " "), dir, "<root>")}
 }
