@@ -80,6 +80,9 @@ func TestPTXNeedsCUDAThatKnowsTheGPU(t *testing.T) {
 		{"13.0", "7.5", true, ""},
 		{"12.6", "12.0", false, "first built for by CUDA 12.8"},
 		{"12.8", "12.0", true, ""},
+		// clang accepts sm_72 from CUDA 9.1 (llvm-cuda-min), not 10.0.
+		{"9.0", "7.2", false, "first built for by CUDA 9.1"},
+		{"9.1", "7.2", true, ""},
 	} {
 		ok, why := CUDATargets(v(tc.cuda), v(tc.cc))
 		if ok != tc.ok || !strings.Contains(why, tc.why) {
