@@ -73,8 +73,12 @@ GPU process, no display on nvidia_drm, a module Secure Boot accepts); otherwise
 the step needs a reboot and says why. --interrupt-gpu-processes lets the reload
 stop the GPU processes in its way, each named in the plan.
 
---out FILE saves the plan for "gpuenv apply FILE", which applies exactly that
-plan and refuses it once the facts it was made from have changed.
+--out FILE saves the plan for "gpuenv apply FILE", with a copy of the spec's
+files and var files and the flags that changed the plan (--var, GPUENV_VAR_
+values, --python, --interrupt-gpu-processes, --root, --state-dir). Apply
+plans again from those, applies exactly that plan when it is the same, and
+refuses it once the facts it was made from have changed or when it differs
+in any way.
 
 Exit status: 0 success (with or without changes), 1 error; with
 --detailed-exitcode, 0 no changes, 1 error, 2 changes present.`,
