@@ -118,3 +118,31 @@ func TestSavedSpecLoadOptions(t *testing.T) {
 		t.Errorf("vars: %v", opts.Vars)
 	}
 }
+
+// FuzzCompareSaved: whatever a saved plan file holds, comparing it ends
+// with an answer, and only the file as written compares equal.
+func FuzzCompareSaved(f *testing.F) {
+	now := Save(samplePlan(), fingerprintFacts(), sampleFrom())
+	written, err := json.MarshalIndent(now, "", "  ")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(written)
+	f.Add([]byte(`{"steps": [{"address": "driver", "operations": [[[[]]]]}]}`))
+	f.Add([]byte(`{"gpuenv_saved_plan": 2.0}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte("{\"warnings\": [\"\\u009b2J\x7f\"]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := CompareSaved(data, now)
+		if err == nil && !json.Valid(data) {
+			t.Fatalf("invalid JSON compares equal: %q", data)
+		}
+		if d, ok := errors.AsType[*DiffersError](err); ok {
+			for _, s := range []string{d.Path, d.Saved, d.Now} {
+				if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f || r >= 0x80 && r < 0xa0 }) {
+					t.Fatalf("the difference holds a control character: %q", s)
+				}
+			}
+		}
+	})
+}
