@@ -122,7 +122,7 @@ func TestFingerprintStaleness(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := fingerprintFacts()
 			var buf bytes.Buffer
-			if err := WriteSavedPlan(&buf, tt.plan, before); err != nil {
+			if err := WriteSavedPlan(&buf, tt.plan, before, nil); err != nil {
 				t.Fatal(err)
 			}
 			sp, err := ReadSavedPlan(&buf)
@@ -173,7 +173,7 @@ func TestFingerprintSections(t *testing.T) {
 func savedSample(t *testing.T) ([]byte, map[string]any) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts()); err != nil {
+	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts(), nil); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -194,7 +194,8 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 		want   string
 	}{
 		{"a plain JSON plan", func(m map[string]any) { delete(m, "gpuenv_saved_plan") }, "not a saved plan"},
-		{"a newer layout", func(m map[string]any) { m["gpuenv_saved_plan"] = 2 }, "layout 2"},
+		{"a newer layout", func(m map[string]any) { m["gpuenv_saved_plan"] = 3 }, "layout 3"},
+		{"layout 1", func(m map[string]any) { m["gpuenv_saved_plan"] = 1 }, "saved plan layout 1 keeps no copy of the spec"},
 		{"a newer format", func(m map[string]any) { m["format_version"] = "2.0" }, "plan format 2.0 is not known to this gpuenv (it reads 1.x, writes " + FormatVersion + ")"},
 		{"a format that is no version", func(m map[string]any) { m["format_version"] = "one" }, `plan format version "one" is not a version`},
 		{"no fingerprint", func(m map[string]any) { delete(m, "facts_fingerprint") }, "no sha256 facts fingerprint"},

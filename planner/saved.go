@@ -5,38 +5,156 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"path"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/spec"
 )
 
 // SavedPlanMarker is the value of "gpuenv_saved_plan" in a saved plan: it
 // tells a saved plan from a spec or a plain --json plan, and numbers the
-// saved-plan layout.
-const SavedPlanMarker = 1
+// saved-plan layout. Layout 2 added planned_from, the spec and flags the
+// plan was made from; a layout 1 plan cannot be planned again, so it is
+// refused.
+const SavedPlanMarker = 2
 
 // SavedPlan is what plan --out writes and apply FILE reads: the JSON plan
-// document with a marker and a fingerprint of the facts it was made from,
-// so that apply can refuse it once the host has changed under it.
+// document with a marker, a fingerprint of the facts it was made from, so
+// that apply can refuse it once the host has changed under it, and what
+// else it was planned from, so that apply can plan again and refuse a
+// plan that is not what plan says (Terraform's plan file keeps its
+// configuration for the same reason).
 type SavedPlan struct {
-	Marker      int         `json:"gpuenv_saved_plan"`
-	Fingerprint FactsDigest `json:"facts_fingerprint"`
+	Marker      int          `json:"gpuenv_saved_plan"`
+	Fingerprint FactsDigest  `json:"facts_fingerprint"`
+	From        *PlannedFrom `json:"planned_from"`
 	Plan
 }
 
-// Save returns p as a saved plan, fingerprinted with obs, the observation
-// it was made from.
-func Save(p *Plan, obs *facts.Observation) *SavedPlan {
-	return &SavedPlan{Marker: SavedPlanMarker, Fingerprint: Fingerprint(p, obs), Plan: *p}
+// PlannedFrom is what a plan was made from besides the host's facts: the
+// spec, as the files plan read, and every flag that changed the plan.
+type PlannedFrom struct {
+	Spec SavedSpec `json:"spec"`
+	// Root is --root, as an absolute path.
+	Root string `json:"root"`
+	// StateDir is --state-dir, whose status the plan's warnings report.
+	StateDir string `json:"state_dir"`
+	// Pythons are --python's interpreters.
+	Pythons               []string `json:"python,omitempty"`
+	InterruptGPUProcesses bool     `json:"interrupt_gpu_processes,omitempty"`
 }
 
-// WriteSavedPlan writes p, fingerprinted with obs, as indented JSON.
-func WriteSavedPlan(w io.Writer, p *Plan, obs *facts.Observation) error {
-	b, err := json.MarshalIndent(Save(p, obs), "", "  ")
+// SavedSpec is a spec as plan loaded it: its files' bytes and the values
+// its input variables were given outside them.
+type SavedSpec struct {
+	// Path is the spec's PATH argument, for messages.
+	Path     string      `json:"path"`
+	Files    []SavedFile `json:"files"`
+	VarFiles []SavedFile `json:"var_files,omitempty"`
+	// Vars are the --var assignments.
+	Vars map[string]string `json:"vars,omitempty"`
+	// Environment holds the GPUENV_VAR_<name> values of the variables the
+	// spec declares, by name; other variables of the environment are not
+	// kept.
+	Environment map[string]string `json:"environment,omitempty"`
+}
+
+// SavedFile is one file of a saved spec. Spec files are UTF-8 (HCL reads
+// nothing else), so the content is kept as text a reviewer can read.
+type SavedFile struct {
+	Name    string `json:"name"`
+	Content string `json:"content"`
+}
+
+// SaveSpec returns the spec s as loaded from path with opts, to keep in a
+// saved plan.
+func SaveSpec(path string, s *spec.Spec, opts spec.LoadOptions) (SavedSpec, error) {
+	ss := SavedSpec{Path: path}
+	for _, f := range s.Sources.Files {
+		if !utf8.Valid(f.Bytes) {
+			return ss, fmt.Errorf("the spec file %s is not UTF-8", f.Name)
+		}
+		ss.Files = append(ss.Files, SavedFile{Name: f.Name, Content: string(f.Bytes)})
+	}
+	for _, f := range s.Sources.VarFiles {
+		if !utf8.Valid(f.Bytes) {
+			return ss, fmt.Errorf("the var file %s is not UTF-8", f.Name)
+		}
+		ss.VarFiles = append(ss.VarFiles, SavedFile{Name: f.Name, Content: string(f.Bytes)})
+	}
+	if len(opts.Vars) > 0 {
+		ss.Vars = maps.Clone(opts.Vars)
+	}
+	for _, kv := range opts.Environ {
+		name, value, _ := strings.Cut(strings.TrimPrefix(kv, spec.EnvPrefix), "=")
+		if !strings.HasPrefix(kv, spec.EnvPrefix) || !slices.ContainsFunc(s.Variables, func(v *spec.Variable) bool { return v.Name == name }) {
+			continue
+		}
+		if ss.Environment == nil {
+			ss.Environment = map[string]string{}
+		}
+		// The last assignment wins, as in the loader.
+		ss.Environment[name] = value
+	}
+	return ss, nil
+}
+
+// LoadOptions are the options that load the saved spec again, from its
+// saved files and values alone.
+func (ss *SavedSpec) LoadOptions() spec.LoadOptions {
+	src := &spec.Sources{}
+	for _, f := range ss.Files {
+		src.Files = append(src.Files, spec.SourceFile{Name: f.Name, Bytes: []byte(f.Content)})
+	}
+	for _, f := range ss.VarFiles {
+		src.VarFiles = append(src.VarFiles, spec.SourceFile{Name: f.Name, Bytes: []byte(f.Content)})
+	}
+	opts := spec.LoadOptions{Vars: ss.Vars, Saved: src}
+	for _, name := range slices.Sorted(maps.Keys(ss.Environment)) {
+		opts.Environ = append(opts.Environ, spec.EnvPrefix+name+"="+ss.Environment[name])
+	}
+	return opts
+}
+
+// validate refuses a saved spec that names no file, or one file twice.
+func (f *PlannedFrom) validate() error {
+	if len(f.Spec.Files) == 0 {
+		return fmt.Errorf("planned_from holds no spec file")
+	}
+	seen := map[string]bool{}
+	for _, list := range [][]SavedFile{f.Spec.Files, f.Spec.VarFiles} {
+		for _, sf := range list {
+			if sf.Name == "" || seen[sf.Name] {
+				return fmt.Errorf("planned_from names the spec file %q twice or not at all", sf.Name)
+			}
+			seen[sf.Name] = true
+		}
+	}
+	if !path.IsAbs(f.Root) || !path.IsAbs(f.StateDir) {
+		return fmt.Errorf("planned_from's root %q and state_dir %q must be absolute paths", f.Root, f.StateDir)
+	}
+	return nil
+}
+
+// Save returns p as a saved plan, fingerprinted with obs, the observation
+// it was made from, and keeping from, the spec and flags it was made
+// from. Only tests save a plan without them; apply refuses such a plan.
+func Save(p *Plan, obs *facts.Observation, from *PlannedFrom) *SavedPlan {
+	return &SavedPlan{Marker: SavedPlanMarker, Fingerprint: Fingerprint(p, obs), From: from, Plan: *p}
+}
+
+// WriteSavedPlan writes p, fingerprinted with obs and keeping from, as
+// indented JSON.
+func WriteSavedPlan(w io.Writer, p *Plan, obs *facts.Observation, from *PlannedFrom) error {
+	b, err := json.MarshalIndent(Save(p, obs, from), "", "  ")
 	if err != nil {
 		return err
 	}
@@ -89,6 +207,9 @@ func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
 	if err := dec.Decode(&sp); err != nil {
 		return nil, fmt.Errorf("reading the saved plan: %w", err)
 	}
+	if sp.Marker == 1 {
+		return nil, fmt.Errorf("saved plan layout 1 keeps no copy of the spec it was planned from, so this gpuenv cannot plan it again to check that it is what plan would say: make it again with gpuenv plan --out FILE")
+	}
 	if sp.Marker != SavedPlanMarker {
 		return nil, fmt.Errorf("saved plan layout %d is not known to this gpuenv (it knows %d)", sp.Marker, SavedPlanMarker)
 	}
@@ -100,6 +221,11 @@ func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
 	}
 	if err := sp.Plan.Validate(); err != nil {
 		return nil, fmt.Errorf("saved plan: %w", err)
+	}
+	if sp.From != nil {
+		if err := sp.From.validate(); err != nil {
+			return nil, fmt.Errorf("saved plan: %w", err)
+		}
 	}
 	return &sp, nil
 }

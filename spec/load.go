@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,6 +26,27 @@ type LoadOptions struct {
 	// Environ is the process environment as os.Environ returns it;
 	// GPUENV_VAR_<name>=value sets variable <name>.
 	Environ []string
+	// Saved, when set, holds the spec's files and var files as an earlier
+	// Load read them (Spec.Sources, kept in a saved plan): Load reads
+	// these bytes instead of the file system, its path argument and
+	// VarFiles are not used, and the spec is the one read then however
+	// the files changed since.
+	Saved *Sources
+}
+
+// Sources are the bytes of every file a spec was loaded from, by the
+// names Load read them under, in the order it read them.
+type Sources struct {
+	// Files are the spec files.
+	Files []SourceFile
+	// VarFiles are the --var-file files.
+	VarFiles []SourceFile
+}
+
+// SourceFile is one file a spec was loaded from.
+type SourceFile struct {
+	Name  string
+	Bytes []byte
 }
 
 // EnvPrefix starts the name of an environment variable that sets an input
@@ -132,7 +154,7 @@ func (l *loader) load(path string) {
 // parseFile parses one spec file, refusing one nested deeper than the
 // parser can take before the parser sees it.
 func (l *loader) parseFile(path string) (*hcl.File, hcl.Diagnostics) {
-	src, err := os.ReadFile(path)
+	src, err := l.read(path, false)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read spec", Detail: fmt.Sprintf("Reading %s: %s.", path, plainErr(err))}}
 	}
@@ -142,8 +164,48 @@ func (l *loader) parseFile(path string) (*hcl.File, hcl.Diagnostics) {
 	return l.parser.ParseHCL(src, path)
 }
 
+// read returns the bytes of the spec file or var file name, from the
+// saved sources when Load was given them, and records them in the
+// spec's Sources.
+func (l *loader) read(name string, varFile bool) ([]byte, error) {
+	var src []byte
+	if l.opts.Saved != nil {
+		list := l.opts.Saved.Files
+		if varFile {
+			list = l.opts.Saved.VarFiles
+		}
+		i := slices.IndexFunc(list, func(s SourceFile) bool { return s.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("not among the saved spec's files")
+		}
+		src = list[i].Bytes
+	} else {
+		var err error
+		if src, err = os.ReadFile(name); err != nil {
+			return nil, err
+		}
+	}
+	if varFile {
+		l.spec.Sources.VarFiles = append(l.spec.Sources.VarFiles, SourceFile{Name: name, Bytes: src})
+	} else {
+		l.spec.Sources.Files = append(l.spec.Sources.Files, SourceFile{Name: name, Bytes: src})
+	}
+	return src, nil
+}
+
 // specFiles lists the files that make up the spec at path.
 func (l *loader) specFiles(path string) ([]string, bool) {
+	if l.opts.Saved != nil {
+		var names []string
+		for _, f := range l.opts.Saved.Files {
+			names = append(names, f.Name)
+		}
+		if len(names) == 0 {
+			l.errorf(nil, "No spec files", "The saved spec holds no %s files.", FileExt)
+			return nil, false
+		}
+		return names, true
+	}
 	info, err := os.Stat(path)
 	if err != nil {
 		l.errorf(nil, "Cannot read spec", "Reading %s: %s.", path, plainErr(err))

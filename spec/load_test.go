@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -502,5 +504,52 @@ cudnn {
 	c := s.CuDNN.Version.Value
 	if !c.Check(version.MustParse("8.9.7.29")) || c.Check(version.MustParse("8.10.0")) || c.Check(version.MustParse("9.1.0.70")) {
 		t.Errorf("cudnn constraint %q", c)
+	}
+}
+
+// A spec loaded from the sources an earlier Load read is that spec, though
+// its files and var files changed or went away since.
+func TestLoadSaved(t *testing.T) {
+	dir := t.TempDir()
+	specFile := filepath.Join(dir, "a.hcl")
+	varFile := filepath.Join(dir, "prod.vars")
+	write := func(name, content string) {
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(specFile, "variable \"cuda\" {}\n\ncuda {\n  version = var.cuda\n}\n")
+	write(varFile, "cuda = \"12.4\"\n")
+	first, diags := Load(dir, LoadOptions{VarFiles: []string{varFile}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := Sources{
+		Files:    []SourceFile{{Name: specFile, Bytes: []byte("variable \"cuda\" {}\n\ncuda {\n  version = var.cuda\n}\n")}},
+		VarFiles: []SourceFile{{Name: varFile, Bytes: []byte("cuda = \"12.4\"\n")}},
+	}
+	if d := cmp.Diff(want, first.Sources); d != "" {
+		t.Fatalf("sources (-want +got):\n%s", d)
+	}
+
+	write(specFile, "cuda {\n  version = \"11.8\"\n}\n")
+	os.Remove(varFile)
+	again, diags := Load(filepath.Join(dir, "elsewhere"), LoadOptions{VarFiles: []string{"ignored"}, Saved: &first.Sources})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if got := again.CUDA.Version.Value.String(); got != "12.4" {
+		t.Errorf("cuda version from the saved sources: %s, want 12.4", got)
+	}
+	if d := cmp.Diff(first.Sources, again.Sources); d != "" {
+		t.Errorf("sources read again (-first +again):\n%s", d)
+	}
+	if d := cmp.Diff(first.Paths, again.Paths); d != "" {
+		t.Errorf("paths (-first +again):\n%s", d)
+	}
+
+	_, diags = Load(dir, LoadOptions{Saved: &Sources{}})
+	if !diags.HasErrors() || diags[0].Summary != "No spec files" {
+		t.Errorf("no saved files: %v", diags)
 	}
 }

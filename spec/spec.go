@@ -21,6 +21,10 @@ type Spec struct {
 	Files map[string]*hcl.File
 	// Paths lists the spec files that make up the spec, in reading order.
 	Paths []string
+	// Sources are the bytes Load read, spec files and var files, for a
+	// saved plan to keep: loaded again from them (LoadOptions.Saved), the
+	// spec is this one.
+	Sources Sources
 
 	Driver       *Driver
 	CUDA         *CUDA

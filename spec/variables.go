@@ -2,7 +2,6 @@ package spec
 
 import (
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -120,7 +119,14 @@ func (l *loader) assignVariables() {
 		}
 	}
 
-	for _, path := range l.opts.VarFiles {
+	varFiles := l.opts.VarFiles
+	if l.opts.Saved != nil {
+		varFiles = nil
+		for _, f := range l.opts.Saved.VarFiles {
+			varFiles = append(varFiles, f.Name)
+		}
+	}
+	for _, path := range varFiles {
 		l.readVarFile(path)
 	}
 
@@ -208,7 +214,7 @@ func (l *loader) assign(v *Variable, val cty.Value, from ValueSource, where stri
 }
 
 func (l *loader) readVarFile(path string) {
-	src, err := os.ReadFile(path)
+	src, err := l.read(path, true)
 	if err != nil {
 		l.errorf(nil, "Cannot read var file", "Reading %s: %s.", path, plainErr(err))
 		return

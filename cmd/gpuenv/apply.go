@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -60,6 +62,12 @@ type applyOptions struct {
 	planFlags
 	autoApprove bool
 	noRevert    bool
+	// given are the planning flags given on the command line ("--var"),
+	// which a saved plan does not take: it keeps its own.
+	given []string
+	// rootGiven and stateDirGiven say whether --root and --state-dir were
+	// given; when not, a saved plan's own are used.
+	rootGiven, stateDirGiven bool
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
@@ -70,8 +78,12 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 		Long: `Apply plans the spec at PATH (default ".") as "gpuenv plan" does, shows the
 plan, asks for "yes" on a terminal (without a terminal it needs --auto-approve),
 and carries it out. PLANFILE, a plan saved by "gpuenv plan --out", is applied
-exactly as saved, after checking that the facts it was made from have not
-changed ("stale plan": plan again).
+exactly as saved, after two checks: the facts it was made from have not
+changed ("stale plan": plan again), and planning again from the spec and
+flags the file keeps (not the spec on disk now, nor apply's own --var,
+--var-file, --python or --interrupt-gpu-processes, which it refuses) makes
+the very same plan; the first difference is named. It is applied to the
+--root and --state-dir it was planned for.
 
 Each operation's inverse is journaled before it runs, in a new generation under
 the state directory, with the previous bytes of files and the package files of
@@ -97,6 +109,12 @@ reverted; 3 failed and the revert is incomplete: run "gpuenv rollback".`,
 			if len(args) == 1 {
 				target = args[0]
 			}
+			for _, name := range planningFlags {
+				if cmd.Flags().Changed(name) {
+					o.given = append(o.given, "--"+name)
+				}
+			}
+			o.rootGiven, o.stateDirGiven = cmd.Flags().Changed("root"), cmd.Flags().Changed("state-dir")
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			return runApply(ctx, g, &o, target)
@@ -113,9 +131,19 @@ reverted; 3 failed and the revert is incomplete: run "gpuenv rollback".`,
 type planned struct {
 	plan   *planner.Plan
 	obs    *facts.Observation
-	spec   *spec.Spec // nil for a saved plan
+	spec   *spec.Spec // nil for a saved plan made without one (tests only)
 	files  map[string]*hcl.File
 	pythns []string
+	// saved names the saved plan file this plan was checked against.
+	saved string
+}
+
+// savedFile is a saved plan file as read, before any check against the
+// host.
+type savedFile struct {
+	name string
+	data []byte
+	plan *planner.SavedPlan
 }
 
 func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target string) error {
@@ -132,6 +160,17 @@ func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target str
 // applyWith runs apply with its human view, or, when st is set, its JSON
 // view: every word goes to the event stream instead.
 func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target string, st *eventStream) error {
+	saved, err := readSavedFile(target)
+	if err != nil {
+		return err
+	}
+	if saved != nil {
+		// The plan says where it applies, and with which flags; those
+		// decide what the host is and what the state directory says.
+		if err := useSavedFlags(g, o, saved); err != nil {
+			return err
+		}
+	}
 	h, err := openHost(g)
 	if err != nil {
 		return err
@@ -146,9 +185,23 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	if err := apply.CheckReady(h, g.stateDir()); err != nil {
 		return err
 	}
-	pl, err := loadPlanned(ctx, g, o, h, target, st)
+	var pl *planned
+	if saved != nil {
+		pl, err = loadSaved(ctx, g, o, h, saved, st)
+	} else {
+		pl, err = loadPlanned(ctx, g, o, h, target, st)
+	}
 	if err != nil {
 		return err
+	}
+	if pl.saved != "" && pl.spec != nil {
+		line := "Planned again from the spec saved in " + pl.saved + " on this host: the same plan."
+		if st != nil {
+			st.write(map[string]any{"type": "message", "line": line})
+		} else {
+			fmt.Fprintln(g.Stdout, line)
+			fmt.Fprintln(g.Stdout)
+		}
 	}
 	if st != nil {
 		st.plan(pl.plan)
@@ -237,18 +290,97 @@ func runViews(g *globalOptions, st *eventStream) (text io.Writer, events, live f
 	return g.Stdout, nil, nil
 }
 
-// loadPlanned reads a saved plan, refusing a stale one, or plans the spec
-// at target.
-func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, target string, st *eventStream) (*planned, error) {
+// readSavedFile reads target when it is a saved plan; nil when it is not
+// one (a spec), and an error for a plan document without the marker.
+func readSavedFile(target string) (*savedFile, error) {
 	data, err := os.ReadFile(target)
-	if err == nil && planner.IsPlanDocument(data) {
+	if err != nil {
+		// Not a file: a spec directory, or a spec that cannot be read,
+		// which loading the spec reports.
+		return nil, nil
+	}
+	if planner.IsPlanDocument(data) {
 		// Read as a spec, it would only get HCL's syntax errors.
 		return nil, fmt.Errorf("%s is a plan document, not a saved plan: it lacks the %q marker of a plan saved with the fingerprint of the facts it was made from, so apply cannot tell whether it still fits the host. Save a plan to apply with `gpuenv plan --out FILE`, or apply the spec itself", target, "gpuenv_saved_plan")
 	}
-	if err == nil && planner.IsSavedPlan(data) {
-		sp, err := planner.ReadSavedPlan(strings.NewReader(string(data)))
+	if !planner.IsSavedPlan(data) {
+		return nil, nil
+	}
+	sp, err := planner.ReadSavedPlan(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", target, err)
+	}
+	return &savedFile{name: target, data: data, plan: sp}, nil
+}
+
+// savedHooks are test-only entry points, set by test commands, never by a
+// flag: acceptUnplanned lets apply carry out a saved plan that keeps no
+// spec, as the tests' hand-made plans of fake hosts are, checked against
+// the facts' fingerprint only.
+var savedHooks struct {
+	acceptUnplanned bool
+}
+
+// useSavedFlags refuses planning flags given with a saved plan, which
+// keeps its own, and takes the plan's --root and --state-dir where they
+// were not given; given and different, they are refused.
+func useSavedFlags(g *globalOptions, o *applyOptions, sf *savedFile) error {
+	if len(o.given) > 0 {
+		return fmt.Errorf("%s cannot be given with a saved plan: %s keeps the values it was planned with, and apply plans again with those. To change them, make the plan again: gpuenv plan %s ... --out FILE", o.given[0], sf.name, o.given[0])
+	}
+	from := sf.plan.From
+	if from == nil {
+		return nil
+	}
+	if o.rootGiven {
+		root, err := filepath.Abs(g.Root)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("--root: %w", err)
+		}
+		if root != from.Root {
+			return fmt.Errorf("%s was planned for --root %s, not %s: apply it with --root %s, or plan again for %s", sf.name, from.Root, root, from.Root, root)
+		}
+	}
+	g.Root = from.Root
+	if o.stateDirGiven && g.stateDir() != from.StateDir {
+		return fmt.Errorf("%s was planned with --state-dir %s, not %s: apply it with --state-dir %s, or plan again", sf.name, from.StateDir, g.stateDir(), from.StateDir)
+	}
+	g.StateDir = from.StateDir
+	fi, err := os.Stat(g.Root)
+	if err != nil {
+		return fmt.Errorf("the saved plan's --root: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("the saved plan's --root %s is not a directory", g.Root)
+	}
+	return nil
+}
+
+// loadSaved checks a saved plan against the host and against its own
+// spec: it plans again from the spec and flags the plan keeps and the
+// host's facts now, refuses the plan when the facts it depends on changed
+// ("stale") or when the new plan differs from it in any way, and
+// otherwise returns the new plan, which is the saved one.
+func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, sf *savedFile, st *eventStream) (*planned, error) {
+	sp := sf.plan
+	refuse := func(d *hcl.Diagnostic) (*planned, error) {
+		if st != nil {
+			st.diagnostics(hcl.Diagnostics{d})
+		} else {
+			g.diagnosticWriter(nil).WriteDiagnostic(d)
+		}
+		return nil, &exitCodeError{code: exitError}
+	}
+	stale := func(obs *facts.Observation) error {
+		err := sp.CheckFresh(obs)
+		if stale, ok := errors.AsType[*planner.StaleError](err); ok {
+			_, err = refuse(stale.Diagnostic())
+		}
+		return err
+	}
+	if sp.From == nil {
+		if !savedHooks.acceptUnplanned {
+			return nil, fmt.Errorf("%s keeps no copy of the spec it was planned from, so apply cannot plan it again to check that it is what plan would say: make it again with gpuenv plan --out FILE", sf.name)
 		}
 		pythons := append([]string(nil), o.pythons...)
 		for _, s := range sp.Steps {
@@ -259,21 +391,52 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 			}
 		}
 		obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
-		if err := sp.CheckFresh(obs); err != nil {
-			var stale *planner.StaleError
-			if errors.As(err, &stale) {
-				if st != nil {
-					st.diagnostics(hcl.Diagnostics{stale.Diagnostic()})
-					return nil, &exitCodeError{code: exitError}
-				}
-				w := g.diagnosticWriter(nil)
-				w.WriteDiagnostic(stale.Diagnostic())
-				return nil, &exitCodeError{code: exitError}
-			}
+		if err := stale(obs); err != nil {
 			return nil, err
 		}
-		return &planned{plan: &sp.Plan, obs: obs}, nil
+		return &planned{plan: &sp.Plan, obs: obs, saved: sf.name}, nil
 	}
+
+	from := sp.From
+	o.pythons, o.interrupt = from.Pythons, from.InterruptGPUProcesses
+	s, diags := spec.Load(from.Spec.Path, from.Spec.LoadOptions())
+	if diags.HasErrors() {
+		if st != nil {
+			st.diagnostics(diags)
+		} else {
+			writeDiagnostics(g, s.Files, diags)
+		}
+		return nil, fmt.Errorf("%s: the spec it keeps does not load (above), so it cannot be planned again: make the plan again with gpuenv plan --out FILE", sf.name)
+	}
+	pd, more := observeThenPlan(ctx, h, s, o.pythons, planPreparation(g, h, &o.planFlags))
+	diags = append(diags, more...)
+	// The facts come first: a plan made before the host changed is stale,
+	// whatever planning again says.
+	if err := stale(pd.obs); err != nil {
+		return nil, err
+	}
+	if len(diags) > 0 {
+		if st != nil {
+			st.diagnostics(diags)
+		} else {
+			g.diagnosticWriter(s.Files).WriteDiagnostics(diags)
+		}
+	}
+	if pd.plan == nil || diags.HasErrors() {
+		return nil, &exitCodeError{code: exitError}
+	}
+	if err := planner.CompareSaved(sf.data, planner.Save(pd.plan, pd.obs, from)); err != nil {
+		if d, ok := errors.AsType[*planner.DiffersError](err); ok {
+			return refuse(d.Diagnostic())
+		}
+		return nil, fmt.Errorf("%s: %w", sf.name, err)
+	}
+	pd.saved = sf.name
+	return pd, nil
+}
+
+// loadPlanned plans the spec at target.
+func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, target string, st *eventStream) (*planned, error) {
 	lo, diags := o.vars.loadOptions(g.Env)
 	var s *spec.Spec
 	if !diags.HasErrors() {

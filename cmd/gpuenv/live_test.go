@@ -167,6 +167,9 @@ var liveDraw = regexp.MustCompile("\r {6}([^\r\n\x1b]*)\x1b\\[K")
 // or TERM=dumb there is no such line and no escape sequence at all.
 func TestLiveLineOnTerminal(t *testing.T) {
 	const width = 120
+	// The fake host's plan is made by hand, with no spec to plan again.
+	savedHooks.acceptUnplanned = true
+	t.Cleanup(func() { savedHooks.acceptUnplanned = false })
 	newHost := func() (*applytest.Fixture, string) {
 		f, err := buildFakeHost(applytest.TempDir(t))
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 
 	"github.com/hashicorp/hcl/v2"
@@ -72,8 +73,12 @@ GPU process, no display on nvidia_drm, a module Secure Boot accepts); otherwise
 the step needs a reboot and says why. --interrupt-gpu-processes lets the reload
 stop the GPU processes in its way, each named in the plan.
 
---out FILE saves the plan for "gpuenv apply FILE", which applies exactly that
-plan and refuses it once the facts it was made from have changed.
+--out FILE saves the plan for "gpuenv apply FILE", with a copy of the spec's
+files and var files and the flags that changed the plan (--var, GPUENV_VAR_
+values, --python, --interrupt-gpu-processes, --root, --state-dir). Apply
+plans again from those, applies exactly that plan when it is the same, and
+refuses it once the facts it was made from have changed or when it differs
+in any way.
 
 Exit status: 0 success (with or without changes), 1 error; with
 --detailed-exitcode, 0 no changes, 1 error, 2 changes present.`,
@@ -134,13 +139,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 	if err != nil {
 		return err
 	}
-	pd, more := observeThenPlan(ctx, h, s, o.pythons, func(pl *planner.Planner) hcl.Diagnostics {
-		o.configure(pl)
-		pl.StatusPath = path.Join(g.stateDir(), planner.StatusFile)
-		var status hcl.Diagnostics
-		pl.Status, status = readApplyStatus(h, g.stateDir(), nil)
-		return status
-	})
+	pd, more := observeThenPlan(ctx, h, s, o.pythons, planPreparation(g, h, &o.planFlags))
 	diags = append(diags, more...)
 	p = pd.plan
 	obs := pd.obs
@@ -151,7 +150,11 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		return &exitCodeError{code: exitError}
 	}
 	if o.out != "" {
-		if err := savePlan(o.out, p, obs); err != nil {
+		from, err := plannedFrom(g, &o.planFlags, specPath, s, opts)
+		if err != nil {
+			return fmt.Errorf("saving the plan: %w", err)
+		}
+		if err := savePlan(o.out, p, obs, from); err != nil {
 			return err
 		}
 		if err := view.Saved(o.out); err != nil {
@@ -211,12 +214,51 @@ func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*pla
 	return &st, diags
 }
 
+// planPreparation readies a planner as plan does: with the flags'
+// choices, and the state directory's status, whose warning a plan
+// carries while a generation is unfinished. A saved plan is planned again
+// the same way.
+func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner.Planner) hcl.Diagnostics {
+	return func(pl *planner.Planner) hcl.Diagnostics {
+		f.configure(pl)
+		pl.StatusPath = path.Join(g.stateDir(), planner.StatusFile)
+		var status hcl.Diagnostics
+		pl.Status, status = readApplyStatus(h, g.stateDir(), nil)
+		return status
+	}
+}
+
+// planningFlags are the flags that change what a plan says; a saved plan
+// keeps their values (plannedFrom), and apply takes them from it.
+var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes"}
+
+// plannedFrom is what a plan saved with --out keeps besides the plan:
+// the spec at specPath as it was loaded (s, with opts), and the flags that
+// changed the plan, so that apply can plan again and compare.
+func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, opts spec.LoadOptions) (*planner.PlannedFrom, error) {
+	ss, err := planner.SaveSpec(specPath, s, opts)
+	if err != nil {
+		return nil, err
+	}
+	root, err := filepath.Abs(g.Root)
+	if err != nil {
+		return nil, err
+	}
+	return &planner.PlannedFrom{
+		Spec:                  ss,
+		Root:                  root,
+		StateDir:              g.stateDir(),
+		Pythons:               slices.Clone(f.pythons),
+		InterruptGPUProcesses: f.interrupt,
+	}, nil
+}
+
 // savePlan writes the saved plan next to its final name and renames it
 // into place, so that an interrupted plan leaves no half-written file for
 // apply to find.
-func savePlan(name string, p *planner.Plan, obs *facts.Observation) error {
+func savePlan(name string, p *planner.Plan, obs *facts.Observation, from *planner.PlannedFrom) error {
 	var buf bytes.Buffer
-	if err := planner.WriteSavedPlan(&buf, p, obs); err != nil {
+	if err := planner.WriteSavedPlan(&buf, p, obs, from); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
 	// The plan names packages and users; it is readable by its owner's

@@ -81,12 +81,30 @@ func TestEveryPlanPassesTheRules(t *testing.T) {
 				if err := apply.ValidatePlan(p); err != nil {
 					t.Errorf("%s: apply refuses it: %v", sp, err)
 				}
-				var buf bytes.Buffer
-				if err := planner.WriteSavedPlan(&buf, p, obs); err != nil {
+				ss, err := planner.SaveSpec(sp, s, opts)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := planner.ReadSavedPlan(&buf); err != nil {
+				from := &planner.PlannedFrom{Spec: ss, Root: root, StateDir: defaultStateDir}
+				var buf bytes.Buffer
+				if err := planner.WriteSavedPlan(&buf, p, obs, from); err != nil {
+					t.Fatal(err)
+				}
+				saved := bytes.Clone(buf.Bytes())
+				read, err := planner.ReadSavedPlan(&buf)
+				if err != nil {
 					t.Errorf("%s: saved, it reads back as %v", sp, err)
+					continue
+				}
+				// Planned again from the spec it keeps, on the same
+				// facts, the plan is the same, so apply takes it.
+				s2, diags := spec.Load("elsewhere", read.From.Spec.LoadOptions())
+				if diags.HasErrors() {
+					t.Fatalf("%s: the saved spec: %s", sp, diags.Error())
+				}
+				p2, _ := pl.Plan(context.Background(), s2, obs)
+				if err := planner.CompareSaved(saved, planner.Save(p2, obs, read.From)); err != nil {
+					t.Errorf("%s: planned again from its saved spec: %v", sp, err)
 				}
 			}
 		})

@@ -82,7 +82,7 @@ func reloadHostCmd() {
 	if err != nil {
 		die(err)
 	}
-	if err := planner.WriteSavedPlan(out, p, obs); err != nil {
+	if err := planner.WriteSavedPlan(out, p, obs, nil); err != nil {
 		die(err)
 	}
 	if err := out.Close(); err != nil {
