@@ -221,8 +221,10 @@ func racer(t *testing.T, dir, target, stop string, won chan<- int) {
 			if !strings.Contains(name, ".gpuenv-") {
 				continue
 			}
+			// An exchange fails when the temporary file is gone
+			// already: each swap counted is one the writer lost.
 			os.Remove(link)
-			if os.Symlink(target, link) == nil && os.Rename(link, filepath.Join(dir, name)) == nil {
+			if os.Symlink(target, link) == nil && unix.Renameat2(unix.AT_FDCWD, link, unix.AT_FDCWD, filepath.Join(dir, name), unix.RENAME_EXCHANGE) == nil {
 				swaps++
 			}
 		}
