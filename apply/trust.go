@@ -30,10 +30,11 @@ import (
 // reads are the ones root's rollback would run.
 //
 // One exception, for the directories above the state directory only: a
-// directory owned by a trusted user with the sticky bit set (a /tmp) may be
-// writable by everyone, since nobody but an entry's owner can rename or remove it
-// there. The state directory itself, the generations and every file in
-// them must be writable by their owner alone.
+// directory owned by a trusted user with the sticky bit set (a /tmp) may
+// be writable by everyone, since nobody but an entry's owner can rename or
+// remove it there. The state directory itself, the generations and every
+// file in them must be writable by their owner alone. The judgement is
+// safefile's, which applies it to every directory root writes a file into.
 type trust struct {
 	// root is the root directory on this machine.
 	root string
