@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -17,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
@@ -762,17 +766,36 @@ func (x aptManager) cacheSaved(ws *Workspace, p PriorPackage, ix *facts.PackageI
 	if sum, err := fileSHA256(dst); err == nil && sum == v.SHA256 {
 		return true
 	}
-	tmp := dst + ".gpuenv-partial"
-	if err := copyChecked(saved, tmp, v.SHA256); err != nil {
-		os.Remove(tmp)
-		return false
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil || os.Rename(tmp, dst) != nil {
-		os.Remove(tmp)
+	if err := putChecked(saved, dst, v.SHA256); err != nil {
+		fmt.Fprintf(ws.Log, "gpuenv: not putting %s into the package cache: %v\n", p.Saved, err)
 		return false
 	}
 	fmt.Fprintf(ws.Log, "gpuenv: %s %s goes back from %s, put in the package cache as the index's file\n", p.Name, p.Version, p.Saved)
 	return true
+}
+
+// putChecked puts a copy of src at dst, mode 0644 as apt's own downloads,
+// through safefile; when the bytes' SHA-256 is not want, nothing is put
+// in place.
+func putChecked(src, dst, want string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := safefile.Create(dst, 0o644, safefile.Options{})
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	sum := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(out, sum), in); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != want {
+		return fmt.Errorf("its SHA-256 is %s, the index's %s", got, want)
+	}
+	return out.Commit()
 }
 
 // setHolds holds and releases packages until their holds are as listed.

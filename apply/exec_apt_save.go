@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
@@ -392,11 +393,28 @@ func (x aptManager) copyInstalled(p, dst string) error {
 		return err
 	}
 	st := fi.Sys().(*syscall.Stat_t)
+	// The owner first, then the mode (chown clears setuid and setgid
+	// bits), both on the descriptor of what was just made, never by path.
+	var owner safefile.Options
+	if os.Geteuid() == 0 {
+		owner.Owner = &safefile.Owner{UID: int(st.Uid), GID: int(st.Gid)}
+	}
 	switch {
 	case fi.IsDir():
 		if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
+		d, err := os.OpenFile(dst, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if o := owner.Owner; o != nil {
+			if err := d.Chown(o.UID, o.GID); err != nil {
+				return err
+			}
+		}
+		return d.Chmod(fileMode(st.Mode & 0o7777))
 	case fi.Mode()&fs.ModeSymlink != 0:
 		target, err := os.Readlink(rp)
 		if err != nil {
@@ -411,18 +429,8 @@ func (x aptManager) copyInstalled(p, dst string) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(dst, data, 0o600); err != nil {
-			return err
-		}
-	default:
-		// Device nodes and pipes are not package contents dpkg ships.
-		return nil
+		return safefile.WriteFile(dst, data, fileMode(st.Mode&0o7777), owner)
 	}
-	if os.Geteuid() == 0 {
-		if err := os.Lchown(dst, int(st.Uid), int(st.Gid)); err != nil {
-			return err
-		}
-	}
-	// After the owner: chown clears setuid and setgid bits.
-	return os.Chmod(dst, fileMode(st.Mode&0o7777))
+	// Device nodes and pipes are not package contents dpkg ships.
+	return nil
 }

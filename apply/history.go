@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -40,7 +41,7 @@ type DamagedError struct{ Meta Meta }
 func (e *DamagedError) Error() string {
 	return fmt.Sprintf("generation %d is damaged: %s. gpuenv cannot tell what it changed, so rollback stops there rather than undo older generations past it. "+
 		"Look at %s (its journal says what it did) and put its meta.json back, or undo its changes by hand; then move it aside (mv %s %s.damaged) and run gpuenv rollback again",
-		e.Meta.ID, e.Meta.Damaged, e.Meta.dir, shellQuote(e.Meta.dir), shellQuote(e.Meta.dir))
+		e.Meta.ID, e.Meta.Damaged, e.Meta.dir, safefile.ShellQuote(e.Meta.dir), safefile.ShellQuote(e.Meta.dir))
 }
 
 // damagedInTheWay returns a *DamagedError for the newest damaged

@@ -62,7 +62,7 @@ func markRebootRequired(h *host.Host, pkgs []string) error {
 	if err := os.MkdirAll(filepath.Dir(flag), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(flag, []byte(rebootRequiredText), 0o644); err != nil {
+	if err := writeFileAtomic(flag, []byte(rebootRequiredText), 0o644); err != nil {
 		return err
 	}
 	list, err := (&HostExecutor{Host: h}).real(RebootRequiredPkgs)

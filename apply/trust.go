@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -31,10 +30,11 @@ import (
 // reads are the ones root's rollback would run.
 //
 // One exception, for the directories above the state directory only: a
-// directory owned by root with the sticky bit set (a /tmp) may be writable
-// by everyone, since nobody but an entry's owner can rename or remove it
-// there. The state directory itself, the generations and every file in
-// them must be writable by their owner alone.
+// directory owned by a trusted user with the sticky bit set (a /tmp) may
+// be writable by everyone, since nobody but an entry's owner can rename or
+// remove it there. The state directory itself, the generations and every
+// file in them must be writable by their owner alone. The judgement is
+// safefile's, which applies it to every directory root writes a file into.
 type trust struct {
 	// root is the root directory on this machine.
 	root string
@@ -70,15 +70,7 @@ type InsecureError struct {
 
 func (e *InsecureError) Error() string {
 	return fmt.Sprintf("insecure %s: %s is owned by %s with mode %04o, %s: whoever else can change it could forge the generations that gpuenv rollback runs as root (gpuenv trusts only what is owned by %s and writable by nobody else, as sudo and sshd do). Fix it with: %s",
-		e.What, e.Path, describeUID(e.UID), e.Mode, strings.Join(e.Problems, " and "), trustedOwners(), e.Fix)
-}
-
-func describeUID(uid uint32) string {
-	id := strconv.FormatUint(uint64(uid), 10)
-	if u, err := user.LookupId(id); err == nil {
-		return "uid " + id + " (" + u.Username + ")"
-	}
-	return "uid " + id
+		e.What, e.Path, safefile.DescribeUID(e.UID), e.Mode, strings.Join(e.Problems, " and "), trustedOwners(), e.Fix)
 }
 
 // trustedOwners names the trusted owners for messages. An image root
@@ -92,54 +84,20 @@ func trustedOwners() string {
 }
 
 // check returns an *InsecureError when fi, the lstat of p, is not owned by
-// a trusted user or is writable by others than its owner. above is set for
-// the directories above the state directory, where a root-owned sticky
+// a trusted user or is writable by others than its owner, as safefile
+// judges the directories root writes into. above is set for the
+// directories above the state directory, where a trusted owner's sticky
 // directory may be writable by all.
 func (t trust) check(what, p string, fi fs.FileInfo, above bool) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("%s %s: no owner information", what, p)
+	v, err := safefile.Trust{UIDs: t.uids, Owners: trustedOwners()}.Inspect(p, fi, above)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, p, err)
 	}
-	mode := st.Mode & 0o7777
-	ownerOK := slices.Contains(t.uids, st.Uid)
-	sticky := mode&syscall.S_ISVTX != 0 && fi.IsDir()
-	// A symlink's own mode means nothing; only the directory holding it
-	// decides who can replace it, and that directory is checked too.
-	writable := fi.Mode()&fs.ModeSymlink == 0 && mode&0o022 != 0
-	if above && sticky && st.Uid == 0 {
-		writable = false
-	}
-	if ownerOK && !writable {
+	if v == nil {
 		return nil
 	}
-	e := &InsecureError{What: what, Path: p, UID: st.Uid, Mode: mode}
-	var fix []string
-	if !ownerOK {
-		e.Problems = append(e.Problems, "not by "+trustedOwners())
-		owner := "root:root"
-		if euid := os.Geteuid(); euid != 0 {
-			owner = strconv.Itoa(euid)
-		}
-		fix = append(fix, "chown "+owner+" "+shellQuote(p))
-	}
-	if writable {
-		switch {
-		case mode&0o020 != 0 && mode&0o002 != 0:
-			e.Problems = append(e.Problems, "writable by its group and by other users")
-		case mode&0o020 != 0:
-			e.Problems = append(e.Problems, "writable by its group")
-		default:
-			e.Problems = append(e.Problems, "writable by other users")
-		}
-		// A shared sticky directory above is made safe by giving it
-		// to root; taking its write bits away would break it for
-		// everyone.
-		if !(above && sticky) {
-			fix = append(fix, "chmod go-w "+shellQuote(p))
-		}
-	}
-	e.Fix = strings.Join(fix, " && ")
-	if !above && sticky && mode&0o002 != 0 {
+	e := &InsecureError{What: what, Path: p, UID: v.UID, Mode: v.Mode, Problems: v.Problems, Fix: v.Fix}
+	if !above && fi.IsDir() && v.Mode&syscall.S_ISVTX != 0 && v.Mode&0o002 != 0 {
 		e.Fix = "give gpuenv a state directory of its own (--state-dir), not a directory shared by all"
 	}
 	return e
@@ -251,13 +209,4 @@ func (t trust) real(h *host.Host, p string) (string, error) {
 		return "", err
 	}
 	return abs, nil
-}
-
-// shellQuote quotes p for a shell when it needs it, so that a fix can be
-// pasted as it is.
-func shellQuote(p string) string {
-	if p != "" && strings.Trim(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:,@%") == "" {
-		return p
-	}
-	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }

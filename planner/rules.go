@@ -36,6 +36,10 @@ type managedDir struct {
 	dir string
 	// names, when set, are the only files gpuenv writes there.
 	names []string
+	// merged is set where the files are the administrator's, which
+	// gpuenv merges into: a write keeps the existing file's mode, owner
+	// and group, whatever they are.
+	merged bool
 }
 
 // managedDirs are the directories the providers write files into (a file
@@ -55,9 +59,9 @@ var managedDirs = []managedDir{
 	{dir: "/etc/systemd/system.conf.d"},
 	{dir: "/etc/modprobe.d"},
 	{dir: "/etc/systemd/system", names: []string{"gpuenv-compute-mode.service"}},
-	{dir: "/etc/docker", names: []string{"daemon.json"}},
-	{dir: "/etc/containerd", names: []string{"config.toml"}},
-	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}},
+	{dir: "/etc/docker", names: []string{"daemon.json"}, merged: true},
+	{dir: "/etc/containerd", names: []string{"config.toml"}, merged: true},
+	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}, merged: true},
 	{dir: "/etc/cdi", names: []string{"nvidia.yaml"}},
 }
 
@@ -282,6 +286,16 @@ func CheckManagedFile(p string) error {
 	return nil
 }
 
+// mergedFile reports whether p is a file gpuenv merges into but does not
+// own (managedDir.merged).
+func mergedFile(p string) bool {
+	dir, name := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	return slices.ContainsFunc(managedDirs, func(d managedDir) bool {
+		return d.merged && d.dir == dir && slices.Contains(d.names, name)
+	})
+}
+
 // CheckFollowUp checks the command run after a file changed or was
 // restored (FileOp.After): none, or one of the closed set.
 func CheckFollowUp(argv []string) error {
@@ -303,11 +317,18 @@ func checkFile(f *FileOp) error {
 	if err := checkGenerate(f); err != nil {
 		return fmt.Errorf("file operation: %w", err)
 	}
-	if f.Mode&^0o755 != 0 {
-		return fmt.Errorf("file operation: mode %#o of %s: gpuenv writes files only root may change, without setuid, setgid or sticky bits", f.Mode, f.Path)
-	}
-	if f.UID != 0 || f.GID != 0 {
-		return fmt.Errorf("file operation: %s owned by %d:%d; gpuenv's files are root's", f.Path, f.UID, f.GID)
+	if mergedFile(f.Path) {
+		// The file's own mode and owner, kept as they are.
+		if f.Mode&^0o777 != 0 || f.UID < 0 || f.GID < 0 {
+			return fmt.Errorf("file operation: mode %#o, owner %d:%d of %s: a merged file keeps its permission bits and owner, without setuid, setgid or sticky bits", f.Mode, f.UID, f.GID, f.Path)
+		}
+	} else {
+		if f.Mode&^0o755 != 0 {
+			return fmt.Errorf("file operation: mode %#o of %s: gpuenv writes files only root may change, without setuid, setgid or sticky bits", f.Mode, f.Path)
+		}
+		if f.UID != 0 || f.GID != 0 {
+			return fmt.Errorf("file operation: %s owned by %d:%d; gpuenv's files are root's", f.Path, f.UID, f.GID)
+		}
 	}
 	if err := CheckFollowUp(f.After); err != nil {
 		return fmt.Errorf("file operation: %w", err)

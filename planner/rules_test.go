@@ -68,6 +68,8 @@ func TestCheckOperationRefuses(t *testing.T) {
 		{"a setuid file", file(FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "x\n", Mode: 0o4755}), "without setuid"},
 		{"a file others may write", file(FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "x\n", Mode: 0o666}), "only root may change"},
 		{"a file another user owns", file(FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "x\n", Mode: 0o644, UID: 1000}), "owned by 1000:0"},
+		{"a setuid merged file", file(FileOp{Path: "/etc/docker/daemon.json", Content: "{}\n", Mode: 0o4600}), "keeps its permission bits and owner, without setuid"},
+		{"a merged file of a negative uid", file(FileOp{Path: "/etc/containerd/config.toml", Content: "x\n", Mode: 0o600, UID: -1}), "keeps its permission bits and owner"},
 		{"a removal with content", file(FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "x\n", Remove: true}), "removing /etc/profile.d/gpuenv.sh with content"},
 		{"a follow-up with an argument more", file(FileOp{Path: "/etc/ld.so.conf.d/gpuenv.conf", Content: "x\n", After: []string{"ldconfig", "-f", "/tmp/x"}}), "is not one gpuenv runs"},
 
@@ -113,6 +115,9 @@ func TestCheckOperationAccepts(t *testing.T) {
 		{Kind: OpFile, File: &FileOp{Path: "/etc/systemd/system.conf.d/gpuenv.conf", Content: "x\n", Mode: 0o644, After: []string{"systemctl", "daemon-reexec"}}},
 		{Kind: OpFile, File: &FileOp{Path: "/etc/systemd/system/gpuenv-compute-mode.service", Remove: true, After: []string{"systemctl", "daemon-reload"}}},
 		{Kind: OpFile, File: &FileOp{Path: "/etc/modprobe.d/gpuenv-blacklist-nouveau.conf", Content: "x\n", Mode: 0o644}},
+		// An engine's configuration keeps the mode and owner it has.
+		{Kind: OpFile, File: &FileOp{Path: "/etc/containerd/config.toml", Content: "x\n", Mode: 0o600}},
+		{Kind: OpFile, File: &FileOp{Path: "/etc/docker/daemon.json", Content: "{}\n", Mode: 0o660, UID: 1000, GID: 999}},
 		{Kind: OpGroup, Group: &GroupOp{Group: "render", Create: true, System: true, Add: []string{"alice", "svc_ml$"}}},
 		{Kind: OpGroup, Group: &GroupOp{Group: "gpu", Delete: true}},
 		{Kind: OpKernel, Kernel: &KernelOp{Action: "rebuild_initramfs"}},

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -71,7 +72,7 @@ func (f *healthFiles) write(g *globalOptions, h *host.Host, r *doctor.Report, ob
 			return err
 		}
 		// World-readable: node_exporter runs as its own user.
-		if err := writeWhole(f.prometheus, b.Bytes(), 0o644, os.Rename); err != nil {
+		if err := safefile.WriteFile(f.prometheus, b.Bytes(), 0o644, safefile.Options{}); err != nil {
 			return fmt.Errorf("writing --prometheus %s: %w", f.prometheus, err)
 		}
 	}
@@ -80,7 +81,7 @@ func (f *healthFiles) write(g *globalOptions, h *host.Host, r *doctor.Report, ob
 		if err != nil {
 			return fmt.Errorf("--nfd %s: %w", f.nfd, err)
 		}
-		if err := writeWhole(f.nfd, data, 0o644, os.Rename); err != nil {
+		if err := safefile.WriteFile(f.nfd, data, 0o644, safefile.Options{}); err != nil {
 			return fmt.Errorf("writing --nfd %s: %w", f.nfd, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/capture"
 	"github.com/gpuenv/gpuenv/spec"
@@ -80,7 +81,7 @@ func writeNewFile(name string, data []byte) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := writeWhole(name, data, 0o644, os.Link); err != nil {
+	if err := safefile.WriteFile(name, data, 0o644, safefile.Options{NoReplace: true}); err != nil {
 		return fmt.Errorf("writing the spec: %w", err)
 	}
 	return nil

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -24,28 +22,6 @@ func (g *globalOptions) diagnosticWriter(files map[string]*hcl.File) hcl.Diagnos
 // stderr, or, with --json, as a JSON document on stdout.
 func writeDiagnostics(g *globalOptions, files map[string]*hcl.File, diags hcl.Diagnostics) error {
 	return newValidateView(g).Diagnostics(files, diags)
-}
-
-// writeWhole writes data to a temporary file beside name, with mode, and
-// moves it into place with put (os.Rename replaces what is there, os.Link
-// refuses to), so that no half-written file is ever found at name.
-func writeWhole(name string, data []byte, mode os.FileMode, put func(tmp, name string) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		return err
-	}
-	return put(tmp.Name(), name)
 }
 
 // writeJSON prints v as indented JSON on stdout.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
@@ -263,7 +263,7 @@ func savePlan(name string, p *planner.Plan, obs *facts.Observation, from *planne
 	}
 	// The plan names packages and users; it is readable by its owner's
 	// group as a plan file of Terraform's is, and no wider.
-	if err := writeWhole(name, buf.Bytes(), 0o640, os.Rename); err != nil {
+	if err := safefile.WriteFile(name, buf.Bytes(), 0o640, safefile.Options{}); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
 	return nil

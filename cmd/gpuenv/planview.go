@@ -236,7 +236,13 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 		if f.Remove {
 			s = "remove " + f.Path
 		} else {
-			s = fmt.Sprintf("write %s (mode %04o, %d bytes)", f.Path, f.Mode, len(f.Content))
+			owner := ""
+			if f.UID != 0 || f.GID != 0 {
+				// Root's is what gpuenv writes unless it keeps a
+				// merged file's owner; only another is worth a word.
+				owner = fmt.Sprintf(", owner %d:%d", f.UID, f.GID)
+			}
+			s = fmt.Sprintf("write %s (mode %04o%s, %d bytes)", f.Path, f.Mode, owner, len(f.Content))
 		}
 		if len(f.After) > 0 {
 			s += ", then run " + strings.Join(f.After, " ")

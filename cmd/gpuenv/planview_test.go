@@ -296,3 +296,21 @@ No changes. This host matches the spec.
 		t.Errorf("heading of values read from the host:\n%s", buf.String())
 	}
 }
+
+// A file written with an owner other than root's (a merged engine
+// configuration kept as it was) says so; root's, the usual, goes unsaid.
+func TestOperationTextOwner(t *testing.T) {
+	for _, c := range []struct {
+		op   planner.FileOp
+		want string
+	}{
+		{planner.FileOp{Path: "/etc/docker/daemon.json", Content: "{}\n", Mode: 0o600, UID: 1000, GID: 1001, After: []string{"systemctl", "restart", "docker"}},
+			"write /etc/docker/daemon.json (mode 0600, owner 1000:1001, 3 bytes), then run systemctl restart docker"},
+		{planner.FileOp{Path: "/etc/containerd/config.toml", Content: "x\n", Mode: 0o600},
+			"write /etc/containerd/config.toml (mode 0600, 2 bytes)"},
+	} {
+		if got := operationText(planner.Operation{Kind: planner.OpFile, File: &c.op}, "", nil); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+}

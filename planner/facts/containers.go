@@ -64,6 +64,13 @@ type EngineConfig struct {
 	Exists bool   `json:"exists"`
 	// SHA256 is the digest of its bytes, as FileDigest has it.
 	SHA256 string `json:"sha256,omitempty"`
+	// Mode (permission bits, setuid, setgid and sticky included), UID
+	// and GID are the file's, symlinks followed: a merge keeps them, for
+	// the file is the administrator's and may hold secrets (a
+	// registry's password).
+	Mode uint32 `json:"mode,omitempty"`
+	UID  int    `json:"uid,omitempty"`
+	GID  int    `json:"gid,omitempty"`
 	// Content is the file's text, which a plan merges the runtime entry
 	// into; configuration files are small.
 	Content string `json:"content,omitempty"`

@@ -44,7 +44,7 @@ func planAbsentEngines(req *planner.Request, c *spec.ContainerToolkit, resp *pla
 				})
 				continue
 			}
-			op.Content, op.Mode = unmerged, 0o644
+			op = engineFileOp(cfg, unmerged)
 		}
 		if cfg.DefaultRuntime == RuntimeName {
 			what += fmt.Sprintf(", and makes %s the default runtime again", defaultRuntime)

@@ -602,3 +602,94 @@ func TestCDINotPlannedWithoutGPU(t *testing.T) {
 		t.Errorf("no warning that the spec cannot be made: %+v", p.Warnings)
 	}
 }
+
+// A merge into an engine's existing configuration keeps the file's mode,
+// owner and group: a containerd config.toml 0600 holding a registry's
+// password stays 0600, and a daemon.json 0600 of another user stays that
+// user's, for a merge and for taking the runtime out again. A new file is
+// 0644 and root's.
+func TestMergeKeepsModeAndOwner(t *testing.T) {
+	dir := root(t, true)
+	owner := func(p string, uid, gid int) {
+		t.Helper()
+		if os.Geteuid() == 0 {
+			if err := os.Chown(filepath.Join(dir, p), uid, gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hosttest.WriteFile(t, dir, "/etc/containerd/config.toml", "version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"registry.example\".auth]\n  username = \"ci\"\n  password = \"s3cret\"\n")
+	if err := os.Chmod(filepath.Join(dir, "etc/containerd/config.toml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hosttest.WriteFile(t, dir, "/etc/docker/daemon.json", "{\"log-driver\": \"json-file\"}\n")
+	if err := os.Chmod(filepath.Join(dir, "etc/docker/daemon.json"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	owner("/etc/docker/daemon.json", 1000, 1001)
+	wantUID, wantGID := 1000, 1001
+	if os.Geteuid() != 0 {
+		wantUID, wantGID = os.Geteuid(), os.Getegid()
+	}
+	want := map[string][3]int{
+		"/etc/containerd/config.toml": {0o600, os.Geteuid(), os.Getegid()},
+		"/etc/docker/daemon.json":     {0o640, wantUID, wantGID},
+		containers.CRIODropIn:         {0o644, 0, 0},
+	}
+	check := func(p *planner.Plan, what string) {
+		t.Helper()
+		n := 0
+		for _, st := range p.Steps {
+			for _, op := range st.Operations {
+				f := op.File
+				if f == nil || f.Remove || !strings.HasPrefix(st.Address, "container_toolkit.engine.") {
+					continue
+				}
+				n++
+				w, ok := want[f.Path]
+				if !ok {
+					t.Errorf("%s: unexpected write of %s", what, f.Path)
+					continue
+				}
+				if got := [3]int{int(f.Mode), f.UID, f.GID}; got != w {
+					t.Errorf("%s: %s written with mode %04o owner %d:%d, want mode %04o owner %d:%d", what, f.Path, got[0], got[1], got[2], w[0], w[1], w[2])
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no engine configuration written", what)
+		}
+	}
+
+	pl := newPlanner()
+	obs := observe(t, dir)
+	for _, e := range obs.Containers.Engines {
+		if w, ok := want[e.Path]; ok && e.Exists && (int(e.Mode) != w[0] || e.UID != w[1] || e.GID != w[2]) {
+			t.Errorf("observed %s with mode %04o owner %d:%d, want %04o %d:%d", e.Path, e.Mode, e.UID, e.GID, w[0], w[1], w[2])
+		}
+	}
+	merge := plantest.Plan(t, pl, plantest.LoadSpec(t, "container_toolkit {\n  engines = [\"docker\", \"containerd\", \"crio\"]\n}\n"), obs)
+	check(merge, "merge")
+	if err := merge.Validate(); err != nil {
+		t.Errorf("the plan keeping the files' owners is not valid: %v", err)
+	}
+
+	// The files as the merge left them, mode and owner untouched.
+	for _, st := range merge.Steps {
+		for _, op := range st.Operations {
+			if f := op.File; f != nil && strings.HasPrefix(st.Address, "container_toolkit.engine.") {
+				p := filepath.Join(dir, f.Path)
+				fi, err := os.Stat(p)
+				if err != nil {
+					hosttest.WriteFile(t, dir, f.Path, f.Content)
+					continue
+				}
+				if err := os.WriteFile(p, []byte(f.Content), fi.Mode()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	delete(want, containers.CRIODropIn)
+	check(plantest.Plan(t, pl, plantest.LoadSpec(t, "container_toolkit {\n  absent = true\n}\n"), observe(t, dir)), "absent")
+}

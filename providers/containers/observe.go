@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
@@ -113,6 +114,11 @@ func observeEngine(h *host.Host, e spec.Engine) facts.EngineConfig {
 	}
 	c.SHA256 = host.SHA256Of(data)
 	c.Content = string(data)
+	if fi, err := h.Stat(c.Path); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			c.Mode, c.UID, c.GID = st.Mode&0o7777, int(st.Uid), int(st.Gid)
+		}
+	}
 	k, _ := kindOf(e)
 	st, err := k.parse(c.Content)
 	if err != nil {

@@ -278,7 +278,7 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 	if cfg.Exists && sameSettings(e, cfg.Content, merged) {
 		return nil
 	}
-	op := &planner.FileOp{Path: cfg.Path, Content: merged, Mode: 0o644}
+	op := engineFileOp(cfg, merged)
 	// The engine reads its configuration when it starts; a restart is
 	// what makes the runtime usable now, and is only possible where
 	// systemd runs the host.
@@ -318,6 +318,19 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 	}
 	step.Reason = planner.Sentence([]string{what, fmt.Sprintf("merges the nvidia runtime into it, keeping every other setting, %s", restart)})
 	return step
+}
+
+// engineFileOp writes content to an engine's configuration file: a new
+// one 0644 and root's, as the engines' packages ship theirs; an existing
+// one keeps its mode (setuid, setgid and sticky aside), owner and group,
+// for it is the administrator's and may hold secrets, as a containerd
+// config.toml 0600 with a registry's password does.
+func engineFileOp(cfg facts.EngineConfig, content string) *planner.FileOp {
+	op := &planner.FileOp{Path: cfg.Path, Content: content, Mode: 0o644}
+	if cfg.Exists && cfg.Mode != 0 {
+		op.Mode, op.UID, op.GID = cfg.Mode&0o777, cfg.UID, cfg.GID
+	}
+	return op
 }
 
 func engineFacts(obs *facts.Observation, e spec.Engine) facts.EngineConfig {

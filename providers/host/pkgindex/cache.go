@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
@@ -140,21 +141,5 @@ func writeCache(h *host.Host, p string, id facts.FileIdentity, s scanned) error 
 	b.WriteString(cacheKey(p, id))
 	b.WriteString("Stanzas: " + strconv.Itoa(s.total) + "\nSHA256: " + hex.EncodeToString(sum[:]) + "\n\n")
 	b.Write(s.stanzas)
-	tmp, err := os.CreateTemp(dir, ".index-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b.Bytes()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, path.Base(cachePath(p))))
+	return safefile.WriteFile(filepath.Join(dir, path.Base(cachePath(p))), b.Bytes(), 0o644, safefile.Options{})
 }
