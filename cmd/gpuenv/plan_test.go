@@ -401,11 +401,13 @@ func BenchmarkPlanIndexes(b *testing.B) {
 				b.Fatalf("the index cache exists: %v, want %v", err == nil, cached)
 			}
 			b.ReportAllocs()
+			cpu := hosttest.CPUTime(b)
 			for b.Loop() {
 				if code := run(context.Background(), args, nil, io.Discard, io.Discard, nil); code != exitOK {
 					b.Fatalf("exit %d", code)
 				}
 			}
+			cpu.Report(b)
 		})
 	}
 }
