@@ -342,11 +342,13 @@ func benchmarkPlan(b *testing.B, c planCase) {
 	withPlanHost(b, loadCandidates(b, c.root), runnerFor(b, c.root))
 	args := []string{"--root", root, "plan", filepath.Join("..", "..", c.spec)}
 	b.ReportAllocs()
+	cpu := hosttest.CPUTime(b)
 	for b.Loop() {
 		if code := run(context.Background(), args, nil, io.Discard, io.Discard, nil); code != exitOK {
 			b.Fatalf("exit %d", code)
 		}
 	}
+	cpu.Report(b)
 }
 
 // BenchmarkPlanConverged is gpuenv plan's command (load the spec,
