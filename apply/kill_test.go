@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -147,30 +149,61 @@ func recoverAndCheck(t *testing.T, fx *testHost, plan *planner.Plan, before *app
 	}
 }
 
-// journalPoints counts the journal records of an uninterrupted apply of
-// the plan on the host that layOut lays out (and of the rollback after
-// it).
-func journalPoints(t *testing.T, layOut func(*testing.T) (*testHost, *planner.Plan)) (applyPoints, rollbackPoints int) {
+// journalPoints runs an uninterrupted apply of the plan on the host that
+// layOut lays out, and the rollback after it, and returns the event of
+// each of their journal records, in order: the points a kill matrix
+// kills at.
+func journalPoints(t *testing.T, layOut func(*testing.T) (*testHost, *planner.Plan)) (applyPoints, rollbackPoints []apply.Event) {
 	fx, p := layOut(t)
+	var na, nr int
 	o := fx.opts(nil)
-	o.JournalPoint = func(n int) { applyPoints = n }
-	if res := fx.apply(p, o); res.Status != apply.StatusApplied {
+	o.JournalPoint = func(n int) { na = n }
+	res := fx.apply(p, o)
+	if res.Status != apply.StatusApplied {
 		t.Fatalf("apply: %s", res.Status)
 	}
-	_, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: func(n int) { rollbackPoints = n }})
+	applyPoints = journalEvents(t, fx, res, na)
+	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, JournalPoint: func(n int) { nr = n }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return applyPoints, rollbackPoints
+	return applyPoints, journalEvents(t, fx, res, nr)
+}
+
+// journalEvents reads the journal of the generation res ran, which must
+// hold the points records JournalPoint was told of.
+func journalEvents(t *testing.T, fx *testHost, res *apply.Result, points int) []apply.Event {
+	t.Helper()
+	p := filepath.Join(fx.root, filepath.Dir(res.LogPath), "journal")
+	recs, err := apply.ReadJournal(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != points {
+		t.Fatalf("generation %d journals %d records, JournalPoint was called up to %d", res.Generation, len(recs), points)
+	}
+	events := make([]apply.Event, len(recs))
+	for i, r := range recs {
+		events[i] = r.Event
+	}
+	return events
 }
 
 // atEveryJournalPoint runs test in a parallel subtest for each journal
-// point k from 1 to points, of which there must be least; kill, given to
-// test, runs the helper in mode on fx, killed at k. It logs how many were
-// killed, and what each kill was followed by (after).
-func atEveryJournalPoint(t *testing.T, what string, points, least int, after string, test func(t *testing.T, k int, kill func(fx *testHost, mode string))) {
+// point k, one per record of events; there must be at least least of
+// them, and among them each of kinds, or the matrix would pass without
+// killing where it is meant to. kill, given to test, runs the helper in
+// mode on fx, killed at k. It logs how many were killed, and what each
+// kill was followed by (after).
+func atEveryJournalPoint(t *testing.T, what string, events []apply.Event, least int, kinds []apply.Event, after string, test func(t *testing.T, k int, kill func(fx *testHost, mode string))) {
+	points := len(events)
 	if points < least {
-		t.Fatalf("the %s journals only %d records", what, points)
+		t.Fatalf("the %s journals only %d records (%v), want at least %d", what, points, events, least)
+	}
+	for _, kind := range kinds {
+		if !slices.Contains(events, kind) {
+			t.Fatalf("the %s journals no %q record (%v): the matrix would not kill there", what, kind, events)
+		}
 	}
 	var killed atomic.Int32
 	for k := 1; k <= points; k++ {
@@ -179,7 +212,7 @@ func atEveryJournalPoint(t *testing.T, what string, points, least int, after str
 			test(t, k, func(fx *testHost, mode string) {
 				t.Helper()
 				if !runKilled(t, fx.dir, mode, k) {
-					t.Fatalf("the %s finished before journal point %d", what, k)
+					t.Fatalf("the %s finished before journal point %d (%s)", what, k, events[k-1])
 				}
 				killed.Add(1)
 			})
@@ -203,21 +236,28 @@ func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
 		// least is how many records the plan journals at least.
 		least int
 		host  func(t *testing.T) (*testHost, *planner.Plan)
+		// skips: the plan has operations an image root skips (the
+		// initramfs, the GPU's settings), whose records are points too.
+		skips bool
 	}{
-		{"apply", "apply", 20, standardHost},
-		{"dnf apply", "dnf", 8, func(t *testing.T) (*testHost, *planner.Plan) { return newRPMFixture(t).testHost, applytest.DnfPlan() }},
+		{"apply", "apply", 20, standardHost, true},
+		{"dnf apply", "dnf", 8, func(t *testing.T) (*testHost, *planner.Plan) { return newRPMFixture(t).testHost, applytest.DnfPlan() }, false},
 		// A driver upgrade that reloads the modules: killed between
 		// the unload and the load, among the other points, the
 		// rollback loads the old module from the restored packages.
-		{"reload apply", "reload", 20, reloadHost},
+		{"reload apply", "reload", 20, reloadHost, false},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			points, _ := journalPoints(t, tc.host)
-			atEveryJournalPoint(t, tc.what, points, tc.least, "force-unlock and a rollback to the same host", func(t *testing.T, k int, kill func(*testHost, string)) {
+			events, _ := journalPoints(t, tc.host)
+			kinds := []apply.Event{apply.EventStart, apply.EventBegin, apply.EventDone, apply.EventEnd}
+			if tc.skips {
+				kinds = append(kinds, apply.EventSkipped)
+			}
+			atEveryJournalPoint(t, tc.what, events, tc.least, kinds, "force-unlock and a rollback to the same host", func(t *testing.T, k int, kill func(*testHost, string)) {
 				fx, plan := tc.host(t)
 				before := fx.snapshot()
 				kill(fx, tc.mode)
-				recoverAndCheck(t, fx, plan, before, k == points)
+				recoverAndCheck(t, fx, plan, before, k == len(events))
 			})
 		})
 	}
@@ -226,14 +266,17 @@ func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
 func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
 	for _, tc := range []struct {
 		what, mode string
-		host       func(t *testing.T) (*testHost, *planner.Plan)
+		// least is how many records the rollback journals at least.
+		least int
+		host  func(t *testing.T) (*testHost, *planner.Plan)
 	}{
-		{"rollback", "rollback", standardHost},
-		{"rollback of a reload", "reload-rollback", reloadHost},
+		{"rollback", "rollback", 20, standardHost},
+		{"rollback of a reload", "reload-rollback", 20, reloadHost},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			_, points := journalPoints(t, tc.host)
-			atEveryJournalPoint(t, tc.what, points, 0, "a second rollback that finished it", func(t *testing.T, k int, kill func(*testHost, string)) {
+			_, events := journalPoints(t, tc.host)
+			kinds := []apply.Event{apply.EventStart, apply.EventUndo, apply.EventUndone, apply.EventEnd}
+			atEveryJournalPoint(t, tc.what, events, tc.least, kinds, "a second rollback that finished it", func(t *testing.T, k int, kill func(*testHost, string)) {
 				fx, plan := tc.host(t)
 				before := fx.snapshot()
 				fx.applies(plan)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestRollbackWalksBackAndTo(t *testing.T) {
 	}
 
 	// --to N returns to the host right after N; --to 0 to the first one.
-	fx.apply(p1, fx.opts(nil))
+	r5 := fx.apply(p1, fx.opts(nil))
 	fx.apply(p2, fx.opts(nil))
 	fx.same(s2, "after applying both again")
 	fx.rollback(5)
@@ -70,11 +71,25 @@ func TestRollbackWalksBackAndTo(t *testing.T) {
 	if _, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: 3}); err == nil || !strings.Contains(err.Error(), "is a rollback") {
 		t.Errorf("rollback --to a rollback generation: %v", err)
 	}
-	fx.apply(p2, fx.opts(nil))
+	r8 := fx.apply(p2, fx.opts(nil))
 	res = fx.rollback(0)
-	if len(res.Reverted) != len(p1.Steps)+len(p2.Steps)+2 {
-		// p1 has 6 runnable operations (one skipped), p2 5 (one skipped).
-		t.Logf("reverted %d: %q", len(res.Reverted), res.Reverted)
+	// --to 0 now undoes generations 8 and 5: every operation they carried
+	// out (the ones skipped on a root that is not the running system have
+	// nothing to undo), newest first, each under its own step.
+	var want []string
+	for _, done := range slices.Concat(r5.Done, r8.Done) {
+		address, _, _ := strings.Cut(done, ": ")
+		want = append(want, address)
+	}
+	slices.Reverse(want)
+	var got []string
+	for _, r := range res.Reverted {
+		address, _, _ := strings.Cut(r, ": ")
+		got = append(got, address)
+	}
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("rollback --to 0 reverted %d inverses, want %d (generations 8 and 5, newest first):\ngot  %q\nwant %q\nreverted: %q",
+			len(got), len(want), got, want, res.Reverted)
 	}
 	fx.same(s0, "after rollback --to 0")
 	if res := fx.rollback(0); res.Generation != 0 {

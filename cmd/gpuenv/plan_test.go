@@ -21,6 +21,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/providers/host/pkgindex"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -341,23 +342,76 @@ func benchmarkPlan(b *testing.B, c planCase) {
 	withPlanHost(b, loadCandidates(b, c.root), runnerFor(b, c.root))
 	args := []string{"--root", root, "plan", filepath.Join("..", "..", c.spec)}
 	b.ReportAllocs()
+	cpu := hosttest.CPUTime(b)
 	for b.Loop() {
 		if code := run(context.Background(), args, nil, io.Discard, io.Discard, nil); code != exitOK {
 			b.Fatalf("exit %d", code)
 		}
 	}
+	cpu.Report(b)
 }
 
-// BenchmarkPlanConverged is gpuenv plan, whole (load the spec, observe,
-// resolve, plan, render), on the working DGX with the spec it matches.
+// BenchmarkPlanConverged is gpuenv plan's command (load the spec,
+// observe, resolve, plan, render) on the working DGX with the spec it
+// matches; a converged host asks for no package candidates.
 func BenchmarkPlanConverged(b *testing.B) {
 	benchmarkPlan(b, planCase{root: "ubuntu2204-working", spec: "cmd/gpuenv/testdata/plan/ubuntu2204-working/converged.hcl"})
 }
 
-// BenchmarkPlanFresh is gpuenv plan on a machine with nothing installed,
-// where every layer has to change (package candidates from a table).
+// BenchmarkPlanFresh is gpuenv plan's command on a machine with nothing
+// installed, where every layer has to change. The package candidates
+// come from a hand-written table (testdata/plan/candidates), not from
+// package indexes: BenchmarkPlanIndexes measures those.
 func BenchmarkPlanFresh(b *testing.B) {
 	benchmarkPlan(b, planCase{root: "ubuntu2204-h100-fresh", spec: "examples/pytorch-workstation"})
+}
+
+// BenchmarkPlanIndexes is gpuenv plan end to end on the fixture whose
+// package lists are the Debian archive's own, cut (debian12-lists: 3,300
+// stanzas, lz4 and gzip as apt keeps them on an image): observe the
+// root, read its package indexes, answer the candidates from them as
+// gpuenv does, plan the driver's userspace and render it. No process
+// runs. "cold": the root has no /var/cache, so every plan decompresses
+// and scans every list; "cached": it has one, and after the first plan
+// the relevant stanzas are read from gpuenv's cache (written as root
+// only).
+func BenchmarkPlanIndexes(b *testing.B) {
+	c := planCases[slices.IndexFunc(planCases, func(c planCase) bool { return c.root == "debian12-lists" })]
+	for _, cached := range []bool{false, true} {
+		name := map[bool]string{false: "cold", true: "cached"}[cached]
+		b.Run(name, func(b *testing.B) {
+			root := hosttest.Build(b, c.root)
+			if cached {
+				if os.Geteuid() != 0 {
+					b.Skip("the index cache is written only as root")
+				}
+				if err := os.MkdirAll(filepath.Join(root, "var/cache"), 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
+			withPlanHost(b, nil, noRunner{b})
+			newCandidates = func(h *host.Host) planner.Candidates { return providers.Candidates(h) }
+			args := []string{"--root", root, "plan", filepath.Join("..", "..", c.spec)}
+			// The plan measured is the one that needs the indexes: a
+			// version only they can give.
+			var out bytes.Buffer
+			if code := run(context.Background(), args, nil, &out, io.Discard, nil); code != exitOK ||
+				!strings.Contains(out.String(), "apt: install nvidia-smi=535.309.01-0+deb12u1") {
+				b.Fatalf("exit %d, want a plan with the version the indexes offer:\n%s", code, out.String())
+			}
+			if _, err := os.Stat(filepath.Join(root, pkgindex.CacheDir)); (err == nil) != cached {
+				b.Fatalf("the index cache exists: %v, want %v", err == nil, cached)
+			}
+			b.ReportAllocs()
+			cpu := hosttest.CPUTime(b)
+			for b.Loop() {
+				if code := run(context.Background(), args, nil, io.Discard, io.Discard, nil); code != exitOK {
+					b.Fatalf("exit %d", code)
+				}
+			}
+			cpu.Report(b)
+		})
+	}
 }
 
 // BenchmarkPlanConvergedStages splits the converged plan into its stages,

@@ -2,6 +2,8 @@ package compat
 
 import (
 	"errors"
+	"io/fs"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -9,14 +11,58 @@ import (
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
+// loaders are the table loaders, each with the data files it parses.
+// TestLoadersReadEveryFile keeps the list whole.
+var loaders = []struct {
+	files []string
+	load  func() error
+}{
+	{[]string{"sources.tsv"}, func() error { return second(loadSources()) }},
+	{[]string{"cuda_families.tsv"}, func() error { return second(loadCUDAFamilies()) }},
+	{[]string{"cuda_releases.tsv"}, func() error { return second(loadCUDAReleases()) }},
+	{[]string{"driver_branches.tsv"}, func() error { return second(loadBranches()) }},
+	{[]string{"container_toolkit.tsv"}, func() error { return second(loadToolkit()) }},
+	{[]string{"architectures.tsv"}, func() error { return second(loadArchs()) }},
+	{[]string{"gpu_chips.tsv"}, func() error { return second(loadChips()) }},
+	{[]string{"cuda_archs.tsv"}, func() error { return second(loadCUDAArchs()) }},
+	{[]string{"gpus.tsv"}, func() error { return second(loadGPUs()) }},
+	{[]string{"torch_releases.tsv", "torch_variants.tsv"}, func() error { return second(loadTorch()) }},
+	{[]string{"tensorflow.tsv"}, func() error { return second(loadTensorFlow()) }},
+	{[]string{"jax.tsv"}, func() error { return second(loadJAX()) }},
+	{[]string{"cudnn.tsv"}, func() error { return second(loadCuDNN()) }},
+	{[]string{"packages.tsv"}, func() error { return second(loadPackages()) }},
+	{[]string{"distro_packages.tsv"}, func() error { return second(loadDistro()) }},
+	{[]string{"framework_libraries.tsv"}, func() error { return second(loadFrameworkLibraries()) }},
+}
+
 // BenchmarkLoadAll parses every table from the embedded files, as the
 // first queries of a process do.
 func BenchmarkLoadAll(b *testing.B) {
 	benchmarkLoad(b, func() error {
-		return errors.Join(loadDriverTables(),
-			second(loadTorch()), second(loadTensorFlow()), second(loadJAX()),
-			second(loadCuDNN()), second(loadPackages()), second(loadDistro()))
+		var errs []error
+		for _, l := range loaders {
+			errs = append(errs, l.load())
+		}
+		return errors.Join(errs...)
 	})
+}
+
+// TestLoadersReadEveryFile: BenchmarkLoadAll loads every table there is.
+func TestLoadersReadEveryFile(t *testing.T) {
+	embedded, err := fs.Glob(dataFS, "data/*.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loaded []string
+	for _, l := range loaders {
+		for _, f := range l.files {
+			loaded = append(loaded, "data/"+f)
+		}
+	}
+	slices.Sort(loaded)
+	if !slices.Equal(embedded, loaded) {
+		t.Errorf("the loaders parse %v\nthe embedded tables are %v", loaded, embedded)
+	}
 }
 
 // BenchmarkLoadDriverTables parses only what a driver-only plan touches.

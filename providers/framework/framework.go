@@ -517,7 +517,7 @@ func nvidiaWheels(dir string, dists map[string]dist) []facts.Library {
 }
 
 var (
-	jaxVersion = lazyregexp.New(`(?m)^_version\s*(?::[^=]*)?=\s*(?:'([^']*)'|"([^"]*)")`)
+	jaxVersion = lazyregexp.New(`(?m)^_version\s*(?::[^=]*)?=\s*(?:'([^'\r\n]*)'|"([^"\r\n]*)")`)
 	// jaxlib wheels before the plugin split carried CUDA in the local
 	// version: "0.3.25+cuda11.cudnn82".
 	jaxlibLocal = lazyregexp.New(`\+cuda(\d+)(?:\.cudnn(\d)(\d+))?`)

@@ -1,0 +1,2 @@
+// Package c has no tests.
+package c

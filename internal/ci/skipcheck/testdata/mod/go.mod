@@ -1,0 +1,3 @@
+module example.com/skipcheck
+
+go 1.26
