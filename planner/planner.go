@@ -75,6 +75,9 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	plan := &Plan{FormatVersion: FormatVersion, SpecDigest: SpecDigest(s), Steps: []Step{}}
 	if req.Desired != nil {
 		plan.Inferred = append(plan.Inferred, req.Desired.Inferred...)
+		if w := noKernelWarning(req.Desired); w != nil {
+			plan.Warnings = append(plan.Warnings, *w)
+		}
 	}
 	var steps []Step
 	for _, prov := range p.providers {

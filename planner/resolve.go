@@ -29,6 +29,18 @@ import (
 // starts no process and asks no package manager. Package versions that
 // only the archive can name are left to the providers.
 func Resolve(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
+	return resolve(s, obs, false)
+}
+
+// ResolveBootingRoot is Resolve for a root that will boot as a machine of
+// its own (a disk image prepared for a host): its kernel is the one that
+// machine boots, so kernel-side steps are planned even where the root's
+// files say container (an image built in one).
+func ResolveBootingRoot(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
+	return resolve(s, obs, true)
+}
+
+func resolve(s *spec.Spec, obs *facts.Observation, boots bool) (*Desired, hcl.Diagnostics) {
 	if obs == nil {
 		obs = &facts.Observation{}
 	}
@@ -42,6 +54,9 @@ func Resolve(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
 	first := checkSpec(s, obs)
 	if first.HasErrors() {
 		return r.d, first
+	}
+	if !boots {
+		r.d.NoKernel = noKernel(obs)
 	}
 	r.os = osOf(obs.OS)
 	r.archive = NewArchive(obs, s)

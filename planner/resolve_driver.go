@@ -43,6 +43,9 @@ func (r *resolver) resolveDriver() {
 		return
 	}
 	vsub := b.Version.RangeOr(b.DefRange)
+	if r.d.NoKernel != "" && !r.specOnly && !r.containerDriver(dd) {
+		return
+	}
 	if r.specOnly {
 		if r.driverFloors(dd, vsub) && r.driverGPUs(dd, vsub) {
 			dd.Branches = branchesOf(dd.Versions)

@@ -61,7 +61,7 @@ func repoOf(s spec.Source) string {
 func (r *resolver) resolvePackages() {
 	r.d.Manager = r.os.Manager
 	needs := false
-	if dd := r.d.Driver; dd != nil && !dd.Absent && !r.diags.HasErrors() {
+	if dd := r.d.Driver; dd != nil && !dd.Absent && !dd.FromHost && !r.diags.HasErrors() {
 		r.driverPackages(dd)
 		needs = true
 	}
