@@ -20,14 +20,20 @@ func noKernel(obs *facts.Observation) string {
 		return ""
 	}
 	what := "the root is a container's"
-	if ct.Engine != "" && ct.Engine != "unknown" {
-		what = fmt.Sprintf("the root is a %s container's", ct.Engine)
+	if name, ok := engineNames[ct.Engine]; ok {
+		what = fmt.Sprintf("the root is a %s container's", name)
 	}
 	for _, e := range obs.Context.Evidence {
 		// The first fact that told the container is the one to name.
 		return fmt.Sprintf("%s (%s: %s)", what, e.File, e.Fact)
 	}
 	return what
+}
+
+// engineNames are the container engines as their projects write them.
+var engineNames = map[string]string{
+	"docker": "Docker", "podman": "Podman", "kubernetes": "Kubernetes",
+	"containerd": "containerd", "lxc": "LXC",
 }
 
 // containerDriver resolves the driver block on a root whose kernel is the
