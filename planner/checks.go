@@ -32,6 +32,9 @@ type checkInput struct {
 	steps      []Step
 	status     *ApplyStatus
 	statusPath string
+	// noKernel is Desired.NoKernel: the root's kernel module is the
+	// host's.
+	noKernel string
 }
 
 // checks are the warnings a user needs that no single resource asks for,
@@ -297,7 +300,9 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 			break
 		}
 	}
-	if upgrader == nil {
+	if upgrader == nil || in.noKernel != "" {
+		// In a container no module of the root's own is loaded for an
+		// upgrade to leave behind: the host's is, with its libraries.
 		return nil
 	}
 	// The driver packages as they will be after the plan: installed ones

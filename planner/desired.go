@@ -40,6 +40,12 @@ type Desired struct {
 	// Archive is what the package indexes on disk offer, by source; nil
 	// when the host has none of its package manager's (NewArchive).
 	Archive *Archive
+
+	// NoKernel says why the root's kernel is not this plan's to change
+	// (a container's root, whose kernel and driver are the host's); empty
+	// when it is. No provider plans a kernel-side step while it is set:
+	// no module, DKMS build, headers, initramfs, blacklist or reload.
+	NoKernel string
 }
 
 // PackageName is a package a resource installs, named by the package
@@ -123,6 +129,10 @@ type DesiredDriver struct {
 	Branch uint64
 	// Packages are installed together at one version.
 	Packages []PackageName
+	// FromHost is set in a container when the driver is the host's: its
+	// kernel module runs in the host's kernel and the NVIDIA Container
+	// Toolkit mounts its libraries in, so no driver package is planned.
+	FromHost bool
 
 	// latestNames is set when the source's indexes offer the chosen
 	// branch under the repository's latest names only.

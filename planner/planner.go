@@ -75,6 +75,9 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	plan := &Plan{FormatVersion: FormatVersion, SpecDigest: SpecDigest(s), Steps: []Step{}}
 	if req.Desired != nil {
 		plan.Inferred = append(plan.Inferred, req.Desired.Inferred...)
+		if w := noKernelWarning(req.Desired); w != nil {
+			plan.Warnings = append(plan.Warnings, *w)
+		}
 	}
 	var steps []Step
 	for _, prov := range p.providers {
@@ -115,9 +118,11 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	if err := plan.Validate(); err != nil {
 		return nil, append(diags, programmingError(err))
 	}
-	plan.Warnings = append(plan.Warnings, runChecks(&checkInput{
-		spec: s, obs: obs, steps: plan.Steps, status: p.Status, statusPath: p.StatusPath,
-	})...)
+	in := &checkInput{spec: s, obs: obs, steps: plan.Steps, status: p.Status, statusPath: p.StatusPath}
+	if req.Desired != nil {
+		in.noKernel = req.Desired.NoKernel
+	}
+	plan.Warnings = append(plan.Warnings, runChecks(in)...)
 	plan.Summary, plan.NeedsReboot = summarize(plan.Steps)
 	slices.SortStableFunc(plan.Inferred, func(a, b Inference) int {
 		return strings.Compare(a.Address+"\x00"+a.Attr, b.Address+"\x00"+b.Attr)

@@ -29,12 +29,34 @@ import (
 // starts no process and asks no package manager. Package versions that
 // only the archive can name are left to the providers.
 func Resolve(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
+	return resolve(s, obs, false)
+}
+
+// ResolveBootingRoot is Resolve for a root that will boot as a machine of
+// its own (a disk image prepared for a host): its kernel is the one that
+// machine boots, so kernel-side steps are planned even where the root's
+// files say container (an image built in one).
+func ResolveBootingRoot(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
+	return resolve(s, obs, true)
+}
+
+func resolve(s *spec.Spec, obs *facts.Observation, boots bool) (*Desired, hcl.Diagnostics) {
 	if obs == nil {
 		obs = &facts.Observation{}
 	}
 	r := &resolver{spec: s, obs: obs, d: &Desired{GPUs: HostGPUs(obs)}, kept: map[string]bool{}}
 	if s == nil {
 		return r.d, nil
+	}
+	// Compatibility between layers is judged on the spec's own versions
+	// before any source is looked at: a combination that cannot work is
+	// refused for what it is, not for what no source offers.
+	first := checkSpec(s, obs)
+	if first.HasErrors() {
+		return r.d, first
+	}
+	if !boots {
+		r.d.NoKernel = noKernel(obs)
 	}
 	r.os = osOf(obs.OS)
 	r.archive = NewArchive(obs, s)
@@ -51,7 +73,47 @@ func Resolve(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagnostics) {
 	r.resolveFrameworks()
 	r.resolveDriver()
 	r.resolvePackages()
+	if r.diags.HasErrors() {
+		// The resolution stopped at a source and may not have reached
+		// the checks that warn about the spec's versions: keep those
+		// the first pass found.
+		for _, d := range first {
+			if !slices.ContainsFunc(r.diags, func(o *hcl.Diagnostic) bool { return o.Summary == d.Summary && o.Detail == d.Detail }) {
+				r.diags = append(r.diags, d)
+			}
+		}
+	}
 	return r.d, r.diags
+}
+
+// CheckSpec judges the layers of a spec against each other on the
+// spec's versions alone, as validate does without a host: a CUDA's driver
+// floor, a framework build's CUDA and driver, cuDNN's CUDA, a flavour of
+// kernel modules against the driver branches. It reports only what every
+// choice the constraints leave open would meet: a CUDA constraint is
+// judged against the rest when it admits a single release line, and
+// against the driver when it admits a single major.
+func CheckSpec(s *spec.Spec) hcl.Diagnostics {
+	if s == nil {
+		return nil
+	}
+	r := &resolver{spec: s, obs: &facts.Observation{}, d: &Desired{}, kept: map[string]bool{}, specOnly: true, noHost: true}
+	return r.specPass()
+}
+
+// checkSpec is CheckSpec with the host's facts that do not depend on a
+// package source: its GPUs, Python environments and installed driver.
+func checkSpec(s *spec.Spec, obs *facts.Observation) hcl.Diagnostics {
+	r := &resolver{spec: s, obs: obs, d: &Desired{GPUs: HostGPUs(obs)}, kept: map[string]bool{}, specOnly: true}
+	return r.specPass()
+}
+
+func (r *resolver) specPass() hcl.Diagnostics {
+	r.resolveCUDA()
+	r.resolveCuDNN()
+	r.resolveFrameworks()
+	r.resolveDriver()
+	return r.diags
 }
 
 // resolver carries one resolution.
@@ -68,6 +130,13 @@ type resolver struct {
 	// kept names the blocks whose installed packages satisfy the spec:
 	// what the archive offers does not matter to them.
 	kept map[string]bool
+	// specOnly judges the spec's versions against each other and the
+	// host's hardware only: no source is chosen, no package named, and a
+	// value the constraints leave open is not picked but left unjudged.
+	specOnly bool
+	// noHost is set when there is no host at all (validate): what the
+	// host lacks is not known, so nothing is said about it.
+	noHost bool
 }
 
 // driverNeed is a driver floor one resource asks for.
@@ -288,6 +357,10 @@ func (r *resolver) resolveCUDA() {
 			dc.Versions.Quoted(), compat.CUDAReleases()[0].Version, compat.CUDAReleases()[len(compat.CUDAReleases())-1].Version)
 		return
 	}
+	if r.specOnly {
+		r.specCUDA(dc, rows)
+		return
+	}
 	keep, ok := r.cudaSource(dc, rows)
 	if !ok {
 		return
@@ -360,6 +433,70 @@ func (r *resolver) resolveCUDA() {
 	}
 }
 
+// specCUDA judges the toolkit on the spec's versions alone. A constraint
+// that admits one release line sets the line and asks the driver of its
+// oldest release admitted (every release of the line needs that much); one
+// that admits one major asks its family's minor-version compatibility
+// floor; a wider one asks nothing, as the release is not known yet.
+func (r *resolver) specCUDA(dc *DesiredCUDA, rows []compat.CUDARelease) {
+	c := dc.Block
+	major := rows[0].Version.Major()
+	for _, rel := range rows {
+		if rel.Version.Major() != major {
+			return
+		}
+	}
+	need := driverNeed{Who: fmt.Sprintf("CUDA %d", major), Range: c.Version.RangeOr(c.DefRange)}
+	if f, ok := compat.CUDAFamilyFor(major); ok {
+		need.MinorCompat, need.From = f.MinorCompatMin, f.Source
+	}
+	if line, ok := oneLine(rows); ok {
+		dc.Minor = line
+		oldest := rows[0]
+		for _, rel := range rows {
+			if !rel.Driver.IsZero() && (oldest.Driver.IsZero() || rel.Driver.Compare(oldest.Driver) < 0) {
+				oldest = rel
+			}
+		}
+		dc.Release = oldest
+		need.Exact, need.Who, need.From = oldest.Driver, "CUDA "+oldest.Version.String(), oldest.Source
+		if len(rows) > 1 {
+			// The spec asks for the line, and its first release needs
+			// the least of any.
+			need.Who = "CUDA " + line.String()
+		}
+	}
+	if !need.Exact.IsZero() || !need.MinorCompat.IsZero() {
+		r.needs = append(r.needs, need)
+	}
+}
+
+// oneLine is the release line (major.minor) all of rows share.
+func oneLine(rows []compat.CUDARelease) (version.Version, bool) {
+	if len(rows) == 0 {
+		return version.Version{}, false
+	}
+	line := mm(rows[0].Version)
+	for _, rel := range rows {
+		if !mm(rel.Version).Equal(line) {
+			return version.Version{}, false
+		}
+	}
+	return line, true
+}
+
+// specLine is the release line a CUDA constraint admits when it admits
+// one only.
+func specLine(c version.Constraint) (version.Version, bool) {
+	var rows []compat.CUDARelease
+	for _, rel := range compat.CUDAReleases() {
+		if c.Check(rel.Version) {
+			rows = append(rows, rel)
+		}
+	}
+	return oneLine(rows)
+}
+
 // distroCUDA keeps the releases the distribution's archive has.
 func (r *resolver) distroCUDA(dc *DesiredCUDA, rows []compat.CUDARelease) []compat.CUDARelease {
 	c := dc.Block
@@ -394,8 +531,17 @@ func (r *resolver) distroCUDA(dc *DesiredCUDA, rows []compat.CUDARelease) []comp
 // toolkitCUDA is the CUDA the system's toolkit has: the managed one, else
 // the observed default; zero when there is none.
 func (r *resolver) toolkitCUDA() (version.Version, string) {
-	if dc := r.d.CUDA; dc != nil && !dc.Absent && !dc.Minor.IsZero() {
-		return dc.Minor, fmt.Sprintf("the cuda block asks for CUDA %s (%s)", dc.Minor, at(dc.Block.Version.RangeOr(dc.Block.DefRange)))
+	if dc := r.d.CUDA; dc != nil && !dc.Absent {
+		line := dc.Minor
+		if line.IsZero() {
+			// The toolkit was not resolved (no source offers it, say):
+			// what depends on its CUDA is still judged on the line the
+			// spec asks for, never on a table's newest.
+			line, _ = specLine(dc.Versions)
+		}
+		if !line.IsZero() {
+			return line, fmt.Sprintf("the cuda block asks for CUDA %s (%s)", line, at(dc.Block.Version.RangeOr(dc.Block.DefRange)))
+		}
 	}
 	if r.spec.CUDA != nil {
 		return version.Version{}, ""

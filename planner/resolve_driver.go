@@ -43,6 +43,16 @@ func (r *resolver) resolveDriver() {
 		return
 	}
 	vsub := b.Version.RangeOr(b.DefRange)
+	if r.d.NoKernel != "" && !r.specOnly && !r.containerDriver(dd) {
+		return
+	}
+	if r.specOnly {
+		if r.driverFloors(dd, vsub) && r.driverGPUs(dd, vsub) {
+			dd.Branches = branchesOf(dd.Versions)
+			r.kernelModules(dd)
+		}
+		return
+	}
 	keep, ok := r.driverSource(dd, r.driverProbe(dd.Versions))
 	if !ok {
 		return
@@ -115,13 +125,16 @@ func (r *resolver) driverFloors(dd *DesiredDriver, vsub hcl.Range) bool {
 		}
 		if floor.IsZero() {
 			ok = false
-			also := ""
-			if !n.MinorCompat.IsZero() && !n.MinorCompat.Equal(n.Exact) {
-				also = fmt.Sprintf(", or %s or newer through minor-version compatibility", n.MinorCompat)
+			needs := fmt.Sprintf("driver %s or newer", n.Exact)
+			switch {
+			case n.Exact.IsZero():
+				needs = fmt.Sprintf("driver %s or newer, the oldest that runs every %s release through minor-version compatibility", n.MinorCompat, n.Who)
+			case !n.MinorCompat.IsZero() && !n.MinorCompat.Equal(n.Exact):
+				needs += fmt.Sprintf(", or %s or newer through minor-version compatibility", n.MinorCompat)
 			}
 			r.errorf(vsub, "Driver too old for "+n.Who,
-				"The driver block allows %s, but %s, asked for at %s, needs driver %s or newer%s (%s).",
-				spelled, n.Who, at(n.Range), n.Exact, also, n.From)
+				"The driver block allows %s, but %s, asked for at %s, needs %s (%s).",
+				spelled, n.Who, at(n.Range), needs, n.From)
 			continue
 		}
 		narrowed, _ := narrow(dd.Versions, ">= "+floor.String())

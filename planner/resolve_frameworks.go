@@ -52,7 +52,9 @@ func (r *resolver) resolveFrameworks() {
 		}
 		r.d.Frameworks = append(r.d.Frameworks, df)
 		if df.Source == spec.SourceDistro {
-			r.distroFramework(df)
+			if !r.specOnly {
+				r.distroFramework(df)
+			}
 			continue
 		}
 		if df.Absent {
@@ -380,7 +382,7 @@ func (r *resolver) resolveTensorFlow(df *DesiredFramework) {
 			r.warnf(vsub, "CUDA older than TensorFlow's",
 				"%s; %s. TensorFlow may fail to load libraries of an older CUDA 12 release.", built, why)
 		}
-	} else if r.spec.CUDA == nil {
+	} else if r.spec.CUDA == nil && !r.noHost {
 		r.warnf(vsub, "TensorFlow will not find CUDA",
 			"%s, and uses the system's CUDA libraries unless installed with the and-cuda extra; the host has no CUDA toolkit and the spec has no cuda block. Add one, or set extras = [\"and-cuda\"].", built)
 	}
@@ -393,7 +395,7 @@ func (r *resolver) resolveTensorFlow(df *DesiredFramework) {
 		}
 		return
 	}
-	if r.spec.CuDNN != nil {
+	if r.spec.CuDNN != nil || r.noHost {
 		return
 	}
 	want := version.MustParseConstraint(cudnnMinor)

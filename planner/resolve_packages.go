@@ -61,7 +61,7 @@ func repoOf(s spec.Source) string {
 func (r *resolver) resolvePackages() {
 	r.d.Manager = r.os.Manager
 	needs := false
-	if dd := r.d.Driver; dd != nil && !dd.Absent && !r.diags.HasErrors() {
+	if dd := r.d.Driver; dd != nil && !dd.Absent && !dd.FromHost && !r.diags.HasErrors() {
 		r.driverPackages(dd)
 		needs = true
 	}
@@ -158,7 +158,7 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 	out, used, err := r.driverNames(dd.Source, dd.KernelModules, branch, newest)
 	dd.Branch = used
 	if err != nil {
-		r.errorf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Driver packages unknown", "%s.", err)
+		r.packagesUnknown(dd.Block.Source, dd.Block.DefRange, "Driver", err.Error()+".")
 		return
 	}
 	if !slices.ContainsFunc(out, func(p PackageName) bool { return !strings.Contains(p.Name, "pinning") }) {
@@ -173,8 +173,8 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 		if dd.Source == spec.SourceDistro {
 			hint = " Use source = \"nvidia\" with a repository block for NVIDIA's repository."
 		}
-		r.errorf(dd.Block.Source.RangeOr(dd.Block.DefRange), "Driver packages unknown",
-			"gpuenv's package tables name no driver package for %s from the %s source (%s).%s", r.os.Title, dd.Source, what, hint)
+		r.packagesUnknown(dd.Block.Source, dd.Block.DefRange, "Driver",
+			fmt.Sprintf("gpuenv's package tables name no driver package for %s from the %s source (%s).%s", r.os.Title, dd.Source, what, hint))
 		return
 	}
 	dd.Packages = out
@@ -196,7 +196,7 @@ func (r *resolver) cudaPackages(dc *DesiredCUDA) {
 		err = fmt.Errorf("gpuenv's package tables name no CUDA %s toolkit package for %s from the %s source", dc.Minor, r.os.Title, dc.Source)
 	}
 	if err != nil {
-		r.errorf(dc.Block.Source.RangeOr(dc.Block.DefRange), "CUDA packages unknown", "%s.", err)
+		r.packagesUnknown(dc.Block.Source, dc.Block.DefRange, "CUDA", err.Error()+".")
 		return
 	}
 	dc.Packages = names
@@ -236,12 +236,12 @@ func (r *resolver) cudnnNames(dn *DesiredCuDNN, src spec.Source) ([]PackageName,
 func (r *resolver) cudnnPackages(dn *DesiredCuDNN) {
 	out, err := r.cudnnNames(dn, dn.Source)
 	if err != nil {
-		r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown", "%s.", err)
+		r.packagesUnknown(dn.Block.Source, dn.Block.DefRange, "cuDNN", err.Error()+".")
 		return
 	}
 	if len(out) == 0 {
-		r.errorf(dn.Block.Source.RangeOr(dn.Block.DefRange), "cuDNN packages unknown",
-			"gpuenv's package tables name no cuDNN package for %s from the %s source.", r.os.Title, dn.Source)
+		r.packagesUnknown(dn.Block.Source, dn.Block.DefRange, "cuDNN",
+			fmt.Sprintf("gpuenv's package tables name no cuDNN package for %s from the %s source.", r.os.Title, dn.Source))
 		return
 	}
 	if !r.kept["cudnn"] && r.archive.Knows(dn.Source) && len(r.offersWhere(dn.Source, []string{out[0].Name}, dn.Versions.Check)) == 0 {

@@ -129,8 +129,8 @@ cuda {
 }
 `,
 			obs: machine(ubuntu2204, h100),
-			want: []shown{{"error", "Driver too old for CUDA 13.0.2",
-				"The driver block allows \"535.*\", but CUDA 13.0.2, asked for at gpuenv.hcl:6, needs driver 580.95.05 or newer, or 580 or newer through minor-version compatibility ({cuda:13.0.2}).", 2}},
+			want: []shown{{"error", "Driver too old for CUDA 13.0",
+				"The driver block allows \"535.*\", but CUDA 13.0, asked for at gpuenv.hcl:6, needs driver 580.65.06 or newer, or 580 or newer through minor-version compatibility ({cuda:13.0.0}).", 2}},
 		},
 		{
 			name: "driver older than the toolkit's own runs it through minor-version compatibility",

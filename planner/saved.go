@@ -50,6 +50,9 @@ type PlannedFrom struct {
 	// Pythons are --python's interpreters.
 	Pythons               []string `json:"python,omitempty"`
 	InterruptGPUProcesses bool     `json:"interrupt_gpu_processes,omitempty"`
+	// RootBoots is --root-boots: the root gets its kernel-side steps
+	// even where its files say container.
+	RootBoots bool `json:"root_boots,omitempty"`
 }
 
 // SavedSpec is a spec as plan loaded it: its files' bytes and the values

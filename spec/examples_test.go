@@ -79,7 +79,7 @@ func TestExamples(t *testing.T) {
 				t.Errorf("driver is not pinned: %s", s.Driver.Version.Value)
 			}
 			r := s.Repositories[0]
-			if r.URL.Value != "file:///srv/mirror/cuda" {
+			if r.URL.Value != "file:///srv/mirror/cuda/repos/ubuntu2204/x86_64/" {
 				t.Errorf("repository = %s", r.URL.Value)
 			}
 			torch := framework(t, s, PyTorch)

@@ -81,7 +81,8 @@ and carries it out. PLANFILE, a plan saved by "gpuenv plan --out", is applied
 exactly as saved, after two checks: the facts it was made from have not
 changed ("stale plan": plan again), and planning again from the spec and
 flags the file keeps (not the spec on disk now, nor apply's own --var,
---var-file, --python or --interrupt-gpu-processes, which it refuses) makes
+--var-file, --python, --interrupt-gpu-processes or --root-boots, which it
+refuses) makes
 the very same plan; the first difference is named. It is applied to the
 --root and --state-dir it was planned for.
 
@@ -398,7 +399,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 	}
 
 	from := sp.From
-	o.pythons, o.interrupt = from.Pythons, from.InterruptGPUProcesses
+	o.pythons, o.interrupt, o.rootBoots = from.Pythons, from.InterruptGPUProcesses, from.RootBoots
 	s, diags := spec.Load(from.Spec.Path, from.Spec.LoadOptions())
 	if diags.HasErrors() {
 		if st != nil {

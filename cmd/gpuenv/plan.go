@@ -28,16 +28,23 @@ type planFlags struct {
 	vars      varFlags
 	pythons   []string
 	interrupt bool
+	rootBoots bool
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
 	f.vars.register(cmd)
 	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().BoolVar(&f.interrupt, "interrupt-gpu-processes", false, "let a driver change stop the GPU processes that keep the nvidia modules from being reloaded (the plan names them), instead of asking for a reboot")
+	cmd.Flags().BoolVar(&f.rootBoots, "root-boots", false, "the root is a machine's that will boot (a disk image prepared for a host): plan its kernel-side steps (modules, DKMS, initramfs, blacklist) even where its files say container")
 }
 
 // configure gives the planner the flags' choices.
-func (f *planFlags) configure(pl *planner.Planner) { pl.InterruptGPUProcesses = f.interrupt }
+func (f *planFlags) configure(pl *planner.Planner) {
+	pl.InterruptGPUProcesses = f.interrupt
+	if f.rootBoots {
+		pl.Resolve = planner.ResolveBootingRoot
+	}
+}
 
 // planOptions are plan's own flags.
 type planOptions struct {
@@ -73,9 +80,16 @@ GPU process, no display on nvidia_drm, a module Secure Boot accepts); otherwise
 the step needs a reboot and says why. --interrupt-gpu-processes lets the reload
 stop the GPU processes in its way, each named in the plan.
 
+On a container's root (/.dockerenv, /run/.containerenv, a container's cgroup)
+the kernel and driver are the host's: plan plans no kernel module, DKMS build,
+initramfs, nouveau blacklist or module reload there, says so once, and refuses
+a spec that asks for one. --root-boots says the root is a machine's that will
+boot (a disk image prepared for a host), which gets the kernel-side steps.
+
 --out FILE saves the plan for "gpuenv apply FILE", with a copy of the spec's
 files and var files and the flags that changed the plan (--var, GPUENV_VAR_
-values, --python, --interrupt-gpu-processes, --root, --state-dir). Apply
+values, --python, --interrupt-gpu-processes, --root-boots, --root,
+--state-dir). Apply
 plans again from those, applies exactly that plan when it is the same, and
 refuses it once the facts it was made from have changed or when it differs
 in any way.
@@ -230,7 +244,7 @@ func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner
 
 // planningFlags are the flags that change what a plan says; a saved plan
 // keeps their values (plannedFrom), and apply takes them from it.
-var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes"}
+var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots"}
 
 // plannedFrom is what a plan saved with --out keeps besides the plan:
 // the spec at specPath as it was loaded (s, with opts), and the flags that
@@ -250,6 +264,7 @@ func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, 
 		StateDir:              g.stateDir(),
 		Pythons:               slices.Clone(f.pythons),
 		InterruptGPUProcesses: f.interrupt,
+		RootBoots:             f.rootBoots,
 	}, nil
 }
 

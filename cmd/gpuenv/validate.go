@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -59,7 +60,10 @@ func newValidateCmd(g *globalOptions) *cobra.Command {
 form one spec; default ".") and reports every problem it finds: syntax,
 unknown blocks and attributes, wrong types, invalid versions and constraints,
 names, paths, URLs and device identifiers, and input variables without a
-value. It does not look at the host.
+value, and layers that cannot work together on any host (a driver too old
+for the CUDA asked for, a framework build that does not exist for it, a
+cuDNN without a build for it), judged from gpuenv's tables. It does not
+look at the host.
 
 Exit status: 0 when the spec is valid (warnings allowed), 1 when it is not.`,
 		Example: `  gpuenv validate examples/pytorch-workstation
@@ -79,6 +83,9 @@ Exit status: 0 when the spec is valid (warnings allowed), 1 when it is not.`,
 				s, more := spec.Load(path, opts)
 				diags = append(diags, more...)
 				files = s.Files
+				if !diags.HasErrors() {
+					diags = append(diags, planner.CheckSpec(s)...)
+				}
 			}
 			if err := view.Diagnostics(files, diags); err != nil {
 				return err

@@ -1,7 +1,11 @@
+# Targets: Ubuntu 22.04 (x86_64). The mirror keeps the layout of NVIDIA's
+# CUDA repository for ubuntu2204/x86_64, whose package names and versions
+# the spec pins; on another system, mirror that system's repository.
+
 # A copy of NVIDIA's CUDA repository (flat, like the original), signed with
 # the site's own key.
 repository "local-cuda" {
-  url      = "file:///srv/mirror/cuda"
+  url      = "file:///srv/mirror/cuda/repos/ubuntu2204/x86_64/"
   keyring  = "/srv/mirror/keys/mirror-archive-keyring.gpg"
   priority = 1000
 }

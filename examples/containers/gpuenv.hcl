@@ -1,3 +1,6 @@
+# Targets: Debian 12 (x86_64), with NVIDIA's CUDA repository for
+# debian12/x86_64 and the libnvidia-container repository.
+
 # NVIDIA's libnvidia-container repository, which carries the container
 # toolkit for every Debian and Ubuntu release (a flat repository). Its key,
 # as NVIDIA's instructions put it in place:

@@ -1,3 +1,5 @@
+# Targets: Debian 12 (bookworm), from Debian's own archive only.
+
 # The NVIDIA packages live in Debian's contrib and non-free components,
 # which a default Debian 12 installation does not enable. Where they are
 # missing from the host's apt sources, gpuenv plans a step that enables them

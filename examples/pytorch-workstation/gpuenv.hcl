@@ -1,3 +1,6 @@
+# Targets: Ubuntu 22.04 (x86_64), with NVIDIA's CUDA repository for
+# ubuntu2204/x86_64.
+
 # NVIDIA's CUDA repository for Ubuntu 22.04. It is a flat repository (suite
 # "/"), and priority 600 prefers it over Ubuntu's own packages of the same
 # names, as NVIDIA's cuda-repository-pin-600 does.

@@ -1,3 +1,7 @@
+# Targets: any Debian or Ubuntu host whose archive has the 535 driver, or a
+# RHEL-family host with NVIDIA's repository configured: it names no package
+# and no repository of its own.
+
 # The data-center R535 long-term branch from the distribution's archive.
 driver {
   version          = "535.*"

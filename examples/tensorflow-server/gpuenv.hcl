@@ -1,3 +1,6 @@
+# Targets: Ubuntu 22.04 (x86_64), with NVIDIA's CUDA repository for
+# ubuntu2204/x86_64.
+
 repository "cuda" {
   url      = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
   keyring  = "/usr/share/keyrings/cuda-archive-keyring.gpg"

@@ -1,3 +1,6 @@
+# Targets: Ubuntu 22.04 (x86_64), with NVIDIA's CUDA repository for
+# ubuntu2204/x86_64.
+
 locals {
   # What goes with each CUDA version: the driver that CUDA release shipped
   # with (Update 1 for 12.4, Update 2 for 12.6), the cuDNN the torch wheels

@@ -50,6 +50,11 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 		}
 		return resp
 	}
+	if d.FromHost {
+		// The host's driver, mounted in by the container toolkit: no
+		// package of it belongs in the container.
+		return resp
+	}
 	install, err := planPackages(ctx, req)
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))

@@ -42,7 +42,9 @@ func (Provider) Name() string { return "kernel" }
 // kernel's observed state.
 func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {
 	resp := &planner.Response{}
-	if req.Desired == nil || req.Desired.Driver == nil {
+	if req.Desired == nil || req.Desired.Driver == nil || req.Desired.NoKernel != "" {
+		// A container's root has the host's kernel: the plan says once
+		// why nothing is planned for it (planner.Desired.NoKernel).
 		return resp
 	}
 	d := req.Desired.Driver

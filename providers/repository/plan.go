@@ -102,7 +102,7 @@ func (p Provider) expect(req *planner.Request) {
 	}
 	if d.Driver != nil && !d.Driver.Absent {
 		add(d.Driver.Packages)
-		if rel := req.Facts.Kernel.Release; rel != "" && d.Driver.KernelModules != spec.KernelModulesNone {
+		if rel := req.Facts.Kernel.Release; rel != "" && d.Driver.KernelModules != spec.KernelModulesNone && d.NoKernel == "" {
 			if req.Facts.OS.Family == "rpm" {
 				names = append(names, "kernel-devel-"+rel)
 			} else {
