@@ -125,8 +125,8 @@ func checkTOMLDepth(s string) error {
 // starts at s[i] (a quote), and the newlines in it. A basic string ends
 // at an unescaped quote, a literal one at the next quote, either at the
 // end of its line (where the parser will say what is wrong); a
-// multi-line one ("""…""" or ”'…”') at three quotes, and up to two
-// more quotes right after them are still its own.
+// multi-line one (opened by three quotes of either kind) at three
+// quotes, and up to two more quotes right after them are still its own.
 func skipTOMLString(s string, i int) (end, newlines int) {
 	q := s[i]
 	if i+2 < len(s) && s[i+1] == q && s[i+2] == q {
