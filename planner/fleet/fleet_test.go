@@ -144,7 +144,12 @@ func TestDecode(t *testing.T) {
 		{"a later major that no longer decodes", docBytes(with("os", "changed")).replaceVersion(2), nil, "schema_version is 2"},
 		{"no version", without("schema_version"), nil, "not an observation document: it has no schema_version"},
 		{"cut short", current[:100], nil, "not a valid observation document: at byte 100: unexpected end of JSON input"},
-		{"a wrong type", with("hostname", 7), nil, "not a valid observation document: json: cannot unmarshal number into Go struct field Observation.hostname of type string"},
+		{"a wrong type", with("hostname", 7), nil, "hostname holds a JSON number, where an observation has string"},
+		// What the document holds is described, never quoted: it may be
+		// a file only root can read.
+		{"not JSON", []byte("root:$y$j9T$secret:19000:0:99999:7:::\n"), nil, "not a valid observation document: at byte 1: a character JSON does not allow, looking for beginning of value"},
+		{"a quote", []byte("{'x': 1}"), nil, "not a valid observation document: at byte 2: a character JSON does not allow, looking for beginning of object key string"},
+		{"a wrong number", with("schema_minor", 1.2345), nil, "schema_minor holds a JSON number, where an observation has int"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs, lacks, err := fleet.Decode(tc.doc)
