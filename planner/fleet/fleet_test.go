@@ -424,7 +424,9 @@ func TestPanicRefusesOneHost(t *testing.T) {
 }
 
 // FuzzDecode: whatever a collector hands over, Decode returns an
-// observation or an error, and an observation only of schema version 1.
+// observation or an error, and an observation only of schema version 1,
+// which written out again decodes to itself; an error is one line that
+// quotes nothing of the document.
 func FuzzDecode(f *testing.F) {
 	for _, m := range []string{"converged", "no-lists"} {
 		f.Add(document(f, corpus(f)[m], "gpu"))
@@ -435,7 +437,25 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		obs, _, err := fleet.Decode(data)
 		if (obs == nil) == (err == nil) || obs != nil && obs.SchemaVersion != facts.SchemaVersion {
-			t.Errorf("Decode(%q) = %v, %v", data, obs, err)
+			t.Fatalf("Decode(%q) = %v, %v", data, obs, err)
+		}
+		if err != nil {
+			msg := err.Error()
+			if strings.ContainsAny(msg, "\n\r\x1b") || strings.Contains(msg, "invalid character") {
+				t.Fatalf("Decode(%q): the error %q is more than one line or quotes the document", data, msg)
+			}
+			return
+		}
+		again, err := json.Marshal(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs2, _, err := fleet.Decode(again)
+		if err != nil {
+			t.Fatalf("an observation written out again does not decode: %v\n%s", err, again)
+		}
+		if diff := cmp.Diff(obs, obs2); diff != "" {
+			t.Fatalf("an observation written out again decodes to another (-first +second):\n%s", diff)
 		}
 	})
 }
