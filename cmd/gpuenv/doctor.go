@@ -256,7 +256,15 @@ type printer struct {
 	err error
 }
 
+// printf writes format with args escaped (esc): the format is gpuenv's
+// own, the arguments the host's or a document's values.
 func (p *printer) printf(format string, args ...any) {
+	p.printfEscaped(format, escArgs(args)...)
+}
+
+// printfEscaped is printf for arguments already escaped, or styled with
+// the terminal's colours around escaped text.
+func (p *printer) printfEscaped(format string, args ...any) {
 	if p.err == nil {
 		_, p.err = fmt.Fprintf(p.w, format, args...)
 	}

@@ -116,11 +116,11 @@ func (v *observeHuman) flag(layers ...string) {
 			rest = append(rest, p)
 			continue
 		}
-		line := "! " + p.Message
+		line := "! " + esc(p.Message)
 		if v.color {
 			line = "\x1b[31m" + line + "\x1b[0m"
 		}
-		v.printf("  %s\n", line)
+		v.printfEscaped("  %s\n", line)
 	}
 	v.problems = rest
 }

@@ -122,7 +122,7 @@ func (h *humanPlan) inferred(ins []planner.Inference) {
 	fmt.Fprintf(h.w, "Values the spec leaves out, completed from %s:\n", completed)
 	var unverified []string
 	for _, in := range ins {
-		fmt.Fprintf(h.w, "  %s %s = %s\n      from %s\n", in.Address, in.Attr, in.Value, in.From)
+		fmt.Fprintf(h.w, "  %s %s = %s\n      from %s\n", esc(in.Address), esc(in.Attr), esc(in.Value), esc(in.From))
 		if in.Unverified != "" && !slices.Contains(unverified, in.Unverified) {
 			unverified = append(unverified, in.Unverified)
 		}
@@ -140,21 +140,22 @@ var tableRow = lazyregexp.New(`^[a-z_]+ row `)
 
 func (h *humanPlan) step(s *planner.Step, txs map[int]*planner.Transaction) {
 	code := h.actionStyle(s.Action)
-	head := fmt.Sprintf("  # %s %s", s.Address, actionPhrases[s.Action])
+	addr := esc(s.Address)
+	head := fmt.Sprintf("  # %s %s", addr, actionPhrases[s.Action])
 	if f := flagWords(s.Flags); len(f) > 0 {
 		head += " (" + strings.Join(f, ", ") + ")"
 	}
 	fmt.Fprintln(h.w, h.style(head, ansiBold))
-	fmt.Fprintf(h.w, "%s %s\n", h.style(fmt.Sprintf("%3s", s.Action.Symbol()), code), h.style(s.Address, ansiBold))
+	fmt.Fprintf(h.w, "%s %s\n", h.style(fmt.Sprintf("%3s", s.Action.Symbol()), code), h.style(addr, ansiBold))
 	if s.Reason != "" {
 		wrap(h.w, "      ", s.Reason)
 	}
 	h.values(s)
 	for _, op := range s.Operations {
-		fmt.Fprintf(h.w, "      %s %s\n", h.style("→", ansiBold), operationText(op, s.Address, txs))
+		fmt.Fprintf(h.w, "      %s %s\n", h.style("→", ansiBold), esc(operationText(op, s.Address, txs)))
 	}
 	if len(s.DependsOn) > 0 {
-		fmt.Fprintf(h.w, "      after %s\n", strings.Join(s.DependsOn, ", "))
+		fmt.Fprintf(h.w, "      after %s\n", esc(strings.Join(s.DependsOn, ", ")))
 	}
 }
 
@@ -181,7 +182,7 @@ func (h *humanPlan) values(s *planner.Step) {
 	slices.Sort(keys)
 	width := 0
 	for _, k := range keys {
-		width = max(width, len(k))
+		width = max(width, len(esc(k)))
 	}
 	for _, k := range keys {
 		old, hadOld := before[k]
@@ -197,7 +198,7 @@ func (h *humanPlan) values(s *planner.Step) {
 		default:
 			sym, val, code = "-", valueText(old), ansiRed
 		}
-		fmt.Fprintf(h.w, "      %s %-*s %s\n", h.style(sym, code), width, k, val)
+		fmt.Fprintf(h.w, "      %s %-*s %s\n", h.style(sym, code), width, esc(k), val)
 	}
 }
 
@@ -205,7 +206,7 @@ func valueText(v string) string {
 	if v == "" {
 		return `""`
 	}
-	return v
+	return esc(v)
 }
 
 func flagWords(f planner.Flags) []string {
@@ -367,7 +368,7 @@ func transactionNote(id int, addr string, txs map[int]*planner.Transaction) stri
 }
 
 func (h *humanPlan) warning(w planner.Warning) {
-	fmt.Fprintf(h.w, "%s %s\n\n", h.style("Warning:", ansiBold+ansiYellow), h.style(w.Summary, ansiBold))
+	fmt.Fprintf(h.w, "%s %s\n\n", h.style("Warning:", ansiBold+ansiYellow), h.style(esc(w.Summary), ansiBold))
 	if w.Detail != "" {
 		wrap(h.w, "  ", w.Detail)
 		fmt.Fprintln(h.w)
@@ -375,7 +376,7 @@ func (h *humanPlan) warning(w planner.Warning) {
 	if len(w.Evidence) > 0 {
 		fmt.Fprintln(h.w, "  Evidence:")
 		for _, e := range w.Evidence {
-			fmt.Fprintf(h.w, "    - %s\n", e)
+			fmt.Fprintf(h.w, "    - %s\n", esc(e))
 		}
 		fmt.Fprintln(h.w)
 	}
@@ -401,9 +402,10 @@ func (h *humanPlan) closing(p *planner.Plan) {
 }
 
 // wrap writes text as lines of at most diagnosticsWidth columns, each
-// starting with indent; the text's own line breaks are kept.
+// starting with indent; the text's own line breaks are kept, and control
+// characters in it (a value from the host or a document) are escaped.
 func wrap(w io.Writer, indent, text string) {
-	for _, para := range strings.Split(text, "\n") {
+	for _, para := range strings.Split(escLines(text), "\n") {
 		line := indent
 		for _, word := range strings.Fields(para) {
 			if len(line) > len(indent) && len(line)+1+len(word) > diagnosticsWidth {

@@ -110,7 +110,7 @@ func (v *factsHuman) Host(*fleet.Host) error { return nil }
 
 func (v *factsHuman) Summary(sum *fleet.Summary) error {
 	sw := &stickyWriter{w: v.w}
-	fmt.Fprintf(sw, "Planned %s against %s:\n\n", v.spec, countOf(sum.Hosts, "saved observation", "saved observations"))
+	fmt.Fprintf(sw, "Planned %s against %s:\n\n", esc(v.spec), countOf(sum.Hosts, "saved observation", "saved observations"))
 	for _, row := range []struct {
 		what string
 		n    int
@@ -139,16 +139,22 @@ func (v *factsHuman) groups(w io.Writer, title string, gs []fleet.Group) {
 		return
 	}
 	fmt.Fprintf(w, "\n%s:\n", title)
+	// Keys and names are the documents' (hostnames, warnings), escaped
+	// before they are measured.
 	width := 0
 	for _, g := range gs {
-		width = max(width, len(g.Key))
+		width = max(width, len(esc(g.Key)))
 	}
 	for _, g := range gs {
-		names := strings.Join(g.First, ", ")
+		first := make([]string, len(g.First))
+		for i, n := range g.First {
+			first[i] = esc(n)
+		}
+		names := strings.Join(first, ", ")
 		if more := g.Hosts - len(g.First); more > 0 {
 			names += fmt.Sprintf(" and %d more", more)
 		}
-		fmt.Fprintf(w, "  %-*s %6d  %s\n", width, g.Key, g.Hosts, names)
+		fmt.Fprintf(w, "  %-*s %6d  %s\n", width, esc(g.Key), g.Hosts, names)
 		if g.Error != "" {
 			wrap(w, "      ", g.Error)
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 )
@@ -59,12 +60,41 @@ func Decode(data []byte) (*facts.Observation, []facts.Addition, error) {
 	return obs, lacks, nil
 }
 
-// invalid says where a document stops being JSON, which encoding/json's
-// syntax errors leave out of their text.
+// invalid says where a document stops being an observation document,
+// and in what way, without quoting it: encoding/json's errors quote the
+// byte or the number at fault, and a document may be any file the user
+// running gpuenv can read (a symlink to a root-only one, say), so what
+// the error prints must describe it, never show it.
 func invalid(err error) error {
 	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Errorf("not a valid observation document: at byte %d: %w", syn.Offset, err)
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("not a valid observation document: at byte %d: %s", syn.Offset, unquoted(syn))
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "the document"
+		}
+		kind, _, _ := strings.Cut(typ.Value, " ") // "number 5" quotes it
+		return fmt.Errorf("not a valid observation document: at byte %d: %s holds a JSON %s, where an observation has %s", typ.Offset, field, kind, typ.Type)
 	}
-	return fmt.Errorf("not a valid observation document: %w", err)
+	return errors.New("not a valid observation document: it does not decode as one")
+}
+
+// unquoted is a syntax error's text without the character it quotes:
+// "invalid character 'r' looking for beginning of value" becomes "a
+// character JSON does not allow, looking for beginning of value".
+func unquoted(syn *json.SyntaxError) string {
+	const prefix = "invalid character '"
+	msg := syn.Error()
+	if !strings.HasPrefix(msg, prefix) {
+		return msg
+	}
+	// The quoted character is one byte at least, so its closing quote
+	// is the first one followed by a space after it.
+	if i := strings.Index(msg[len(prefix)+1:], "' "); i >= 0 {
+		return "a character JSON does not allow, " + msg[len(prefix)+1+i+2:]
+	}
+	return "a character JSON does not allow"
 }

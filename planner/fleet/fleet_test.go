@@ -144,7 +144,12 @@ func TestDecode(t *testing.T) {
 		{"a later major that no longer decodes", docBytes(with("os", "changed")).replaceVersion(2), nil, "schema_version is 2"},
 		{"no version", without("schema_version"), nil, "not an observation document: it has no schema_version"},
 		{"cut short", current[:100], nil, "not a valid observation document: at byte 100: unexpected end of JSON input"},
-		{"a wrong type", with("hostname", 7), nil, "not a valid observation document: json: cannot unmarshal number into Go struct field Observation.hostname of type string"},
+		{"a wrong type", with("hostname", 7), nil, "hostname holds a JSON number, where an observation has string"},
+		// What the document holds is described, never quoted: it may be
+		// a file only root can read.
+		{"not JSON", []byte("root:$y$j9T$secret:19000:0:99999:7:::\n"), nil, "not a valid observation document: at byte 1: a character JSON does not allow, looking for beginning of value"},
+		{"a quote", []byte("{'x': 1}"), nil, "not a valid observation document: at byte 2: a character JSON does not allow, looking for beginning of object key string"},
+		{"a wrong number", with("schema_minor", 1.2345), nil, "schema_minor holds a JSON number, where an observation has int"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs, lacks, err := fleet.Decode(tc.doc)
@@ -419,7 +424,9 @@ func TestPanicRefusesOneHost(t *testing.T) {
 }
 
 // FuzzDecode: whatever a collector hands over, Decode returns an
-// observation or an error, and an observation only of schema version 1.
+// observation or an error, and an observation only of schema version 1,
+// which written out again decodes to itself; an error is one line that
+// quotes nothing of the document.
 func FuzzDecode(f *testing.F) {
 	for _, m := range []string{"converged", "no-lists"} {
 		f.Add(document(f, corpus(f)[m], "gpu"))
@@ -430,7 +437,25 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		obs, _, err := fleet.Decode(data)
 		if (obs == nil) == (err == nil) || obs != nil && obs.SchemaVersion != facts.SchemaVersion {
-			t.Errorf("Decode(%q) = %v, %v", data, obs, err)
+			t.Fatalf("Decode(%q) = %v, %v", data, obs, err)
+		}
+		if err != nil {
+			msg := err.Error()
+			if strings.ContainsAny(msg, "\n\r\x1b") || strings.Contains(msg, "invalid character") {
+				t.Fatalf("Decode(%q): the error %q is more than one line or quotes the document", data, msg)
+			}
+			return
+		}
+		again, err := json.Marshal(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs2, _, err := fleet.Decode(again)
+		if err != nil {
+			t.Fatalf("an observation written out again does not decode: %v\n%s", err, again)
+		}
+		if diff := cmp.Diff(obs, obs2); diff != "" {
+			t.Fatalf("an observation written out again decodes to another (-first +second):\n%s", diff)
 		}
 	})
 }

@@ -28,12 +28,16 @@ type Input struct {
 	// document, named Name:LINE.
 	Stream io.Reader
 	Name   string
+	// Refused, when set, is why File is not read: it is a refused row.
+	Refused error
 }
 
 // Inputs expands the arguments of plan --facts: a file is one document,
 // a directory every *.json file in it (not below), by name, and "-" the
 // JSON lines of stdin. Every argument must name something: a path that
 // does not exist, or a directory with no document, is an error naming it.
+// A symlink in a directory is not followed: it is an input refused, which
+// plans as a refused row naming it.
 func Inputs(args []string, stdin io.Reader) ([]Input, error) {
 	var out []Input
 	stdinUsed := false
@@ -60,11 +64,20 @@ func Inputs(args []string, stdin io.Reader) ([]Input, error) {
 		}
 		n := 0
 		for _, name := range names {
-			// A directory named like a document is not one.
-			if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
+			fi, err := os.Lstat(name)
+			switch {
+			case err != nil:
+				out = append(out, Input{File: name, Refused: err})
+			case fi.Mode()&os.ModeSymlink != 0:
+				out = append(out, Input{File: name, Refused: errSymlink})
+			case fi.IsDir():
+				// A directory named like a document is not one.
+				continue
+			default:
+				// Not a regular file: reading it says what it is.
 				out = append(out, Input{File: name})
-				n++
 			}
+			n++
 		}
 		if n == 0 {
 			return nil, fmt.Errorf("--facts %s: the directory holds no observation document (*.json)", a)
@@ -104,16 +117,13 @@ type Options struct {
 // gcPercent is the collector's GOGC while a run lasts.
 const gcPercent = 400
 
-// maxLine is the longest document a stream may hold on one line; a
-// document is tens of kilobytes.
-const maxLine = 64 << 20
-
 // job is one document to plan: data, or the file to read it from.
 type job struct {
-	seq  int
-	file string
-	name string
-	data []byte
+	seq     int
+	file    string
+	name    string
+	data    []byte
+	refused error
 }
 
 type result struct {
@@ -208,10 +218,13 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 
 // plan reads the document of j, when it is a file's, and plans it.
 func plan(ctx context.Context, o Options, interpreters []string, j job) Host {
+	if j.refused != nil {
+		return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: fmt.Sprintf("%s: %v", j.file, j.refused)}
+	}
 	data := j.data
 	if data == nil {
 		var err error
-		if data, err = os.ReadFile(j.file); err != nil {
+		if data, err = readDocument(j.file); err != nil {
 			return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: err.Error()}
 		}
 	}
@@ -234,7 +247,7 @@ func produce(ctx context.Context, inputs []Input, jobs chan<- job) error {
 	for _, in := range inputs {
 		if in.Stream == nil {
 			base := filepath.Base(in.File)
-			if !send(job{file: in.File, name: strings.TrimSuffix(base, ".json")}) {
+			if !send(job{file: in.File, name: strings.TrimSuffix(base, ".json"), refused: in.Refused}) {
 				return nil
 			}
 			continue
@@ -266,8 +279,8 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	for {
 		frag, err := r.ReadSlice('\n')
 		line = append(line, frag...)
-		if len(line) > maxLine {
-			return nil, fmt.Errorf("a line longer than %d MiB is no observation document", maxLine>>20)
+		if len(line) > maxDocument {
+			return nil, fmt.Errorf("a line longer than %d MiB is no observation document", maxDocument>>20)
 		}
 		if err == bufio.ErrBufferFull {
 			continue

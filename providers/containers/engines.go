@@ -83,22 +83,52 @@ type mergeFunc func(content string, setDefault *bool) (string, error)
 
 // Docker's daemon.json.
 
+// decodeJSONObject reads daemon.json, which must be one JSON object (or
+// empty, as no file is), no larger than MaxConfigSize and no deeper than
+// MaxConfigDepth.
 func decodeJSONObject(content string) (map[string]any, error) {
-	doc := map[string]any{}
+	if err := checkSize(content); err != nil {
+		return nil, err
+	}
 	if len(bytes.TrimSpace([]byte(content))) == 0 {
-		return doc, nil
+		return map[string]any{}, nil
+	}
+	if err := checkJSONDepth(content); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(content)))
 	// Numbers stay as written: a merge must not turn 1e3 into 1000 or
 	// lose the precision of a large integer.
 	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
+	var v any
+	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("not a JSON object: text after the object")
 	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the file holds %s, not a JSON object: Docker's settings are one object ({} for none)", jsonKind(v))
+	}
 	return doc, nil
+}
+
+// jsonKind names the kind of a decoded JSON value, as errors say it.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "an object"
 }
 
 func parseDocker(content string) (engineState, error) {
@@ -122,10 +152,11 @@ func MergeDocker(content string, setDefault *bool) (string, error) {
 		return "", err
 	}
 	runtimes := map[string]any{}
-	if v, ok := doc["runtimes"]; ok {
+	// "runtimes": null is Docker's way of saying none, too.
+	if v, ok := doc["runtimes"]; ok && v != nil {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return "", fmt.Errorf("\"runtimes\" is not an object")
+			return "", fmt.Errorf("\"runtimes\" holds %s, not an object", jsonKind(v))
 		}
 		runtimes = m
 	}
@@ -191,7 +222,15 @@ func criRuntimePlugin(v int) string {
 	return "io.containerd.grpc.v1.cri"
 }
 
+// decodeTOML reads a TOML configuration no larger than MaxConfigSize and
+// no deeper than MaxConfigDepth.
 func decodeTOML(content string) (map[string]any, error) {
+	if err := checkSize(content); err != nil {
+		return nil, err
+	}
+	if err := checkTOMLDepth(content); err != nil {
+		return nil, err
+	}
 	doc := map[string]any{}
 	if err := toml.Unmarshal([]byte(content), &doc); err != nil {
 		return nil, err

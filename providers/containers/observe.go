@@ -103,7 +103,7 @@ func exists(h *host.Host, p string) bool {
 
 func observeEngine(h *host.Host, e spec.Engine) facts.EngineConfig {
 	c := facts.EngineConfig{Engine: string(e), Path: EngineConfigPath(e)}
-	data, err := h.ReadFile(c.Path)
+	data, err := h.ReadFileLimit(c.Path, MaxConfigSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c
 	}
@@ -147,7 +147,7 @@ func observeCDI(h *host.Host) ([]facts.CDISpec, []facts.Warning) {
 				continue
 			}
 			p := path.Join(dir, name)
-			data, err := h.ReadFile(p)
+			data, err := h.ReadFileLimit(p, MaxConfigSize)
 			if err != nil {
 				warns = append(warns, facts.Warning{Path: p, Message: err.Error()})
 				continue

@@ -424,7 +424,7 @@ func (c *dirfds) open(p string) (int, string, error) {
 		case d.absent(base):
 			return -1, name, &fs.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
 		case d.fd >= 0:
-			fd, err := openat(d.fd, base, syscall.O_RDONLY|syscall.O_NOFOLLOW)
+			fd, err := openat(d.fd, base, readFlags|syscall.O_NOFOLLOW)
 			if err == nil {
 				return fd, name, nil
 			}
@@ -433,7 +433,7 @@ func (c *dirfds) open(p string) (int, string, error) {
 			}
 		}
 	}
-	fd, err := c.openPath(p, syscall.O_RDONLY)
+	fd, err := c.openPath(p, readFlags)
 	if err != nil {
 		return -1, name, &fs.PathError{Op: "open", Path: name, Err: err}
 	}

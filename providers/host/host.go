@@ -317,24 +317,37 @@ func (h *Host) walk(p, clean string, followLast bool) (string, error) {
 	return cur, nil
 }
 
-// ReadFile reads the file at p inside the root.
+// ReadFile reads the file at p inside the root, which must be a regular
+// file of at most DefaultReadLimit bytes: a FIFO, a device or a socket is
+// refused without waiting on it (NotRegularError), and a larger file
+// without reading it all (TooLargeError).
 func (h *Host) ReadFile(p string) ([]byte, error) {
-	fd, name, err := h.openFD(p)
+	return h.ReadFileLimit(p, DefaultReadLimit)
+}
+
+// ReadFileLimit is ReadFile for a file of at most limit bytes: a kind of
+// file that gpuenv parses, where a large one costs more than its bytes.
+func (h *Host) ReadFileLimit(p string, limit int64) ([]byte, error) {
+	fd, name, size, err := h.openFD(p)
 	if err != nil {
 		return nil, err
 	}
 	defer syscall.Close(fd)
-	return readAll(fd, name)
+	return readAll(fd, name, size, limit)
 }
 
-// readAll reads fd, opened as name, to its end. Most files gpuenv reads
-// are small, and sysfs and procfs report a size of 4096 or 0 anyway, so
-// the file is first read into a buffer on the stack without asking for
-// its size, and what it held copied into memory of just its size. Only a
-// file that fills the buffer is measured, so that a large one (the dpkg
-// database is close to a megabyte) is read into one buffer of its size
-// rather than one grown, and copied, a dozen times over.
-func readAll(fd int, name string) ([]byte, error) {
+// readAll reads fd, a regular file opened as name whose size fstat gave,
+// to its end, and refuses it once it holds more than limit bytes. Most
+// files gpuenv reads are small, and sysfs and procfs report a size of
+// 4096 or 0 anyway, so the file is first read into a buffer on the stack,
+// and what it held copied into memory of just its size. A file that
+// fills the buffer and gave its size is read into one buffer of that
+// size rather than one grown, and copied, a dozen times over (the dpkg
+// database is close to a megabyte).
+func readAll(fd int, name string, size, limit int64) ([]byte, error) {
+	if size > limit {
+		return nil, &TooLargeError{Path: name, Limit: limit}
+	}
 	var small [512]byte
 	for n := 0; n < len(small); {
 		m, err := read(fd, small[n:])
@@ -342,27 +355,37 @@ func readAll(fd int, name string) ([]byte, error) {
 			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 		}
 		if m == 0 {
+			if int64(n) > limit {
+				return nil, &TooLargeError{Path: name, Limit: limit}
+			}
 			return bytes.Clone(small[:n]), nil
 		}
 		n += m
 	}
 	var buf []byte
-	size := int64(-1) // a regular file's size, once known
-	var st syscall.Stat_t
-	if fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Size >= int64(len(small)) {
+	if size >= int64(len(small)) {
 		// One byte more than the size, so that a file that grew since is
 		// noticed and read to its end.
-		buf = make([]byte, len(small), st.Size+1)
-		size = st.Size
+		buf = make([]byte, len(small), size+1)
 	} else {
+		size = -1
 		buf = make([]byte, len(small), 2*len(small))
 	}
 	copy(buf, small[:])
 	for {
+		if int64(len(buf)) > limit {
+			return nil, &TooLargeError{Path: name, Limit: limit}
+		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := read(fd, buf[len(buf):cap(buf)])
+		// Never more than one byte past the limit, however the buffer
+		// grew: that byte is what tells a file over it.
+		room := buf[len(buf):cap(buf)]
+		if over := int64(len(buf)) + int64(len(room)) - (limit + 1); over > 0 {
+			room = room[:int64(len(room))-over]
+		}
+		n, err := read(fd, room)
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 		}
@@ -406,7 +429,7 @@ func fstat(fd int, st *syscall.Stat_t) error {
 // file costs; errors read as os.Open's.
 func open(name string, flags int) (int, error) {
 	for {
-		fd, err := syscall.Open(name, flags|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		fd, err := syscall.Open(name, flags|readFlags|syscall.O_CLOEXEC, 0)
 		if err == nil {
 			return fd, nil
 		}
@@ -416,18 +439,35 @@ func open(name string, flags int) (int, error) {
 	}
 }
 
-// Open opens the file at p inside the root for reading.
+// Open opens the file at p inside the root for reading. Like ReadFile,
+// it refuses anything but a regular file (NotRegularError); how much of
+// it to read is the caller's to bound.
 func (h *Host) Open(p string) (*os.File, error) {
-	fd, name, err := h.openFD(p)
+	fd, name, _, err := h.openFD(p)
 	if err != nil {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), name), nil
 }
 
-// openFD opens the file at p inside the root for reading, and returns the
-// descriptor and the name it was opened under on this machine.
-func (h *Host) openFD(p string) (int, string, error) {
+// openFD opens the regular file at p inside the root for reading, and
+// returns the descriptor, the name it was opened under on this machine
+// and its size.
+func (h *Host) openFD(p string) (int, string, int64, error) {
+	fd, name, err := h.openAny(p)
+	if err != nil {
+		return -1, name, 0, err
+	}
+	size, err := h.checkRegular(fd, p, name)
+	if err != nil {
+		syscall.Close(fd)
+		return -1, name, 0, err
+	}
+	return fd, name, size, nil
+}
+
+// openAny opens whatever p inside the root is, without waiting on it.
+func (h *Host) openAny(p string) (int, string, error) {
 	if path.IsAbs(p) {
 		if c := h.fds.lock(); c != nil {
 			defer c.mu.Unlock()
