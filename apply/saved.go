@@ -139,6 +139,9 @@ func judgeSaved(manager string, p PriorPackage, local, indexSHA string, whole fu
 			return verdict{sum: sum, size: size, bad: e}
 		}
 	}
-	return verdict{sum: sum, size: size, ok: true, suspect: indexSHA != "",
-		note: "no digest was recorded when it was saved (an older gpuenv); its structure is whole"}
+	note := "no digest was recorded when it was saved (an older gpuenv); its structure is whole"
+	if whole == nil {
+		note = "no digest was recorded when it was saved (an older gpuenv); used unchecked"
+	}
+	return verdict{sum: sum, size: size, ok: true, suspect: indexSHA != "", note: note}
 }

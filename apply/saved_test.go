@@ -109,3 +109,55 @@ func TestCorruptSavedDebTheArchiveLacks(t *testing.T) {
 	}
 	fx.rollsBack(before, "after a rollback with the saved package file put back")
 }
+
+// The same for dnf: a corrupt saved .rpm is downloaded again while a
+// repository has the version; once none has, the rollback installs
+// nothing and names the file, and finishes once it is put back.
+func TestCorruptSavedRPM(t *testing.T) {
+	fx := newRPMFixture(t)
+	before := fx.snapshot()
+	fx.applies(applytest.DnfPlan())
+	m, _ := filepath.Glob(filepath.Join(fx.root, stateDir, "generations", "1", "packages", "*", "*.rpm"))
+	if len(m) == 0 {
+		t.Fatal("the apply saved no .rpm")
+	}
+	local := m[0]
+	rel, _ := filepath.Rel(fx.root, local)
+	inRoot := "/" + filepath.ToSlash(rel)
+	good, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garble(t, local)
+	res := fx.rollback(-1)
+	if res.Status != apply.StatusDone || !strings.Contains(fx.out.String(), inRoot+", is corrupt") || !strings.Contains(fx.out.String(), "downloaded it again from the repositories") {
+		t.Fatalf("rollback: want it done from the file downloaded again; %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+	}
+	fx.same(before, "after a rollback from a package file downloaded again")
+
+	fx.applies(applytest.DnfPlan())
+	m, _ = filepath.Glob(filepath.Join(fx.root, stateDir, "generations", "3", "packages", "*", filepath.Base(local)))
+	if len(m) != 1 {
+		t.Fatalf("the second apply saved %v", m)
+	}
+	local = m[0]
+	rel, _ = filepath.Rel(fx.root, local)
+	inRoot = "/" + filepath.ToSlash(rel)
+	got := garble(t, local)
+	if err := os.RemoveAll(fx.Repo); err != nil {
+		t.Fatal(err)
+	}
+	res = fx.rollback(-1)
+	if res.Status != apply.StatusFailed || res.RevertFailed == nil || res.RevertFailed.Fix == "" {
+		t.Fatalf("rollback: want it failed with what to do; %s %+v\n%s", res.Status, res.RevertFailed, fx.out.String())
+	}
+	for _, w := range []string{inRoot, "is corrupt", "SHA-256 is " + got, "dnf download"} {
+		if !strings.Contains(res.RevertFailed.Error, w) {
+			t.Errorf("the failure does not say %q:\n%s", w, res.RevertFailed.Error)
+		}
+	}
+	if err := os.WriteFile(local, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fx.rollsBack(before, "after a rollback with the saved .rpm put back")
+}
