@@ -133,6 +133,7 @@ func TestCheckSavedDebs(t *testing.T) {
 		{name: "no digest recorded, not the index's but whole", content: applytest.Deb{Name: "nvidia-smi", Version: "1.0", Depends: "rebuilt"}.Bytes(), ix: listing(goodHex), archive: true, downloads: 1, refetched: true},
 		{name: "no digest recorded, garbage", content: garbage, ix: listing(goodHex), downloads: 1,
 			errs: []string{saved, "is not a whole package file: no ar archive header", "the package index's is " + goodHex}},
+		{name: "a recorded digest that is not one", content: good.Bytes(), recorded: "\x1b]0;pwned\x07", errs: []string{saved, `"\x1b]0;pwned\a", is not one`, "apt-get download nvidia-smi=1.0 gave no file"}, downloads: 1},
 		{name: "no digest recorded, no index, garbage", content: garbage, downloads: 1,
 			errs: []string{saved, "is not a whole package file", "Put a whole package file of nvidia-smi 1.0 at that path"}},
 	} {

@@ -107,6 +107,12 @@ type verdict struct {
 // structure, nil when the manager has no such check).
 func judgeSaved(manager string, p PriorPackage, local, indexSHA string, whole func(string) error) verdict {
 	e := &SavedFileError{Manager: manager, Name: p.Name, Version: p.Version, File: p.Saved}
+	if p.SHA256 != "" && !isSHA256(p.SHA256) {
+		// The journal is gpuenv's own, but a damaged or forged one must
+		// not be echoed raw, nor stand for a digest.
+		e.Damage = fmt.Sprintf("the SHA-256 the journal records for it, %q, is not one", p.SHA256)
+		return verdict{bad: e}
+	}
 	sum, size, err := fileDigest(local)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -144,4 +150,18 @@ func judgeSaved(manager string, p PriorPackage, local, indexSHA string, whole fu
 		note = "no digest was recorded when it was saved (an older gpuenv); used unchecked"
 	}
 	return verdict{sum: sum, size: size, ok: true, suspect: indexSHA != "", note: note}
+}
+
+// isSHA256 reports whether s is a SHA-256 as gpuenv writes one: 64
+// lowercase hex digits.
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
