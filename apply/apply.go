@@ -88,6 +88,23 @@ type Failure struct {
 	What    string   `json:"what"`
 	Error   string   `json:"error"`
 	LogTail []string `json:"log_tail,omitempty"`
+	// Fix is what to do before rolling back again, where running
+	// rollback again alone would fail the same way (a saved package file
+	// to replace).
+	Fix string `json:"fix,omitempty"`
+}
+
+// fixer is an error that says what a person must do before the step
+// that failed can succeed.
+type fixer interface{ Fix() string }
+
+// fixOf is err's Fix, "" when it has none.
+func fixOf(err error) string {
+	var f fixer
+	if errors.As(err, &f) {
+		return f.Fix()
+	}
+	return ""
 }
 
 // Exit codes, as the design's table gives them.
@@ -679,7 +696,7 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 		if err != nil {
 			fmt.Fprintln(e.out, " failed")
 			e.j.append(Record{Event: EventUndoFailed, Generation: it.gen, Op: it.op, Step: it.step, Error: err.Error()})
-			return &Failure{Step: it.step, What: what, Error: err.Error(), LogTail: e.logTail()}
+			return &Failure{Step: it.step, What: what, Error: err.Error(), LogTail: e.logTail(), Fix: fixOf(err)}
 		}
 		if err := e.j.append(Record{Event: EventUndone, Generation: it.gen, Op: it.op, Step: it.step}); err != nil {
 			return &Failure{Step: it.step, What: what, Error: err.Error()}

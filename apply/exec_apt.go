@@ -288,7 +288,7 @@ type aptPrior struct {
 	// (indexesFor), nil when they cannot answer.
 	ix *facts.PackageIndexes
 	// saved are the package files saveAll kept, by package name.
-	saved map[string]string
+	saved map[string]savedFile
 }
 
 func (a *aptPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
@@ -378,13 +378,15 @@ func (a *aptPrior) prior(ctx context.Context, ws *Workspace, seq int, name strin
 		pp.Version = s.Version
 	}
 	if changed {
-		if pp.Saved = a.saved[name]; pp.Saved == "" {
+		f, ok := a.saved[name]
+		if !ok {
 			saved, err := a.x.saveDebs(ctx, ws, seq, []debRef{{name, s.Version}}, a.ix)
 			if err != nil {
 				return nil, err
 			}
-			pp.Saved = saved[name]
+			f = saved[name]
 		}
+		pp.Saved, pp.SHA256, pp.Size = f.path, f.sha256, f.size
 	}
 	return []PriorPackage{pp}, nil
 }
@@ -399,6 +401,23 @@ func (a *aptPrior) saveAll(ctx context.Context, ws *Workspace, seq int, names []
 	saved, err := a.x.saveDebs(ctx, ws, seq, refs, a.ix)
 	a.saved = saved
 	return err
+}
+
+// withSaved is inv with the saved files (and their digests) of the
+// packages checked in place of those recorded, for this run only.
+func withSaved(inv *PackagesInverse, checked []PriorPackage) *PackagesInverse {
+	by := map[string]PriorPackage{}
+	for _, p := range checked {
+		by[p.Name+"="+p.Version] = p
+	}
+	out := *inv
+	out.Packages = slices.Clone(inv.Packages)
+	for i, p := range out.Packages {
+		if c, ok := by[p.Name+"="+p.Version]; ok {
+			out.Packages[i].Saved, out.Packages[i].SHA256 = c.Saved, c.SHA256
+		}
+	}
+	return &out
 }
 
 // finish records the packages dpkg had left half-done before the
@@ -600,12 +619,20 @@ func (x aptManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 	if err := x.waitDpkgLock(ctx, ws); err != nil {
 		return err
 	}
+	// Every file to install is checked before the first is: a damaged
+	// one found half-way would leave the host between two states.
+	ix := x.readIndexes(ctx, ws)
+	checked, err := x.checkSavedDebs(ctx, ws, differing(inv.Packages, cur), ix)
+	if err != nil {
+		return err
+	}
+	inv = withSaved(inv, checked)
 	if interrupted {
 		if cur, err = x.repairDpkg(ctx, ws, inv, cur); err != nil {
 			return err
 		}
 	}
-	if err := x.restoreWithApt(ctx, ws, inv, cur); err != nil {
+	if err := x.restoreWithApt(ctx, ws, inv, cur, ix); err != nil {
 		return err
 	}
 	if cur, err = x.readDpkg(); err != nil {
@@ -683,9 +710,8 @@ func (x aptManager) repairDpkg(ctx context.Context, ws *Workspace, inv *Packages
 // generation's private directory, and would fetch the version again from
 // the network), versions whose saved file was pruned from the archive,
 // and removals, with apt's dependency resolution.
-func (x aptManager) restoreWithApt(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState) error {
+func (x aptManager) restoreWithApt(ctx context.Context, ws *Workspace, inv *PackagesInverse, cur map[string]debState, ix *facts.PackageIndexes) error {
 	var debs, remove, purge, unhold []string
-	ix := x.readIndexes(ctx, ws)
 	for _, p := range differing(inv.Packages, cur) {
 		c := cur[p.Name]
 		switch {
@@ -752,11 +778,13 @@ func (x aptManager) cacheSaved(ws *Workspace, p PriorPackage, ix *facts.PackageI
 	if v == nil || len(v.Origins) == 0 || v.SHA256 == "" {
 		return false
 	}
-	saved, err := x.Host.Resolve(p.Saved)
-	if err != nil {
+	// p.SHA256 is the saved file's, checked by checkSavedDebs; the copy
+	// below checks the bytes it copies again.
+	if p.SHA256 != v.SHA256 {
 		return false
 	}
-	if sum, err := fileSHA256(saved); err != nil || sum != v.SHA256 {
+	saved, err := x.Host.Resolve(p.Saved)
+	if err != nil {
 		return false
 	}
 	dst, err := x.Host.Resolve(path.Join(aptArchives, archiveName(p.Name, p.Version, v.Architecture)))

@@ -29,6 +29,15 @@ const aptArchives = "/var/cache/apt/archives"
 // debRef is one installed package version to save.
 type debRef struct{ name, version string }
 
+// savedFile is a package file kept in a generation: its path inside the
+// root, and its SHA-256 and size as saved (recorded in the inverse, and
+// checked before the file is installed).
+type savedFile struct {
+	path   string
+	sha256 string
+	size   int64
+}
+
 // saveDebs keeps the installed version of each package as a .deb in the
 // generation, each in a directory of its own, and returns them by name.
 // Each comes from the first of these that has it:
@@ -45,8 +54,8 @@ type debRef struct{ name, version string }
 //
 // The package cache is not relied on (images often clean it), only used
 // when its file is the archive's.
-func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs []debRef, ix *facts.PackageIndexes) (map[string]string, error) {
-	saved := map[string]string{}
+func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs []debRef, ix *facts.PackageIndexes) (map[string]savedFile, error) {
+	saved := map[string]savedFile{}
 	// listed are the versions an index lists; unknown those the indexes
 	// cannot say about (no indexes, or a package they do not keep: only
 	// GPU-relevant ones are).
@@ -59,7 +68,8 @@ func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs [
 		}
 		v := pkgdb.IndexedVersion(ix, p.name, p.version)
 		if f := x.copyCached(ws, dir, p, v); f != "" {
-			saved[p.name] = path.Join(inRoot, f)
+			// copyCached kept only bytes with the index's digest.
+			saved[p.name] = savedFile{path.Join(inRoot, f), v.SHA256, v.Size}
 			continue
 		}
 		switch {
@@ -84,7 +94,7 @@ func (x aptManager) saveDebs(ctx context.Context, ws *Workspace, seq int, pkgs [
 		for _, p := range unknown {
 			batches = append(batches, []debRef{p})
 		}
-		got, broken := map[string]string{}, map[string]error{}
+		got, broken := map[string]savedFile{}, map[string]error{}
 		for _, b := range batches {
 			g, br := x.downloadDebs(ctx, ws, seq, b, ix)
 			maps.Copy(got, g)
@@ -226,24 +236,32 @@ func copyChecked(src, dst, want string) error {
 
 // fileSHA256 is the SHA-256 of a file, in hex.
 func fileSHA256(p string) (string, error) {
+	sum, _, err := fileDigest(p)
+	return sum, err
+}
+
+// fileDigest is the SHA-256 (in hex) and the size of a file, both of the
+// bytes read through one descriptor.
+func fileDigest(p string) (string, int64, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer f.Close()
 	sum := sha256.New()
-	if _, err := io.Copy(sum, f); err != nil {
-		return "", err
+	n, err := io.Copy(sum, f)
+	if err != nil {
+		return "", 0, err
 	}
-	return hex.EncodeToString(sum.Sum(nil)), nil
+	return hex.EncodeToString(sum.Sum(nil)), n, nil
 }
 
 // downloadDebs fetches pkgs from the archive with one apt-get download and
 // moves each whole file into its package's directory. It returns the
 // files saved by name, and why a downloaded file was refused (cut, or not
 // the index's).
-func (x aptManager) downloadDebs(ctx context.Context, ws *Workspace, seq int, pkgs []debRef, ix *facts.PackageIndexes) (map[string]string, map[string]error) {
-	got := map[string]string{}
+func (x aptManager) downloadDebs(ctx context.Context, ws *Workspace, seq int, pkgs []debRef, ix *facts.PackageIndexes) (map[string]savedFile, map[string]error) {
+	got := map[string]savedFile{}
 	broken := map[string]error{}
 	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-download")
 	tmp := filepath.Join(ws.Path, sub)
@@ -272,12 +290,16 @@ func (x aptManager) downloadDebs(ctx context.Context, ws *Workspace, seq int, pk
 			fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
 			continue
 		}
-		if v := pkgdb.IndexedVersion(ix, p.name, p.version); v != nil && v.SHA256 != "" {
-			if sum, err := fileSHA256(f); err != nil || sum != v.SHA256 {
-				broken[p.name] = fmt.Errorf("%s is not the archive's package file: SHA-256 %s, the index's %s (%v)", f, sum, v.SHA256, err)
-				fmt.Fprintf(ws.Log, "gpuenv: %v\n", broken[p.name])
-				continue
-			}
+		sum, size, err := fileDigest(f)
+		if err != nil {
+			broken[p.name] = err
+			fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
+			continue
+		}
+		if v := pkgdb.IndexedVersion(ix, p.name, p.version); v != nil && v.SHA256 != "" && sum != v.SHA256 {
+			broken[p.name] = fmt.Errorf("%s is not the archive's package file: SHA-256 %s, the index's %s", f, sum, v.SHA256)
+			fmt.Fprintf(ws.Log, "gpuenv: %v\n", broken[p.name])
+			continue
 		}
 		dir, inRoot, err := debDir(ws, seq, p.name)
 		if err == nil {
@@ -290,30 +312,34 @@ func (x aptManager) downloadDebs(ctx context.Context, ws *Workspace, seq int, pk
 			fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
 			continue
 		}
-		got[p.name] = path.Join(inRoot, filepath.Base(f))
+		got[p.name] = savedFile{path.Join(inRoot, filepath.Base(f)), sum, size}
 	}
 	return got, broken
 }
 
 // rebuildSaved rebuilds p's package file from dpkg's records into its
 // directory and returns it, once whole.
-func (x aptManager) rebuildSaved(ctx context.Context, ws *Workspace, seq int, p debRef) (string, error) {
+func (x aptManager) rebuildSaved(ctx context.Context, ws *Workspace, seq int, p debRef) (savedFile, error) {
 	dir, inRoot, err := debDir(ws, seq, p.name)
 	if err != nil {
-		return "", err
+		return savedFile{}, err
 	}
 	if err := x.rebuildDeb(ctx, ws, dir, inRoot, p.name, p.version); err != nil {
-		return "", fmt.Errorf("cannot save %s %s for rollback (the archive did not give it and rebuilding it failed; see %s): %w", p.name, p.version, ws.Dir+"/"+logName, err)
+		return savedFile{}, fmt.Errorf("cannot save %s %s for rollback (the archive did not give it and rebuilding it failed; see %s): %w", p.name, p.version, ws.Dir+"/"+logName, err)
 	}
 	m, _ := filepath.Glob(filepath.Join(dir, "*.deb"))
 	if len(m) != 1 {
-		return "", fmt.Errorf("cannot save %s %s for rollback: dpkg-deb wrote no package file", p.name, p.version)
+		return savedFile{}, fmt.Errorf("cannot save %s %s for rollback: dpkg-deb wrote no package file", p.name, p.version)
 	}
 	if err := checkDebFile(m[0]); err != nil {
 		os.Remove(m[0])
-		return "", fmt.Errorf("cannot save %s %s for rollback: %w", p.name, p.version, err)
+		return savedFile{}, fmt.Errorf("cannot save %s %s for rollback: %w", p.name, p.version, err)
 	}
-	return path.Join(inRoot, filepath.Base(m[0])), syncDir(dir)
+	sum, size, err := fileDigest(m[0])
+	if err != nil {
+		return savedFile{}, fmt.Errorf("cannot save %s %s for rollback: %w", p.name, p.version, err)
+	}
+	return savedFile{path.Join(inRoot, filepath.Base(m[0])), sum, size}, syncDir(dir)
 }
 
 // Control files dpkg keeps in /var/lib/dpkg/info for an installed
@@ -433,4 +459,99 @@ func (x aptManager) copyInstalled(p, dst string) error {
 	}
 	// Device nodes and pipes are not package contents dpkg ships.
 	return nil
+}
+
+// refetchSeq numbers the directories of package files fetched again at
+// undo, in the generation running the undo; operations are numbered from
+// 1, so these never meet a file saved before an operation.
+const refetchSeq = 0
+
+// checkSavedDebs checks, before anything is installed, the saved package
+// file of each package undo puts back at a version (pkgs: those that
+// differ from dpkg's state). It returns pkgs with each Saved the file to
+// install and its SHA256 the file's. A file that is not the one saved is
+// fetched again from the archive into the running generation when the
+// archive may still have that version, checked as saveDebs checks a
+// download (the index's SHA-256); a file nothing can replace is named in
+// the error, with every other such file, and nothing is installed. A
+// missing file (pruned by history --keep) is left, as before, to apt to
+// fetch by name, unless the indexes say the archive lacks that version.
+func (x aptManager) checkSavedDebs(ctx context.Context, ws *Workspace, pkgs []PriorPackage, ix *facts.PackageIndexes) ([]PriorPackage, error) {
+	out := slices.Clone(pkgs)
+	var errs []error
+	for i := range out {
+		p := &out[i]
+		if p.Version == "" || p.Saved == "" {
+			continue
+		}
+		v := pkgdb.IndexedVersion(ix, p.Name, p.Version)
+		indexSHA := ""
+		if v != nil {
+			indexSHA = v.SHA256
+		}
+		local, err := x.Host.Resolve(p.Saved)
+		if err != nil {
+			return nil, fmt.Errorf("the package file saved for %s %s, %s: %w", p.Name, p.Version, p.Saved, err)
+		}
+		vd := judgeSaved("apt", *p, local, indexSHA, checkDebFile)
+		if vd.ok && !vd.suspect {
+			if vd.note != "" {
+				fmt.Fprintf(ws.Log, "gpuenv: using %s: %s\n", p.Saved, vd.note)
+			}
+			p.SHA256 = vd.sum
+			continue
+		}
+		why := archiveLacks(ix, p.Name, p.Version, v)
+		if vd.bad != nil && vd.bad.Missing && why == "" {
+			continue
+		}
+		if why == "" {
+			f, reason := x.fetchAgain(ctx, ws, *p, ix)
+			if reason == "" {
+				if vd.ok {
+					ws.say("%s %s: using the archive's copy, %s, in place of %s (%s, and not the index's file)", p.Name, p.Version, f.path, p.Saved, vd.note)
+				} else {
+					ws.say("%s: fetched it again from the archive as %s (SHA-256 %s)", vd.bad.problem(), f.path, f.sha256)
+				}
+				p.Saved, p.SHA256 = f.path, f.sha256
+				continue
+			}
+			why = reason
+		}
+		if vd.ok {
+			ws.say("using %s for %s %s: %s (the archive's copy could not be had: %s)", p.Saved, p.Name, p.Version, vd.note, why)
+			p.SHA256 = vd.sum
+			continue
+		}
+		vd.bad.Refetch = why
+		errs = append(errs, vd.bad)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// archiveLacks says why the archive cannot have name at version (v, from
+// the indexes), "" when it may: an index lists it, or the indexes cannot
+// say (none read, or a package they do not keep), as saveDebs decides.
+func archiveLacks(ix *facts.PackageIndexes, name, version string, v *facts.IndexedVersion) string {
+	if v != nil && len(v.Origins) > 0 || ix == nil || !pkgdb.Relevant(name) {
+		return ""
+	}
+	return fmt.Sprintf("no package index lists %s %s any more", name, version)
+}
+
+// fetchAgain downloads p's version from the archive into the running
+// generation, checked as saveDebs checks a download; it returns why not
+// when it cannot.
+func (x aptManager) fetchAgain(ctx context.Context, ws *Workspace, p PriorPackage, ix *facts.PackageIndexes) (savedFile, string) {
+	got, broken := x.downloadDebs(ctx, ws, refetchSeq, []debRef{{p.Name, p.Version}}, ix)
+	if f, ok := got[p.Name]; ok {
+		return f, ""
+	}
+	if err := broken[p.Name]; err != nil {
+		return savedFile{}, "the archive's copy was refused: " + err.Error()
+	}
+	return savedFile{}, fmt.Sprintf("apt-get download %s=%s gave no file (see %s)", p.Name, p.Version, ws.Dir+"/"+logName)
 }

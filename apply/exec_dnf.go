@@ -325,7 +325,7 @@ func (d *dnfPrior) prior(ctx context.Context, ws *Workspace, seq int, name strin
 			if err != nil {
 				return nil, err
 			}
-			pp.Saved = saved
+			pp.Saved, pp.SHA256, pp.Size = saved.path, saved.sha256, saved.size
 		}
 		out = append(out, pp)
 	}
@@ -345,11 +345,11 @@ func (dnfManager) check(context.Context, *Workspace, []Expectation) error { retu
 // host has (rpmrebuild is not in the distributions' base repositories):
 // when no repository has the version any more, the transaction is
 // refused rather than made impossible to roll back offline.
-func (x dnfManager) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPkg) (string, error) {
+func (x dnfManager) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPkg) (savedFile, error) {
 	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+p.Name)
 	dir := filepath.Join(ws.Path, sub)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+		return savedFile{}, err
 	}
 	inRoot := path.Join(ws.Dir, sub)
 	_, vr, ok := strings.Cut(p.EVR, ":")
@@ -359,13 +359,49 @@ func (x dnfManager) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPk
 	file := p.Name + "-" + vr + "." + p.Arch + ".rpm"
 	argv := []string{"dnf", "--setopt=exit_on_lock=True", "download", "--destdir", inRoot, "--", p.nevra()}
 	if err := x.dnfRun(ctx, ws, time.Now().Add(x.lockTimeout()), argv); err != nil {
-		return "", fmt.Errorf("cannot save %s %s for rollback: dnf download failed (see %s; the enabled repositories may not carry that version any more), and a package removed or replaced without its file could not be restored offline. Enable a repository that still carries it, or change the package by hand: %w",
+		return savedFile{}, fmt.Errorf("cannot save %s %s for rollback: dnf download failed (see %s; the enabled repositories may not carry that version any more), and a package removed or replaced without its file could not be restored offline. Enable a repository that still carries it, or change the package by hand: %w",
 			p.Name, p.EVR, ws.Dir+"/"+logName, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
-		return "", fmt.Errorf("cannot save %s %s for rollback: dnf download wrote no %s", p.Name, p.EVR, file)
+	sum, size, err := fileDigest(filepath.Join(dir, file))
+	if err != nil {
+		return savedFile{}, fmt.Errorf("cannot save %s %s for rollback: dnf download wrote no %s: %w", p.Name, p.EVR, file, err)
 	}
-	return path.Join(inRoot, file), syncDir(dir)
+	return savedFile{path.Join(inRoot, file), sum, size}, syncDir(dir)
+}
+
+// checkSavedRPM checks p's saved file against the digest recorded when
+// it was saved, before undo installs anything, and returns p with Saved
+// the file to install. A file that is not the one saved is downloaded
+// again from the repositories (dnf checks it against their metadata);
+// where none has the version, the error names the file. A missing file
+// is left, as before, to dnf to install from the repositories by name; a
+// file saved before digests were recorded is used as it is.
+func (x dnfManager) checkSavedRPM(ctx context.Context, ws *Workspace, p PriorPackage) (PriorPackage, error) {
+	if p.Saved == "" || p.Version == "" {
+		return p, nil
+	}
+	local, err := x.Host.Resolve(p.Saved)
+	if err != nil {
+		return p, fmt.Errorf("the package file saved for %s %s, %s: %w", p.Name, p.Version, p.Saved, err)
+	}
+	vd := judgeSaved("dnf", p, local, "", nil)
+	switch {
+	case vd.ok:
+		if vd.note != "" {
+			fmt.Fprintf(ws.Log, "gpuenv: using %s: %s\n", p.Saved, vd.note)
+		}
+		return p, nil
+	case vd.bad.Missing:
+		return p, nil
+	}
+	f, err := x.saveRPM(ctx, ws, refetchSeq, rpmPkg{Name: p.Name, EVR: p.Version, Arch: p.Status})
+	if err != nil {
+		vd.bad.Refetch = fmt.Sprintf("dnf download %s failed (see %s)", rpmPkg{Name: p.Name, EVR: p.Version, Arch: p.Status}.nevra(), ws.Dir+"/"+logName)
+		return p, vd.bad
+	}
+	ws.say("%s: downloaded it again from the repositories as %s (SHA-256 %s)", vd.bad.problem(), f.path, f.sha256)
+	p.Saved, p.SHA256, p.Size = f.path, f.sha256, f.size
+	return p, nil
 }
 
 // waitDnfLock waits, up to deadline, for another dnf (dnf-automatic, a
@@ -525,6 +561,7 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 		return slices.ContainsFunc(want[name], func(p PriorPackage) bool { return normEVR(p.Version) == normEVR(evr) })
 	}
 	var files, specs, reinstall, duplicates []string
+	var errs []error
 	changing := map[string]bool{}
 	for _, n := range order {
 		extra := false
@@ -543,6 +580,11 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 			changing[n] = true
 		}
 		for _, p := range missing {
+			p, err := x.checkSavedRPM(ctx, ws, p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			if _, err := x.Host.Stat(p.Saved); p.Saved == "" || err != nil {
 				// Pruned by history --keep: a repository may still have it.
 				ws.say("the saved package file of %s %s is gone; installing it from the repositories", p.Name, p.Version)
@@ -563,11 +605,20 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 				}
 			}
 			for _, p := range want[n] {
+				p, err := x.checkSavedRPM(ctx, ws, p)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
 				if _, err := x.Host.Stat(p.Saved); p.Saved != "" && err == nil {
 					reinstall = append(reinstall, p.Saved)
 				}
 			}
 		}
+	}
+	// Every saved file is checked before anything is installed.
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	locks, err := x.readVersionlocks(ctx, ws)
 	if err != nil {

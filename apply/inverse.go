@@ -79,6 +79,13 @@ type PriorPackage struct {
 	// Saved is the package file (.deb, wheel) of Version, kept for an
 	// offline reinstall; set when the transaction changes or removes it.
 	Saved string `json:"saved,omitempty"`
+	// SHA256 and Size are the saved file's when it was saved (.deb and
+	// .rpm): undo checks the file against them before installing it, so
+	// that a file damaged since is fetched again or named, never
+	// installed. Generations from before they were recorded have
+	// neither.
+	SHA256 string `json:"sha256,omitempty"`
+	Size   int64  `json:"size,omitempty"`
 }
 
 // KernelInverse undoes a kernel operation: a module loaded again or

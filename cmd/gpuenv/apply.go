@@ -531,7 +531,11 @@ func reportReverted(w io.Writer, res *apply.Result) {
 	switch {
 	case res.RevertFailed != nil:
 		fmt.Fprintf(w, "Reverted %d operations; undoing %s: %s failed:\n  %s\n", len(res.Reverted), res.RevertFailed.Step, res.RevertFailed.What, res.RevertFailed.Error)
-		fmt.Fprintln(w, "The host needs attention: run gpuenv rollback to finish reverting.")
+		if res.RevertFailed.Fix != "" {
+			fmt.Fprintf(w, "The host needs attention: %s.\n", res.RevertFailed.Fix)
+		} else {
+			fmt.Fprintln(w, "The host needs attention: run gpuenv rollback to finish reverting.")
+		}
 	case res.Status == apply.StatusFailed:
 		fmt.Fprintf(w, "Not reverted (--no-revert): generation %d is unfinished; gpuenv rollback undoes it.\n", res.Generation)
 	default:
