@@ -194,13 +194,20 @@ func IsPlanDocument(data []byte) bool {
 	return json.Unmarshal(data, &probe) == nil && (probe.FormatVersion != nil || probe.Fingerprint != nil)
 }
 
+// MaxSavedPlan is the largest saved plan read: a plan with the spec it
+// keeps is tens of kilobytes.
+const MaxSavedPlan = 64 << 20
+
 // ReadSavedPlan reads a saved plan, refusing a file that is not one, a
 // layout or plan format this gpuenv does not know, and a plan whose
 // operations are not well formed.
 func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxSavedPlan+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the saved plan: %w", err)
+	}
+	if len(data) > MaxSavedPlan {
+		return nil, fmt.Errorf("the saved plan is larger than %d MiB, which no plan gpuenv writes is", MaxSavedPlan>>20)
 	}
 	if !IsSavedPlan(data) {
 		return nil, fmt.Errorf("not a saved plan: no %q marker", "gpuenv_saved_plan")

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/internal/regular"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
@@ -294,11 +295,17 @@ func runViews(g *globalOptions, st *eventStream) (text io.Writer, events, live f
 // readSavedFile reads target when it is a saved plan; nil when it is not
 // one (a spec), and an error for a plan document without the marker.
 func readSavedFile(target string) (*savedFile, error) {
-	data, err := os.ReadFile(target)
-	if err != nil {
-		// Not a file: a spec directory, or a spec that cannot be read,
-		// which loading the spec reports.
+	fi, err := os.Stat(target)
+	if err != nil || fi.IsDir() {
+		// A spec directory, or a spec that cannot be read, which
+		// loading the spec reports.
 		return nil, nil
+	}
+	// A saved plan is read bounded, and a FIFO or a device is refused
+	// at once rather than blocking apply or filling its memory.
+	data, err := regular.ReadFile(target, planner.MaxSavedPlan, "saved plan or spec file")
+	if err != nil {
+		return nil, err
 	}
 	if planner.IsPlanDocument(data) {
 		// Read as a spec, it would only get HCL's syntax errors.

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // envHost lays out a root whose environment step writes the profile
@@ -313,4 +315,35 @@ func TestSavedPlanOldLayoutRefused(t *testing.T) {
 		delete(doc, "planned_from")
 	})
 	refused(t, root, plan, "saved plan layout 1", "gpuenv plan --out")
+}
+
+// A FIFO or a device given to apply as its plan file is refused at once,
+// naming it, instead of blocking apply for a writer or reading /dev/zero
+// until memory runs out.
+func TestApplyRefusesNonRegularPlanFile(t *testing.T) {
+	root, _ := envHost(t)
+	fifo := filepath.Join(t.TempDir(), "tonight.plan")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		fifo:        fifo + " is a FIFO, not a regular file",
+		"/dev/zero": "/dev/zero is a character device, not a regular file",
+	} {
+		done := make(chan struct{})
+		var code int
+		var stdout, stderr string
+		go func() {
+			defer close(done)
+			code, stdout, stderr = gpuenv(t, nil, "--root", root, "apply", "--auto-approve", name)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("apply %s has not returned after 10 s", name)
+		}
+		if code != exitError || !strings.Contains(stderr, want) {
+			t.Errorf("apply %s: exit %d, want %d with %q\n%s%s", name, code, exitError, want, stdout, stderr)
+		}
+	}
 }
