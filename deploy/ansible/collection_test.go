@@ -320,6 +320,16 @@ func TestModuleOnRoot(t *testing.T) {
 	if msg, _ := res["msg"].(string); res["failed"] != true || !strings.Contains(msg, spec+":2: Invalid expression") {
 		t.Errorf("a spec that does not parse: failed %v, msg %q; want the diagnostic at %s:2", res["failed"], msg, spec)
 	}
+	// A spec whose name looks like an option is a path all the same: the
+	// module ends gpuenv's options with "--".
+	varFile := filepath.Join(dir, "vars.hcl")
+	if err := os.WriteFile(varFile, []byte("x = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = l.module(map[string]any{"spec": "--var-file=" + varFile})
+	if msg, _ := res["msg"].(string); res["failed"] != true || !strings.Contains(msg, "--var-file="+varFile+": no such file or directory") {
+		t.Errorf("spec --var-file=%s: failed %v, msg %q; want it read as a spec path that does not exist", varFile, res["failed"], msg)
+	}
 	res = l.module(map[string]any{"spec": filepath.Dir(spec), "to": 1})
 	if msg, _ := res["msg"].(string); res["failed"] != true || !strings.Contains(msg, "to: only state=rolled_back") {
 		t.Errorf("to with state=present: failed %v, msg %q", res["failed"], msg)
@@ -336,5 +346,74 @@ func TestModuleOnRoot(t *testing.T) {
 	obs, _ := res["observation"].(map[string]any)
 	if res["failed"] == true || res["changed"] != false || obs["schema_version"] == nil {
 		t.Errorf("observed: failed %v, changed %v, document keys %v", res["failed"], res["changed"], keys(obs))
+	}
+}
+
+// The install role takes the package only from a controller path or an
+// https URL with a checksum, and refuses anything else before it changes
+// anything on the host.
+func TestRoleRefusesUnsafePackageSource(t *testing.T) {
+	needAnsible(t)
+	dir := t.TempDir()
+	env := append(os.Environ(),
+		"ANSIBLE_COLLECTIONS_PATH="+collections(t),
+		"ANSIBLE_STDOUT_CALLBACK=ansible.posix.json",
+		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "tmp"),
+		"ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3",
+		"ANSIBLE_RETRY_FILES_ENABLED=false",
+	)
+	debDir := filepath.Join(dir, "debs")
+	specDir := filepath.Join(dir, "spec")
+	const sum = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		deb, checksum, want string
+	}{
+		{"http://mirror.example/gpuenv_0.9.0_amd64.deb", sum, "http URLs are refused"},
+		{"file:///srv/gpuenv_0.9.0_amd64.deb", "", "file URLs are refused"},
+		{"https://mirror.example/gpuenv_0.9.0_amd64.deb", "", "an https:// URL together with gpuenv_deb_checksum"},
+	} {
+		vars := map[string]any{"gpuenv_deb": tc.deb, "gpuenv_deb_checksum": tc.checksum, "gpuenv_deb_dir": debDir, "gpuenv_spec_dir": specDir}
+		play, _ := json.Marshal([]map[string]any{{"hosts": "localhost", "gather_facts": false,
+			"roles": []map[string]any{{"role": "gpuenv.gpuenv.install", "vars": vars}}}})
+		pb := filepath.Join(dir, "play.yml")
+		if err := os.WriteFile(pb, play, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("ansible-playbook", "-i", "localhost,", "-c", "local", pb)
+		cmd.Env = env
+		out, err := cmd.Output()
+		var rep struct {
+			Plays []struct {
+				Tasks []struct {
+					Task  struct{ Name string }     `json:"task"`
+					Hosts map[string]map[string]any `json:"hosts"`
+				} `json:"tasks"`
+			} `json:"plays"`
+		}
+		if jerr := json.Unmarshal(out, &rep); jerr != nil || len(rep.Plays) != 1 {
+			t.Fatalf("%s: ansible-playbook (%v) printed no report (%v):\n%s\n%s", tc.deb, err, jerr, out, stderrOf(err))
+		}
+		tasks := rep.Plays[0].Tasks
+		var ran []string
+		for _, task := range tasks {
+			// ansible's own check of the role's arguments comes first.
+			if task.Hosts["localhost"]["skipped"] != true && !strings.HasPrefix(task.Task.Name, "gpuenv.gpuenv.install : Validating arguments") {
+				ran = append(ran, task.Task.Name)
+			}
+		}
+		if err == nil || len(ran) != 1 || ran[0] != "gpuenv.gpuenv.install : Check where the gpuenv package comes from" {
+			t.Errorf("%s: exit %v, tasks run %q; want the play to stop at its first task", tc.deb, err, ran)
+			continue
+		}
+		last := tasks[len(tasks)-1].Hosts["localhost"]
+		msg, _ := last["msg"].(string)
+		if last["failed"] != true || !strings.Contains(msg, "gpuenv_deb "+tc.deb+": the package is taken only from a path on the controller") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: failed %v, msg %q; want %q", tc.deb, last["failed"], msg, tc.want)
+		}
+		for _, p := range []string{debDir, specDir} {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("%s: %s was created before the refusal", tc.deb, p)
+			}
+		}
 	}
 }
