@@ -741,7 +741,13 @@ func (ExecRunner) Run(ctx context.Context, c Command) error {
 	// given up) the whole group goes; apply runs its operations with a
 	// context that does not end.
 	childproc.Group(cmd, hostWaitDelay)
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		// The command succeeded; what a process it left running still
+		// writes is not its output.
+		err = nil
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(c.Argv, " "), err)
 	}
 	return nil
