@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
@@ -629,14 +630,29 @@ func (e *engine) abort(res *Result, err error) (*Result, error) {
 	return res, fmt.Errorf("the journal could not be written, the run stopped: %w", err)
 }
 
-// logTail is the end of the generation's log.
+// logTail is the end of the generation's log: its last lines, read from
+// its last bytes only, since a package manager's output has no bound.
 func (e *engine) logTail() []string {
 	e.logf.Sync()
-	data, err := os.ReadFile(e.logf.Name())
+	f, err := os.Open(e.logf.Name())
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	from := max(0, fi.Size()-childproc.DefaultTailBytes)
+	data, err := io.ReadAll(io.NewSectionReader(f, from, fi.Size()-from))
 	if err != nil {
 		return nil
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if from > 0 && len(lines) > 1 {
+		// The first line read is most likely the end of a longer one.
+		lines = lines[1:]
+	}
 	if len(lines) > logTailLines {
 		lines = lines[len(lines)-logTailLines:]
 	}

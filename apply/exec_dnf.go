@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -75,10 +76,11 @@ func normEVR(v string) string { return strings.TrimPrefix(v, "0:") }
 // readRPM lists the installed packages by name, from rpm's database in
 // the root.
 func (x dnfManager) readRPM(ctx context.Context, ws *Workspace) (map[string][]rpmPkg, error) {
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	var errb childproc.Tail
 	if err := x.Host.Run(ctx, hostCommand(pkgdb.RPMQuery(), dnfEnv, &out, &errb)); err != nil {
-		fmt.Fprintf(ws.Log, "$ rpm -qa --qf …\n%sgpuenv: %v\n", errb.String(), err)
-		return nil, fmt.Errorf("reading the RPM database: %w: %s", err, strings.TrimSpace(errb.String()))
+		fmt.Fprintf(ws.Log, "$ rpm -qa --qf …\n%s\ngpuenv: %v\n", errb.Text(0), err)
+		return nil, fmt.Errorf("reading the RPM database: %w: %s", err, errb.Text(0))
 	}
 	return parseRPMQuery(out.Bytes())
 }
@@ -122,16 +124,16 @@ type versionlocks struct {
 // installed and enabled and where its list is. Repositories are left
 // off: the list needs none, and a rollback may run offline.
 func (x dnfManager) readVersionlocks(ctx context.Context, ws *Workspace) (versionlocks, error) {
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	var errb childproc.Tail
 	argv := []string{"dnf", "--quiet", dnfOffline, "versionlock", "list"}
 	fmt.Fprintf(ws.Log, "$ %s\n", strings.Join(argv, " "))
-	err := x.Host.Run(ctx, hostCommand(argv, dnfEnv, &out, &errb))
-	ws.Log.Write(errb.Bytes())
+	err := x.Host.Run(ctx, hostCommand(argv, dnfEnv, &out, io.MultiWriter(ws.Log, &errb)))
 	if err != nil {
-		if strings.Contains(errb.String()+out.String(), "No such command: versionlock") {
+		if strings.Contains(string(errb.Bytes())+out.String(), "No such command: versionlock") {
 			return versionlocks{}, nil
 		}
-		return versionlocks{}, fmt.Errorf("listing dnf's version locks: %w: %s", err, strings.TrimSpace(errb.String()))
+		return versionlocks{}, fmt.Errorf("listing dnf's version locks: %w: %s", err, errb.Text(0))
 	}
 	return versionlocks{present: true, entries: pkgdb.ParseVersionlock(out.Bytes())}, nil
 }
@@ -468,7 +470,8 @@ func (x dnfManager) dnfLoop(ctx context.Context, ws *Workspace, deadline time.Ti
 		if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
 			return try, err
 		}
-		var seen bytes.Buffer
+		// dnf says a lock is held at the end of what it prints.
+		var seen childproc.Tail
 		w := io.MultiWriter(ws.Log, &seen)
 		if capture != nil {
 			capture.Reset()
@@ -480,7 +483,7 @@ func (x dnfManager) dnfLoop(ctx context.Context, ws *Workspace, deadline time.Ti
 			return try, nil
 		}
 		fmt.Fprintf(ws.Log, "gpuenv: %v\n", err)
-		if !strings.Contains(seen.String(), "already locked by") || time.Now().After(deadline) {
+		if !strings.Contains(string(seen.Bytes()), "already locked by") || time.Now().After(deadline) {
 			return try, err
 		}
 	}

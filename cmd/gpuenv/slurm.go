@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/health"
 	"github.com/gpuenv/gpuenv/providers"
@@ -276,21 +277,34 @@ func findScontrol(g *globalOptions, name string) (string, error) {
 	return "", fmt.Errorf("%s not found in PATH, /usr/bin or /usr/local/bin: install Slurm's client commands or give --scontrol", name)
 }
 
-// runScontrol runs scontrol with args, within half of scontrolShare.
+// maxScontrolOutput bounds what slurm-health reads of scontrol's answer:
+// a node's description is a few hundred bytes.
+const maxScontrolOutput = 1 << 20
+
+// runScontrol runs scontrol with args, within half of scontrolShare. Its
+// answer is read up to maxScontrolOutput, and only the end of what it
+// printed is quoted in an error: a broken or hostile scontrol may print
+// without end.
 func runScontrol(ctx context.Context, scontrol string, args []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, scontrolShare/2)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, scontrol, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// A child that keeps the output open must not keep slurm-health
-	// past its timeout.
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %s", scontrolShare/2)
-		}
-		return "", &slurmError{args: args, output: out.String(), err: err}
+	out := &childproc.Head{Max: maxScontrolOutput}
+	var said childproc.Tail
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, &said), &said
+	// A child that keeps the output open, or that scontrol left behind,
+	// must not keep slurm-health past its timeout.
+	childproc.Group(cmd, time.Second)
+	err := cmd.Run()
+	childproc.KillGroup(cmd)
+	switch {
+	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		err = fmt.Errorf("no answer within %s", scontrolShare/2)
+	case err == nil && out.Truncated():
+		err = fmt.Errorf("it printed %d bytes, more than the %d a node's description takes", out.Len(), maxScontrolOutput)
 	}
-	return out.String(), nil
+	if err != nil {
+		return "", &slurmError{args: args, output: said.Text(0), err: err}
+	}
+	return string(out.Bytes()), nil
 }

@@ -31,6 +31,7 @@ var verifyRunner verify.Runner = verify.ProcessGroupRunner{}
 type verifyOptions struct {
 	vars     varFlags
 	pythons  []string
+	env      []string
 	timeout  time.Duration
 	cudaOnly bool
 	device   string
@@ -67,9 +68,13 @@ memory says how much was free, which processes hold the rest, and what to
 try. Then it prints what gpuenv doctor finds that explains the failures.
 
 Everything runs as the user (--user, by default SUDO_USER under sudo): with
-their uid, groups, HOME, USER and LOGNAME. The workloads see the
-environment verify was started with, CUDA_VISIBLE_DEVICES included, and the
-environment block of the spec at PATH. Inside a --root other than "/" they
+their uid, groups, HOME, USER, LOGNAME and SHELL, and with standard input,
+output and error only, whatever else gpuenv was given open. As sudo's
+env_reset, the workloads get an environment built afresh, not gpuenv's own:
+a safe PATH (` + verify.SafePath + `), the locale
+(LANG, LANGUAGE, LC_*), TERM and TZ, and the CUDA_* and NVIDIA_* variables
+verify was started with (CUDA_VISIBLE_DEVICES included); then the
+environment block of the spec at PATH, then each --env NAME=VALUE. Inside a --root other than "/" they
 run under chroot with the root's interpreter, and the framework-free check,
 which needs this machine's driver, does not run.
 
@@ -81,6 +86,7 @@ failed; 1 nothing to verify or verify could not run.`,
 		Example: `  sudo gpuenv verify
   gpuenv verify --cuda-only
   sudo gpuenv verify --user alice --python /opt/venv/bin/python --timeout 2m
+  sudo gpuenv verify --user alice --env LD_LIBRARY_PATH=/opt/nccl/lib
   gpuenv verify examples/pytorch-workstation
   gpuenv verify --device cpu --json`,
 		ValidArgsFunction: completeSpecPaths,
@@ -94,6 +100,7 @@ failed; 1 nothing to verify or verify could not run.`,
 	}
 	o.vars.register(cmd)
 	repeatable(cmd.Flags(), &o.pythons, "python", "also verify the frameworks of `INTERPRETER`, a path inside the root (repeatable)")
+	repeatable(cmd.Flags(), &o.env, "env", "set `NAME=VALUE` in the environment of the workloads and the check (repeatable; after the spec's)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", verify.DefaultTimeout, "kill a workload, or the check on a GPU, that has not finished after `D`")
 	cmd.Flags().BoolVar(&o.cudaOnly, "cuda-only", false, "only the framework-free check of the driver and every GPU")
 	cmd.Flags().StringVar(&o.device, "device", "gpu", "run the workloads on every `DEVICE`: gpu, or cpu (one process)")
@@ -118,7 +125,27 @@ func (o *verifyOptions) check() error {
 	case o.batch < 1:
 		return fmt.Errorf("--batch %d must be positive", o.batch)
 	}
-	return nil
+	_, err := o.envVars()
+	return err
+}
+
+// envVars are the --env options, in order.
+func (o *verifyOptions) envVars() ([][2]string, error) {
+	var out [][2]string
+	for _, kv := range o.env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--env %q: want NAME=VALUE, such as --env LD_LIBRARY_PATH=/opt/lib", kv)
+		}
+		if err := verify.CheckEnvName(name); err != nil {
+			return nil, fmt.Errorf("--env %q: %w", kv, err)
+		}
+		if strings.ContainsRune(value, 0) {
+			return nil, fmt.Errorf("--env %s: the value holds a NUL byte, which no environment can", name)
+		}
+		out = append(out, [2]string{name, value})
+	}
+	return out, nil
 }
 
 // verifyReport is verify's JSON document.
@@ -192,21 +219,19 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 		return err
 	}
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
-	l := &verify.Launcher{Root: h.Root(), Runner: verifyRunner, Env: slices.Clone(g.Env), Timeout: o.timeout}
 	u, err := verifyUser(g, h, obs, o.user)
 	if err != nil {
 		return err
 	}
-	if u != nil {
-		l.Env = u.Env(l.Env)
-		// gpuenv already runs as the user: nothing to change but the
-		// environment.
-		if uint32(os.Geteuid()) != u.UID || os.Geteuid() == 0 {
-			l.User = u
-		}
+	extra, err := o.envVars()
+	if err != nil {
+		return err
 	}
-	for _, kv := range specVars {
-		l.Env = verify.SetEnv(l.Env, kv[0], kv[1])
+	l := &verify.Launcher{Root: h.Root(), Runner: verifyRunner, Env: verify.Environment(g.Env, u, append(specVars, extra...)), Timeout: o.timeout}
+	// gpuenv already runs as the user: nothing to change but the
+	// environment.
+	if u != nil && (uint32(os.Geteuid()) != u.UID || os.Geteuid() == 0) {
+		l.User = u
 	}
 
 	opts := verify.Options{Launcher: l, Device: verify.GPU, CUDAOnly: o.cudaOnly, Obs: obs, Files: h, Steps: o.steps, Batch: o.batch}

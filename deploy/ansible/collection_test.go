@@ -320,6 +320,16 @@ func TestModuleOnRoot(t *testing.T) {
 	if msg, _ := res["msg"].(string); res["failed"] != true || !strings.Contains(msg, spec+":2: Invalid expression") {
 		t.Errorf("a spec that does not parse: failed %v, msg %q; want the diagnostic at %s:2", res["failed"], msg, spec)
 	}
+	// A spec whose name looks like an option is a path all the same: the
+	// module ends gpuenv's options with "--".
+	varFile := filepath.Join(dir, "vars.hcl")
+	if err := os.WriteFile(varFile, []byte("x = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = l.module(map[string]any{"spec": "--var-file=" + varFile})
+	if msg, _ := res["msg"].(string); res["failed"] != true || !strings.Contains(msg, "--var-file="+varFile+": no such file or directory") {
+		t.Errorf("spec --var-file=%s: failed %v, msg %q; want it read as a spec path that does not exist", varFile, res["failed"], msg)
+	}
 	res = l.module(map[string]any{"spec": filepath.Dir(spec), "to": 1})
 	if msg, _ := res["msg"].(string); res["failed"] != true || !strings.Contains(msg, "to: only state=rolled_back") {
 		t.Errorf("to with state=present: failed %v, msg %q", res["failed"], msg)
@@ -336,5 +346,79 @@ func TestModuleOnRoot(t *testing.T) {
 	obs, _ := res["observation"].(map[string]any)
 	if res["failed"] == true || res["changed"] != false || obs["schema_version"] == nil {
 		t.Errorf("observed: failed %v, changed %v, document keys %v", res["failed"], res["changed"], keys(obs))
+	}
+}
+
+// The install role takes the package only from a controller path or an
+// https URL with a checksum, and refuses anything else before it changes
+// anything on the host. One play runs the role on a local host per case.
+func TestRoleRefusesUnsafePackageSource(t *testing.T) {
+	needAnsible(t)
+	dir := t.TempDir()
+	const sum = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	cases := map[string]struct{ deb, checksum, want string }{
+		"http":       {"http://mirror.example/gpuenv_0.9.0_amd64.deb", sum, "http URLs are refused"},
+		"file":       {"file:///srv/gpuenv_0.9.0_amd64.deb", "", "file URLs are refused"},
+		"https-bare": {"https://mirror.example/gpuenv_0.9.0_amd64.deb", "", "an https:// URL together with gpuenv_deb_checksum"},
+	}
+	hosts := map[string]any{}
+	for name, tc := range cases {
+		hosts[name] = map[string]any{
+			"ansible_connection": "local", "gpuenv_deb": tc.deb, "gpuenv_deb_checksum": tc.checksum,
+			"gpuenv_deb_dir": filepath.Join(dir, name, "debs"), "gpuenv_spec_dir": filepath.Join(dir, name, "spec"),
+		}
+	}
+	// JSON is YAML: the inventory and the playbook are written as JSON.
+	inv, _ := json.Marshal(map[string]any{"all": map[string]any{"hosts": hosts}})
+	play, _ := json.Marshal([]map[string]any{{"hosts": "all", "gather_facts": false, "roles": []string{"gpuenv.gpuenv.install"}}})
+	for name, data := range map[string][]byte{"inventory.yml": inv, "play.yml": play} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("ansible-playbook", "-i", filepath.Join(dir, "inventory.yml"), filepath.Join(dir, "play.yml"))
+	cmd.Env = append(os.Environ(),
+		"ANSIBLE_COLLECTIONS_PATH="+collections(t),
+		"ANSIBLE_STDOUT_CALLBACK=ansible.posix.json",
+		"ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "tmp"),
+		"ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3",
+		"ANSIBLE_RETRY_FILES_ENABLED=false",
+	)
+	out, err := cmd.Output()
+	var rep struct {
+		Plays []struct {
+			Tasks []struct {
+				Task  struct{ Name string }     `json:"task"`
+				Hosts map[string]map[string]any `json:"hosts"`
+			} `json:"tasks"`
+		} `json:"plays"`
+	}
+	if jerr := json.Unmarshal(out, &rep); jerr != nil || len(rep.Plays) != 1 {
+		t.Fatalf("ansible-playbook (%v) printed no report (%v):\n%s\n%s", err, jerr, out, stderrOf(err))
+	}
+	if err == nil {
+		t.Errorf("ansible-playbook succeeded; want every host to fail")
+	}
+	for name, tc := range cases {
+		var ran []string
+		var last map[string]any
+		for _, task := range rep.Plays[0].Tasks {
+			// ansible's own check of the role's arguments comes first.
+			res, ok := task.Hosts[name]
+			if ok && res["skipped"] != true && !strings.HasPrefix(task.Task.Name, "gpuenv.gpuenv.install : Validating arguments") {
+				ran, last = append(ran, task.Task.Name), res
+			}
+		}
+		if len(ran) != 1 || ran[0] != "gpuenv.gpuenv.install : Check where the gpuenv package comes from" {
+			t.Errorf("%s: tasks run %q; want the play to stop at its first task", tc.deb, ran)
+			continue
+		}
+		msg, _ := last["msg"].(string)
+		if last["failed"] != true || !strings.Contains(msg, "gpuenv_deb "+tc.deb+": the package is taken only from a path on the controller") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: failed %v, msg %q; want %q", tc.deb, last["failed"], msg, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s: the role created %s before refusing", tc.deb, filepath.Join(dir, name))
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -344,5 +345,54 @@ func checkCompletions(t *testing.T, root, zsh string) {
 	}
 	if !strings.Contains(readFile(t, filepath.Join(root, "usr/share/fish/vendor_completions.d/gpuenv.fish")), "complete -c gpuenv") {
 		t.Error("the fish completion does not complete gpuenv")
+	}
+}
+
+// maxDriftExposure is the most systemd-analyze security may rate the drift
+// unit: "OK" ends at 5.0 on its scale of 0 (confined) to 10 (unsafe).
+const maxDriftExposure = 5.0
+
+// The drift unit runs as root every hour: systemd confines it to what plan
+// needs, and systemd-analyze's exposure score says how well.
+func TestDriftUnitExposure(t *testing.T) {
+	need(t, "systemd-analyze")
+	unit, err := filepath.Abs("files/gpuenv-drift.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --offline (systemd 252) reads the file alone, without a running
+	// systemd or the unit installed.
+	out, err := exec.Command("systemd-analyze", "security", "--offline=yes", "--no-pager", unit).CombinedOutput()
+	if err != nil {
+		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`Overall exposure level for gpuenv-drift\.service: (\d+\.\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security printed no overall exposure:\n%s", out)
+	}
+	score, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if score > maxDriftExposure {
+		t.Errorf("gpuenv-drift.service's exposure is %.1f, more than %.1f:\n%s", score, maxDriftExposure, out)
+	}
+	t.Logf("exposure %.1f", score)
+}
+
+// The confinement leaves plan what it reads and writes: the GPUs' device
+// nodes, home directories (a spec's venv), the state directory for the
+// record, and its own program's memory as Go and NVML map it.
+func TestDriftUnitLeavesPlanItsFiles(t *testing.T) {
+	service := readFile(t, "files/gpuenv-drift.service")
+	for _, line := range []string{"ProtectHome=read-only", "ReadWritePaths=/var/lib/gpuenv", "ReadWritePaths=-/var/cache/gpuenv"} {
+		if !hasLine(service, line) {
+			t.Errorf("gpuenv-drift.service lacks %q", line)
+		}
+	}
+	for _, line := range []string{"PrivateDevices=yes", "ProtectHome=yes", "ProtectHome=tmpfs", "DevicePolicy=closed", "DevicePolicy=strict", "ProtectProc=invisible", "DynamicUser=yes"} {
+		if hasLine(service, line) {
+			t.Errorf("gpuenv-drift.service has %q, which hides from plan what it reads", line)
+		}
 	}
 }

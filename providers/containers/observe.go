@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -340,9 +341,10 @@ func driverFiles(ctx context.Context, h *host.Host, pkgs facts.Packages, ver str
 		}
 	}
 	if len(names) > 0 {
-		var stdout, stderr bytes.Buffer
+		var stdout bytes.Buffer
+		var stderr childproc.Tail
 		if err := h.Run(ctx, host.Command{Argv: pkgdb.RPMFilesQuery(names...), Stdout: &stdout, Stderr: &stderr}); err != nil {
-			return nil, []facts.Warning{{Message: fmt.Sprintf("listing the files of driver %s's packages (%s): %v %s", ver, strings.Join(names, ", "), err, strings.TrimSpace(stderr.String()))}}
+			return nil, []facts.Warning{{Message: fmt.Sprintf("listing the files of driver %s's packages (%s): %v %s", ver, strings.Join(names, ", "), err, stderr.Text(0))}}
 		}
 		lists = append(lists, pkgdb.ParseRPMFiles(stdout.Bytes()))
 	}

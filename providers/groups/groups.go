@@ -131,6 +131,8 @@ type User struct {
 	UID  uint32
 	GID  uint32
 	Home string
+	// Shell is the login shell, "" when passwd(5) leaves it empty.
+	Shell string
 }
 
 // ParsePasswd reads passwd(5) lines, "name:password:uid:gid:gecos:home:shell".
@@ -156,7 +158,7 @@ func ParsePasswd(data []byte) (users []User, problems []string) {
 		if users == nil {
 			users = make([]User, 0, bytes.Count(data, []byte("\n"))+1)
 		}
-		users = append(users, User{Name: f[0], UID: uint32(uid), GID: uint32(gid), Home: f[5]})
+		users = append(users, User{Name: f[0], UID: uint32(uid), GID: uint32(gid), Home: f[5], Shell: f[6]})
 	}
 	return users, problems
 }

@@ -17,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"github.com/gpuenv/gpuenv/internal/childproc"
 )
 
 // maxSymlinks bounds symlink resolution, as the kernel's own limit does, so
@@ -755,6 +758,11 @@ type Runner interface {
 	Run(ctx context.Context, c Command) error
 }
 
+// hostWaitDelay is how long Run waits for a command's output to close
+// after it exited or was killed: a daemon a maintainer script started may
+// hold it open for good.
+const hostWaitDelay = 5 * time.Second
+
 // ExecRunner runs commands as child processes.
 type ExecRunner struct{}
 
@@ -769,9 +777,17 @@ func (ExecRunner) Run(ctx context.Context, c Command) error {
 	cmd.ExtraFiles = c.ExtraFiles
 	// A process group of its own: Ctrl-C on the terminal reaches gpuenv,
 	// which stops between operations and reverts, and not a package
-	// manager in the middle of dpkg's work.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Run(); err != nil {
+	// manager in the middle of dpkg's work. When ctx ends (an observation
+	// given up) the whole group goes; apply runs its operations with a
+	// context that does not end.
+	childproc.Group(cmd, hostWaitDelay)
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() {
+		// The command succeeded; what a process it left running still
+		// writes is not its output.
+		err = nil
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(c.Argv, " "), err)
 	}
 	return nil

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
@@ -50,10 +50,11 @@ func observeDpkg(h *host.Host) (facts.Packages, []facts.Warning) {
 
 func observeRPM(ctx context.Context, h *host.Host) (facts.Packages, []facts.Warning) {
 	out := facts.Packages{Manager: facts.DatabaseRPM, Packages: []facts.Package{}}
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
+	var stderr childproc.Tail
 	err := h.Run(ctx, host.Command{Argv: pkgdb.RPMQuery(), Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
+		msg := stderr.Text(0)
 		if msg != "" {
 			msg = ": " + msg
 		}

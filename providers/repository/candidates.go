@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -122,7 +123,8 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 	default:
 		return nil, fmt.Errorf("unknown package manager %q", manager)
 	}
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	var errb childproc.Tail
 	c.mu.Lock()
 	c.runs++
 	c.mu.Unlock()
@@ -131,7 +133,7 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 	switch manager {
 	case planner.ManagerApt:
 		if err != nil {
-			return nil, fmt.Errorf("asking apt about %s: %w: %s", strings.Join(batch, " "), err, strings.TrimSpace(errb.String()))
+			return nil, fmt.Errorf("asking apt about %s: %w: %s", strings.Join(batch, " "), err, errb.Text(0))
 		}
 		pols, perr := pkgdb.ParseAptPolicy(out.Bytes())
 		if perr != nil {
@@ -143,8 +145,8 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 	case planner.ManagerDnf:
 		// dnf exits 1 with "No matching Packages to list" when it knows
 		// none of the names, which is an answer, not a failure.
-		if err != nil && !strings.Contains(errb.String()+out.String(), "No matching Packages") {
-			return nil, fmt.Errorf("asking dnf about %s: %w: %s", strings.Join(batch, " "), err, strings.TrimSpace(errb.String()))
+		if err != nil && !strings.Contains(string(errb.Bytes())+out.String(), "No matching Packages") {
+			return nil, fmt.Errorf("asking dnf about %s: %w: %s", strings.Join(batch, " "), err, errb.Text(0))
 		}
 		for _, p := range ParseDnfList(out.Bytes()) {
 			if !p.Installed && !slices.Contains(found[p.Name], p.Version) {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/groups"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -52,6 +53,8 @@ type User struct {
 	// GID's first.
 	GroupNames []string `json:"group_names"`
 	Home       string   `json:"home"`
+	// Shell is their login shell, SHELL in the workloads' environment.
+	Shell string `json:"-"`
 }
 
 // LookupUser finds name in the root's /etc/passwd, and the groups it
@@ -68,7 +71,7 @@ func LookupUser(h *host.Host, obs *facts.Observation, name string) (*User, error
 		return nil, fmt.Errorf("no user %s in %s", name, groups.PasswdPath)
 	}
 	pu := users[i]
-	u := &User{Name: pu.Name, UID: pu.UID, GID: pu.GID, Home: pu.Home, Groups: []uint32{}}
+	u := &User{Name: pu.Name, UID: pu.UID, GID: pu.GID, Home: pu.Home, Shell: pu.Shell, Groups: []uint32{}}
 	primary := strconv.FormatUint(uint64(pu.GID), 10)
 	var named []string
 	for _, g := range obs.Groups {
@@ -84,19 +87,71 @@ func LookupUser(h *host.Host, obs *facts.Observation, name string) (*User, error
 	return u, nil
 }
 
-// Env returns env as the user's login would have it: HOME, USER and
-// LOGNAME theirs, and the variables that only describe gpuenv's own
-// session (sudo's, the mail spool, the runtime directory) left out.
-func (u *User) Env(env []string) []string {
-	drop := map[string]bool{"HOME": true, "USER": true, "LOGNAME": true, "MAIL": true, "XDG_RUNTIME_DIR": true,
-		"SUDO_USER": true, "SUDO_UID": true, "SUDO_GID": true, "SUDO_COMMAND": true, "SUDO_HOME": true}
-	out := make([]string, 0, len(env)+3)
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
-			out = append(out, kv)
+// SafePath is the PATH verify's processes get unless --env or the spec
+// sets one: Debian's sudo secure_path, not the caller's, whose directories
+// may be root's own or writable by someone else.
+const SafePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// kept reports whether the variable name passes from gpuenv's own
+// environment to verify's processes, as sudo's env_reset keeps a few:
+// the locale and terminal, which change no program's behaviour beyond its
+// messages, and CUDA's and NVIDIA's own, which choose the GPUs
+// (CUDA_VISIBLE_DEVICES) and the driver's behaviour the user asked for.
+func kept(name string) bool {
+	switch name {
+	case "LANG", "LANGUAGE", "TERM", "TZ":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "CUDA_") || strings.HasPrefix(name, "NVIDIA_")
+}
+
+// Environment is the whole environment of verify's processes, built from
+// an allow-list rather than passed through: gpuenv often runs as root
+// (under sudo, cron, an agent), and root's variables (credentials,
+// LD_PRELOAD, a PATH of root's directories) are not the user's to get.
+// From parent, gpuenv's own environment, it keeps the locale, TERM, TZ and
+// the CUDA_* and NVIDIA_* variables; PATH is SafePath; HOME, USER,
+// LOGNAME and SHELL are u's (parent's own when u is nil: gpuenv's user);
+// then set, in order (the spec's environment, then --env), sets or
+// replaces variables.
+func Environment(parent []string, u *User, set [][2]string) []string {
+	out := []string{"PATH=" + SafePath}
+	for _, kv := range parent {
+		if k, _, ok := strings.Cut(kv, "="); ok && kept(k) {
+			out = SetEnv(out, k, kv[len(k)+1:])
 		}
 	}
-	return append(out, "HOME="+u.Home, "USER="+u.Name, "LOGNAME="+u.Name)
+	if u != nil {
+		out = append(out, "HOME="+u.Home, "USER="+u.Name, "LOGNAME="+u.Name)
+		if u.Shell != "" {
+			out = append(out, "SHELL="+u.Shell)
+		}
+	} else {
+		for _, k := range []string{"HOME", "USER", "LOGNAME", "SHELL"} {
+			if v, ok := Getenv(parent, k); ok {
+				out = append(out, k+"="+v)
+			}
+		}
+	}
+	for _, kv := range set {
+		out = SetEnv(out, kv[0], kv[1])
+	}
+	return out
+}
+
+// CheckEnvName refuses a name no program could read back as a variable
+// of its environment, or that would change what the entry means.
+func CheckEnvName(name string) error {
+	if name == "" {
+		return errors.New("empty variable name")
+	}
+	for i, r := range name {
+		if r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9' {
+			continue
+		}
+		return fmt.Errorf("variable name %q: want letters, digits and underscores, not starting with a digit", name)
+	}
+	return nil
 }
 
 // chrootArgs are chroot(8)'s options that run the command as u: inside a
@@ -176,7 +231,8 @@ const waitDelay = 2 * time.Second
 
 // Run starts c and waits for it. With c.User it runs with the user's
 // credentials, in their home directory when it exists: gpuenv's own
-// working directory may be one they cannot read.
+// working directory may be one they cannot read. It gets descriptors 0-2
+// and nothing else gpuenv has open.
 func (ProcessGroupRunner) Run(ctx context.Context, c Command) error {
 	if len(c.Argv) == 0 {
 		return errors.New("empty command")
@@ -187,7 +243,7 @@ func (ProcessGroupRunner) Run(ctx context.Context, c Command) error {
 	}
 	cmd.Env = c.Env
 	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	childproc.Group(cmd, waitDelay)
 	if u := c.User; u != nil {
 		// A login's supplementary groups include the primary one.
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: append([]uint32{u.GID}, u.Groups...)}
@@ -196,13 +252,14 @@ func (ProcessGroupRunner) Run(ctx context.Context, c Command) error {
 			cmd.Dir = u.Home
 		}
 	}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = waitDelay
-	err := cmd.Run()
-	if cmd.Process != nil {
-		// Whatever the leader left behind goes with it.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// Just before the start, so that what a library opened since the
+	// last run is covered too.
+	if err := childproc.CloseOnExec(); err != nil {
+		return fmt.Errorf("%s not started: %w", c.Argv[0], err)
 	}
+	err := cmd.Run()
+	// Whatever the leader left behind goes with it.
+	childproc.KillGroup(cmd)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Argv[0], err)
 	}

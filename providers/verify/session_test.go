@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -381,13 +382,42 @@ type dirFS string
 
 func (d dirFS) ReadFile(p string) ([]byte, error) { return os.ReadFile(filepath.Join(string(d), p)) }
 
-func TestUserEnv(t *testing.T) {
-	u := &User{Name: "alice", UID: 1002, GID: 1002, Home: "/home/alice"}
-	env := []string{"PATH=/usr/bin", "HOME=/root", "USER=root", "LOGNAME=root", "SUDO_USER=alice", "SUDO_UID=1002", "MAIL=/var/mail/root", "CUDA_VISIBLE_DEVICES=1", "LANG=C.UTF-8"}
-	want := []string{"PATH=/usr/bin", "CUDA_VISIBLE_DEVICES=1", "LANG=C.UTF-8", "HOME=/home/alice", "USER=alice", "LOGNAME=alice"}
-	if d := cmp.Diff(want, u.Env(env)); d != "" {
+// TestEnvironment: the workloads' environment is built from an
+// allow-list, as sudo's env_reset builds it, not passed on from gpuenv's.
+func TestEnvironment(t *testing.T) {
+	u := &User{Name: "alice", UID: 1002, GID: 1002, Home: "/home/alice", Shell: "/bin/zsh"}
+	env := []string{"PATH=/root/bin:/usr/bin", "HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash", "SUDO_USER=alice", "SUDO_UID=1002", "MAIL=/var/mail/root",
+		"CUDA_VISIBLE_DEVICES=1", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "NVIDIA_DRIVER_CAPABILITIES=compute", "AWS_SECRET_ACCESS_KEY=x", "LD_PRELOAD=/tmp/x.so", "PYTHONPATH=/root/py", "NCCL_DEBUG=WARN"}
+	want := []string{"PATH=" + SafePath, "CUDA_VISIBLE_DEVICES=1", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "NVIDIA_DRIVER_CAPABILITIES=compute",
+		"HOME=/home/alice", "USER=alice", "LOGNAME=alice", "SHELL=/bin/zsh"}
+	if d := cmp.Diff(want, Environment(env, u, nil)); d != "" {
 		t.Errorf("env (-want +got):\n%s", d)
 	}
+	// The spec's variables, then --env, set or replace.
+	set := [][2]string{{"NCCL_DEBUG", "INFO"}, {"PATH", "/opt/bin:/usr/bin"}, {"NCCL_DEBUG", "TRACE"}}
+	want = []string{"CUDA_VISIBLE_DEVICES=1", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "NVIDIA_DRIVER_CAPABILITIES=compute",
+		"HOME=/home/alice", "USER=alice", "LOGNAME=alice", "SHELL=/bin/zsh", "PATH=/opt/bin:/usr/bin", "NCCL_DEBUG=TRACE"}
+	if d := cmp.Diff(want, Environment(env, u, set)); d != "" {
+		t.Errorf("env with the spec's and --env (-want +got):\n%s", d)
+	}
+	// Without a user, gpuenv's own user's names stay.
+	want = []string{"PATH=" + SafePath, "CUDA_VISIBLE_DEVICES=1", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "NVIDIA_DRIVER_CAPABILITIES=compute",
+		"HOME=/root", "USER=root", "LOGNAME=root", "SHELL=/bin/bash"}
+	if d := cmp.Diff(want, Environment(env, nil, nil)); d != "" {
+		t.Errorf("env as gpuenv's user (-want +got):\n%s", d)
+	}
+	for _, bad := range []string{"", "1X", "A-B", "A=B", "A B"} {
+		if err := CheckEnvName(bad); err == nil {
+			t.Errorf("CheckEnvName(%q) accepted", bad)
+		}
+	}
+	if err := CheckEnvName("_LD_library_PATH2"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestChrootArgs(t *testing.T) {
+	u := &User{Name: "alice", UID: 1002, GID: 1002, Home: "/home/alice"}
 	if got := u.chrootArgs(); !slices.Equal(got, []string{"--userspec=1002:1002", "--groups=1002"}) {
 		t.Errorf("chroot options %v", got)
 	}
@@ -424,7 +454,7 @@ echo "{\"gpuenv_verify\": 1, \"framework\": \"pytorch\", \"on_gpu\": true, \"pha
 		t.Fatal(err)
 	}
 	u := &User{Name: "nobody", UID: 65534, GID: 65534, Groups: []uint32{44}, Home: home}
-	l := &Launcher{Root: "/", Runner: ProcessGroupRunner{}, User: u, Env: u.Env(os.Environ()), Timeout: 10 * time.Second}
+	l := &Launcher{Root: "/", Runner: ProcessGroupRunner{}, User: u, Env: Environment(os.Environ(), u, nil), Timeout: 10 * time.Second}
 	r := l.Run(context.Background(), Job{Workload: Workload{Interpreter: py, Framework: "pytorch"}})
 	want := fmt.Sprintf("65534 65534 65534 44 %s nobody nobody %s", home, home)
 	if r.Error != want {
@@ -459,11 +489,55 @@ func TestLookupUser(t *testing.T) {
 		{Name: "docker", GID: 999, Members: []string{"alice"}},
 	}}
 	got, err := LookupUser(h, obs, "alice")
-	want := &User{Name: "alice", UID: 1002, GID: 1002, Groups: []uint32{44, 999}, GroupNames: []string{"alice", "video", "docker"}, Home: "/home/alice"}
+	want := &User{Name: "alice", UID: 1002, GID: 1002, Groups: []uint32{44, 999}, GroupNames: []string{"alice", "video", "docker"}, Home: "/home/alice", Shell: "/bin/bash"}
 	if err != nil || !cmp.Equal(want, got) {
 		t.Errorf("LookupUser: %v\n%s", err, cmp.Diff(want, got))
 	}
 	if _, err := LookupUser(h, obs, "carol"); err == nil || err.Error() != "no user carol in /etc/passwd" {
 		t.Errorf("an unknown user: %v", err)
+	}
+}
+
+// TestWorkloadInheritsNothing: a workload gets neither a descriptor gpuenv
+// inherited without close-on-exec (a root shell's `9</etc/shadow`) nor a
+// variable of gpuenv's environment outside the allow-list. As root it runs
+// as nobody, who could not open the file.
+func TestWorkloadInheritsNothing(t *testing.T) {
+	dir, err := os.MkdirTemp("", "gpuenv-verify-fds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "shadow")
+	if err := os.WriteFile(secret, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Opened as a shell opens a redirection: without O_CLOEXEC.
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	t.Setenv("GPUENV_TEST_SECRET", "s3cr3t")
+
+	py := filepath.Join(dir, "python")
+	script := fmt.Sprintf(`#!/bin/sh
+leak=$(cat <&%d 2>/dev/null)
+echo "{\"gpuenv_verify\": 1, \"framework\": \"pytorch\", \"on_gpu\": true, \"phase\": \"done\", \"error\": \"read [$leak] secret [${GPUENV_TEST_SECRET-unset}]\"}"
+`, fd)
+	if err := os.WriteFile(py, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var u *User
+	if os.Geteuid() == 0 {
+		u = &User{Name: "nobody", UID: 65534, GID: 65534, Home: dir}
+	}
+	l := &Launcher{Root: "/", Runner: ProcessGroupRunner{}, User: u, Env: Environment(os.Environ(), u, nil), Timeout: 10 * time.Second}
+	r := l.Run(context.Background(), Job{Workload: Workload{Interpreter: py, Framework: "pytorch"}})
+	if want := "read [] secret [unset]"; r.Error != want {
+		t.Errorf("the workload saw %q, want %q (%s, stderr %s)", r.Error, want, r.Outcome, r.Stderr)
 	}
 }

@@ -15,7 +15,6 @@
 package verify
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -26,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner/facts"
 )
 
@@ -269,15 +269,10 @@ func parse(stdout []byte) (report, bool) {
 	return report{}, false
 }
 
-// stderrTail keeps the last lines of stderr, where a crash says why.
-func stderrTail(b []byte) string {
-	const keep = 12
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > keep {
-		lines = lines[len(lines)-keep:]
-	}
-	return strings.TrimSpace(strings.Join(lines, "\n"))
-}
+// maxReportOutput bounds what verify keeps of a workload's standard
+// output: its report is the last line, a few kilobytes, and what a
+// framework prints before it is not read.
+const maxReportOutput = 1 << 20
 
 // Run runs j's workload, killed with its helper processes after the
 // launcher's timeout (DefaultTimeout when zero).
@@ -308,13 +303,14 @@ func (l *Launcher) Run(ctx context.Context, j Job) Result {
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
+	// Both ends are bounded: a workload may print without end.
+	stdout, stderr := childproc.Tail{Max: maxReportOutput}, childproc.Tail{}
 	start := time.Now()
 	// python -c SCRIPT FRAMEWORK CONFIG: sys.argv[1] is the framework's
 	// name, sys.argv[2] what to do.
 	err = l.Runner.Run(rctx, l.command([]string{j.Interpreter, "-c", script, j.Framework, string(cfg)}, env, &stdout, &stderr))
 	res.Elapsed = time.Since(start)
-	res.Stderr = stderrTail(stderr.Bytes())
+	res.Stderr = stderr.Text(0)
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		res.ExitCode = exit.ExitCode()

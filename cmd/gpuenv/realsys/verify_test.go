@@ -117,3 +117,36 @@ func TestVerifyAsUser(t *testing.T) {
 		t.Errorf("an unknown user: %s", res)
 	}
 }
+
+// Verify hands the user nothing of root's: run from a root shell that
+// holds a root-only file open on descriptor 9 (as cron jobs and agents
+// leave descriptors open) and has a secret in its environment, verify
+// --user alice runs her workload, whose torch reports what it can reach:
+// descriptor 9 closed, the secret unset, the safe PATH.
+func TestVerifyUserGetsNothingOfRoots(t *testing.T) {
+	r := h.NewRoot(t, Venv, Mounts{Proc: true})
+	r.MustSh("useradd -m alice && python3 -m venv --without-pip /opt/venv && install -m 0600 /dev/null /root/secret && echo hunter2 > /root/secret")
+	site := "/opt/venv/lib/python3.11/site-packages/torch/"
+	r.WriteFile(site+"version.py", "__version__ = '2.1.0'\ncuda = None\n")
+	r.WriteFile(site+"__init__.py", `import os
+try:
+    fd9 = os.read(9, 100).decode().strip()
+except OSError:
+    fd9 = "closed"
+raise ImportError("fd 9: %s, ROOT_SECRET: %s, PATH: %s" % (fd9, os.environ.get("ROOT_SECRET", "unset"), os.environ.get("PATH")))
+`)
+	env := append(slices.Clone(userEnv), "ROOT_SECRET=s3cr3t", "PATH=/root/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	res := r.Chroot(env, "/bin/sh", "-c", "exec 9</root/secret; exec /usr/local/bin/gpuenv verify --json --device cpu --user alice --python /opt/venv/bin/python")
+	var doc verifyDoc
+	if err := json.Unmarshal([]byte(res.Stdout), &doc); err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, res)
+	}
+	i := slices.IndexFunc(doc.Results, func(x verifyResult) bool { return x.Interpreter == "/opt/venv/bin/python" && x.Framework == "pytorch" })
+	if res.Code != 2 || i < 0 {
+		t.Fatalf("want alice's workload to fail at its import; %s", res)
+	}
+	want := "ImportError: fd 9: closed, ROOT_SECRET: unset, PATH: /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	if got := doc.Results[i].Error; got != want {
+		t.Errorf("alice's workload saw %q, want %q", got, want)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpuenv/gpuenv/internal/childproc"
 )
 
 // Start runs one child (Child) that checks the devices from ordinal from
@@ -68,11 +70,12 @@ func Run(ctx context.Context, start Start, timeout time.Duration) *Report {
 	var stderrs []string
 	for from := 0; ; {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		var stdout, stderr bytes.Buffer
+		var stdout bytes.Buffer
+		var stderr childproc.Tail
 		err := start(cctx, from, &stdout, &stderr)
 		timedOut := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
-		if s := strings.TrimSpace(stderr.String()); s != "" {
+		if s := stderr.Text(0); s != "" {
 			stderrs = append(stderrs, s)
 		}
 		cur, known := rep.read(&stdout)
@@ -116,7 +119,7 @@ func Run(ctx context.Context, start Start, timeout time.Duration) *Report {
 		}
 		break
 	}
-	rep.Stderr = tail(strings.Join(stderrs, "\n"))
+	rep.Stderr = childproc.LastLines(strings.Join(stderrs, "\n"), 0, 0)
 	return rep
 }
 
@@ -172,14 +175,4 @@ func ended(exit *exec.ExitError) string {
 		return fmt.Sprintf("was killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
 	}
 	return fmt.Sprintf("exited with status %d", exit.ExitCode())
-}
-
-// tail keeps the last lines of a child's stderr, where a crash says why.
-func tail(s string) string {
-	const keep = 12
-	lines := strings.Split(s, "\n")
-	if len(lines) > keep {
-		lines = lines[len(lines)-keep:]
-	}
-	return strings.Join(lines, "\n")
 }

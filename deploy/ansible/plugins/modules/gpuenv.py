@@ -279,8 +279,10 @@ class Gpuenv:
 
     def run(self, args):
         """Runs gpuenv with args; stdin is never a terminal, so gpuenv
-        never waits for a person."""
-        argv = [self.binary] + list(args) + self.globals
+        never waits for a person. The global options come before the
+        command, so that args may end with "--" and the paths after it:
+        a spec named "--var-file=/tmp/x" is a path, not an option."""
+        argv = [self.binary] + self.globals + list(args)
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=dict(os.environ, NO_COLOR="1"))
         return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
@@ -420,7 +422,7 @@ def present(module, g):
         args += ["--var-file", f]
     for py in p["python"]:
         args += ["--python", py]
-    args.append(p["spec"])
+    args += ["--", p["spec"]]
     rc, doc, err = g.document(args, "gpuenv plan")
     check_major(doc.get("format_version"), PLAN_FORMAT_MAJOR, "gpuenv plan's document")
     diags = doc.get("diagnostics") or []
@@ -444,7 +446,7 @@ def present(module, g):
     args = ["apply", "--json", "--auto-approve"]
     if not p["revert"]:
         args.append("--no-revert")
-    rc, events, err = g.stream(args + [plan_file], "gpuenv apply")
+    rc, events, err = g.stream(args + ["--", plan_file], "gpuenv apply")
     listed, output, run_diags, summary = split_events(events)
     result.update(rc=rc, events=listed, package_manager_output=output, diagnostics=diags + run_diags,
                   summary=summary, generation=(summary or {}).get("generation", 0))
