@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -524,7 +526,7 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 	wanted := func(name, evr string) bool {
 		return slices.ContainsFunc(want[name], func(p PriorPackage) bool { return normEVR(p.Version) == normEVR(evr) })
 	}
-	var files, specs, reinstall, duplicates []string
+	var files, specs, reinstall, duplicates, keep, dupNames []string
 	changing := map[string]bool{}
 	for _, n := range order {
 		extra := false
@@ -565,8 +567,10 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 			for _, p := range want[n] {
 				if _, err := x.Host.Stat(p.Saved); p.Saved != "" && err == nil {
 					reinstall = append(reinstall, p.Saved)
+					keep = append(keep, rpmPkg{Name: n, Arch: p.Status, EVR: p.Version}.nevra())
 				}
 			}
+			dupNames = append(dupNames, n)
 		}
 	}
 	locks, err := x.readVersionlocks(ctx, ws)
@@ -595,7 +599,23 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 	if err := x.dnfOn(ctx, ws, deadline, unlock, dnfOffline, "versionlock", "delete"); err != nil {
 		return err
 	}
+	// The config files of a package installed twice hold the newer
+	// instance's bytes: the interrupted transaction wrote them. Erasing
+	// that instance keeps them (the wanted one owns them too), and the
+	// reinstall keeps them as well, since to rpm they are the wanted
+	// package's config files edited by hand. Read before the erasure, what
+	// rpm recorded of each says which ones to take away for the reinstall
+	// to write.
+	var configs []rpmConfig
+	if len(duplicates) > 0 && len(reinstall) > 0 {
+		if configs, err = x.readConfigs(ctx, ws, dupNames); err != nil {
+			return err
+		}
+	}
 	if err := x.dnfOn(ctx, ws, deadline, duplicates, dnfOffline, "--noautoremove", "remove"); err != nil {
+		return err
+	}
+	if err := x.dropInterruptedConfigs(ws, configs, duplicates, keep); err != nil {
 		return err
 	}
 	// Old versions go back first, so that nothing left depends on a
@@ -655,6 +675,85 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 		return err
 	}
 	return x.dnfOn(ctx, ws, deadline, lock, dnfOffline, "versionlock", "add")
+}
+
+// rpmConfigQuery prints, for each installed instance of the packages
+// named, one line per config file: the instance's NEVRA (epoch always
+// given, as rpmPkg.nevra writes it), the digest algorithm of its files
+// (rpm's number: 8 is SHA-256), the digest rpm recorded for the file
+// and its path. Files that are not config files print "-" for a
+// digest-less entry and are told apart by their flags.
+const rpmConfigQuery = `[%{=NAME}-%{=EPOCHNUM}:%{=VERSION}-%{=RELEASE}.%{=ARCH}\t%{=FILEDIGESTALGO}\t%{FILEFLAGS:fflags}\t%{FILEDIGESTS}\t%{FILENAMES}\n]`
+
+// rpmConfig is a config file of an installed package instance, with
+// the SHA-256 digest (hex) rpm recorded for it.
+type rpmConfig struct{ nevra, path, digest string }
+
+// readConfigs lists the config files of every installed instance of the
+// packages named whose digests are SHA-256, as rpm's database records
+// them.
+func (x dnfManager) readConfigs(ctx context.Context, ws *Workspace, names []string) ([]rpmConfig, error) {
+	var out, errb bytes.Buffer
+	argv := slices.Concat([]string{"rpm", "-q", "--qf", rpmConfigQuery, "--"}, names)
+	fmt.Fprintf(ws.Log, "$ rpm -q --qf … -- %s\n", strings.Join(names, " "))
+	if err := x.Host.Run(ctx, hostCommand(argv, dnfEnv, &out, &errb)); err != nil {
+		ws.Log.Write(errb.Bytes())
+		return nil, fmt.Errorf("reading the config files of %s from the RPM database: %w: %s", strings.Join(names, ", "), err, strings.TrimSpace(errb.String()))
+	}
+	return parseRPMConfigs(out.Bytes()), nil
+}
+
+// parseRPMConfigs reads rpmConfigQuery's output: the config files
+// (flag c) with a SHA-256 digest.
+func parseRPMConfigs(data []byte) []rpmConfig {
+	var out []rpmConfig
+	for line := range strings.Lines(string(data)) {
+		f := strings.SplitN(strings.TrimSuffix(line, "\n"), "\t", 5)
+		if len(f) != 5 || f[1] != "8" || !strings.Contains(f[2], "c") || len(f[3]) != 64 || !strings.HasPrefix(f[4], "/") {
+			continue
+		}
+		out = append(out, rpmConfig{nevra: f[0], path: f[4], digest: f[3]})
+	}
+	return out
+}
+
+// dropInterruptedConfigs removes each config file that an erased
+// duplicate instance (dups) and a kept one (keep) both own with other
+// contents, where the file still holds the duplicate's bytes: the
+// reinstall of the kept instance then writes its own. A file edited
+// since (its bytes neither instance's) is left alone.
+func (x dnfManager) dropInterruptedConfigs(ws *Workspace, configs []rpmConfig, dups, keep []string) error {
+	kept := map[string]string{}
+	for _, c := range configs {
+		if slices.Contains(keep, c.nevra) {
+			kept[c.path] = c.digest
+		}
+	}
+	for _, c := range configs {
+		k, ok := kept[c.path]
+		if !slices.Contains(dups, c.nevra) || !ok || k == c.digest {
+			continue
+		}
+		data, err := x.Host.ReadFile(c.path)
+		if err != nil {
+			continue
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != c.digest {
+			continue
+		}
+		rp, err := x.real(c.path)
+		if err != nil {
+			return err
+		}
+		ws.say("%s holds the bytes %s wrote before the transaction was interrupted; removing it so that the reinstall puts back the previous version's", c.path, c.nevra)
+		if err := os.Remove(rp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s, the interrupted transaction's version of a config file: %w", c.path, err)
+		}
+		if err := syncDir(filepath.Dir(rp)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recover runs before the inverses of a dnf transaction that was
