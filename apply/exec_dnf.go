@@ -259,6 +259,31 @@ type dnfPrior struct {
 	// releasing is set when the transaction releases a lock on a package
 	// it pins.
 	releasing bool
+	// saved are the package files saveAll kept, by NEVRA.
+	saved map[string]string
+}
+
+var _ batchSaver = (*dnfPrior)(nil)
+
+// saveAll keeps the package files of every installed instance of the
+// packages the transaction changes with one dnf download: each dnf run
+// spends seconds starting. When it fails, nothing is lost: prior saves
+// each package on its own, and says which one no repository has.
+func (d *dnfPrior) saveAll(ctx context.Context, ws *Workspace, seq int, names []string) error {
+	var pkgs []rpmPkg
+	for _, n := range names {
+		pkgs = append(pkgs, d.before[n]...)
+	}
+	if len(pkgs) < 2 {
+		return nil
+	}
+	saved, err := d.x.saveRPMs(ctx, ws, seq, pkgs)
+	if err != nil {
+		fmt.Fprintf(ws.Log, "gpuenv: saving the package files at once failed (%v); saving them one by one\n", err)
+		return nil
+	}
+	d.saved = saved
+	return nil
 }
 
 func (d *dnfPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
@@ -323,11 +348,13 @@ func (d *dnfPrior) prior(ctx context.Context, ws *Workspace, seq int, name strin
 	for _, p := range d.before[name] {
 		pp := PriorPackage{Name: name, Version: p.EVR, Status: p.Arch, Held: held}
 		if changed {
-			saved, err := d.x.saveRPM(ctx, ws, seq, p)
-			if err != nil {
-				return nil, err
+			if pp.Saved = d.saved[p.nevra()]; pp.Saved == "" {
+				saved, err := d.x.saveRPM(ctx, ws, seq, p)
+				if err != nil {
+					return nil, err
+				}
+				pp.Saved = saved
 			}
-			pp.Saved = saved
 		}
 		out = append(out, pp)
 	}
@@ -354,11 +381,7 @@ func (x dnfManager) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPk
 		return "", err
 	}
 	inRoot := path.Join(ws.Dir, sub)
-	_, vr, ok := strings.Cut(p.EVR, ":")
-	if !ok {
-		vr = p.EVR
-	}
-	file := p.Name + "-" + vr + "." + p.Arch + ".rpm"
+	file := rpmFileName(p)
 	argv := []string{"dnf", "--setopt=exit_on_lock=True", "download", "--destdir", inRoot, "--", p.nevra()}
 	if err := x.dnfRun(ctx, ws, time.Now().Add(x.lockTimeout()), argv); err != nil {
 		return "", fmt.Errorf("cannot save %s %s for rollback: dnf download failed (see %s; the enabled repositories may not carry that version any more), and a package removed or replaced without its file could not be restored offline. Enable a repository that still carries it, or change the package by hand: %w",
@@ -368,6 +391,52 @@ func (x dnfManager) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPk
 		return "", fmt.Errorf("cannot save %s %s for rollback: dnf download wrote no %s", p.Name, p.EVR, file)
 	}
 	return path.Join(inRoot, file), syncDir(dir)
+}
+
+// saveRPMs keeps the installed packages pkgs as their .rpm files in the
+// generation, each where saveRPM would put it, with one dnf download into
+// a directory of the generation's from which they are moved. It returns
+// the files in the root by NEVRA.
+func (x dnfManager) saveRPMs(ctx context.Context, ws *Workspace, seq int, pkgs []rpmPkg) (map[string]string, error) {
+	staging := path.Join(packagesDir, strconv.Itoa(seq)+"-download")
+	if err := os.MkdirAll(filepath.Join(ws.Path, staging), 0o700); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(filepath.Join(ws.Path, staging))
+	argv := []string{"dnf", "--setopt=exit_on_lock=True", "download", "--destdir", path.Join(ws.Dir, staging), "--"}
+	for _, p := range pkgs {
+		argv = append(argv, p.nevra())
+	}
+	if err := x.dnfRun(ctx, ws, time.Now().Add(x.lockTimeout()), argv); err != nil {
+		return nil, err
+	}
+	saved := map[string]string{}
+	for _, p := range pkgs {
+		sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+p.Name)
+		file := rpmFileName(p)
+		dir := filepath.Join(ws.Path, sub)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(filepath.Join(ws.Path, staging, file), filepath.Join(dir, file)); err != nil {
+			return nil, fmt.Errorf("dnf download wrote no %s: %w", file, err)
+		}
+		if err := syncDir(dir); err != nil {
+			return nil, err
+		}
+		saved[p.nevra()] = path.Join(ws.Dir, sub, file)
+	}
+	return saved, nil
+}
+
+// rpmFileName is the file dnf download writes for p:
+// name-version-release.arch.rpm, without the epoch.
+func rpmFileName(p rpmPkg) string {
+	_, vr, ok := strings.Cut(p.EVR, ":")
+	if !ok {
+		vr = p.EVR
+	}
+	return p.Name + "-" + vr + "." + p.Arch + ".rpm"
 }
 
 // waitDnfLock waits, up to deadline, for another dnf (dnf-automatic, a
