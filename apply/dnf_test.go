@@ -47,6 +47,21 @@ func TestDnfApplyConverges(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(fx.Root, "usr/bin/nvidia-smi")); err != nil || !strings.Contains(string(data), "560.35.03") {
 		t.Errorf("nvidia-smi not upgraded: %q %v", data, err)
 	}
+	// The driver's two upgraded packages were saved with one dnf
+	// download: each dnf run costs seconds on a real host.
+	logData, err := os.ReadFile(filepath.Join(fx.Root, "var/lib/gpuenv/generations/1/log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	together := false
+	for _, line := range strings.Split(string(logData), "\n") {
+		if strings.HasPrefix(line, "$ dnf") && strings.Contains(line, " download ") && strings.Contains(line, " libnvidia-ml-3:550.54.15") && strings.Contains(line, " nvidia-driver-cuda-3:550.54.15") {
+			together = true
+		}
+	}
+	if !together {
+		t.Errorf("no one dnf download saved libnvidia-ml and nvidia-driver-cuda 550.54.15; the log:\n%s", logData)
+	}
 	// The inverse knew the long-named dependency from dnf's table, so
 	// undoing removes it.
 	after := fx.snapshot()
@@ -62,7 +77,10 @@ func TestDnfFailureAtEachOperationReverts(t *testing.T) {
 		want string
 	}{
 		{"rpm", "RPM database"},
-		{"dnf:download", "cannot save"},
+		// The package files are saved with one dnf download, then,
+		// when that fails, one by one: both must fail for the
+		// transaction to be refused.
+		{"dnf:download,dnf:download", "cannot save"},
 		{"dnf:versionlock", "version locks"},
 		{"dnf:remove", "dry run failed"},
 		{"dnf:install", "dry run failed"},

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -259,6 +261,31 @@ type dnfPrior struct {
 	// releasing is set when the transaction releases a lock on a package
 	// it pins.
 	releasing bool
+	// saved are the package files saveAll kept, by NEVRA.
+	saved map[string]savedFile
+}
+
+var _ batchSaver = (*dnfPrior)(nil)
+
+// saveAll keeps the package files of every installed instance of the
+// packages the transaction changes with one dnf download: each dnf run
+// spends seconds starting. When it fails, nothing is lost: prior saves
+// each package on its own, and says which one no repository has.
+func (d *dnfPrior) saveAll(ctx context.Context, ws *Workspace, seq int, names []string) error {
+	var pkgs []rpmPkg
+	for _, n := range names {
+		pkgs = append(pkgs, d.before[n]...)
+	}
+	if len(pkgs) < 2 {
+		return nil
+	}
+	saved, err := d.x.saveRPMs(ctx, ws, seq, pkgs)
+	if err != nil {
+		fmt.Fprintf(ws.Log, "gpuenv: saving the package files at once failed (%v); saving them one by one\n", err)
+		return nil
+	}
+	d.saved = saved
+	return nil
 }
 
 func (d *dnfPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
@@ -323,9 +350,12 @@ func (d *dnfPrior) prior(ctx context.Context, ws *Workspace, seq int, name strin
 	for _, p := range d.before[name] {
 		pp := PriorPackage{Name: name, Version: p.EVR, Status: p.Arch, Held: held}
 		if changed {
-			saved, err := d.x.saveRPM(ctx, ws, seq, p)
-			if err != nil {
-				return nil, err
+			saved, ok := d.saved[p.nevra()]
+			if !ok {
+				var err error
+				if saved, err = d.x.saveRPM(ctx, ws, seq, p); err != nil {
+					return nil, err
+				}
 			}
 			pp.Saved, pp.SHA256, pp.Size = saved.path, saved.sha256, saved.size
 		}
@@ -354,11 +384,7 @@ func (x dnfManager) saveRPM(ctx context.Context, ws *Workspace, seq int, p rpmPk
 		return savedFile{}, err
 	}
 	inRoot := path.Join(ws.Dir, sub)
-	_, vr, ok := strings.Cut(p.EVR, ":")
-	if !ok {
-		vr = p.EVR
-	}
-	file := p.Name + "-" + vr + "." + p.Arch + ".rpm"
+	file := rpmFileName(p)
 	argv := []string{"dnf", "--setopt=exit_on_lock=True", "download", "--destdir", inRoot, "--", p.nevra()}
 	if err := x.dnfRun(ctx, ws, time.Now().Add(x.lockTimeout()), argv); err != nil {
 		return savedFile{}, fmt.Errorf("cannot save %s %s for rollback: dnf download failed (see %s; the enabled repositories may not carry that version any more), and a package removed or replaced without its file could not be restored offline. Enable a repository that still carries it, or change the package by hand: %w",
@@ -404,6 +430,56 @@ func (x dnfManager) checkSavedRPM(ctx context.Context, ws *Workspace, p PriorPac
 	ws.say("%s: downloaded it again from the repositories as %s (SHA-256 %s)", vd.bad.problem(), f.path, f.sha256)
 	p.Saved, p.SHA256, p.Size = f.path, f.sha256, f.size
 	return p, nil
+}
+
+// saveRPMs keeps the installed packages pkgs as their .rpm files in the
+// generation, each where saveRPM would put it, with one dnf download into
+// a directory of the generation's from which they are moved. It returns
+// the files in the root by NEVRA.
+func (x dnfManager) saveRPMs(ctx context.Context, ws *Workspace, seq int, pkgs []rpmPkg) (map[string]savedFile, error) {
+	staging := path.Join(packagesDir, strconv.Itoa(seq)+"-download")
+	if err := os.MkdirAll(filepath.Join(ws.Path, staging), 0o700); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(filepath.Join(ws.Path, staging))
+	argv := []string{"dnf", "--setopt=exit_on_lock=True", "download", "--destdir", path.Join(ws.Dir, staging), "--"}
+	for _, p := range pkgs {
+		argv = append(argv, p.nevra())
+	}
+	if err := x.dnfRun(ctx, ws, time.Now().Add(x.lockTimeout()), argv); err != nil {
+		return nil, err
+	}
+	saved := map[string]savedFile{}
+	for _, p := range pkgs {
+		sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+p.Name)
+		file := rpmFileName(p)
+		dir := filepath.Join(ws.Path, sub)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(filepath.Join(ws.Path, staging, file), filepath.Join(dir, file)); err != nil {
+			return nil, fmt.Errorf("dnf download wrote no %s: %w", file, err)
+		}
+		sum, size, err := fileDigest(filepath.Join(dir, file))
+		if err != nil {
+			return nil, err
+		}
+		if err := syncDir(dir); err != nil {
+			return nil, err
+		}
+		saved[p.nevra()] = savedFile{path.Join(ws.Dir, sub, file), sum, size}
+	}
+	return saved, nil
+}
+
+// rpmFileName is the file dnf download writes for p:
+// name-version-release.arch.rpm, without the epoch.
+func rpmFileName(p rpmPkg) string {
+	_, vr, ok := strings.Cut(p.EVR, ":")
+	if !ok {
+		vr = p.EVR
+	}
+	return p.Name + "-" + vr + "." + p.Arch + ".rpm"
 }
 
 // waitDnfLock waits, up to deadline, for another dnf (dnf-automatic, a
@@ -563,7 +639,7 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 	wanted := func(name, evr string) bool {
 		return slices.ContainsFunc(want[name], func(p PriorPackage) bool { return normEVR(p.Version) == normEVR(evr) })
 	}
-	var files, specs, reinstall, duplicates []string
+	var files, specs, reinstall, duplicates, keep, dupNames []string
 	var errs []error
 	changing := map[string]bool{}
 	for _, n := range order {
@@ -615,8 +691,10 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 				}
 				if _, err := x.Host.Stat(p.Saved); p.Saved != "" && err == nil {
 					reinstall = append(reinstall, p.Saved)
+					keep = append(keep, rpmPkg{Name: n, Arch: p.Status, EVR: p.Version}.nevra())
 				}
 			}
+			dupNames = append(dupNames, n)
 		}
 	}
 	// Every saved file is checked before anything is installed.
@@ -649,7 +727,23 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 	if err := x.dnfOn(ctx, ws, deadline, unlock, dnfOffline, "versionlock", "delete"); err != nil {
 		return err
 	}
+	// The config files of a package installed twice hold the newer
+	// instance's bytes: the interrupted transaction wrote them. Erasing
+	// that instance keeps them (the wanted one owns them too), and the
+	// reinstall keeps them as well, since to rpm they are the wanted
+	// package's config files edited by hand. Read before the erasure, what
+	// rpm recorded of each says which ones to take away for the reinstall
+	// to write.
+	var configs []rpmConfig
+	if len(duplicates) > 0 && len(reinstall) > 0 {
+		if configs, err = x.readConfigs(ctx, ws, dupNames); err != nil {
+			return err
+		}
+	}
 	if err := x.dnfOn(ctx, ws, deadline, duplicates, dnfOffline, "--noautoremove", "remove"); err != nil {
+		return err
+	}
+	if err := x.dropInterruptedConfigs(ws, configs, duplicates, keep); err != nil {
 		return err
 	}
 	// Old versions go back first, so that nothing left depends on a
@@ -709,6 +803,85 @@ func (x dnfManager) undo(ctx context.Context, ws *Workspace, inv *PackagesInvers
 		return err
 	}
 	return x.dnfOn(ctx, ws, deadline, lock, dnfOffline, "versionlock", "add")
+}
+
+// rpmConfigQuery prints, for each installed instance of the packages
+// named, one line per config file: the instance's NEVRA (epoch always
+// given, as rpmPkg.nevra writes it), the digest algorithm of its files
+// (rpm's number: 8 is SHA-256), the digest rpm recorded for the file
+// and its path. Files that are not config files print "-" for a
+// digest-less entry and are told apart by their flags.
+const rpmConfigQuery = `[%{=NAME}-%{=EPOCHNUM}:%{=VERSION}-%{=RELEASE}.%{=ARCH}\t%{=FILEDIGESTALGO}\t%{FILEFLAGS:fflags}\t%{FILEDIGESTS}\t%{FILENAMES}\n]`
+
+// rpmConfig is a config file of an installed package instance, with
+// the SHA-256 digest (hex) rpm recorded for it.
+type rpmConfig struct{ nevra, path, digest string }
+
+// readConfigs lists the config files of every installed instance of the
+// packages named whose digests are SHA-256, as rpm's database records
+// them.
+func (x dnfManager) readConfigs(ctx context.Context, ws *Workspace, names []string) ([]rpmConfig, error) {
+	var out, errb bytes.Buffer
+	argv := slices.Concat([]string{"rpm", "-q", "--qf", rpmConfigQuery, "--"}, names)
+	fmt.Fprintf(ws.Log, "$ rpm -q --qf … -- %s\n", strings.Join(names, " "))
+	if err := x.Host.Run(ctx, hostCommand(argv, dnfEnv, &out, &errb)); err != nil {
+		ws.Log.Write(errb.Bytes())
+		return nil, fmt.Errorf("reading the config files of %s from the RPM database: %w: %s", strings.Join(names, ", "), err, strings.TrimSpace(errb.String()))
+	}
+	return parseRPMConfigs(out.Bytes()), nil
+}
+
+// parseRPMConfigs reads rpmConfigQuery's output: the config files
+// (flag c) with a SHA-256 digest.
+func parseRPMConfigs(data []byte) []rpmConfig {
+	var out []rpmConfig
+	for line := range strings.Lines(string(data)) {
+		f := strings.SplitN(strings.TrimSuffix(line, "\n"), "\t", 5)
+		if len(f) != 5 || f[1] != "8" || !strings.Contains(f[2], "c") || len(f[3]) != 64 || !strings.HasPrefix(f[4], "/") {
+			continue
+		}
+		out = append(out, rpmConfig{nevra: f[0], path: f[4], digest: f[3]})
+	}
+	return out
+}
+
+// dropInterruptedConfigs removes each config file that an erased
+// duplicate instance (dups) and a kept one (keep) both own with other
+// contents, where the file still holds the duplicate's bytes: the
+// reinstall of the kept instance then writes its own. A file edited
+// since (its bytes neither instance's) is left alone.
+func (x dnfManager) dropInterruptedConfigs(ws *Workspace, configs []rpmConfig, dups, keep []string) error {
+	kept := map[string]string{}
+	for _, c := range configs {
+		if slices.Contains(keep, c.nevra) {
+			kept[c.path] = c.digest
+		}
+	}
+	for _, c := range configs {
+		k, ok := kept[c.path]
+		if !slices.Contains(dups, c.nevra) || !ok || k == c.digest {
+			continue
+		}
+		data, err := x.Host.ReadFile(c.path)
+		if err != nil {
+			continue
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != c.digest {
+			continue
+		}
+		rp, err := x.real(c.path)
+		if err != nil {
+			return err
+		}
+		ws.say("%s holds the bytes %s wrote before the transaction was interrupted; removing it so that the reinstall puts back the previous version's", c.path, c.nevra)
+		if err := os.Remove(rp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing %s, the interrupted transaction's version of a config file: %w", c.path, err)
+		}
+		if err := syncDir(filepath.Dir(rp)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recover runs before the inverses of a dnf transaction that was

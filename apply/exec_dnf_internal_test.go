@@ -121,3 +121,21 @@ func TestParseRPMQueryAndLocks(t *testing.T) {
 		t.Error("a lock of 550 holds 560")
 	}
 }
+
+// rpmConfigQuery's output from Debian 12's rpm 4.18 for an instance with
+// a config file and one without: only the config file with a SHA-256
+// digest is kept.
+func TestParseRPMConfigs(t *testing.T) {
+	out := "cuda-libraries-12-4-0:12.4.1-1.x86_64\t8\tcn\t87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7\t/etc/ld.so.conf.d/cuda-12-4.conf\n" +
+		"cuda-libraries-12-4-0:12.4.1-1.x86_64\t8\t\t98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4\t/usr/local/cuda-12.4/lib64/libcudart.so.12.4.1\n" +
+		"nvidia-kmod-common-3:550.90.07-1.el9.noarch\t8\tc\t\t/etc/dracut.conf.d/ghost.conf\n" +
+		"old-md5-0:1-1.noarch\t1\tc\t0cc175b9c0f1b6a831c399e269772661\t/etc/old.conf\n"
+	got := parseRPMConfigs([]byte(out))
+	want := []rpmConfig{{nevra: "cuda-libraries-12-4-0:12.4.1-1.x86_64", path: "/etc/ld.so.conf.d/cuda-12-4.conf", digest: "87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseRPMConfigs: %+v, want %+v", got, want)
+	}
+	if n := (rpmPkg{Name: "cuda-libraries-12-4", Arch: "x86_64", EVR: "12.4.1-1"}).nevra(); n != want[0].nevra {
+		t.Errorf("rpmPkg.nevra %q does not spell an instance as rpmConfigQuery does, %q", n, want[0].nevra)
+	}
+}

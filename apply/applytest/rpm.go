@@ -226,6 +226,9 @@ func fakeRPM(c *Call) int {
 		case a == "-qa":
 			all = true
 		case a == "-q":
+		case a == "--":
+			names = append(names, c.Args[i+1:]...)
+			i = len(c.Args)
 		case a == "--qf" || a == "--queryformat":
 			if i+1 >= len(c.Args) {
 				return c.errorf(1, "rpm: option requires an argument -- 'qf'")
@@ -239,9 +242,21 @@ func fakeRPM(c *Call) int {
 		}
 	}
 	show := func(p *rpmInst) {
-		s := strings.NewReplacer("%{NAME}", p.Name, "%{EPOCHNUM}", p.epoch(), "%{VERSION}", p.Version,
-			"%{RELEASE}", p.Release, "%{ARCH}", p.arch(), "%{SOURCERPM}", p.Name+"-"+p.Version+"-"+p.Release+".src.rpm").Replace(format)
-		fmt.Fprint(c.Stdout, s)
+		tags := strings.NewReplacer("%{=", "%{").Replace(format)
+		header := strings.NewReplacer("%{NAME}", p.Name, "%{EPOCHNUM}", p.epoch(), "%{VERSION}", p.Version,
+			"%{RELEASE}", p.Release, "%{ARCH}", p.arch(), "%{SOURCERPM}", p.Name+"-"+p.Version+"-"+p.Release+".src.rpm",
+			"%{FILEDIGESTALGO}", "8")
+		inner, array := strings.CutPrefix(tags, "[")
+		if inner, ok := strings.CutSuffix(inner, "]"); array && ok {
+			// An array format: a line per file. The fake's files are
+			// plain files (no flags: none is a config file) without a
+			// recorded digest.
+			for _, f := range p.files {
+				fmt.Fprint(c.Stdout, strings.NewReplacer("%{FILENAMES}", f, "%{FILEFLAGS:fflags}", "", "%{FILEDIGESTS}", "").Replace(header.Replace(inner)))
+			}
+			return
+		}
+		fmt.Fprint(c.Stdout, header.Replace(tags))
 	}
 	if all {
 		for _, p := range d.pkgs {

@@ -195,7 +195,7 @@ func (k killCell) run(c *cell) {
 // killAt runs gpuenv with argv (the command what) in the cell's root,
 // armed to stop at phase, and cuts the power once it gets there. When it
 // never gets there, the cell fails and is finished: ok is false.
-func (c *cell) killAt(what, phase string, argv []string, before *Snapshot, kind faultedBy) (res Result, ok bool) {
+func (c *cell) killAt(what, phase string, argv []string, before hostState, kind faultedBy) (res Result, ok bool) {
 	c.t.Helper()
 	r := c.r
 	r.arm(phase)

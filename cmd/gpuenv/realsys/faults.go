@@ -524,7 +524,7 @@ func describe(res Result) string {
 // died (or left its lock), at most one `gpuenv rollback --auto-approve`
 // where the faulted command left the host changed or unfinished, then the
 // host compared with before, and dpkg --audit empty.
-func (c *cell) finish(before *Snapshot, kind faultedBy, res Result) {
+func (c *cell) finish(before hostState, kind faultedBy, res Result) {
 	c.t.Helper()
 	r := c.r
 	if res.Code == 0 && res.Signal == "" {
@@ -558,16 +558,30 @@ func (c *cell) finish(before *Snapshot, kind faultedBy, res Result) {
 
 // compare checks the host against before and that gpuenv sees nothing
 // unfinished.
-func (c *cell) compare(before *Snapshot) {
+func (c *cell) compare(before hostState) {
 	c.t.Helper()
 	r := c.r
-	after := r.Snapshot()
-	if diff := before.Diff(after); len(diff) > 0 {
+	if diff := before.diffNow(r.Root); len(diff) > 0 {
 		c.fail(fmt.Sprintf("the host differs from before in %d ways: %s", len(diff), diff[0]),
-			strings.Join(diff, "\n")+"\n"+r.dpkgEvidence())
+			strings.Join(diff, "\n")+"\n"+before.evidence(r))
 	}
 	c.checkStatus("at the end")
 }
+
+// hostState is a root's state as a cell takes it before the fault: a
+// Debian root's Snapshot or an RPM root's RPMSnapshot.
+type hostState interface {
+	// diffNow says how r differs now from the state.
+	diffNow(r *Root) []string
+	// evidence is what the package manager and gpuenv say, for a
+	// failure's report.
+	evidence(r *faultRoot) string
+}
+
+func (s *Snapshot) diffNow(r *Root) []string        { return s.Diff(r.Snapshot()) }
+func (s *Snapshot) evidence(r *faultRoot) string    { return r.dpkgEvidence() }
+func (s *RPMSnapshot) diffNow(r *Root) []string     { return s.Diff(r.RPMSnapshot()) }
+func (s *RPMSnapshot) evidence(r *faultRoot) string { return r.rpmEvidence() }
 
 // checkStatus fails the cell when gpuenv's last word was that its run
 // finished (or the recovery is over) but the next apply refuses because a

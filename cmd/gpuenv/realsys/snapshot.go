@@ -148,7 +148,15 @@ func (r *Root) Snapshot() *Snapshot {
 			s.Records[dir+"/"+e.Name()] = text
 		}
 	}
-	for _, tree := range snapshotTrees {
+	r.snapshotFiles(snapshotTrees, s.Files)
+	return s
+}
+
+// snapshotFiles records every file under trees (paths inside the root)
+// into files, by path inside the root.
+func (r *Root) snapshotFiles(trees []string, files map[string]FileState) {
+	r.t.Helper()
+	for _, tree := range trees {
 		err := filepath.WalkDir(r.Path(tree), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -179,14 +187,13 @@ func (r *Root) Snapshot() *Snapshot {
 			if err != nil {
 				return err
 			}
-			s.Files[rel] = fs
+			files[rel] = fs
 			return nil
 		})
 		if err != nil {
 			r.t.Fatalf("snapshot of %s: %v", tree, err)
 		}
 	}
-	return s
 }
 
 // Diff says how after differs from s, one line (or a few, for a changed
