@@ -2,6 +2,8 @@ package pkgindex
 
 import (
 	"bytes"
+	"compress/gzip"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -386,5 +388,43 @@ func TestEmptyComponentIsNotMissing(t *testing.T) {
 	ix := read(t, h, repos, Options{NoCache: true})
 	if len(ix.Missing) != 1 || ix.Missing[0].Suite != "bookworm" {
 		t.Errorf("missing %+v, want only bookworm's contrib (no Release, no list)", ix.Missing)
+	}
+}
+
+// A list that unpacks without end, or holds one entry larger than any
+// archive's, is refused with a warning that names it, and the rest of
+// the lists are read: a small corrupt or hostile file costs neither the
+// plan's memory nor its time.
+func TestOversizeListRefused(t *testing.T) {
+	defer func(idx int64, unit int) { maxIndexBytes, maxUnitBytes = idx, unit }(maxIndexBytes, maxUnitBytes)
+	maxIndexBytes, maxUnitBytes = 32<<20, 4<<20
+
+	stanza := []byte("Package: libcuda1\nVersion: 535.1-1\nArchitecture: amd64\n\n")
+	cases := map[string][]byte{
+		// One entry of 8 MiB without a blank line: before the bound the
+		// buffer doubled until it held it, whatever its size.
+		"unit":  append(append([]byte("Package: x\nDescription: "), bytes.Repeat([]byte("a"), 8<<20)...), '\n'),
+		"whole": bytes.Repeat(stanza, (40<<20)/len(stanza)),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			var gz bytes.Buffer
+			w, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+			w.Write(data)
+			w.Close()
+			src, done, err := decompress("x_Packages.gz", &gz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer done()
+			_, err = scanList(src, relevantName)
+			var tl *TooLargeError
+			if !errors.As(err, &tl) || tl.Unit != (name == "unit") {
+				t.Fatalf("scanList of %d MiB (%s): %v, want a TooLargeError", len(data)>>20, name, err)
+			}
+			if !strings.Contains(err.Error(), "MiB") {
+				t.Errorf("error %q does not say the limit", err)
+			}
+		})
 	}
 }

@@ -70,6 +70,31 @@ func (readerSource) history() int { return 0 }
 
 func (*lz4Frame) history() int { return lz4History }
 
+// The bounds of one index, decompressed: the largest list of an archive
+// (Debian's main, Ubuntu's universe) is tens of megabytes unpacked and its
+// largest stanza a few kilobytes. A list past them (a corrupt file, or a
+// small compressed one that unpacks without end) is refused instead of
+// taking the plan's time or memory.
+var (
+	maxIndexBytes int64 = 1 << 30
+	maxUnitBytes        = 64 << 20
+)
+
+// TooLargeError is an index past maxIndexBytes unpacked, or with one
+// stanza past maxUnitBytes.
+type TooLargeError struct {
+	// Unit is true when one stanza, not the whole, is too large.
+	Unit  bool
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Unit {
+		return fmt.Sprintf("it holds an entry larger than %d MiB unpacked, which no package list has", e.Limit>>20)
+	}
+	return fmt.Sprintf("it unpacks to more than %d MiB, which no package list does", e.Limit>>20)
+}
+
 // scanSource reads src through a buffer of whole units at a time (the
 // text up to the last boundary in it), handing each run to scan.
 func scanSource(src source, boundary []byte, scan func(data []byte) error) error {
@@ -77,9 +102,13 @@ func scanSource(src source, boundary []byte, scan func(data []byte) error) error
 	defer scanBufs.Put(bp)
 	buf := *bp
 	n, from := 0, 0 // buf[:n] is decoded, buf[from:n] not scanned yet
+	var total int64
 	for {
 		m, err := src.fill(buf, n)
 		n += m
+		if total += int64(m); total > maxIndexBytes {
+			return &TooLargeError{Limit: maxIndexBytes}
+		}
 		if errors.Is(err, io.EOF) {
 			return scan(buf[from:n])
 		}
@@ -88,6 +117,9 @@ func scanSource(src source, boundary []byte, scan func(data []byte) error) error
 		}
 		if m == 0 {
 			// A unit longer than the buffer, or a block larger.
+			if len(buf) >= maxUnitBytes {
+				return &TooLargeError{Unit: true, Limit: int64(maxUnitBytes)}
+			}
 			grown := make([]byte, 2*len(buf))
 			copy(grown, buf[:n])
 			buf, *bp = grown, grown
