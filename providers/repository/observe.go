@@ -1,7 +1,6 @@
 package repository
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io/fs"
@@ -93,9 +92,10 @@ func readDir(h *host.Host, dir string, parserFor func(name string) parser) ([]fa
 // keeping "deb" lines (not deb-src, not commented out).
 func ParseSourcesList(file string, data []byte) []facts.Repository {
 	var out []facts.Repository
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	// Every line, however long: a line scanner would stop at its buffer's
+	// size without a word and drop the lines after it.
+	for raw := range bytes.Lines(data) {
+		line := strings.TrimSpace(string(raw))
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = strings.TrimSpace(line[:i])
 		}

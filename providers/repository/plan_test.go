@@ -261,3 +261,13 @@ func TestObserveFiles(t *testing.T) {
 		t.Errorf("ObserveFiles on RPM (-want +got):\n%s", diff)
 	}
 }
+
+// A line longer than a line scanner's buffer does not end the file: the
+// repositories after it are still read.
+func TestParseSourcesListLongLine(t *testing.T) {
+	data := "# " + strings.Repeat("x", 128<<10) + "\ndeb https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /\n"
+	got := ParseSourcesList("s.list", []byte(data))
+	if len(got) != 1 || got[0].URIs[0] != "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" {
+		t.Errorf("after a 128 KiB comment: %+v", got)
+	}
+}
