@@ -109,9 +109,13 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		before["loaded_module"] = v
 	}
 	if len(installed) == len(names) && haveMain {
+		// One driver: for apt every package at the main one's version,
+		// for dnf at its upstream version (NVIDIA's RPMs of one driver
+		// differ in epoch and release: pkgdb.Match).
 		same := true
 		for _, pkg := range installed {
-			same = same && pkg.Version == mainPkg.Version
+			_, ok := pkgdb.Match(string(manager), mainPkg.Version, []string{pkg.Version})
+			same = same && ok
 		}
 		up, err := pkgdb.UpstreamVersion(string(manager), mainPkg.Version)
 		if same && err == nil && d.Versions.Check(up) {
