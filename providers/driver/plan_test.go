@@ -426,6 +426,12 @@ func TestPlanDnfMixedEVR(t *testing.T) {
 				t.Errorf("version %q, want cuda-drivers' 550.90.07-1", st.After["version"])
 			}
 			planApply(obs, plan.Steps)
+			// Before the reboot the open module is still loaded: the
+			// packages are as planned, as they are for apt, whose
+			// packages share one version.
+			if again := plantest.Plan(t, pl, s, obs); len(again.Steps) != 0 {
+				t.Errorf("after applying, before the reboot, the plan still has %+v", again.Steps)
+			}
 			obs.Driver.ModuleFlavor = "proprietary"
 			if again := plantest.Plan(t, pl, s, obs); len(again.Steps) != 0 {
 				t.Errorf("after applying, the plan still has %+v", again.Steps)
