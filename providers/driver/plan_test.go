@@ -422,6 +422,9 @@ func TestPlanDnfMixedEVR(t *testing.T) {
 			if got := planPins(st); got != pins {
 				t.Errorf("installs %s, want %s", got, pins)
 			}
+			if want := "installs cuda-drivers 550.90.07-1, kmod-nvidia-latest-dkms 3:550.90.07-1.el9 (proprietary kernel modules)"; !strings.Contains(st.Reason, want) {
+				t.Errorf("reason %q, want it to say %q", st.Reason, want)
+			}
 			if st.After["version"] != "550.90.07-1" {
 				t.Errorf("version %q, want cuda-drivers' 550.90.07-1", st.After["version"])
 			}
