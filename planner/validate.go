@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpuenv/gpuenv/spec/version"
 )
 
 // validateSteps checks what providers return: each step has an address of
@@ -169,6 +171,19 @@ func samePackagesOp(a, b *PackagesOp) bool {
 // its pins have no version (PackagePin.KnownAfterApply).
 const KnownAfterApply = "(known after apply)"
 
+// sameRPMVersion reports whether two EVRs share their version part: a
+// dnf step shows its main package's version, and NVIDIA's RPMs of one
+// driver differ from it in epoch and release (cuda-drivers 550.90.07-1,
+// kmod-nvidia-latest-dkms 3:550.90.07-1.el9).
+func sameRPMVersion(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	_, va, _ := version.SplitEVR(a)
+	_, vb, _ := version.SplitEVR(b)
+	return va == vb
+}
+
 // checkShown refuses a step whose package operations do something else
 // than its shown values say, as providers fill them: the version it
 // installs (After "version", or the "name=version" of After "package"),
@@ -178,10 +193,16 @@ const KnownAfterApply = "(known after apply)"
 func (s *Step) checkShown() error {
 	var ops []*PackagesOp
 	var pins []PackagePin
+	dnf := map[string]bool{} // pins of dnf's, by name
 	for _, op := range s.Operations {
 		if op.Packages != nil {
 			ops = append(ops, op.Packages)
 			pins = append(pins, op.Packages.Install...)
+			for _, p := range op.Packages.Install {
+				if op.Packages.Manager == ManagerDnf {
+					dnf[p.Name] = true
+				}
+			}
 		}
 	}
 	if len(ops) == 0 {
@@ -201,7 +222,7 @@ func (s *Step) checkShown() error {
 			return fmt.Errorf("it installs %s but shows no version", strings.Join(names, ", "))
 		}
 		for _, p := range pins {
-			if p.Version != want && !(p.Version == "" && (want == "" || want == KnownAfterApply)) {
+			if p.Version != want && !(p.Version == "" && (want == "" || want == KnownAfterApply)) && !(dnf[p.Name] && sameRPMVersion(p.Version, want)) {
 				got := p.Version
 				if got == "" {
 					got = KnownAfterApply

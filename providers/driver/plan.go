@@ -109,9 +109,13 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		before["loaded_module"] = v
 	}
 	if len(installed) == len(names) && haveMain {
+		// One driver: for apt every package at the main one's version,
+		// for dnf at its upstream version (NVIDIA's RPMs of one driver
+		// differ in epoch and release: pkgdb.Match).
 		same := true
 		for _, pkg := range installed {
-			same = same && pkg.Version == mainPkg.Version
+			_, ok := pkgdb.Match(string(manager), mainPkg.Version, []string{pkg.Version})
+			same = same && ok
 		}
 		up, err := pkgdb.UpstreamVersion(string(manager), mainPkg.Version)
 		if same && err == nil && d.Versions.Check(up) {
@@ -162,7 +166,17 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		action = planner.Replace
 		why = append(why, fmt.Sprintf("the loaded module is the %s flavour and the spec asks for %s modules", cur, d.KernelModules))
 	}
-	why = append(why, fmt.Sprintf("installs %s %s (%s kernel modules)", strings.Join(names, ", "), repository.ShownVersion(picked.Version), d.KernelModules))
+	installs := strings.Join(names, ", ") + " " + repository.ShownVersion(picked.Version)
+	if len(picked.Versions) > 0 {
+		// A dnf set shares its upstream version only: each package is
+		// shown at the EVR it is pinned at.
+		var each []string
+		for _, pin := range op.Install {
+			each = append(each, pin.Name+" "+pin.Version)
+		}
+		installs = strings.Join(each, ", ")
+	}
+	why = append(why, fmt.Sprintf("installs %s (%s kernel modules)", installs, d.KernelModules))
 	if d.KernelModules == spec.KernelModulesNone {
 		why = append(why, "the driver's userspace only: nvidia-smi, NVML and the CUDA driver library, with what they depend on at exactly this version (nvidia-alternative, libnvidia-ptxjitcompiler1 …); their recommended kernel module must not be installed with them")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/providers/repository"
 )
 
 // countingCandidates answers candidate questions from a map and counts them.
@@ -375,5 +376,69 @@ func TestPlanReload(t *testing.T) {
 	})
 	if stops < 0 || d.Flags.NeedsReboot || !d.Flags.InterruptsGPUProcesses || !strings.Contains(d.Reason, "stopping the GPU processes /usr/bin/python3 (pid 4242) runs on GPU 0") {
 		t.Errorf("interrupting: stop at %d, flags %+v, reason %q", stops, d.Flags, d.Reason)
+	}
+}
+
+// TestPlanDnfMixedEVR: NVIDIA's rhel9 repository gives the driver's
+// packages different epochs and releases (cuda-drivers 550.90.07-1,
+// kmod-nvidia-latest-dkms 3:550.90.07-1.el9). The step installs each at
+// its own version, and once they are installed the driver has converged.
+func TestPlanDnfMixedEVR(t *testing.T) {
+	const src = "driver {\n  version = \"550.90.07\"\n  source = \"nvidia\"\n  kernel_modules = \"proprietary\"\n}\n"
+	const pins = "cuda-drivers=550.90.07-1 kmod-nvidia-latest-dkms=3:550.90.07-1.el9"
+	for _, tc := range []struct {
+		name, fixture string
+		cands         func(obs *facts.Observation) planner.Candidates
+	}{
+		// No dnf cache: the package manager's answer.
+		{"rhel9, asking dnf", "rhel9", func(*facts.Observation) planner.Candidates {
+			asked := 0
+			return countingCandidates{versions: map[string][]string{
+				"cuda-drivers":            {"550.90.07-1", "550.54.15-1"},
+				"kmod-nvidia-latest-dkms": {"3:550.90.07-1.el9", "3:550.54.15-1.el9"},
+			}, asked: &asked}
+		}},
+		// dnf's cache of NVIDIA's repository: what the source offers.
+		{"rhel9-dnf, from the cache", "rhel9-dnf", func(obs *facts.Observation) planner.Candidates {
+			c := repository.NewFactsCandidates()
+			c.UseIndexes(&obs.PackageIndexes)
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, obs := planObserve(t, tc.fixture)
+			obs.Packages.Manager = "rpm"
+			pl := planner.New(driver.Provider{})
+			pl.Candidates = tc.cands(obs)
+			s := plantest.LoadSpec(t, src)
+			plan, diags := pl.Plan(context.Background(), s, obs)
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if len(plan.Steps) == 0 || plan.Steps[0].Address != "driver" {
+				t.Fatalf("steps %+v, want the driver's first", plan.Steps)
+			}
+			st := plan.Steps[0]
+			if got := planPins(st); got != pins {
+				t.Errorf("installs %s, want %s", got, pins)
+			}
+			if want := "installs cuda-drivers 550.90.07-1, kmod-nvidia-latest-dkms 3:550.90.07-1.el9 (proprietary kernel modules)"; !strings.Contains(st.Reason, want) {
+				t.Errorf("reason %q, want it to say %q", st.Reason, want)
+			}
+			if st.After["version"] != "550.90.07-1" {
+				t.Errorf("version %q, want cuda-drivers' 550.90.07-1", st.After["version"])
+			}
+			planApply(obs, plan.Steps)
+			// Before the reboot the open module is still loaded: the
+			// packages are as planned, as they are for apt, whose
+			// packages share one version.
+			if again := plantest.Plan(t, pl, s, obs); len(again.Steps) != 0 {
+				t.Errorf("after applying, before the reboot, the plan still has %+v", again.Steps)
+			}
+			obs.Driver.ModuleFlavor = "proprietary"
+			if again := plantest.Plan(t, pl, s, obs); len(again.Steps) != 0 {
+				t.Errorf("after applying, the plan still has %+v", again.Steps)
+			}
+		})
 	}
 }

@@ -45,6 +45,10 @@ type Picked struct {
 	// Constraint then says which versions apply may pick.
 	Version    string
 	Constraint string
+	// Versions holds, for a package of the set whose version is not
+	// Version (a dnf set shares only its upstream version:
+	// pkgdb.PickVersions), the version it is installed at.
+	Versions map[string]string
 	// Note is set when the package manager listed no version of the
 	// packages (their repository is not configured yet) and the version
 	// came from gpuenv's tables; it says so, for the step's reason.
@@ -52,7 +56,7 @@ type Picked struct {
 }
 
 // Pick chooses the newest version that satisfies q and at which every
-// package of the set is available (pkgdb.PickVersion, the rule apply
+// package of the set is available (pkgdb.PickVersions, the rule apply
 // follows for a version left to it). Where the archive knows what the
 // source offers, it picks from that (pickOffered). Otherwise it asks the
 // package manager first;
@@ -103,14 +107,14 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 		}
 		others[p.Name] = vs
 	}
-	picked, rejected := pkgdb.PickVersion(string(q.Manager), listed, others, func(raw string, up version.Version) bool {
+	picked, versions, rejected := pkgdb.PickVersions(string(q.Manager), listed, others, func(raw string, up version.Version) bool {
 		return q.Versions.Check(up) && (q.Accept == nil || q.Accept(raw, up))
 	})
 	if picked != "" {
 		if row, fromTable := table[picked]; fromTable {
 			note = fmt.Sprintf("%s does not list %s yet, so the version comes from gpuenv's table of the archive (%s, %s)", managerTool(q.Manager), first, row.Suite, row.Source)
 		}
-		return Picked{Version: picked, Note: note}, nil
+		return Picked{Version: picked, Versions: versions, Note: note}, nil
 	}
 	if len(missing) > 0 {
 		return deferred(q, missing, rejected), nil
@@ -145,6 +149,7 @@ func pickOffered(q PickQuery) (Picked, error) {
 		}
 	}
 	var fit []planner.Offer
+	var fitVersions []map[string]string
 	var rejected []string
 	for _, o := range offers {
 		up, err := pkgdb.UpstreamVersion(string(q.Manager), o.Version)
@@ -153,22 +158,42 @@ func pickOffered(q PickQuery) (Picked, error) {
 			continue
 		}
 		missing := ""
+		var versions map[string]string
 		for _, p := range q.Packages[1:] {
-			if !slices.Contains(others[p.Name], o.Version) {
+			v, ok := pkgdb.Match(string(q.Manager), o.Version, others[p.Name])
+			if !ok {
 				missing = p.Name
 				break
 			}
+			if v != o.Version {
+				if versions == nil {
+					versions = map[string]string{}
+				}
+				versions[p.Name] = v
+			}
 		}
 		if missing != "" {
-			rejected = append(rejected, o.Version+" (no "+missing+" "+o.Version+")")
+			rejected = append(rejected, o.Version+" (no "+missing+" "+matchShown(q.Manager, o.Version)+")")
 			continue
 		}
 		fit = append(fit, o)
+		fitVersions = append(fitVersions, versions)
 	}
 	if len(fit) == 0 {
 		return Picked{}, fmt.Errorf("no version of %s fits %s: %s offers %s", first, q.Versions.Quoted(), where, strings.Join(rejected, ", "))
 	}
-	return Picked{Version: fit[0].Version, Note: q.Archive.PreferenceNote(fit)}, nil
+	return Picked{Version: fit[0].Version, Versions: fitVersions[0], Note: q.Archive.PreferenceNote(fit)}, nil
+}
+
+// matchShown is the version another package of a set must have to go
+// with v, as a message names it: v itself, or for dnf v's version part
+// (pkgdb.Match).
+func matchShown(m planner.Manager, v string) string {
+	if m == planner.ManagerDnf {
+		_, ver, _ := version.SplitEVR(v)
+		return ver
+	}
+	return v
 }
 
 // unfetched is the capability of a Candidates to name the configured

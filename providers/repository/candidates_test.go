@@ -194,6 +194,7 @@ func TestPick(t *testing.T) {
 		want    string
 		note    string
 		wantErr string
+		pins    string // name=version … of Install, when set
 	}{
 		{
 			name:  "newest within the constraint",
@@ -280,6 +281,32 @@ func TestPick(t *testing.T) {
 			q:     PickQuery{Manager: "dnf", Packages: pkgs("nvidia-open"), Versions: version.MustParseConstraint("570.*")},
 			want:  "3:570.124.06-1.el9",
 		},
+		// NVIDIA's rhel9 repository: cuda-drivers at 0:V-1, the driver's
+		// other packages at 3:V-1.el9. They go together by upstream
+		// version, each installed at its own EVR.
+		{
+			name: "a dnf driver set of mixed epochs and releases",
+			cands: table{
+				"cuda-drivers":            {"550.90.07-1", "550.54.15-1"},
+				"kmod-nvidia-latest-dkms": {"3:550.90.07-1.el9", "3:550.54.15-1.el9"},
+			},
+			q:    PickQuery{Manager: "dnf", Packages: pkgs("cuda-drivers", "kmod-nvidia-latest-dkms"), Versions: version.MustParseConstraint("550.90.07")},
+			want: "550.90.07-1",
+			pins: "cuda-drivers=550.90.07-1 kmod-nvidia-latest-dkms=3:550.90.07-1.el9",
+		},
+		{
+			name:    "a dnf driver set one package of which lacks the upstream version",
+			cands:   table{"cuda-drivers": {"550.90.07-1"}, "kmod-nvidia-latest-dkms": {"3:550.54.15-1.el9"}},
+			q:       PickQuery{Manager: "dnf", Packages: pkgs("cuda-drivers", "kmod-nvidia-latest-dkms")},
+			wantErr: `no version of cuda-drivers fits any version: dnf lists 550.90.07-1 (no kmod-nvidia-latest-dkms 550.90.07)`,
+		},
+		{
+			name:  "apt pins every package of a set at the one version",
+			cands: table{"nvidia-driver": {"535.261.03-1"}, "nvidia-kernel-dkms": {"535.261.03-1"}},
+			q:     PickQuery{Manager: "apt", Packages: pkgs("nvidia-driver", "nvidia-kernel-dkms")},
+			want:  "535.261.03-1",
+			pins:  "nvidia-driver=535.261.03-1 nvidia-kernel-dkms=535.261.03-1",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,6 +322,15 @@ func TestPick(t *testing.T) {
 			}
 			if got.Version != tt.want || !strings.HasPrefix(got.Note, tt.note) || (tt.note == "") != (got.Note == "") {
 				t.Errorf("picked %+v, want %s with note %q", got, tt.want, tt.note)
+			}
+			if tt.pins != "" {
+				var pins []string
+				for _, p := range got.Install(tt.q.Manager, tt.q.Packages).Install {
+					pins = append(pins, p.Name+"="+p.Version)
+				}
+				if g := strings.Join(pins, " "); g != tt.pins {
+					t.Errorf("installs %s, want %s", g, tt.pins)
+				}
 			}
 		})
 	}
@@ -432,7 +468,7 @@ func TestPickBeforeTheRefresh(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Pick(context.Background(), tc.cands, q)
-			if err != nil || got != tc.want {
+			if err != nil || !cmp.Equal(got, tc.want) {
 				t.Errorf("picked %+v, %v; want %+v", got, err, tc.want)
 			}
 		})

@@ -23,12 +23,16 @@ func Names(pkgs []planner.PackageName) []string {
 }
 
 // Install is the operation that installs every package of pkgs at the
-// picked version (or, when apply learns the version, within its
-// constraint).
+// picked version, or its own where Versions has one (or, when apply
+// learns the version, within its constraint).
 func (p Picked) Install(manager planner.Manager, pkgs []planner.PackageName) *planner.PackagesOp {
 	op := &planner.PackagesOp{Manager: manager, Install: make([]planner.PackagePin, len(pkgs))}
 	for i, pn := range pkgs {
-		op.Install[i] = planner.PackagePin{Name: pn.Name, Version: p.Version, Constraint: p.Constraint}
+		v := p.Version
+		if own, ok := p.Versions[pn.Name]; ok {
+			v = own
+		}
+		op.Install[i] = planner.PackagePin{Name: pn.Name, Version: v, Constraint: p.Constraint}
 	}
 	return op
 }

@@ -72,14 +72,11 @@ func rpmDriver(v string) []RPM {
 				"/etc/dracut.conf.d/nvidia.conf":  "# NVIDIA " + v + ": the modules stay out of the initramfs\nomit_drivers+=\" nvidia nvidia-drm nvidia-modeset nvidia-uvm \"\n",
 				"/usr/lib/modprobe.d/nvidia.conf": "# NVIDIA " + v + "\noptions nvidia NVreg_PreserveVideoMemoryAllocations=1\n",
 			}},
-		// NVIDIA's is at epoch 3, release 1.el9 (testdata/rpm/rhel9.qa:
-		// kmod-nvidia-open-dkms 3:550.90.07-1.el9), cuda-drivers at
-		// 0:550.90.07-1. gpuenv's planner picks one version for every
-		// package of the driver step (pkgdb.PickVersion compares the raw
-		// versions), so with NVIDIA's versions it finds none ("no
-		// kmod-nvidia-latest-dkms 550.90.07-1"); built at cuda-drivers'
-		// version, the package lets the tier test the apply path.
-		{Name: "kmod-nvidia-latest-dkms", Version: v, Release: "1",
+		// At NVIDIA's EVR (testdata/rpm/rhel9.qa: kmod-nvidia-open-dkms
+		// 3:550.90.07-1.el9), unlike cuda-drivers at 0:550.90.07-1: the
+		// planner matches a dnf set by upstream version and pins each
+		// package at its own EVR.
+		{Name: "kmod-nvidia-latest-dkms", Epoch: 3, Version: v, Release: "1.el9",
 			Requires: []string{eq("nvidia-kmod-common")},
 			Provides: []string{"nvidia-kmod = " + evr},
 			Dirs:     []string{"/usr/src/nvidia-" + v},

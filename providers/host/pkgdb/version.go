@@ -45,12 +45,23 @@ func UpstreamVersion(manager, v string) (version.Version, error) {
 // PickVersion is the rule by which a plan chooses the version of a set of
 // packages, and apply the version a plan left to it: the newest of listed
 // (the first package's versions, newest first) whose upstream part keep
-// admits, at which every other package of the set is listed too. A
-// package listed at no version is taken to follow the first: its
+// admits, at which every other package of the set is listed too (Match).
+// A package listed at no version is taken to follow the first: its
 // repository may not be configured yet. rejected says of each version
-// passed over why: "V" when keep refused it, "V (no NAME V)" when NAME
-// lacks it.
+// passed over why: "V" when keep refused it, "V (no NAME W)" when NAME
+// lacks it (W is what Match looks for).
 func PickVersion(manager string, listed []string, others map[string][]string, keep func(raw string, up version.Version) bool) (picked string, rejected []string) {
+	picked, _, rejected = PickVersions(manager, listed, others, keep)
+	return picked, rejected
+}
+
+// PickVersions is PickVersion that also returns the version at which each
+// other package of the set goes with the picked one, for the packages
+// whose version is not the picked one's raw version (nil when none is):
+// for dnf, a driver's packages share only their upstream version
+// (NVIDIA's kmod-nvidia-latest-dkms 3:550.90.07-1.el9 goes with
+// cuda-drivers 550.90.07-1).
+func PickVersions(manager string, listed []string, others map[string][]string, keep func(raw string, up version.Version) bool) (picked string, versions map[string]string, rejected []string) {
 	names := make([]string, 0, len(others))
 	for n := range others {
 		names = append(names, n)
@@ -62,14 +73,61 @@ func PickVersion(manager string, listed []string, others map[string][]string, ke
 			rejected = append(rejected, raw)
 			continue
 		}
-		lacking := slices.IndexFunc(names, func(n string) bool { return len(others[n]) > 0 && !slices.Contains(others[n], raw) })
-		if lacking >= 0 {
-			rejected = append(rejected, raw+" (no "+names[lacking]+" "+raw+")")
+		versions = nil
+		lacking := ""
+		for _, n := range names {
+			if len(others[n]) == 0 {
+				continue
+			}
+			v, ok := Match(manager, raw, others[n])
+			if !ok {
+				lacking = n
+				break
+			}
+			if v != raw {
+				if versions == nil {
+					versions = map[string]string{}
+				}
+				versions[n] = v
+			}
+		}
+		if lacking != "" {
+			rejected = append(rejected, raw+" (no "+lacking+" "+matchKey(manager, raw)+")")
 			continue
 		}
-		return raw, rejected
+		return raw, versions, rejected
 	}
-	return "", rejected
+	return "", nil, rejected
+}
+
+// Match returns the version of vs that goes with raw, the version of
+// another package of the same set: raw itself for apt, whose packages of
+// one driver or toolkit share one version; for dnf the newest of vs with
+// raw's version part (the EVR without epoch and release), since NVIDIA's
+// RPM repositories give one driver's packages different epochs and
+// releases (nvidia-driver 3:550.90.07-1.el9, cuda-drivers 550.90.07-1).
+func Match(manager, raw string, vs []string) (string, bool) {
+	if manager != "dnf" && manager != ManagerRPM {
+		return raw, slices.Contains(vs, raw)
+	}
+	key := matchKey(manager, raw)
+	best := ""
+	for _, v := range vs {
+		if matchKey(manager, v) == key && (best == "" || Compare(manager, v, best) > 0) {
+			best = v
+		}
+	}
+	return best, best != ""
+}
+
+// matchKey is what Match compares: the raw version for apt, the version
+// part of the EVR for dnf.
+func matchKey(manager, raw string) string {
+	if manager != "dnf" && manager != ManagerRPM {
+		return raw
+	}
+	_, ver, _ := version.SplitEVR(raw)
+	return ver
 }
 
 // ExactRelations reads Debian relation fields (Depends, Pre-Depends) and
