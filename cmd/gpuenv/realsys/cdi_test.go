@@ -37,6 +37,13 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs -o mode=0755 tmpfs /run
 mkdir /run/cdi
 cp "$2" /run/cdi/nvidia.yaml
+# On a machine with hybrid cgroups (version 1 controllers, and the unified
+# hierarchy at /sys/fs/cgroup/unified) crun refuses to start ("cgroups in
+# hybrid mode not supported"); in this namespace it gets version 1 alone,
+# as the engines' test roots do (mountCgroups).
+if [ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ] && mountpoint -q /sys/fs/cgroup/unified; then
+  umount /sys/fs/cgroup/unified
+fi
 podman() {
   command podman --root "$work/storage" --runroot /run/podman --cgroup-manager cgroupfs --events-backend file \
     run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "$@"
