@@ -74,6 +74,18 @@ func TestExamples(t *testing.T) {
 				t.Error("Debian's nvidia-cudnn is an installer package; the example must not manage cuDNN")
 			}
 		},
+		"debian12-container": func(t *testing.T, s *Spec) {
+			if s.Driver != nil {
+				t.Error("a container's driver is the host's; the example must not manage it")
+			}
+			wantCUDA(t, s, "11.8.89")
+			if s.CUDA.Source.Value != SourceDistro {
+				t.Errorf("cuda source = %q", s.CUDA.Source.Value)
+			}
+			if torch := framework(t, s, PyTorch); torch.Source.Value != SourceDistro {
+				t.Errorf("pytorch = %+v", torch)
+			}
+		},
 		"airgapped": func(t *testing.T, s *Spec) {
 			if v, ok := s.Driver.Version.Value.Exact(); !ok || v.String() != "550.54.15" {
 				t.Errorf("driver is not pinned: %s", s.Driver.Version.Value)
