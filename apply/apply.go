@@ -40,6 +40,9 @@ type Options struct {
 	// ProgressInterval is how often an operation still running says so;
 	// zero: DefaultProgressInterval.
 	ProgressInterval time.Duration
+	// Generate makes the content of the files the plan leaves to apply
+	// (planner.FileOp.Generate); nil refuses such a plan.
+	Generate Generator
 	// Events, when set, receives the run's events as they happen (the
 	// JSON view); Out still receives the text.
 	Events func(RunEvent)
@@ -335,6 +338,9 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		}
 	}
 	items := planItems(plan)
+	if err := checkGenerators(items, opts.Generate); err != nil {
+		return nil, err
+	}
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
@@ -394,7 +400,12 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		fmt.Fprintf(out, "[%d/%d] %s: %s …", n, len(items), it.step, what)
 		ev := opEvent(n, len(items), it.step, it.op)
 		e.started(ev)
-		inv, err := safe(func() (*Inverse, error) { return e.exec.Prepare(run, e.ws, n, it.op) })
+		var inv *Inverse
+		op, err := generated(run, it.op, opts.Generate)
+		if err == nil {
+			it.op = op
+			inv, err = safe(func() (*Inverse, error) { return e.exec.Prepare(run, e.ws, n, it.op) })
+		}
 		var skip *SkipError
 		if errors.As(err, &skip) {
 			e.ended(ev, "skipped", start, skip)

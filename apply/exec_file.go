@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/gpuenv/gpuenv/planner"
-	"github.com/gpuenv/gpuenv/providers/containers"
 )
 
 // fileExecutor writes and removes files gpuenv manages, keeping their
@@ -122,15 +121,12 @@ func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *planner.FileOp
 		if mode == 0 {
 			mode = defaultFileMode
 		}
-		content := []byte(op.Content)
-		if op.Generate == planner.GenerateCDI {
-			text, err := containers.RegenerateCDI(ctx, x.Host)
-			if err != nil {
-				return fmt.Errorf("making the CDI spec: %w", err)
-			}
-			content = []byte(text)
+		if op.Generate != "" {
+			// The engine puts the content in first (generated), so that
+			// the journal has it before the file does.
+			return fmt.Errorf("%s: its content, made at apply, was not made before the write", op.Path)
 		}
-		if err := x.writeFile(op.Path, content, mode, op.UID, op.GID); err != nil {
+		if err := x.writeFile(op.Path, []byte(op.Content), mode, op.UID, op.GID); err != nil {
 			return err
 		}
 	}

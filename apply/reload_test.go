@@ -15,6 +15,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -47,7 +48,7 @@ func openReloadHost(t *testing.T, dir string) *testHost {
 // (applytest.ReloadPlan).
 func reloadPlan(t *testing.T, h *host.Host, o reload.Options) *planner.Plan {
 	t.Helper()
-	p, err := applytest.ReloadPlan(providers.Observe(context.Background(), h, providers.ObserveOptions{}), o)
+	p, err := applytest.ReloadPlan(providers.Observe(context.Background(), h, providers.ObserveOptions{}), o, driver.ReloadOperations)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/reload"
-	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
@@ -98,10 +97,12 @@ func BuildReloadHost(dir string) (*Fixture, error) {
 
 // ReloadPlan is the upgrade to DriverNew of the reload host observed in
 // obs, as the planner makes it: the package transaction, then the reload
-// reload.Decide allows (planned whatever it says, for the tests where
-// apply must meet what the plan did not see). It fails when no nvidia
-// module is loaded.
-func ReloadPlan(obs *facts.Observation, o reload.Options) (*planner.Plan, error) {
+// reload.Decide allows, as operations (planned whatever it says, for the
+// tests where apply must meet what the plan did not see). The tests hand
+// in the driver provider's operations: this kit, like apply, imports
+// nothing of the providers but host access. It fails when no nvidia module
+// is loaded.
+func ReloadPlan(obs *facts.Observation, o reload.Options, operations func(rp reload.Plan, version string) []planner.Operation) (*planner.Plan, error) {
 	rp := reload.Decide(obs, o)
 	if !rp.Loaded {
 		return nil, fmt.Errorf("the reload host has no nvidia module loaded: %+v", obs.Kernel.Loaded)
@@ -112,7 +113,7 @@ func ReloadPlan(obs *facts.Observation, o reload.Options) (*planner.Plan, error)
 	}
 	up, _, _ := strings.Cut(DriverNew, "-")
 	ops := append([]planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", Install: pins}}},
-		driver.ReloadOperations(rp, up)...)
+		operations(rp, up)...)
 	p := &planner.Plan{FormatVersion: planner.FormatVersion, SpecDigest: "sha256:test", Steps: []planner.Step{{
 		Address: "driver", Action: planner.Update, Reason: "driver upgrade", ReasonCode: planner.ReasonVersionMismatch,
 		After:      map[string]string{"version": DriverNew, "packages": "libnvidia-ml1, nvidia-smi, nvidia-kernel-dkms"},

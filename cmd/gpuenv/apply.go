@@ -239,6 +239,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 		Out:          progress,
 		Before:       pl.obs,
 		Executor:     &apply.HostExecutor{Host: h, Devices: devices, Driver: newDriverVersion(h), Indexes: providers.IndexesOf(h)},
+		Generate:     providers.GeneratorOf(h),
 		JournalPoint: applyHooks.journalPoint,
 	}
 	if pl.spec != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -74,7 +75,7 @@ func reloadHostCmd() {
 		die(err)
 	}
 	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{})
-	p, err := applytest.ReloadPlan(obs, reload.Options{})
+	p, err := applytest.ReloadPlan(obs, reload.Options{}, driver.ReloadOperations)
 	if err != nil {
 		die(err)
 	}

@@ -24,8 +24,9 @@ func (noNVML) System() (host.NVMLSystem, error)    { return host.NVMLSystem{}, e
 func (noNVML) Devices() ([]host.NVMLDevice, error) { return nil, errNoNVML }
 
 // RegenerateCDI makes the CDI spec's text from h's files as they are
-// now: apply runs it for a plan's CDI step once the driver step before it
-// has put the new driver's files in place (planner.GenerateCDI).
+// now: what apply is handed (providers.GeneratorOf) for a plan's CDI step
+// made at apply (planner.GenerateCDI), run once the driver or toolkit step
+// before it has put the new files in place.
 func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 	obs := &facts.Observation{}
 	system.Observe(ctx, h, obs)
