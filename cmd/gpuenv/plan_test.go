@@ -209,6 +209,8 @@ var planCases = []planCase{
 	{root: "nouveau", spec: "examples/pytorch-workstation"},
 	{root: "apt-no-lists", spec: "cmd/gpuenv/testdata/plan/apt-no-lists/userspace.hcl", indexes: true},
 	{root: "debian12-lists", spec: "cmd/gpuenv/testdata/plan/apt-no-lists/userspace.hcl", indexes: true},
+	{root: "containers-host", spec: "cmd/gpuenv/testdata/plan/containers-host/podman.hcl"},
+	{root: "containers-host", spec: "cmd/gpuenv/testdata/plan/containers-host/driver-upgrade.hcl"},
 }
 
 // runPlan runs gpuenv plan in this process against a built fixture root.

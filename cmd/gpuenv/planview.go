@@ -243,7 +243,11 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 				// merged file's owner; only another is worth a word.
 				owner = fmt.Sprintf(", owner %d:%d", f.UID, f.GID)
 			}
-			s = fmt.Sprintf("write %s (mode %04o%s, %d bytes)", f.Path, f.Mode, owner, len(f.Content))
+			size := fmt.Sprintf("%d bytes", len(f.Content))
+			if f.Generate != "" {
+				size = "content made at apply from the host's files"
+			}
+			s = fmt.Sprintf("write %s (mode %04o%s, %s)", f.Path, f.Mode, owner, size)
 		}
 		if len(f.After) > 0 {
 			s += ", then run " + strings.Join(f.After, " ")

@@ -299,6 +299,7 @@ No changes. This host matches the spec.
 
 // A file written with an owner other than root's (a merged engine
 // configuration kept as it was) says so; root's, the usual, goes unsaid.
+// A file whose content apply makes says so rather than "0 bytes".
 func TestOperationTextOwner(t *testing.T) {
 	for _, c := range []struct {
 		op   planner.FileOp
@@ -308,6 +309,9 @@ func TestOperationTextOwner(t *testing.T) {
 			"write /etc/docker/daemon.json (mode 0600, owner 1000:1001, 3 bytes), then run systemctl restart docker"},
 		{planner.FileOp{Path: "/etc/containerd/config.toml", Content: "x\n", Mode: 0o600},
 			"write /etc/containerd/config.toml (mode 0600, 2 bytes)"},
+		// Content made at apply has no size to show yet.
+		{planner.FileOp{Path: "/etc/cdi/nvidia.yaml", Mode: 0o644, Generate: planner.GenerateCDI},
+			"write /etc/cdi/nvidia.yaml (mode 0644, content made at apply from the host's files)"},
 	} {
 		if got := operationText(planner.Operation{Kind: planner.OpFile, File: &c.op}, "", nil); got != c.want {
 			t.Errorf("got  %q\nwant %q", got, c.want)

@@ -242,6 +242,7 @@ func TestGoldenPlans(t *testing.T) {
 				t.Errorf("steps %q, want %q", got, tc.steps)
 			}
 			checkGolden(t, tc.name, p)
+			shown := checkCDIShown(t, p)
 			if tc.driverStep {
 				if f := p.Steps[0].Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
 					t.Errorf("the CDI step of a driver change is not made at apply: %+v", f)
@@ -257,12 +258,54 @@ func TestGoldenPlans(t *testing.T) {
 			// Once the packages are in and the files written, the host
 			// matches the spec.
 			apply(t, dir, p)
+			if shown != "" {
+				// What the plan showed is what is on disk.
+				for _, sp := range observe(t, dir).Containers.CDISpecs {
+					if sp.Path == containers.CDISpecPath && sp.SHA256 != shown {
+						t.Errorf("the plan showed sha256 %s for %s, the file written has %s", shown, sp.Path, sp.SHA256)
+					}
+				}
+			}
 			if !tc.toolkit {
 				installToolkit(t, dir)
 			}
 			plantest.Converged(t, pl, s, observe(t, dir), "applying")
 		})
 	}
+}
+
+// checkCDIShown checks that p's CDI step, if any, shows what it writes:
+// the digest of the content it carries and every device in it, or, for a
+// spec apply makes, that its digest is known after apply. It returns the
+// digest shown for content made at plan.
+func checkCDIShown(t *testing.T, p *planner.Plan) string {
+	t.Helper()
+	for _, st := range p.Steps {
+		if st.Address != containers.CDIAddress {
+			continue
+		}
+		f := st.Operations[0].File
+		if f.Generate != "" {
+			if st.After["sha256"] != planner.KnownAfterApply {
+				t.Errorf("the CDI step made at apply shows sha256 %q", st.After["sha256"])
+			}
+			return ""
+		}
+		if got, want := st.After["sha256"], planner.Digest(f.Content); got != want {
+			t.Errorf("the CDI step shows sha256 %q, its content's is %s", got, want)
+		}
+		devices := strings.Split(st.After["devices"], ", ")
+		if len(devices) < 2 {
+			t.Errorf("the CDI step shows devices %q", st.After["devices"])
+		}
+		for _, d := range devices {
+			if !strings.Contains(f.Content, "- name: "+d+"\n") && !strings.Contains(f.Content, "- name: \""+d+"\"\n") {
+				t.Errorf("the CDI step shows device %s, which its content lacks", d)
+			}
+		}
+		return st.After["sha256"]
+	}
+	return ""
 }
 
 // The spec gpuenv writes is one the CDI project's own reader accepts, with

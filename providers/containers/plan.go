@@ -404,7 +404,9 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	}
 	if toolkitStep != nil && cs.Toolkit.Version == "" {
 		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", CDISpecPath))
+		// The driver stays: only the hooks wait for the toolkit.
 		step.After["driver_version"] = cs.DriverVersion
+		step.After["devices"] = strings.Join(deviceNames(s.Devices), ", ")
 		return step
 	}
 	content, err := MarshalCDI(s)
@@ -433,7 +435,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		Address:    CDIAddress,
 		Action:     planner.Create,
 		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"path": CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", ")},
+		After:      map[string]string{"path": CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", "), "sha256": planner.Digest(content)},
 		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Content: content, Mode: 0o644}}},
 		DependsOn:  []string{"driver"},
 	}
@@ -444,7 +446,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	if current != nil {
 		step.Action = planner.Update
 		step.ReasonCode = planner.ReasonContentDiffers
-		step.Before = map[string]string{"path": CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", ")}
+		step.Before = map[string]string{"path": CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", "), "sha256": current.SHA256}
 		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", CDISpecPath)}
 		if current.DriverVersion != "" && current.DriverVersion != cs.DriverVersion {
 			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", CDISpecPath, current.DriverVersion, cs.DriverVersion)}
@@ -472,7 +474,7 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason st
 		Address:    CDIAddress,
 		Action:     planner.Create,
 		ReasonCode: planner.ReasonDependency,
-		After:      map[string]string{"path": CDISpecPath, "driver_version": "(known after apply)"},
+		After:      map[string]string{"path": CDISpecPath, "driver_version": planner.KnownAfterApply, "devices": planner.KnownAfterApply, "sha256": planner.KnownAfterApply},
 		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
 		DependsOn:  []string{"driver"},
 		Reason:     reason,
@@ -483,7 +485,7 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason st
 	for _, sp := range cs.CDISpecs {
 		if sp.Path == CDISpecPath {
 			step.Action = planner.Update
-			step.Before = map[string]string{"path": CDISpecPath, "driver_version": sp.DriverVersion}
+			step.Before = map[string]string{"path": CDISpecPath, "driver_version": sp.DriverVersion, "devices": strings.Join(sp.Devices, ", "), "sha256": sp.SHA256}
 		}
 	}
 	return step
