@@ -4,6 +4,7 @@ package realsys
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/providers/containers"
 )
 
@@ -135,13 +137,20 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 	}
 	// apt learns of the repository's packages only once apply has
 	// written its source.
-	for _, want := range []string{"nvidia-container-toolkit=(known after apply)", containers.DockerConfig, containers.ContainerdConfig, containers.CDISpecPath} {
+	// The CDI spec names the hooks of the toolkit apt then picks: apply
+	// makes it after the toolkit step.
+	for _, want := range []string{"nvidia-container-toolkit=(known after apply)", containers.DockerConfig, containers.ContainerdConfig, containers.CDISpecPath,
+		"write " + containers.CDISpecPath + " (mode 0644, content made at apply from the host's files)"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("plan does not name %s:\n%s", want, res.Stdout)
 		}
 	}
 	if res := r.Gpuenv("apply", "--auto-approve", "/root/ctk"); res.Code != 0 {
 		t.Fatalf("apply: %s", res)
+	}
+	// The journal holds the spec apply made, byte for byte as written.
+	if got, want := r.journaledContent(containers.CDISpecPath), string(r.readFile(containers.CDISpecPath)); got != want {
+		t.Errorf("the journal records for %s:\n%s\nthe file holds:\n%s", containers.CDISpecPath, got, want)
 	}
 	pkgs := r.Dpkg()
 	for _, name := range containers.ToolkitPackages {
@@ -400,5 +409,33 @@ func lsLine(out, path string) string {
 		}
 		return f[0]
 	}
+	return ""
+}
+
+// journaledContent is the content the newest generation's journal records
+// for the write of file p; it fails the test when none is recorded.
+func (r *Root) journaledContent(p string) string {
+	r.t.Helper()
+	gens, _ := filepath.Glob(r.Path("/var/lib/gpuenv/generations/*/journal"))
+	newest, id := "", -1
+	for _, g := range gens {
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(filepath.Dir(g)), "%d", &n); err == nil && n > id {
+			newest, id = g, n
+		}
+	}
+	recs, err := apply.ReadJournal(newest, true)
+	if err != nil {
+		r.t.Fatalf("journal of generation %d: %v", id, err)
+	}
+	for _, rec := range recs {
+		if rec.Event == apply.EventBegin && rec.Operation != nil && rec.Operation.File != nil && rec.Operation.File.Path == p {
+			if rec.Operation.File.Generate != "" {
+				r.t.Errorf("generation %d journals the write of %s with its content still to be made", id, p)
+			}
+			return rec.Operation.File.Content
+		}
+	}
+	r.t.Fatalf("generation %d journals no write of %s", id, p)
 	return ""
 }
