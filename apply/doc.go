@@ -7,7 +7,11 @@
 // generation (the file's bytes, the installed version's .deb, .rpm or wheel).
 // The operation and its inverse are then written to the generation's
 // journal and fsynced, and only then is the operation run; its outcome is
-// journaled after. A failure reverts the operations already done, newest
+// journaled after. A file's content is in the plan, or, where only the
+// steps before it can decide it (a CDI spec after a driver upgrade), made
+// by the Generator cmd hands in when its turn comes, and journaled in the
+// operation before it is written: apply itself observes nothing and
+// imports no provider, only host access. A failure reverts the operations already done, newest
 // first; a process killed at any point leaves a journal from which
 // Rollback finishes the revert days later, from a new process, offline.
 //
