@@ -496,6 +496,9 @@ func startEngine(gen *Generation, x Executor, hook Hook, existing []Record, poin
 }
 
 func (e *engine) close() {
+	// A run that stopped inside an operation (its journal could not be
+	// written) says nothing more of it once it returns.
+	e.settle()
 	e.em.flush()
 	e.j.close()
 	e.logf.Close()

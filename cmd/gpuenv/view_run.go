@@ -142,10 +142,7 @@ func (v *runHuman) Event(e apply.RunEvent) {
 			v.stopTicker = v.ticker(w, v.started)
 		}
 	case apply.RunOperationEnd:
-		if v.stopTicker != nil {
-			v.stopTicker()
-			v.stopTicker = nil
-		}
+		v.stopStillRunning()
 		switch {
 		case e.Operation.Undoes != 0:
 			fmt.Fprintf(w, " %s\n", e.Outcome)
@@ -164,6 +161,16 @@ func (v *runHuman) Event(e apply.RunEvent) {
 		if v.live != nil {
 			v.live.progress(e)
 		}
+	}
+}
+
+// stopStillRunning stops the "still running" lines of the operation
+// shown: at its end, or at the end of a run that stopped inside it (its
+// journal could not be written).
+func (v *runHuman) stopStillRunning() {
+	if v.stopTicker != nil {
+		v.stopTicker()
+		v.stopTicker = nil
 	}
 }
 
@@ -246,6 +253,7 @@ func (v *runHuman) Cancelled() error {
 var titleKind = map[apply.Kind]string{apply.KindApply: "Apply", apply.KindRollback: "Rollback"}
 
 func (v *runHuman) Result(res *apply.Result, fromSpec bool) error {
+	v.stopStillRunning()
 	if v.kind == apply.KindRollback {
 		reportRollback(v.out, res)
 	} else {
@@ -258,12 +266,16 @@ func (v *runHuman) Result(res *apply.Result, fromSpec bool) error {
 }
 
 func (v *runHuman) Attention(_ *apply.Result, err error) error {
+	v.stopStillRunning()
 	fmt.Fprintf(v.errw, "Error: %v\n%s\n", err, attentionFix[v.kind])
 	return &exitCodeError{code: exitAttention}
 }
 
 // Failed returns err, which the command prints on stderr.
-func (v *runHuman) Failed(err error) error { return err }
+func (v *runHuman) Failed(err error) error {
+	v.stopStillRunning()
+	return err
+}
 
 // reportApply says how an apply ended.
 func reportApply(w io.Writer, res *apply.Result, fromSpec bool) {

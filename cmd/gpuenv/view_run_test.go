@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -117,6 +118,24 @@ func TestRunHumanStillRunning(t *testing.T) {
 				t.Errorf("the text goes on after the operation's end:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// A run that stops inside an operation, its journal not written, ends
+// the operation's "still running" lines with it.
+func TestRunHumanStillRunningEndsWithTheRun(t *testing.T) {
+	var out bytes.Buffer
+	v := newTestRunHuman(&out)
+	v.stillRunning = 20 * time.Millisecond
+	op := &apply.EventOperation{Index: 1, Total: 1, Step: "driver", Kind: "packages", What: "apt: installing nvidia-smi 550"}
+	v.Event(apply.RunEvent{Type: apply.RunOperationStart, Operation: op})
+	v.Event(apply.RunEvent{Type: apply.RunOperationRun, Operation: op})
+	time.Sleep(50 * time.Millisecond)
+	v.Attention(&apply.Result{Kind: apply.KindApply, Status: apply.StatusRunning}, errors.New("the journal could not be written"))
+	text := out.String()
+	time.Sleep(80 * time.Millisecond)
+	if !strings.Contains(text, "still running") || out.String() != text {
+		t.Errorf("the text before the end:\n%s\nand after it:\n%s", text, out.String())
 	}
 }
 
