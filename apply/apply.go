@@ -687,7 +687,7 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 	}
 	if len(want) > 0 {
 		if err := e.exec.Check(ctx, e.ws, want); err != nil {
-			e.em.emit(RunEvent{Type: RunRevertChecked, Error: err.Error()})
+			e.em.emit(RunEvent{Type: RunRevertCheckFailed, Error: err.Error()})
 			e.j.append(Record{Event: EventUndoFailed, Note: "package check: " + err.Error()})
 			return done, &Failure{Step: "packages", What: "checking the package database", Error: err.Error(), LogTail: e.logTail()}
 		}

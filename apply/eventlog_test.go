@@ -43,7 +43,7 @@ func (r *eventLog) String() string {
 		switch e.Type {
 		case apply.RunMessage:
 			b.WriteString(e.Line + "\n")
-		case apply.RunNote, apply.RunRevertChecked:
+		case apply.RunNote, apply.RunRevertCheckFailed:
 			fmt.Fprintf(&b, "  %s%s\n", e.Line, e.Error)
 		case apply.RunOperationStart:
 			b.WriteString(operationLabel(e.Operation) + " …\n")

@@ -75,10 +75,10 @@ const (
 	// failure, and a rollback's inverses.
 	RunRevertStart = "revert_start"
 	RunRevertEnd   = "revert_end"
-	// RunRevertChecked: after the inverses ran, the package database is
+	// RunRevertCheckFailed: after the inverses ran, the package database is
 	// not as it was before the apply (Error says how); RunRevertEnd
 	// follows, failed.
-	RunRevertChecked = "revert_check_failed"
+	RunRevertCheckFailed = "revert_check_failed"
 )
 
 // Hook follows an apply or a rollback: the engine hands it every event as
@@ -99,8 +99,7 @@ type Wants struct {
 	// Output: the package managers' output, line by line.
 	Output bool
 	// Progress: how far the running operation has got. Following it
-	// asks apt and dpkg to report on a descriptor of their own, and
-	// costs a goroutine per operation.
+	// costs a tracker, a goroutine, per operation.
 	Progress bool
 }
 

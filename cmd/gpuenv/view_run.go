@@ -155,7 +155,7 @@ func (v *runHuman) Event(e apply.RunEvent) {
 		default:
 			fmt.Fprintf(w, " %s (%s)\n", e.Outcome, elapsed(v.started))
 		}
-	case apply.RunRevertChecked:
+	case apply.RunRevertCheckFailed:
 		fmt.Fprintf(w, "  the package database is not as it was: %s\n", e.Error)
 	case apply.RunProgress:
 		if v.live != nil {

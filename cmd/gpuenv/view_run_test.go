@@ -46,7 +46,7 @@ func TestRunHumanText(t *testing.T) {
 		{Type: apply.RunRevertStart, Count: 1},
 		{Type: apply.RunOperationStart, Operation: undo},
 		{Type: apply.RunOperationEnd, Operation: undo, Outcome: "done"},
-		{Type: apply.RunRevertChecked, Error: "nvidia-smi is at 550, not 535"},
+		{Type: apply.RunRevertCheckFailed, Error: "nvidia-smi is at 550, not 535"},
 		{Type: apply.RunRevertEnd, Outcome: "failed", Count: 1, Error: "checking the package database: nvidia-smi is at 550, not 535"},
 	} {
 		v.Event(e)
@@ -159,7 +159,7 @@ func TestRunJSONKeepsTheStreamFormat(t *testing.T) {
 		{Type: apply.RunProgress, Operation: op, Progress: &apply.Progress{Command: 1, Phase: apply.PhaseRunning}},
 		{Type: apply.RunOperationEnd, Operation: op, Outcome: "done", Seconds: 0.008},
 		{Type: apply.RunRevertStart, Count: 1},
-		{Type: apply.RunRevertChecked, Error: "nvidia-smi is at 550"},
+		{Type: apply.RunRevertCheckFailed, Error: "nvidia-smi is at 550"},
 		{Type: apply.RunRevertEnd, Outcome: "failed", Count: 1, Error: "checking the package database: nvidia-smi is at 550"},
 	} {
 		e.Timestamp, e.Generation = at, 3
