@@ -2,6 +2,7 @@ package apply_test
 
 import (
 	"context"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -228,4 +229,30 @@ func silenced(t *testing.T, f func()) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// uncheckedExecutor finds the package database not as it should be.
+type uncheckedExecutor struct{ apply.Executor }
+
+func (uncheckedExecutor) Check(context.Context, *apply.Workspace, []apply.Expectation) error {
+	return errors.New("nvidia-smi is at 535.309.01-1, not 535.261.03-1")
+}
+
+// A rollback whose inverses all ran but whose package check fails says
+// so as an event of its own, which the text shows under the inverses,
+// before the revert's end, failed, says it again for the JSON stream.
+func TestRevertCheckFailedIsAnEvent(t *testing.T) {
+	fx := newFixture(t)
+	fx.applies(applytest.StandardPlan(fx.Index))
+	var ev eventLog
+	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, Executor: uncheckedExecutor{fx.executor()}, Hook: &ev})
+	if err != nil || res.Status != apply.StatusFailed || res.RevertFailed == nil || res.RevertFailed.What != "checking the package database" {
+		t.Fatalf("rollback: %v %+v\n%s", err, res, ev.String())
+	}
+	evs := ev.Events()
+	n := len(evs)
+	if n < 2 || evs[n-2].Type != apply.RunRevertCheckFailed || evs[n-2].Error != "nvidia-smi is at 535.309.01-1, not 535.261.03-1" ||
+		evs[n-1].Type != apply.RunRevertEnd || evs[n-1].Outcome != "failed" {
+		t.Errorf("want the check's failure, then the revert's end, failed, last:\n%s", ev.String())
+	}
 }
