@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gpuenv/gpuenv/internal/childproc"
@@ -26,8 +25,9 @@ type Options struct {
 	Executor Executor
 	// NoRevert leaves the operations done before a failure in place.
 	NoRevert bool
-	// Out receives progress lines; nil discards them.
-	Out io.Writer
+	// Hook follows the run: every event goes to it as it happens, and
+	// the engine says nothing any other way. Nil: nobody follows.
+	Hook Hook
 	// Before is the observation the plan was made from, saved in the
 	// generation as observation-before.json.
 	Before any
@@ -37,21 +37,9 @@ type Options struct {
 	// JournalPoint is called after each journal record is durable, with
 	// their count; tests use it to kill the process there.
 	JournalPoint func(n int)
-	// ProgressInterval is how often an operation still running says so;
-	// zero: DefaultProgressInterval.
-	ProgressInterval time.Duration
 	// Generate makes the content of the files the plan leaves to apply
 	// (planner.FileOp.Generate); nil refuses such a plan.
 	Generate Generator
-	// Events, when set, receives the run's events as they happen (the
-	// JSON view); Out still receives the text.
-	Events func(RunEvent)
-	// Progress, when set, receives the progress events only (RunProgress:
-	// how far the running operation has got, at most every
-	// progressEvery), for a view that draws them under the operation's
-	// line. Out then leaves out the "… still running" lines, whose
-	// elapsed time that view shows.
-	Progress func(RunEvent)
 }
 
 // Recheck is what a new observation and plan say after an apply.
@@ -143,50 +131,6 @@ func (e *UnfinishedError) Error() string {
 		e.Meta.ID, e.Meta.Kind, e.Meta.Started.Local().Format(time.RFC3339))
 }
 
-// DefaultProgressInterval is how often a long operation says it is still
-// running.
-const DefaultProgressInterval = 30 * time.Second
-
-// ticker prints the elapsed time of a long operation every interval until
-// stop is called, so that a person watching a package manager
-// download a driver for minutes sees it is still at work.
-func (e *engine) ticker(start time.Time, interval time.Duration) (stop func()) {
-	if interval <= 0 {
-		interval = DefaultProgressInterval
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(e.out, "\n      … still running (%s)", elapsed(start))
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
-}
-
-// syncWriter serialises writes from the ticker and the operation.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
 // logTailLines is how much of the log a failure shows.
 const logTailLines = 15
 
@@ -194,18 +138,16 @@ const logTailLines = 15
 type engine struct {
 	gen  *Generation
 	exec Executor
-	out  io.Writer
 	j    *journal
 	ws   *Workspace
 	logf *os.File
 	em   *emitter
-	// progress follows the operation running, for the event stream and
-	// the live view.
+	// progress follows the operation running, for a hook that wants it.
 	progress *tracker
 }
 
+// say emits a message, which a view shows between operations.
 func (e *engine) say(format string, args ...any) {
-	fmt.Fprintf(e.out, format+"\n", args...)
 	e.em.emit(RunEvent{Type: RunMessage, Line: fmt.Sprintf(format, args...)})
 }
 
@@ -219,14 +161,14 @@ func opEvent(n, total int, step string, op planner.Operation) *EventOperation {
 func (e *engine) started(op *EventOperation) {
 	e.em.emit(RunEvent{Type: RunOperationStart, Operation: op})
 	e.em.running(op)
-	if e.em.listened() {
+	if e.em.wants.Progress {
 		e.progress = newTracker(progressEvery, func(p Progress) { e.em.progress(op, p) })
 		e.ws.progress = e.progress
 	}
 }
 
-// settle stops the progress of the operation that ran, before the text
-// says how it ended: nothing of it comes after.
+// settle stops the progress of the operation that ran, before its end is
+// told: nothing of it comes after.
 func (e *engine) settle() {
 	e.progress.close()
 	e.progress, e.ws.progress = nil, nil
@@ -341,12 +283,8 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	if err := checkGenerators(items, opts.Generate); err != nil {
 		return nil, err
 	}
-	out := opts.Out
-	if out == nil {
-		out = io.Discard
-	}
 	if len(items) == 0 {
-		fmt.Fprintln(out, "No changes. The host already matches the spec.")
+		// Generation 0: nothing was to be done, which the views say.
 		return &Result{Kind: KindApply, Status: StatusApplied}, nil
 	}
 
@@ -357,7 +295,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	if err != nil {
 		return nil, err
 	}
-	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, nil, opts.JournalPoint, opts.Events, opts.Progress)
+	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), opts.Hook, nil, opts.JournalPoint)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +335,6 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 			}
 			break
 		}
-		fmt.Fprintf(out, "[%d/%d] %s: %s …", n, len(items), it.step, what)
 		ev := opEvent(n, len(items), it.step, it.op)
 		e.started(ev)
 		var inv *Inverse
@@ -409,7 +346,6 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		var skip *SkipError
 		if errors.As(err, &skip) {
 			e.ended(ev, "skipped", start, skip)
-			fmt.Fprintf(out, " skipped\n      %s\n", skip.Reason)
 			res.Skipped = append(res.Skipped, it.step+": "+skip.Reason)
 			res.NeedsReboot = true
 			if err := e.j.append(Record{Event: EventSkipped, Op: n, Step: it.step, Operation: &it.op, Note: skip.Reason}); err != nil {
@@ -418,8 +354,6 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 			continue
 		}
 		if err != nil {
-			e.settle()
-			fmt.Fprintf(out, " failed\n")
 			failure = fmt.Errorf("preparing: %w", err)
 			e.ended(ev, "failed", start, failure)
 			res.Failed = &Failure{Step: it.step, What: what, Error: failure.Error(), LogTail: e.logTail()}
@@ -432,10 +366,7 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 			return e.abort(res, err)
 		}
 		begun = append(begun, undoItem{gen: gen.Meta.ID, op: n, step: it.step, what: what, inv: inv})
-		stop := func() {}
-		if opts.Progress == nil {
-			stop = e.ticker(start, opts.ProgressInterval)
-		}
+		e.em.emit(RunEvent{Type: RunOperationRun, Operation: ev})
 		_, err = safe(func() (*Inverse, error) { return nil, e.exec.Run(run, e.ws, it.op) })
 		var again *PrepareAgainError
 		if errors.As(err, &again) {
@@ -447,17 +378,14 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 				err = fmt.Errorf("preparing again: %w", err)
 			} else {
 				if jerr := e.j.append(Record{Event: EventBegin, Op: n, Step: it.step, Operation: &it.op, Inverse: inv}); jerr != nil {
-					stop()
 					return e.abort(res, jerr)
 				}
 				begun[len(begun)-1].inv = inv
 				_, err = safe(func() (*Inverse, error) { return nil, e.exec.Run(run, e.ws, it.op) })
 			}
 		}
-		stop()
 		e.settle()
 		if err != nil {
-			fmt.Fprintf(out, " failed after %s\n", elapsed(start))
 			failure = err
 			e.ended(ev, "failed", start, err)
 			res.Failed = &Failure{Step: it.step, What: what, Error: err.Error(), LogTail: e.logTail()}
@@ -469,7 +397,6 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		if err := e.j.append(Record{Event: EventDone, Op: n, Step: it.step}); err != nil {
 			return e.abort(res, err)
 		}
-		fmt.Fprintf(out, " done (%s)\n", elapsed(start))
 		e.ended(ev, "done", start, nil)
 		res.Done = append(res.Done, it.step+": "+what)
 		if it.op.Packages != nil {
@@ -538,14 +465,6 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 	return res, nil
 }
 
-func elapsed(start time.Time) string {
-	d := time.Since(start)
-	if d < 10*time.Second {
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
-
 func reverse[T any](s []T) {
 	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
 		s[i], s[j] = s[j], s[i]
@@ -563,7 +482,7 @@ func safe(f func() (*Inverse, error)) (inv *Inverse, err error) {
 	return f()
 }
 
-func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, point func(int), events, live func(RunEvent)) (*engine, error) {
+func startEngine(gen *Generation, x Executor, hook Hook, existing []Record, point func(int)) (*engine, error) {
 	logf, err := os.OpenFile(filepath.Join(gen.Path(), logName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -573,26 +492,24 @@ func startEngine(gen *Generation, x Executor, out io.Writer, existing []Record, 
 		logf.Close()
 		return nil, err
 	}
-	out = &syncWriter{w: out}
-	e := &engine{gen: gen, exec: x, out: out, j: j, logf: logf}
+	e := &engine{gen: gen, exec: x, j: j, logf: logf, em: newEmitter(hook, gen.Meta.ID)}
 	var log io.Writer = logf
-	if events != nil || live != nil {
-		e.em = &emitter{fn: events, live: live, gen: gen.Meta.ID}
-	}
-	if events != nil {
+	if e.em.wants.Output {
 		// The log's lines are the package managers' output as it
 		// comes, so the events follow it.
 		log = io.MultiWriter(logf, e.em)
 	}
 	e.ws = &Workspace{Dir: gen.Dir(), Path: gen.Path(), Log: log, Say: func(f string, a ...any) {
-		fmt.Fprintf(out, "\n      "+f+"\n", a...)
 		fmt.Fprintf(logf, "gpuenv: "+f+"\n", a...)
-		e.em.emit(RunEvent{Type: RunMessage, Line: fmt.Sprintf(f, a...)})
+		e.em.emit(RunEvent{Type: RunNote, Line: fmt.Sprintf(f, a...)})
 	}}
 	return e, nil
 }
 
 func (e *engine) close() {
+	// A run that stopped inside an operation (its journal could not be
+	// written) says nothing more of it once it returns.
+	e.settle()
 	e.em.flush()
 	e.j.close()
 	e.logf.Close()
@@ -693,7 +610,6 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 	var rebuild []undoItem
 	run := func(it undoItem) (fail *Failure) {
 		what := DescribeInverse(it.inv)
-		fmt.Fprintf(e.out, "  undo %d.%d %s: %s …", it.gen, it.op, it.step, what)
 		ev := &EventOperation{Index: it.op, Undoes: it.gen, Step: it.step, Kind: string(it.inv.Kind), What: what}
 		start := time.Now()
 		e.started(ev)
@@ -710,8 +626,6 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 				return &Failure{Step: it.step, What: what, Error: err.Error()}
 			}
 			if err := e.exec.Recover(ctx, e.ws, it.inv.Packages.Manager); err != nil {
-				e.settle()
-				fmt.Fprintln(e.out, " failed")
 				return &Failure{Step: it.step, What: "recovering " + it.inv.Packages.Manager, Error: err.Error(), LogTail: e.logTail()}
 			}
 		}
@@ -721,14 +635,12 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 		_, err := safe(func() (*Inverse, error) { return nil, e.exec.Undo(ctx, e.ws, it.inv) })
 		e.settle()
 		if err != nil {
-			fmt.Fprintln(e.out, " failed")
 			e.j.append(Record{Event: EventUndoFailed, Generation: it.gen, Op: it.op, Step: it.step, Error: err.Error()})
 			return &Failure{Step: it.step, What: what, Error: err.Error(), LogTail: e.logTail(), Fix: fixOf(err)}
 		}
 		if err := e.j.append(Record{Event: EventUndone, Generation: it.gen, Op: it.op, Step: it.step}); err != nil {
 			return &Failure{Step: it.step, What: what, Error: err.Error()}
 		}
-		fmt.Fprintln(e.out, " done")
 		done = append(done, fmt.Sprintf("%s: %s", it.step, what))
 		return nil
 	}
@@ -786,7 +698,7 @@ func (e *engine) undo(ctx context.Context, items []undoItem) ([]string, *Failure
 	}
 	if len(want) > 0 {
 		if err := e.exec.Check(ctx, e.ws, want); err != nil {
-			fmt.Fprintf(e.out, "  the package database is not as it was: %v\n", err)
+			e.em.emit(RunEvent{Type: RunRevertCheckFailed, Error: err.Error()})
 			e.j.append(Record{Event: EventUndoFailed, Note: "package check: " + err.Error()})
 			return done, &Failure{Step: "packages", What: "checking the package database", Error: err.Error(), LogTail: e.logTail()}
 		}

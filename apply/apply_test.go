@@ -1,7 +1,6 @@
 package apply_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +27,7 @@ type testHost struct {
 	root   string
 	h      *host.Host
 	runner *applytest.Runner
-	out    bytes.Buffer
+	out    eventLog
 	// snap reads the host as "the same host" compares it: its package
 	// database is the package manager's own.
 	snap func(root string, extra ...string) (*applytest.State, error)
@@ -95,7 +94,7 @@ func (fx *testHost) same(want *applytest.State, what string) {
 }
 
 func (fx *testHost) opts(x apply.Executor) apply.Options {
-	return apply.Options{StateDir: stateDir, Executor: x, Out: &fx.out}
+	return apply.Options{StateDir: stateDir, Executor: x, Hook: &fx.out}
 }
 
 func (fx *testHost) apply(p *planner.Plan, o apply.Options) *apply.Result {
@@ -119,7 +118,7 @@ func (fx *testHost) applies(p *planner.Plan) *apply.Result {
 
 func (fx *testHost) rollback(to int) *apply.Result {
 	fx.t.Helper()
-	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: to, Out: &fx.out})
+	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: to, Hook: &fx.out})
 	if err != nil {
 		fx.t.Fatalf("rollback: %v\n%s", err, fx.out.String())
 	}

@@ -2,7 +2,6 @@ package apply_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"syscall"
 	"testing"
@@ -17,16 +16,17 @@ import (
 // operations: an apt transaction of four packages, files, groups, a
 // service, two pip transactions) on a fresh fake host, the fakes run
 // in-process: the engine, its journal and its commands, without the
-// time real package managers take. "text" is the run for a file;
-// "events" also sends every event to a listener, as the JSON view does,
-// which makes the engine follow each operation's progress. Besides the
+// time real package managers take. "text" is the run the text view
+// follows, which wants neither output nor progress; "events" wants both,
+// as the JSON view does, which makes the engine follow each operation's
+// progress and hand on every line the package managers print. Besides the
 // time, it reports the CPU time of the process (all its threads) per
 // apply, which other work on the machine disturbs less.
 func BenchmarkApplyStandardPlan(b *testing.B) {
 	for _, tc := range []struct {
-		name   string
-		events func(apply.RunEvent)
-	}{{"text", nil}, {"events", func(apply.RunEvent) {}}} {
+		name string
+		want apply.Wants
+	}{{"text", apply.Wants{}}, {"events", apply.Wants{Output: true, Progress: true}}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var cpu time.Duration
 			for i := 0; i < b.N; i++ {
@@ -43,7 +43,7 @@ func BenchmarkApplyStandardPlan(b *testing.B) {
 				p := applytest.StandardPlan(f.Index)
 				before := cpuTime(b)
 				b.StartTimer()
-				res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: stateDir, Out: io.Discard, Events: tc.events})
+				res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: stateDir, Hook: &eventLog{want: tc.want}})
 				b.StopTimer()
 				cpu += cpuTime(b) - before
 				if err != nil || res.Status != apply.StatusApplied {

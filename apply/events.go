@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// RunEvent is one thing an apply or a rollback did, as it happened, for a
-// program following the run (`apply --json` and `rollback --json` print
-// them as JSON Lines). The human view says the same things as text.
+// RunEvent is one thing an apply or a rollback did, as it happened. The
+// engine says nothing in any other way: its views (the text a person
+// reads, the live progress line, `apply --json` and `rollback --json`'s
+// JSON Lines) are Hooks that render these events.
 type RunEvent struct {
-	// Type is "operation_start", "operation_end", "package_manager_output",
-	// "progress", "revert_start", "revert_end" or "message".
+	// Type is one of the Run constants.
 	Type      string    `json:"type"`
 	Timestamp time.Time `json:"@timestamp"`
 	// Generation is the generation being run.
@@ -22,7 +22,9 @@ type RunEvent struct {
 	// ("reverted", "failed").
 	Outcome string  `json:"outcome,omitempty"`
 	Seconds float64 `json:"seconds,omitempty"`
-	Error   string  `json:"error,omitempty"`
+	// Error is why an operation failed or was skipped, or what the
+	// package check found.
+	Error string `json:"error,omitempty"`
 	// Line is one line the package managers printed, or a message.
 	Line string `json:"line,omitempty"`
 	// Count is how many operations a revert sets out to undo, or undid.
@@ -49,63 +51,100 @@ type EventOperation struct {
 
 // RunEvent types.
 const (
+	// RunMessage is what the run says between operations: the
+	// generation started, a revert begun, a warning.
+	RunMessage = "message"
+	// RunNote is what an executor says while an operation runs: a lock
+	// waited for, a version pinned, a fallback taken (Workspace.Say).
+	RunNote = "note"
+	// RunOperationStart: an operation, or an inverse, starts (it is
+	// being prepared).
 	RunOperationStart = "operation_start"
-	RunOperationEnd   = "operation_end"
-	RunOutput         = "package_manager_output"
-	RunProgress       = "progress"
-	RunRevertStart    = "revert_start"
-	RunRevertEnd      = "revert_end"
-	RunMessage        = "message"
+	// RunOperationRun: an apply's operation is prepared and journaled
+	// with its inverse, and now changes the host.
+	RunOperationRun = "operation_run"
+	// RunOperationEnd: it ended, with an Outcome; a skipped one's Error
+	// says why.
+	RunOperationEnd = "operation_end"
+	// RunOutput is a line the package managers printed (Wants.Output).
+	RunOutput = "package_manager_output"
+	// RunProgress is how far the running operation has got
+	// (Wants.Progress).
+	RunProgress = "progress"
+	// RunRevertStart and RunRevertEnd bracket an apply's revert after a
+	// failure, and a rollback's inverses.
+	RunRevertStart = "revert_start"
+	RunRevertEnd   = "revert_end"
+	// RunRevertCheckFailed: after the inverses ran, the package database is
+	// not as it was before the apply (Error says how); RunRevertEnd
+	// follows, failed.
+	RunRevertCheckFailed = "revert_check_failed"
 )
 
-// emitter sends a run's events to its listener, stamping each, and its
-// progress events also to the view that draws them (live).
+// Hook follows an apply or a rollback: the engine hands it every event as
+// it happens, one at a time and in order, from whichever goroutine the
+// event arises on. A view is a Hook; the engine has no other output.
+type Hook interface {
+	// Wants says which of the events that cost something to make the
+	// hook takes.
+	Wants() Wants
+	// Event receives one event. It must not block for long: the run
+	// waits for it.
+	Event(RunEvent)
+}
+
+// Wants are the kinds of events a Hook takes besides the run's steps,
+// which every hook gets.
+type Wants struct {
+	// Output: the package managers' output, line by line.
+	Output bool
+	// Progress: how far the running operation has got. Following it
+	// costs a tracker, a goroutine, per operation.
+	Progress bool
+}
+
+// silent is the hook of a run nobody follows.
+type silent struct{}
+
+func (silent) Wants() Wants   { return Wants{} }
+func (silent) Event(RunEvent) {}
+
+// emitter hands a run's events to its hook, stamping each, one at a
+// time: they come from the run, the progress tracker and the package
+// managers' output.
 type emitter struct {
-	mu   sync.Mutex
-	fn   func(RunEvent)
-	live func(RunEvent)
-	gen  int
-	cur  *EventOperation
-	line []byte
+	mu    sync.Mutex
+	hook  Hook
+	wants Wants
+	gen   int
+	cur   *EventOperation
+	line  []byte
+}
+
+func newEmitter(h Hook, gen int) *emitter {
+	if h == nil {
+		h = silent{}
+	}
+	return &emitter{hook: h, wants: h.Wants(), gen: gen}
 }
 
 func (em *emitter) emit(e RunEvent) {
-	if em == nil || em.fn == nil {
-		return
-	}
-	em.send(e, em.fn)
-}
-
-func (em *emitter) send(e RunEvent, to ...func(RunEvent)) {
 	em.mu.Lock()
 	defer em.mu.Unlock()
 	e.Timestamp = time.Now().UTC()
 	if e.Generation == 0 {
 		e.Generation = em.gen
 	}
-	for _, fn := range to {
-		if fn != nil {
-			fn(e)
-		}
-	}
+	em.hook.Event(e)
 }
 
 // progress sends how far op has got.
 func (em *emitter) progress(op *EventOperation, p Progress) {
-	if em == nil {
-		return
-	}
-	em.send(RunEvent{Type: RunProgress, Operation: op, Progress: &p}, em.fn, em.live)
+	em.emit(RunEvent{Type: RunProgress, Operation: op, Progress: &p})
 }
-
-// listened reports whether anyone follows progress.
-func (em *emitter) listened() bool { return em != nil && (em.fn != nil || em.live != nil) }
 
 // running marks op as the one whose package manager output follows.
 func (em *emitter) running(op *EventOperation) {
-	if em == nil {
-		return
-	}
 	em.flush()
 	em.mu.Lock()
 	em.cur = op
@@ -115,7 +154,7 @@ func (em *emitter) running(op *EventOperation) {
 // Write receives the generation log's bytes and emits them line by line,
 // tagged with the operation running.
 func (em *emitter) Write(p []byte) (int, error) {
-	if em == nil || em.fn == nil {
+	if !em.wants.Output {
 		return len(p), nil
 	}
 	em.mu.Lock()
@@ -139,7 +178,7 @@ func (em *emitter) Write(p []byte) (int, error) {
 
 // flush emits what is left of an unfinished line.
 func (em *emitter) flush() {
-	if em == nil || em.fn == nil {
+	if !em.wants.Output {
 		return
 	}
 	em.mu.Lock()

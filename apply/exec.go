@@ -70,7 +70,9 @@ type Workspace struct {
 	Path string
 	// Log receives the output of every command run.
 	Log io.Writer
-	// Say reports progress a person waits on (a lock being waited for).
+	// Say tells the run's hook, as a note, what a person waits on or
+	// should know while the operation runs (a lock being waited for, a
+	// fallback taken); the log gets it too.
 	Say func(format string, args ...any)
 	// progress follows the operation running; nil when nobody does.
 	progress *tracker

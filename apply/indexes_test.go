@@ -290,7 +290,7 @@ func TestRollbackInstallsSavedFilesByName(t *testing.T) {
 	before := fx.snapshot()
 	fx.appliesIndexed(upgradePlan(applytest.DriverNew, "libnvidia-ml1", "nvidia-smi"))
 	calls := callsOf(t, fx)
-	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, Out: &fx.out, Executor: fx.indexed()})
+	res, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, Hook: &fx.out, Executor: fx.indexed()})
 	if err != nil || res.Status != apply.StatusDone {
 		t.Fatalf("rollback: %v %+v\n%s", err, res, fx.out.String())
 	}

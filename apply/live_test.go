@@ -1,7 +1,6 @@
 package apply_test
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -42,8 +41,8 @@ func TestLiveRootCommands(t *testing.T) {
 			{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "gpuenv-compute-mode.service", Enable: true, Now: true}},
 		}},
 	}}
-	var out bytes.Buffer
-	res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: t.TempDir(), Out: &out})
+	var out eventLog
+	res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: t.TempDir(), Hook: &out})
 	if err == apply.ErrNotRoot {
 		t.Skip("needs root")
 	}

@@ -1,7 +1,6 @@
 package apply_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -47,10 +46,10 @@ func TestRealPip(t *testing.T) {
 			Install: []planner.PackagePin{{Name: "torch", Version: version}},
 		}})
 	}
-	var out bytes.Buffer
+	var out eventLog
 	run := func(p *planner.Plan) {
 		t.Helper()
-		res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: state, Out: &out})
+		res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: state, Hook: &out})
 		if err == apply.ErrNotRoot {
 			t.Skip("the live-root pip test runs as root")
 		}
@@ -72,7 +71,7 @@ func TestRealPip(t *testing.T) {
 	}
 	rollback := func() {
 		t.Helper()
-		res, err := apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: state, To: -1, Out: &out})
+		res, err := apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: state, To: -1, Hook: &out})
 		if err != nil || res.Status != apply.StatusDone {
 			t.Fatalf("rollback: %v %+v\n%s", err, res, out.String())
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,25 +19,13 @@ var dkmsDeb = applytest.Deb{Name: "nvidia-kernel-dkms", Version: applytest.Drive
 	"/usr/src/nvidia-current-535.309.01/dkms.conf": "PACKAGE_NAME=nvidia-current\n",
 }}
 
-// events records a run's events as the JSON view receives them.
-type events struct {
-	mu  sync.Mutex
-	all []apply.RunEvent
-}
-
-func (ev *events) add(e apply.RunEvent) {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	ev.all = append(ev.all, e)
-}
-
 // progress are the progress events, checked to be tagged with the
 // operation between whose start and end they came.
-func (ev *events) progress(t *testing.T) []apply.RunEvent {
+func (ev *eventLog) progress(t *testing.T) []apply.RunEvent {
 	t.Helper()
 	var out []apply.RunEvent
 	var running *apply.EventOperation
-	for _, e := range ev.all {
+	for _, e := range ev.Events() {
 		switch e.Type {
 		case apply.RunOperationStart:
 			running = e.Operation
@@ -97,9 +84,9 @@ func TestProgressEventsOfAnAptTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvPace+"=150ms")
-	var ev events
+	ev := eventLog{want: apply.Wants{Output: true, Progress: true}}
 	o := fx.opts(nil)
-	o.Events = ev.add
+	o.Hook = &ev
 	p := oneStep("driver", planner.Create, planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
 		Manager: "apt",
 		Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}, {Name: dkmsDeb.Name, Version: dkmsDeb.Version}},
@@ -180,9 +167,9 @@ func TestProgressEventsOfAnAptTransaction(t *testing.T) {
 func TestProgressEventsOfDpkgRepair(t *testing.T) {
 	fx := newFixture(t)
 	fx.runner.Env = append(fx.runner.Env, applytest.EnvFail+"=apt-get:install@reinstreq", applytest.EnvPace+"=150ms")
-	var ev events
+	ev := eventLog{want: apply.Wants{Output: true, Progress: true}}
 	o := fx.opts(nil)
-	o.Events = ev.add
+	o.Hook = &ev
 	if res := fx.apply(applytest.StandardPlan(fx.Index), o); res.Status != apply.StatusReverted {
 		t.Fatalf("status %s\n%s", res.Status, fx.out.String())
 	}
@@ -202,33 +189,28 @@ func TestProgressEventsOfDpkgRepair(t *testing.T) {
 	}
 }
 
-// A view that draws progress itself (Options.Progress) gets the progress
-// events and no others, and the text leaves out the "still running"
-// lines whose elapsed time it shows; without one the text keeps them.
-func TestProgressViewReplacesStillRunning(t *testing.T) {
-	for _, live := range []bool{false, true} {
-		t.Run(fmt.Sprintf("live=%v", live), func(t *testing.T) {
+// A hook gets the package managers' output and the progress only when it
+// wants them, and the run's steps whatever it wants.
+func TestHookGetsWhatItWants(t *testing.T) {
+	for _, want := range []apply.Wants{{}, {Progress: true}, {Output: true}, {Output: true, Progress: true}} {
+		t.Run(fmt.Sprintf("output=%v,progress=%v", want.Output, want.Progress), func(t *testing.T) {
 			fx := newFixture(t)
 			fx.runner.Env = append(fx.runner.Env, applytest.EnvPace+"=50ms")
-			var ev events
-			o := fx.opts(nil)
-			o.ProgressInterval = 300 * time.Millisecond
-			if live {
-				o.Progress = ev.add
-			}
-			if res := fx.apply(applytest.StandardPlan(fx.Index), o); res.Status != apply.StatusApplied {
+			fx.out.want = want
+			if res := fx.apply(applytest.StandardPlan(fx.Index), fx.opts(nil)); res.Status != apply.StatusApplied {
 				t.Fatalf("status %s\n%s", res.Status, fx.out.String())
 			}
-			if still := strings.Contains(fx.out.String(), "still running"); still == live {
-				t.Errorf("with a live view %v, the text says still running: %v\n%s", live, still, fx.out.String())
+			got := map[string]int{}
+			for _, e := range fx.out.Events() {
+				got[e.Type]++
 			}
-			for _, e := range ev.all {
-				if e.Type != apply.RunProgress || e.Operation == nil || e.Progress == nil {
-					t.Errorf("the live view got %+v", e)
+			for typ, wanted := range map[string]bool{apply.RunOutput: want.Output, apply.RunProgress: want.Progress} {
+				if (got[typ] > 0) != wanted {
+					t.Errorf("%d %s events, wanted: %v", got[typ], typ, wanted)
 				}
 			}
-			if live && len(ev.all) == 0 {
-				t.Error("the live view got no progress")
+			if got[apply.RunOperationStart] != 13 || got[apply.RunOperationEnd] != 13 || got[apply.RunMessage] == 0 {
+				t.Errorf("events %v: want 13 operations started and ended, and the messages", got)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,15 +23,13 @@ type RollbackOptions struct {
 	// yet undone.
 	To       int
 	Executor Executor
-	Out      io.Writer
+	// Hook is as in Options.
+	Hook Hook
 	// Confirm is shown what will be undone, while the lock is held, and
 	// says whether to go on; nil goes on.
 	Confirm func(p *RollbackPlan) bool
 	// JournalPoint is as in Options.
 	JournalPoint func(n int)
-	// Events and Progress are as in Options.
-	Events   func(RunEvent)
-	Progress func(RunEvent)
 }
 
 // RollbackPlan is what a rollback will undo.
@@ -126,9 +123,6 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 			return nil, err
 		}
 		if len(rp.Generations) == 0 {
-			if opts.Out != nil {
-				fmt.Fprintln(opts.Out, "Nothing to roll back.")
-			}
 			return &Result{Kind: KindRollback, Status: StatusDone}, nil
 		}
 	}
@@ -137,10 +131,6 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 		return nil, err
 	}
 	defer lock.Release()
-	out := opts.Out
-	if out == nil {
-		out = io.Discard
-	}
 	if err := store.repair(gens); err != nil {
 		return nil, err
 	}
@@ -153,7 +143,7 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 		return nil, err
 	}
 	if len(rp.Generations) == 0 {
-		fmt.Fprintln(out, "Nothing to roll back.")
+		// Generation 0: nothing to roll back, which the views say.
 		return &Result{Kind: KindRollback, Status: StatusDone}, nil
 	}
 	if opts.Confirm != nil && !opts.Confirm(rp) {
@@ -184,7 +174,7 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 			return nil, err
 		}
 	}
-	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), out, existing, opts.JournalPoint, opts.Events, opts.Progress)
+	e, err := startEngine(gen, defaultExecutor(h, opts.Executor), opts.Hook, existing, opts.JournalPoint)
 	if err != nil {
 		return nil, err
 	}

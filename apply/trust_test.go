@@ -79,7 +79,7 @@ func TestInsecureStateDirRefused(t *testing.T) {
 			}
 			_, err := apply.Apply(context.Background(), fx.h, p2, fx.opts(nil))
 			check("apply", err)
-			_, err = apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, Out: &fx.out})
+			_, err = apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: -1, Hook: &fx.out})
 			check("rollback", err)
 			_, err = apply.Prune(fx.h, stateDir, 0)
 			check("history --keep", err)
@@ -330,7 +330,7 @@ func TestDamagedGeneration(t *testing.T) {
 				t.Fatalf("history: %+v %v", gens, err)
 			}
 			for _, to := range []int{-1, 0, 1} {
-				_, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: to, Out: &fx.out})
+				_, err := apply.Rollback(context.Background(), fx.h, apply.RollbackOptions{StateDir: stateDir, To: to, Hook: &fx.out})
 				var de *apply.DamagedError
 				if !errors.As(err, &de) || de.Meta.ID != 2 || !strings.Contains(err.Error(), "generation 2 is damaged: ") || !strings.Contains(err.Error(), tc.want) ||
 					!strings.Contains(err.Error(), filepath.Join(fx.Root, stateDir, "generations/2")+".damaged") {

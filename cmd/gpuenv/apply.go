@@ -149,19 +149,15 @@ type savedFile struct {
 }
 
 func runApply(ctx context.Context, g *globalOptions, o *applyOptions, target string) error {
-	if !g.JSON {
-		return applyWith(ctx, g, o, target, nil)
-	}
-	st := newEventStream(g.Stdout)
-	if err := applyWith(ctx, g, o, target, st); err != nil {
-		return st.fail(apply.KindApply, err)
+	v := newRunView(g, apply.KindApply)
+	if err := applyWith(ctx, g, o, target, v); err != nil {
+		return v.Failed(err)
 	}
 	return nil
 }
 
-// applyWith runs apply with its human view, or, when st is set, its JSON
-// view: every word goes to the event stream instead.
-func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target string, st *eventStream) error {
+// applyWith runs apply, every word of it said by v.
+func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target string, v runView) error {
 	saved, err := readSavedFile(target)
 	if err != nil {
 		return err
@@ -189,28 +185,18 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	}
 	var pl *planned
 	if saved != nil {
-		pl, err = loadSaved(ctx, g, o, h, saved, st)
+		pl, err = loadSaved(ctx, g, o, h, saved, v)
 	} else {
-		pl, err = loadPlanned(ctx, g, o, h, target, st)
+		pl, err = loadPlanned(ctx, g, o, h, target, v)
 	}
 	if err != nil {
 		return err
 	}
 	if pl.saved != "" && pl.spec != nil {
-		line := "Planned again from the spec saved in " + pl.saved + " on this host: the same plan."
-		if st != nil {
-			st.write(map[string]any{"type": "message", "line": line})
-		} else {
-			fmt.Fprintln(g.Stdout, line)
-			fmt.Fprintln(g.Stdout)
-		}
+		v.Replanned(pl.saved)
 	}
-	if st != nil {
-		st.plan(pl.plan)
-	} else {
-		if err := (&humanPlan{w: g.Stdout, color: g.Color()}).render(pl.plan); err != nil {
-			return err
-		}
+	if err := v.Plan(pl.plan); err != nil {
+		return err
 	}
 	if !pl.plan.Empty() {
 		ok, err := confirm(g, o.autoApprove, "Do you want to apply these changes?")
@@ -218,25 +204,18 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 			return err
 		}
 		if !ok {
-			if st != nil {
-				return errors.New("apply cancelled: nothing was changed")
-			}
-			fmt.Fprintln(g.Stderr, "Apply cancelled: nothing was changed.")
-			return &exitCodeError{code: exitError}
+			return v.Cancelled()
 		}
 	}
 	devices := newDeviceSettings(h)
 	if c, ok := devices.(io.Closer); ok {
 		defer c.Close()
 	}
-	progress, events, live := runViews(g, st)
 	opts := apply.Options{
-		Events:       events,
-		Progress:     live,
+		Hook:         v,
 		StateDir:     g.stateDir(),
 		Command:      "apply",
 		NoRevert:     o.noRevert,
-		Out:          progress,
 		Before:       pl.obs,
 		Executor:     &apply.HostExecutor{Host: h, Devices: devices, Driver: newDriverVersion(h), Indexes: providers.IndexesOf(h)},
 		Generate:     providers.GeneratorOf(h),
@@ -260,37 +239,12 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	if err != nil && res != nil && res.ExitCode() == exitAttention {
 		// The journal could not be written part-way: the host may be
 		// half-changed, and only rollback knows how far.
-		if st != nil {
-			st.diagnostics(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: err.Error(), Detail: "The host needs attention: run gpuenv rollback."}})
-			return st.end(res, exitAttention)
-		}
-		fmt.Fprintf(g.Stderr, "Error: %v\nThe host needs attention: run gpuenv rollback.\n", err)
-		return &exitCodeError{code: exitAttention}
+		return v.Attention(res, err)
 	}
 	if err != nil {
 		return err
 	}
-	if st != nil {
-		return st.end(res, res.ExitCode())
-	}
-	reportApply(g.Stdout, res, pl.spec != nil)
-	if code := res.ExitCode(); code != 0 {
-		return &exitCodeError{code: code}
-	}
-	return nil
-}
-
-// runViews are where an apply's or a rollback's text goes, and its
-// events: the stream's with --json, the live line's on a terminal.
-func runViews(g *globalOptions, st *eventStream) (text io.Writer, events, live func(apply.RunEvent)) {
-	switch {
-	case st != nil:
-		return io.Discard, st.run, nil
-	case g.Live():
-		l := newLiveLine(g.Stdout, func() int { return terminalWidth(g.Stdout) })
-		return l, nil, l.progress
-	}
-	return g.Stdout, nil, nil
+	return v.Result(res, pl.spec != nil)
 }
 
 // readSavedFile reads target when it is a saved plan; nil when it is not
@@ -370,14 +324,10 @@ func useSavedFlags(g *globalOptions, o *applyOptions, sf *savedFile) error {
 // host's facts now, refuses the plan when the facts it depends on changed
 // ("stale") or when the new plan differs from it in any way, and
 // otherwise returns the new plan, which is the saved one.
-func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, sf *savedFile, st *eventStream) (*planned, error) {
+func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, sf *savedFile, v runView) (*planned, error) {
 	sp := sf.plan
 	refuse := func(d *hcl.Diagnostic) (*planned, error) {
-		if st != nil {
-			st.diagnostics(hcl.Diagnostics{d})
-		} else {
-			g.diagnosticWriter(nil).WriteDiagnostic(d)
-		}
+		v.Diagnostics(nil, hcl.Diagnostics{d})
 		return nil, &exitCodeError{code: exitError}
 	}
 	stale := func(obs *facts.Observation) error {
@@ -410,11 +360,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 	o.pythons, o.interrupt, o.rootBoots = from.Pythons, from.InterruptGPUProcesses, from.RootBoots
 	s, diags := spec.Load(from.Spec.Path, from.Spec.LoadOptions())
 	if diags.HasErrors() {
-		if st != nil {
-			st.diagnostics(diags)
-		} else {
-			writeDiagnostics(g, s.Files, diags)
-		}
+		v.Diagnostics(s.Files, diags)
 		return nil, fmt.Errorf("%s: the spec it keeps does not load (above), so it cannot be planned again: make the plan again with gpuenv plan --out FILE", sf.name)
 	}
 	pd, more := observeThenPlan(ctx, h, s, o.pythons, planPreparation(g, h, &o.planFlags))
@@ -425,11 +371,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 		return nil, err
 	}
 	if len(diags) > 0 {
-		if st != nil {
-			st.diagnostics(diags)
-		} else {
-			g.diagnosticWriter(s.Files).WriteDiagnostics(diags)
-		}
+		v.Diagnostics(s.Files, diags)
 	}
 	if pd.plan == nil || diags.HasErrors() {
 		return nil, &exitCodeError{code: exitError}
@@ -445,7 +387,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 }
 
 // loadPlanned plans the spec at target.
-func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, target string, st *eventStream) (*planned, error) {
+func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host.Host, target string, v runView) (*planned, error) {
 	lo, diags := o.vars.loadOptions(g.Env)
 	var s *spec.Spec
 	if !diags.HasErrors() {
@@ -456,22 +398,13 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 		if s != nil {
 			files = s.Files
 		}
-		if st != nil {
-			st.diagnostics(diags)
-			return nil, &exitCodeError{code: exitError}
-		}
-		writeDiagnostics(g, files, diags)
+		v.Diagnostics(files, diags)
 		return nil, &exitCodeError{code: exitError}
 	}
 	pd, more := observeThenPlan(ctx, h, s, o.pythons, configured(&o.planFlags))
 	diags = append(diags, more...)
 	if len(diags) > 0 {
-		if st != nil {
-			st.diagnostics(diags)
-		} else {
-			w := g.diagnosticWriter(s.Files)
-			w.WriteDiagnostics(diags)
-		}
+		v.Diagnostics(s.Files, diags)
 	}
 	if pd.plan == nil || diags.HasErrors() {
 		return nil, &exitCodeError{code: exitError}
@@ -500,53 +433,4 @@ func confirm(g *globalOptions, autoApprove bool, question string) (bool, error) 
 func isTerminalFile(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-// reportApply says how an apply ended.
-func reportApply(w io.Writer, res *apply.Result, fromSpec bool) {
-	if res.Generation == 0 {
-		return
-	}
-	fmt.Fprintln(w)
-	switch res.Status {
-	case apply.StatusApplied:
-		fmt.Fprintf(w, "Apply complete: %d operations done, %d skipped (generation %d).\n", len(res.Done), len(res.Skipped), res.Generation)
-		switch {
-		case res.Recheck != nil && res.Recheck.Remaining == 0:
-			fmt.Fprintln(w, "The host now matches the spec.")
-		case res.Recheck != nil:
-			fmt.Fprintf(w, "The host does not match the spec yet: a new plan still has %d steps (%s).\n", res.Recheck.Remaining, strings.Join(res.Recheck.Steps, ", "))
-		case !fromSpec:
-			fmt.Fprintln(w, "Run gpuenv plan with the spec to confirm that the host now matches it.")
-		}
-		if res.NeedsReboot {
-			fmt.Fprintln(w, "A reboot is needed for the changes to take effect.")
-		}
-	default:
-		fmt.Fprintf(w, "Apply failed at %s: %s\n  %s\n", res.Failed.Step, res.Failed.What, res.Failed.Error)
-		if len(res.Failed.LogTail) > 0 {
-			fmt.Fprintln(w, "Last lines of the log:")
-			for _, l := range res.Failed.LogTail {
-				fmt.Fprintln(w, "  | "+l)
-			}
-		}
-		reportReverted(w, res)
-	}
-	fmt.Fprintf(w, "Log: %s\n", res.LogPath)
-}
-
-func reportReverted(w io.Writer, res *apply.Result) {
-	switch {
-	case res.RevertFailed != nil:
-		fmt.Fprintf(w, "Reverted %d operations; undoing %s: %s failed:\n  %s\n", len(res.Reverted), res.RevertFailed.Step, res.RevertFailed.What, res.RevertFailed.Error)
-		if res.RevertFailed.Fix != "" {
-			fmt.Fprintf(w, "The host needs attention: %s.\n", res.RevertFailed.Fix)
-		} else {
-			fmt.Fprintln(w, "The host needs attention: run gpuenv rollback to finish reverting.")
-		}
-	case res.Status == apply.StatusFailed:
-		fmt.Fprintf(w, "Not reverted (--no-revert): generation %d is unfinished; gpuenv rollback undoes it.\n", res.Generation)
-	default:
-		fmt.Fprintf(w, "Reverted the %d operations done; the host is as it was before.\n", len(res.Reverted))
-	}
 }

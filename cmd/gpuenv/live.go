@@ -24,10 +24,10 @@ func (g *globalOptions) Live() bool { return g.Color() }
 // time is up, so that the line never stays behind.
 const liveRedraw = 200 * time.Millisecond
 
-// liveLine is the human view of apply and rollback on a terminal: the
-// engine's text passes through it to the terminal, and under the
-// operation it says is running (its "[2/5] step: what …" line, not yet
-// ended) it draws one line of that operation's progress, redrawn in
+// liveLine is the text view of apply and rollback (runHuman) on a
+// terminal: the view's text passes through it to the terminal, and under
+// the operation it says is running (its "[2/5] step: what …" line, not
+// yet ended) it draws one line of that operation's progress, redrawn in
 // place as progress comes and erased before the text goes on, so that
 // what stays on the screen is exactly what a file would get.
 type liveLine struct {
@@ -54,7 +54,7 @@ func newLiveLine(w io.Writer, width func() int) *liveLine {
 	return &liveLine{w: w, width: width}
 }
 
-// Write passes the engine's text on, erasing the live line first.
+// Write passes the view's text on, erasing the live line first.
 func (l *liveLine) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
@@ -44,11 +43,7 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 			} else if to < 0 {
 				return fmt.Errorf("--to %d: generations are numbered from 1, and 0 is before the first", to)
 			}
-			var st *eventStream
-			if g.JSON {
-				st = newEventStream(g.Stdout)
-			}
-			progress, events, live := runViews(g, st)
+			v := newRunView(g, apply.KindRollback)
 			devices := newDeviceSettings(h)
 			if c, ok := devices.(io.Closer); ok {
 				defer c.Close()
@@ -59,106 +54,34 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 			res, err := apply.Rollback(ctx, h, apply.RollbackOptions{
 				StateDir: g.stateDir(),
 				To:       to,
-				Out:      progress,
-				Events:   events,
-				Progress: live,
+				Hook:     v,
 				Executor: &apply.HostExecutor{Host: h, Devices: devices, Indexes: providers.IndexesOf(h)},
 				Confirm: func(p *apply.RollbackPlan) bool {
-					if st != nil {
-						st.write(map[string]any{"type": "rollback_plan", "rollback": p})
-					} else {
-						showRollback(g, p)
-					}
+					v.RollbackPlan(p)
 					ok, err := confirm(g, autoApprove, "Do you want to roll back?")
 					confirmErr = err
 					return ok
 				},
 				JournalPoint: applyHooks.journalPoint,
 			})
-			if st != nil {
-				return rollbackStream(st, res, err, confirmErr)
-			}
-			if confirmErr != nil {
-				return confirmErr
-			}
-			if errors.Is(err, apply.ErrDeclined) {
-				fmt.Fprintln(g.Stderr, "Rollback cancelled: nothing was changed.")
-				return &exitCodeError{code: exitError}
-			}
-			if err != nil && res != nil && res.ExitCode() == exitAttention {
+			switch {
+			case confirmErr != nil:
+				return v.Failed(confirmErr)
+			case errors.Is(err, apply.ErrDeclined):
+				return v.Failed(v.Cancelled())
+			case err != nil && res != nil && res.ExitCode() == exitAttention:
 				// The journal could not be written part-way (the disk
 				// full): the next rollback, once there is space, goes on
 				// from its last whole record.
-				fmt.Fprintf(g.Stderr, "Error: %v\nThe host needs attention: free space in the state directory, then run gpuenv rollback again.\n", err)
-				return &exitCodeError{code: exitAttention}
+				return v.Attention(res, err)
+			case err != nil:
+				return v.Failed(err)
 			}
-			if err != nil {
-				return err
-			}
-			if res.Generation != 0 {
-				fmt.Fprintln(g.Stdout)
-				if res.Status == apply.StatusDone {
-					fmt.Fprintf(g.Stdout, "Rollback complete: %d inverses run (generation %d).\n", len(res.Reverted), res.Generation)
-					if res.NeedsReboot {
-						fmt.Fprintln(g.Stdout, "A reboot is needed for the restored kernel configuration to take effect.")
-					}
-				} else {
-					reportReverted(g.Stdout, res)
-				}
-				fmt.Fprintf(g.Stdout, "Log: %s\n", res.LogPath)
-			}
-			if code := res.ExitCode(); code != 0 {
-				return &exitCodeError{code: code}
-			}
-			return nil
+			return v.Result(res, false)
 		},
 	}
 	cmd.Flags().IntVar(&to, "to", 0, "restore the host as it was right after generation `N` (0: before the first apply)")
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking for confirmation")
 	addJSONFlag(cmd, g)
 	return cmd
-}
-
-// showRollback is the human view of what a rollback will undo; the JSON
-// view prints it as a rollback_plan event.
-func showRollback(g *globalOptions, p *apply.RollbackPlan) {
-	w := g.Stdout
-	switch {
-	case p.Continues != 0:
-		fmt.Fprintf(w, "Finishing rollback generation %d, which did not finish.\n", p.Continues)
-	case p.Finishing:
-		fmt.Fprintf(w, "Generation %d did not finish; rollback finishes reverting it.\n", p.Generations[0])
-	}
-	fmt.Fprintf(w, "Rollback will undo generation %s, running %d inverses:\n", joinInts(p.Generations), len(p.Undo))
-	for _, u := range p.Undo {
-		fmt.Fprintf(w, "  %s\n", u)
-	}
-}
-
-func joinInts(ids []int) string {
-	s := ""
-	for i, id := range ids {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprint(id)
-	}
-	return s
-}
-
-// rollbackStream ends rollback's JSON view: a diagnostic for what refused
-// or stopped it, and the summary.
-func rollbackStream(st *eventStream, res *apply.Result, err, confirmErr error) error {
-	switch {
-	case confirmErr != nil:
-		return st.fail(apply.KindRollback, confirmErr)
-	case errors.Is(err, apply.ErrDeclined):
-		return st.fail(apply.KindRollback, errors.New("rollback cancelled: nothing was changed"))
-	case err != nil && res != nil && res.ExitCode() == exitAttention:
-		st.diagnostics(hcl.Diagnostics{{Severity: hcl.DiagError, Summary: err.Error(), Detail: "The host needs attention: free space in the state directory, then run gpuenv rollback again."}})
-		return st.end(res, exitAttention)
-	case err != nil:
-		return st.fail(apply.KindRollback, err)
-	}
-	return st.end(res, res.ExitCode())
 }

@@ -1,8 +1,8 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -89,8 +89,8 @@ func TestApplyDeviceOnLiveRoot(t *testing.T) {
 			{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: uuids[2], Index: 2, Setting: "compute_mode", Value: "exclusive_process"}},
 		},
 	}}}
-	var out bytes.Buffer
-	res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: state, Executor: x, Out: &out})
+	var out messages
+	res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: state, Executor: x, Hook: &out})
 	if err != nil {
 		if err == apply.ErrNotRoot {
 			t.Skip("the live-root test needs root")
@@ -103,12 +103,24 @@ func TestApplyDeviceOnLiveRoot(t *testing.T) {
 	if got, _ := s.Get(uuids[2], "compute_mode"); got != "exclusive_process" {
 		t.Errorf("compute mode %s", got)
 	}
-	if _, err := apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: state, To: -1, Executor: x, Out: &out}); err != nil {
+	if _, err := apply.Rollback(context.Background(), h, apply.RollbackOptions{StateDir: state, To: -1, Executor: x, Hook: &out}); err != nil {
 		t.Fatal(err)
 	}
 	for setting, want := range map[string]string{"persistence_mode": "disabled", "compute_mode": "default"} {
 		if got, _ := s.Get(uuids[2], setting); got != want {
 			t.Errorf("after rollback %s = %s, want %s", setting, got, want)
 		}
+	}
+}
+
+// messages is an apply.Hook that keeps what the run said, to show when
+// the test fails.
+type messages struct{ strings.Builder }
+
+func (m *messages) Wants() apply.Wants { return apply.Wants{} }
+
+func (m *messages) Event(e apply.RunEvent) {
+	if e.Line != "" || e.Error != "" {
+		fmt.Fprintf(&m.Builder, "%s %s%s\n", e.Type, e.Line, e.Error)
 	}
 }
