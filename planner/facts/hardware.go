@@ -44,6 +44,10 @@ type Kernel struct {
 	// certificate is in the firmware's MOK list), "not_enrolled", or ""
 	// when it cannot be told (no key yet, no MOK list to read).
 	SigningKey string `json:"signing_key,omitempty"`
+	// Log is what the kernel logged about the GPUs in the boot its log
+	// last records (the running one on a live host); nil when no log
+	// was found to read.
+	Log *KernelLog `json:"log,omitempty"`
 }
 
 // Holder is a process that holds an nvidia module.
