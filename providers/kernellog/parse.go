@@ -3,6 +3,7 @@ package kernellog
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -94,30 +95,42 @@ func events(lines []line) ([]facts.KernelEvent, *facts.KernelLogModule) {
 		index[key] = len(out)
 		out = append(out, e)
 	}
-	// The joined text of each source's lines.
+	// The joined text of each source's lines, and the events found in
+	// it with where they start, to be added in the order logged.
 	var joined strings.Builder
 	var src string
+	type found struct {
+		at int
+		e  facts.KernelEvent
+	}
+	var pending []found
 	flush := func() {
 		if joined.Len() == 0 {
 			return
 		}
 		s := joined.String()
+		later := func(e facts.KernelEvent) { pending = append(pending, found{at: strings.Index(s, e.Message), e: e}) }
 		for _, m := range reOpenRequired.FindAllStringSubmatchIndex(s, -1) {
-			add(facts.KernelEvent{Kind: facts.EventOpenModulesRequired, PCIAddress: s[m[2]:m[3]], PCIID: s[m[4]:m[5]], Message: s[m[0]:m[1]], Source: src})
+			later(facts.KernelEvent{Kind: facts.EventOpenModulesRequired, PCIAddress: s[m[2]:m[3]], PCIID: s[m[4]:m[5]], Message: s[m[0]:m[1]], Source: src})
 		}
 		for _, m := range reGSPRequired.FindAllStringSubmatchIndex(s, -1) {
-			add(facts.KernelEvent{Kind: facts.EventGSPRequired, PCIAddress: s[m[2]:m[3]], PCIID: s[m[4]:m[5]], Message: s[m[0]:m[1]], Source: src})
+			later(facts.KernelEvent{Kind: facts.EventGSPRequired, PCIAddress: s[m[2]:m[3]], PCIID: s[m[4]:m[5]], Message: s[m[0]:m[1]], Source: src})
 		}
 		for _, m := range reUnsupported.FindAllStringSubmatchIndex(s, -1) {
 			drv := sub(s, m, 3)
 			if drv == "" {
 				drv = sub(s, m, 4)
 			}
-			add(facts.KernelEvent{Kind: facts.EventUnsupportedGPU, PCIAddress: s[m[2]:m[3]], PCIID: s[m[4]:m[5]], Driver: drv, Message: s[m[0]:m[1]], Source: src})
+			later(facts.KernelEvent{Kind: facts.EventUnsupportedGPU, PCIAddress: s[m[2]:m[3]], PCIID: s[m[4]:m[5]], Driver: drv, Message: s[m[0]:m[1]], Source: src})
 		}
 		for _, m := range reLegacy.FindAllStringSubmatchIndex(s, -1) {
-			add(facts.KernelEvent{Kind: facts.EventLegacyGPU, GPUName: s[m[2]:m[3]], Branch: s[m[4]:m[5]], Driver: s[m[6]:m[7]], Message: s[m[0]:m[1]], Source: src})
+			later(facts.KernelEvent{Kind: facts.EventLegacyGPU, GPUName: s[m[2]:m[3]], Branch: s[m[4]:m[5]], Driver: s[m[6]:m[7]], Message: s[m[0]:m[1]], Source: src})
 		}
+		slices.SortStableFunc(pending, func(a, b found) int { return a.at - b.at })
+		for _, f := range pending {
+			add(f.e)
+		}
+		pending = pending[:0]
 		joined.Reset()
 	}
 	for _, l := range lines {
@@ -129,16 +142,18 @@ func events(lines []line) ([]facts.KernelEvent, *facts.KernelLogModule) {
 		if b == "" {
 			continue
 		}
+		at := joined.Len()
 		joined.WriteString(b)
 		joined.WriteByte(' ')
+		pend := func(e facts.KernelEvent) { pending = append(pending, found{at: at, e: e}) }
 		if m := reNova.FindStringSubmatch(b); m != nil {
-			add(facts.KernelEvent{Kind: facts.EventBoundToNova, PCIAddress: m[1], Message: m[0], Source: l.source})
+			pend(facts.KernelEvent{Kind: facts.EventBoundToNova, PCIAddress: m[1], Message: m[0], Source: l.source})
 		}
 		if m := reRmInit.FindStringSubmatch(b); m != nil {
-			add(facts.KernelEvent{Kind: facts.EventRmInitFailed, PCIAddress: m[1], Code: m[2], Message: m[0], Source: l.source})
+			pend(facts.KernelEvent{Kind: facts.EventRmInitFailed, PCIAddress: m[1], Code: m[2], Message: m[0], Source: l.source})
 		}
 		if m := reXid.FindStringSubmatch(b); m != nil {
-			add(facts.KernelEvent{Kind: facts.EventXid, PCIAddress: m[1], Code: m[2], Detail: strings.TrimSpace(m[3]), Message: m[0], Source: l.source})
+			pend(facts.KernelEvent{Kind: facts.EventXid, PCIAddress: m[1], Code: m[2], Detail: strings.TrimSpace(m[3]), Message: m[0], Source: l.source})
 		}
 		if m := reLoading.FindStringSubmatch(b); m != nil {
 			flavor := "proprietary"
