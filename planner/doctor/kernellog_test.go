@@ -1,0 +1,115 @@
+package doctor_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/doctor"
+)
+
+// healthyKernLog is a working host's kern.log: an earlier boot with an
+// Xid and a refusal, then this boot loading the fixture's module.
+const healthyKernLog = `Nov 30 09:00:00 dgx kernel: [    0.000000] Linux version 5.15.0-105-generic (buildd@lcy02-amd64-007) #115-Ubuntu SMP
+Nov 30 09:00:05 dgx kernel: [    5.100000] NVRM: The NVIDIA GPU 0000:17:00.0 (PCI ID: 10de:2330)
+Nov 30 09:00:05 dgx kernel: [    5.100000] NVRM: installed in this system requires use of the NVIDIA open kernel modules.
+Nov 30 10:00:00 dgx kernel: [ 3600.000000] NVRM: Xid (PCI:0000:17:00): 79, pid=1234, GPU has fallen off the bus.
+Dec  1 08:00:00 dgx kernel: [    0.000000] Linux version 5.15.0-105-generic (buildd@lcy02-amd64-007) #115-Ubuntu SMP
+Dec  1 08:00:04 dgx kernel: [    4.200000] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Feb 13 01:10:03 UTC 2024
+Dec  1 08:00:05 dgx kernel: [    5.000000] audit: type=1400 audit(1701417605.000:2): apparmor="STATUS" operation="profile_load"
+`
+
+// A working host whose log holds an earlier boot's refusal stays healthy:
+// only the boot the log last records counts, and the checks that read
+// it say they read it.
+func TestHealthyWithKernelLog(t *testing.T) {
+	r := machine{fixture: "ubuntu2204-working", nvml: dgx(nil), user: ml, pythons: []string{"/opt/venv/bin/python"},
+		change: writeFile("var/log/kern.log", healthyKernLog)}.report(t)
+	if !r.Healthy {
+		for _, c := range r.Checks {
+			if c.Status == doctor.Problem {
+				t.Errorf("%s: %s", c.ID, c.Summary)
+			}
+		}
+	}
+	for _, id := range []string{"kernel.nvrm", "driver.flavor", "driver.branch"} {
+		if c := checkOf(t, r, id); c.Status != doctor.OK {
+			t.Errorf("%s: %s %s", id, c.Status, c.Summary)
+		}
+	}
+	if ev := strings.Join(checkOf(t, r, "kernel.nvrm").Evidence, "\n"); !strings.Contains(ev, "/var/log/kern.log") || !strings.Contains(ev, "start of the boot") {
+		t.Errorf("kernel.nvrm does not say what it read:\n%s", ev)
+	}
+	if r.KernelLog == nil || r.KernelLog.Module == nil || r.KernelLog.Module.Version != "550.54.15" {
+		t.Errorf("the report's kernel_log: %+v", r.KernelLog)
+	}
+}
+
+// Without any log the flavour and the branch are still judged, from the
+// loaded module and the installed packages against the GPU table, on a
+// host of one GPU.
+func TestFlavorAndBranchFromFacts(t *testing.T) {
+	gpu := func(id string) func(*testing.T, string) {
+		return writeFile("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "DRIVER=nvidia\nPCI_CLASS=30200\nPCI_ID=10DE:"+id+"\nPCI_SLOT_NAME=0000:01:00.0\n")
+	}
+	module := func(flavor, v string) func(*testing.T, string) {
+		kind := "x86_64 Kernel Module"
+		if flavor == "open" {
+			kind = "Open Kernel Module for x86_64"
+		}
+		return writeFile("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX "+kind+"  "+v+"  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Feb 13 01:10:03 UTC 2024\n")
+	}
+	both := func(fs ...func(*testing.T, string)) func(*testing.T, string) {
+		return func(t *testing.T, root string) {
+			for _, f := range fs {
+				f(t, root)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*testing.T, string)
+		id     string
+		status doctor.Status
+		want   string // in the fix
+	}{
+		{"blackwell under proprietary", both(gpu("2B85"), module("proprietary", "570.86.16")), "driver.flavor", doctor.Problem, `kernel_modules = "open"`},
+		{"pascal under open", both(gpu("1D01"), module("open", "570.86.16")), "driver.flavor", doctor.Problem, `kernel_modules = "proprietary"`},
+		{"hopper under open", both(gpu("2330"), module("open", "570.86.16")), "driver.flavor", doctor.OK, ""},
+		{"kepler under 535", both(gpu("1024"), module("proprietary", "535.183.01")), "driver.branch", doctor.Problem, `version = "470.*"`},
+		{"pascal under 590", both(gpu("1D01"), module("proprietary", "590.48.01")), "driver.branch", doctor.Problem, `version = "580.*"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := checkOf(t, machine{fixture: "tensorflow-no-cudnn", change: tc.change}.report(t), tc.id)
+			if c.Status != tc.status {
+				t.Fatalf("%s %s\n%s", c.Status, c.Summary, strings.Join(c.Evidence, "\n"))
+			}
+			if tc.want != "" && (c.Fix == nil || !strings.Contains(c.Fix.Spec, tc.want)) {
+				t.Errorf("fix %+v lacks %q", c.Fix, tc.want)
+			}
+		})
+	}
+}
+
+// A distribution's transitional package installs a newer branch than its
+// name says: the branch judged is the version's, and the evidence says
+// so.
+func TestTransitionalPackage(t *testing.T) {
+	status := "Package: nvidia-utils-565-server\nStatus: install ok installed\nArchitecture: amd64\nVersion: 580.95.05-0ubuntu0.22.04.2\nDepends: nvidia-utils-580-server\n\n"
+	change := func(t *testing.T, root string) {
+		writeFile("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:1024\nPCI_SLOT_NAME=0000:01:00.0\n")(t, root)
+		writeFile("var/lib/dpkg/status", status)(t, root)
+		for _, p := range []string{"proc/driver/nvidia", "sys/module/nvidia", "proc/modules"} {
+			if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := checkOf(t, machine{fixture: "tensorflow-no-cudnn", change: change}.report(t), "driver.branch")
+	ev := strings.Join(c.Evidence, "\n")
+	if c.Status != doctor.Problem || !strings.Contains(c.Summary, "Driver 580.95.05 does not support 0000:01:00.0") ||
+		!strings.Contains(ev, "its name says 565, it installs 580 (a transitional package)") || !strings.Contains(c.Fix.Spec, `version = "470.*"`) {
+		t.Errorf("%s %s\n%s", c.Status, c.Summary, ev)
+	}
+}
