@@ -159,6 +159,7 @@ var checks = []func(*doctor){
 	(*doctor).pciGPUs,
 	(*doctor).pciDriver,
 	(*doctor).kernelModule,
+	(*doctor).kernelBlocked,
 	(*doctor).driverFlavor,
 	(*doctor).driverBranch,
 	(*doctor).kernelNVRM,

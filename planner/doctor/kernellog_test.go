@@ -113,3 +113,50 @@ func TestTransitionalPackage(t *testing.T) {
 		t.Errorf("%s %s\n%s", c.Status, c.Summary, ev)
 	}
 }
+
+// Modules switched off by other tools: what keeps nvidia from loading at
+// all is a problem while it is not loaded; a plain blacklist of a loaded
+// module is a warning; the framebuffer driver nvidiafb and Debian's
+// install lines that load nvidia-current are no block at all.
+func TestKernelBlocked(t *testing.T) {
+	unload := func(t *testing.T, root string) {
+		for _, p := range []string{"proc/driver/nvidia", "sys/module/nvidia"} {
+			if err := os.RemoveAll(filepath.Join(root, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writeFile("proc/modules", "ast 57344 0 - Live 0x0000000000000000\n")(t, root)
+	}
+	for _, tc := range []struct {
+		name, fixture string
+		change        func(*testing.T, string)
+		status        doctor.Status
+		want          string // in the fix, or the evidence when OK
+	}{
+		{"alias off, not loaded", "ubuntu2204-working", func(t *testing.T, root string) {
+			unload(t, root)
+			writeFile("usr/lib/modprobe.d/blacklist-nvidia.conf", "blacklist nvidia\nalias nvidia off\n")(t, root)
+		}, doctor.Problem, "prime-select nvidia"},
+		{"install /bin/false, loaded", "ubuntu2204-working", writeFile("etc/modprobe.d/no-gpu.conf", "install nvidia /bin/false\n"), doctor.Warning, "update-initramfs -u"},
+		{"kernel parameter, not loaded", "ubuntu2204-working", func(t *testing.T, root string) {
+			unload(t, root)
+			writeFile("proc/cmdline", "BOOT_IMAGE=/vmlinuz ro module_blacklist=nvidia,nvidia_uvm quiet\n")(t, root)
+		}, doctor.Problem, "GRUB_CMDLINE_LINUX"},
+		{"display modules only", "ubuntu2204-working", writeFile("etc/modprobe.d/headless.conf", "blacklist nvidia-drm\nblacklist nvidia_modeset\n"), doctor.OK, "blacklist nvidia_drm"},
+		{"debian's install lines", "debian12-distro", nil, doctor.OK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := checkOf(t, machine{fixture: tc.fixture, change: tc.change}.report(t), "kernel.blocked")
+			if c.Status != tc.status {
+				t.Fatalf("%s %s\n%s", c.Status, c.Summary, strings.Join(c.Evidence, "\n"))
+			}
+			got := strings.Join(c.Evidence, "\n")
+			if c.Fix != nil {
+				got = c.Fix.Text + "\n" + strings.Join(c.Fix.Commands, "\n")
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("%q lacks %q", got, tc.want)
+			}
+		})
+	}
+}
