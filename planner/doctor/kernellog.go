@@ -212,7 +212,7 @@ func (d *doctor) driverFlavor() {
 	}
 	flavor, from := d.installedFlavor()
 	if flavor == "" {
-		d.skip(c, "No nvidia module installed or loaded, so no flavour to judge")
+		d.skip(c, "No module flavour known: none loaded, none in the kernel log, no driver package that names one")
 		return
 	}
 	c.Evidence = append(c.Evidence, from)
@@ -227,14 +227,19 @@ func (d *doctor) driverFlavor() {
 	}
 	// The driver's own word, which holds also for a GPU the table does
 	// not know.
+	evidence := func(e facts.KernelEvent) {
+		if t := eventText(e); !slices.Contains(c.Evidence, t) {
+			c.Evidence = append(c.Evidence, t)
+		}
+	}
 	for _, e := range d.logEvents(facts.EventOpenModulesRequired) {
-		c.Evidence = append(c.Evidence, eventText(e))
+		evidence(e)
 		if !slices.ContainsFunc(needOpen, func(s string) bool { return strings.HasPrefix(s, e.PCIAddress) }) {
 			needOpen = append(needOpen, e.PCIAddress)
 		}
 	}
 	for _, e := range d.logEvents(facts.EventGSPRequired) {
-		c.Evidence = append(c.Evidence, eventText(e))
+		evidence(e)
 		if !slices.ContainsFunc(needProp, func(s string) bool { return strings.HasPrefix(s, e.PCIAddress) }) {
 			needProp = append(needProp, e.PCIAddress)
 		}
@@ -308,7 +313,11 @@ func (d *doctor) driverBranch() {
 		return
 	}
 	if len(vers) == 0 {
-		d.skip(c, "No driver installed, so no branch to judge")
+		why := "no module is loaded"
+		if d.moduleLoaded() {
+			why = "the loaded module names none"
+		}
+		d.skip(c, "No driver version known: "+why+", nor does the kernel log or a driver package")
 		return
 	}
 	c.Evidence = append(c.Evidence, from...)
