@@ -423,6 +423,21 @@ func (d *doctor) kernelNVRM() {
 		}
 		c.Summary = "The nvidia driver could not initialise " + strings.Join(who, ", ") + " (RmInitAdapter failed)"
 		c.Fix = &Fix{Text: "The NVRM lines logged just before RmInitAdapter name the cause (journalctl -k -b | grep NVRM, or dmesg); the checks above found none they know. Where those lines speak of the GSP firmware, a full power cycle (not a reboot) and the newest driver of the branch are where to start."}
+		if gsp := d.logEvents(facts.EventGSPInitFailed); len(gsp) > 0 {
+			c.Evidence = append(c.Evidence, eventText(gsp[0]))
+			flavor, from := d.installedFlavor()
+			if flavor == "open" && !slices.ContainsFunc(d.gpusForLog(), func(g logGPU) bool { return openNeed(g.gpu) == compat.OpenRequired }) {
+				// The open modules always run the GSP firmware; the
+				// proprietary ones can run without it
+				// (NVreg_EnableGpuFirmware=0), as NVIDIA's maintainers
+				// say in NVIDIA/open-gpu-kernel-modules#820, and
+				// NVIDIA/open-gpu-kernel-modules#116 was mended by
+				// going back to them.
+				c.Evidence = append(c.Evidence, from)
+				c.Fix = &Fix{Text: "The GSP firmware did not start under the open modules, which cannot run without it. The proprietary modules of the same branch drive this GPU and can run without the GSP firmware (options nvidia NVreg_EnableGpuFirmware=0); with gpuenv:",
+					Spec: "driver {\n  kernel_modules = \"proprietary\"\n}", Commands: []string{"reboot"}}
+			}
+		}
 	default:
 		c.Status = OK
 		c.Summary = "The kernel log of this boot has no refusal by the NVIDIA driver that the checks above do not cover"

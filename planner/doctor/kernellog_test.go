@@ -160,3 +160,24 @@ func TestKernelBlocked(t *testing.T) {
 		})
 	}
 }
+
+// The GSP firmware that did not start under the open modules points to
+// the proprietary ones, which can run without it, for a GPU they drive;
+// the log lines are those of
+// https://github.com/NVIDIA/open-gpu-kernel-modules/issues/116.
+func TestGSPFirmwareUnderOpenModules(t *testing.T) {
+	log := `[    3.596579] NVRM kgspInitRm_IMPL: missing NVDEC0 engine, cannot initialize GSP-RM
+[    3.596583] NVRM RmInitAdapter: Cannot initialize GSP firmware RM
+[    3.596745] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x63:0x56:1689)
+[    3.597360] NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0
+`
+	change := func(t *testing.T, root string) {
+		writeFile("sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "DRIVER=nvidia\nPCI_CLASS=30000\nPCI_ID=10DE:1F08\nPCI_SLOT_NAME=0000:01:00.0\n")(t, root)
+		writeFile("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  515.43.04  Release Build  (dvs-builder@U16-T02-35-3)  Mon Apr 25 23:39:05 UTC 2022\n")(t, root)
+		writeFile("var/log/kern.log", log)(t, root)
+	}
+	c := checkOf(t, machine{fixture: "tensorflow-no-cudnn", change: change}.report(t), "kernel.nvrm")
+	if c.Status != doctor.Problem || !strings.Contains(c.Summary, "0000:01:00.0 (0x63:0x56:1689)") || c.Fix == nil || !strings.Contains(c.Fix.Spec, `kernel_modules = "proprietary"`) {
+		t.Errorf("%s %s\n%+v", c.Status, c.Summary, c.Fix)
+	}
+}

@@ -64,6 +64,9 @@ const (
 	// "RmInitAdapter failed! (code)": the driver could not initialise
 	// the GPU.
 	EventRmInitFailed = "rm_init_failed"
+	// "RmInitAdapter: Cannot initialize GSP firmware RM": the GPU
+	// System Processor's firmware did not start.
+	EventGSPInitFailed = "gsp_init_failed"
 	// An Xid: an error the driver reports for a GPU while it runs.
 	EventXid = "xid"
 )

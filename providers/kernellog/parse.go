@@ -45,6 +45,7 @@ var (
 // Messages of one line.
 var (
 	reNova    = regexp.MustCompile(`GPU (\S+?)\.? is already bound to NovaCore`)
+	reGSPInit = regexp.MustCompile(`RmInitAdapter: Cannot initialize GSP firmware RM`)
 	reRmInit  = regexp.MustCompile(`(?:GPU (\S+): )?RmInitAdapter failed! \((0x[0-9a-fA-F]+:0x[0-9a-fA-F]+:[0-9]+)\)`)
 	reXid     = regexp.MustCompile(`Xid \(PCI:([0-9a-fA-F:.]+)\): ([0-9]+),?\s*(.*)`)
 	reLoading = regexp.MustCompile(`loading NVIDIA UNIX (?:(Open) Kernel Module for \S+|\S+ Kernel Module)\s+([0-9]+\.[0-9.]*[0-9])`)
@@ -148,6 +149,9 @@ func events(lines []line) ([]facts.KernelEvent, *facts.KernelLogModule) {
 		pend := func(e facts.KernelEvent) { pending = append(pending, found{at: at, e: e}) }
 		if m := reNova.FindStringSubmatch(b); m != nil {
 			pend(facts.KernelEvent{Kind: facts.EventBoundToNova, PCIAddress: m[1], Message: m[0], Source: l.source})
+		}
+		if m := reGSPInit.FindString(b); m != "" {
+			pend(facts.KernelEvent{Kind: facts.EventGSPInitFailed, Message: m, Source: l.source})
 		}
 		if m := reRmInit.FindStringSubmatch(b); m != nil {
 			pend(facts.KernelEvent{Kind: facts.EventRmInitFailed, PCIAddress: m[1], Code: m[2], Message: m[0], Source: l.source})
