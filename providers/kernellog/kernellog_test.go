@@ -95,6 +95,12 @@ Oct 19 10:00:00 host kernel: [  422.450961] NVRM: NVIDIA 470.256.02 driver relea
 `, facts.KernelEvent{Kind: facts.EventUnsupportedGPU, PCIAddress: "0000:8a:00.0", PCIID: "10de:26b9", Driver: "470.256.02"},
 		},
 		{
+			// https://github.com/siderolabs/extensions/issues/227: Talos
+			// prints the kernel's records with kmsg's escapes.
+			"unsupported release, kmsg escapes", `kern: warning: [2023-09-14T03:08:37.411164757Z]: NVRM: The NVIDIA GPU 0000:00:10.0 (PCI ID: 10de:1b38)\x0aNVRM: installed in this system is not supported by the\x0aNVRM: NVIDIA 535.54.03 driver release.\x0aNVRM: Please see 'Appendix A - Supported NVIDIA GPU Products'\x0aNVRM: in this release's README, available on the operating system\x0aNVRM: specific graphics driver download page at www.nvidia.com.
+`, facts.KernelEvent{Kind: facts.EventUnsupportedGPU, PCIAddress: "0000:00:10.0", PCIID: "10de:1b38", Driver: "535.54.03"},
+		},
+		{
 			// https://github.com/MrMEEE/bumblebee-Old-and-abbandoned/issues/537
 			"unsupported release, old wording", `Jul 31 14:10:32 Demitrius kernel: [ 2739.854585] NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:0a75) installed
 Jul 31 14:10:32 Demitrius kernel: [ 2739.854587] NVRM: in this system is not supported by the 280.04 NVIDIA Linux
