@@ -1,12 +1,15 @@
 package doctor_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
+	"github.com/gpuenv/gpuenv/providers"
+	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
 // healthyKernLog is a working host's kern.log: an earlier boot with an
@@ -179,5 +182,23 @@ func TestGSPFirmwareUnderOpenModules(t *testing.T) {
 	c := checkOf(t, machine{fixture: "tensorflow-no-cudnn", change: change}.report(t), "kernel.nvrm")
 	if c.Status != doctor.Problem || !strings.Contains(c.Summary, "0000:01:00.0 (0x63:0x56:1689)") || c.Fix == nil || !strings.Contains(c.Fix.Spec, `kernel_modules = "proprietary"`) {
 		t.Errorf("%s %s\n%+v", c.Status, c.Summary, c.Fix)
+	}
+}
+
+// BenchmarkChecks is doctor's checks alone on the working fixture's
+// observation, the kernel log read from a kern.log of this boot: what
+// doctor adds to an observation.
+func BenchmarkChecks(b *testing.B) {
+	root := hosttest.Build(b, "ubuntu2204-working")
+	if err := os.MkdirAll(filepath.Join(root, "var/log"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "var/log/kern.log"), []byte(healthyKernLog), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	obs := providers.Observe(context.Background(), hosttest.New(b, root), providers.ObserveOptions{})
+	b.ReportAllocs()
+	for b.Loop() {
+		doctor.Run(doctor.Input{Obs: obs})
 	}
 }
