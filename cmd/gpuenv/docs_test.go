@@ -245,12 +245,15 @@ func TestDocExamples(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			resetWorkDir(t, root, work)
 			for _, b := range all {
-				if b.file != f || !docLanguages[b.lang] || b.notRun {
+				if b.file != f || !(docLanguages[b.lang] || b.lang == "hcl") || b.notRun {
 					continue
 				}
-				if b.lang == "console" {
+				switch b.lang {
+				case "console":
 					runConsoleBlock(t, b, work, env)
-				} else {
+				case "hcl":
+					checkHCLBlock(t, b, work, env)
+				default:
 					runShellBlock(t, b, work, env)
 				}
 			}
@@ -349,6 +352,22 @@ func runShellBlock(t *testing.T, b docBlock, work string, env []string) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Errorf("%s: the block failed: %v\n%s\n--- output:\n%s", b, err, strings.Join(b.body, "\n"), out)
+	}
+}
+
+// checkHCLBlock holds a spec shown in the manual to the layout gpuenv fmt
+// writes, which also parses it: a reader may copy it as it is.
+func checkHCLBlock(t *testing.T, b docBlock, work string, env []string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(work, ".docbin", "gpuenv"), "fmt", "-")
+	cmd.Dir, cmd.Env = work, env
+	src := strings.Join(b.body, "\n") + "\n"
+	cmd.Stdin = strings.NewReader(src)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("%s: gpuenv fmt -: %v\n%s", b, err, out)
+	} else if string(out) != src {
+		t.Errorf("%s: the spec is not as gpuenv fmt writes it:\n%s", b, out)
 	}
 }
 
@@ -653,5 +672,30 @@ func TestReadmeFirstCommands(t *testing.T) {
 	}
 	if want := strings.Replace(test, "go test ", "go test -json ", 1); !strings.Contains(string(ci), want+" | skipcheck") {
 		t.Errorf(".ci/run does not run the README's test command as %q", want+" | skipcheck")
+	}
+}
+
+// docCellLimit keeps tables tables: a cell longer than this is prose, and
+// reads better as a section or a list item (a man page made from a
+// chapter turns each row into a paragraph anyway).
+const docCellLimit = 800
+
+func TestDocTableCells(t *testing.T) {
+	root := repoRoot(t)
+	for _, f := range docFiles(t, root) {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(data), "\n") {
+			if !strings.HasPrefix(l, "|") {
+				continue
+			}
+			for _, c := range strings.Split(l, " | ") {
+				if n := len([]rune(c)); n > docCellLimit {
+					t.Errorf("%s:%d: a table cell of %d characters (at most %d): %.60s…", f, i+1, n, docCellLimit, strings.TrimSpace(strings.TrimPrefix(c, "|")))
+				}
+			}
+		}
 	}
 }
