@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -698,4 +699,56 @@ func TestDocTableCells(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The manual's command table (docs/README.md) names every command of the
+// binary, and every flag it shows for a command is one the command takes:
+// a command or flag renamed or added shows here first.
+func TestDocCommandTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCmd(&globalOptions{Stdout: io.Discard, Stderr: io.Discard})
+	// cobra adds completion when the command runs; the binary has it.
+	root.InitDefaultCompletionCmd()
+	documented := map[string]bool{}
+	cmdRE := regexp.MustCompile("`gpuenv ([a-z-]+)([^`]*)`")
+	flagRE := regexp.MustCompile(`--[a-z][a-z-]*`)
+	for _, l := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(l, "| `gpuenv ") {
+			continue
+		}
+		first := cells(l)[0]
+		for _, m := range cmdRE.FindAllStringSubmatch(first, -1) {
+			documented[m[1]] = true
+			c, _, err := root.Find([]string{m[1]})
+			if err != nil || c == root {
+				t.Errorf("docs/README.md documents gpuenv %s, which is no command", m[1])
+				continue
+			}
+			for _, f := range flagRE.FindAllString(m[2], -1) {
+				if c.Flags().Lookup(f[2:]) == nil && c.InheritedFlags().Lookup(f[2:]) == nil {
+					t.Errorf("docs/README.md shows gpuenv %s %s, a flag the command does not take", m[1], f)
+				}
+			}
+		}
+	}
+	for _, c := range root.Commands() {
+		if c.Hidden || c.Name() == "help" {
+			continue
+		}
+		if !documented[c.Name()] {
+			t.Errorf("docs/README.md's command table does not list gpuenv %s", c.Name())
+		}
+	}
+}
+
+// cells splits a table row into its cells, trimmed.
+func cells(row string) []string {
+	var out []string
+	for _, c := range strings.Split(strings.Trim(strings.TrimSpace(row), "|"), " | ") {
+		out = append(out, strings.TrimSpace(c))
+	}
+	return out
 }
