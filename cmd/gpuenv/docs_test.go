@@ -241,6 +241,12 @@ func TestDocExamples(t *testing.T) {
 
 	work := docWorkDir(t, root)
 	resetWorkDir(t, root, work)
+	// What the last file's blocks made stays for a look when one failed.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			emptyWorkDir(t, work)
+		}
+	})
 	bin := filepath.Join(work, ".docbin")
 	build := exec.Command("go", "build", "-o", filepath.Join(bin, "gpuenv"), "./cmd/gpuenv")
 	build.Dir = work
@@ -312,6 +318,18 @@ func docLinked(t *testing.T, root string) []string {
 
 func resetWorkDir(t *testing.T, root, work string) {
 	t.Helper()
+	emptyWorkDir(t, work)
+	for _, name := range docLinked(t, root) {
+		if err := os.Symlink(filepath.Join(root, name), filepath.Join(work, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// emptyWorkDir removes all but the gpuenv the test built; the directory
+// itself stays, for the build cache's sake.
+func emptyWorkDir(t *testing.T, work string) {
+	t.Helper()
 	ents, err := os.ReadDir(work)
 	if err != nil {
 		t.Fatal(err)
@@ -321,11 +339,6 @@ func resetWorkDir(t *testing.T, root, work string) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(work, e.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, name := range docLinked(t, root) {
-		if err := os.Symlink(filepath.Join(root, name), filepath.Join(work, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
