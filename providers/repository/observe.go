@@ -104,19 +104,24 @@ func ParseSourcesList(file string, data []byte) []facts.Repository {
 			continue
 		}
 		f = f[1:]
+		var keys []string
 		if strings.HasPrefix(f[0], "[") {
+			var opts []string
 			for len(f) > 0 && !strings.HasSuffix(f[0], "]") {
+				opts = append(opts, f[0])
 				f = f[1:]
 			}
 			if len(f) == 0 {
 				continue
 			}
+			opts = append(opts, f[0])
 			f = f[1:]
+			keys = signedByOption(strings.Trim(strings.Join(opts, " "), "[]"))
 		}
 		if len(f) < 2 {
 			continue
 		}
-		out = append(out, facts.Repository{File: file, URIs: f[:1], Suites: f[1:2], Components: orNil(f[2:])})
+		out = append(out, facts.Repository{File: file, URIs: f[:1], Suites: f[1:2], Components: orNil(f[2:]), Keys: keys})
 	}
 	return out
 }
@@ -129,7 +134,7 @@ func ParseDeb822(file string, data []byte) []facts.Repository {
 	last := ""
 	flush := func() {
 		if len(fields) > 0 && slices.Contains(strings.Fields(fields["types"]), "deb") && !strings.EqualFold(fields["enabled"], "no") {
-			out = append(out, facts.Repository{File: file, URIs: orNil(strings.Fields(fields["uris"])), Suites: orNil(strings.Fields(fields["suites"])), Components: orNil(strings.Fields(fields["components"]))})
+			out = append(out, facts.Repository{File: file, URIs: orNil(strings.Fields(fields["uris"])), Suites: orNil(strings.Fields(fields["suites"])), Components: orNil(strings.Fields(fields["components"])), Keys: signedBy(fields["signed-by"])})
 		}
 		fields, last = map[string]string{}, ""
 	}
@@ -172,7 +177,8 @@ func ParseRepoFile(file string, data []byte) []facts.Repository {
 			}
 		}
 		prio, _ := strconv.Atoi(cur["priority"])
-		out = append(out, facts.Repository{File: file, ID: id, URIs: orNil(uris), Priority: prio})
+		keys := strings.FieldsFunc(cur["gpgkey"], func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+		out = append(out, facts.Repository{File: file, ID: id, URIs: orNil(uris), Priority: prio, Keys: orNil(keys), GPGCheck: cur["gpgcheck"] == "1"})
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		t := strings.TrimSpace(line)
@@ -195,6 +201,28 @@ func ParseRepoFile(file string, data []byte) []facts.Repository {
 	}
 	flush()
 	return out
+}
+
+// signedByOption reads signed-by= from a one-line source's options
+// ("arch=amd64 signed-by=/usr/share/keyrings/x.gpg"); its value is a
+// comma-separated list.
+func signedByOption(opts string) []string {
+	for _, o := range strings.Fields(opts) {
+		if k, v, ok := strings.Cut(o, "="); ok && strings.EqualFold(k, "signed-by") {
+			return orNil(strings.Split(v, ","))
+		}
+	}
+	return nil
+}
+
+// signedBy reads a deb822 Signed-By field: keyring paths or fingerprints
+// separated by commas or spaces. A field holding an armored key itself
+// (a multi-line value) is kept as one entry, the key's text.
+func signedBy(v string) []string {
+	if strings.Contains(v, "BEGIN PGP") {
+		return []string{v}
+	}
+	return orNil(strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }))
 }
 
 // setField reads a "key: value" (or, with sep "=", "key=value") line into

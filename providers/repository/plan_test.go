@@ -227,26 +227,34 @@ func TestParseSources(t *testing.T) {
 
 // TestObserveFiles: gpuenv's own files of the host's package family are
 // digested and others passed over; keyrings are those of the family's
-// usual directories and those gpuenv's files name elsewhere, present
-// ones only.
+// usual directories and those gpuenv's files or the host's sources name
+// elsewhere, present ones only, each with the fingerprints of its keys
+// or why it has none.
 func TestObserveFiles(t *testing.T) {
 	root := t.TempDir()
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/gpuenv-mirror.sources", "Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/other.list", "deb [signed-by=/srv/keys/other.gpg] http://other/ /\n")
 	hosttest.WriteFile(t, root, "/etc/yum.repos.d/gpuenv-cuda.repo", "[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")
 	hosttest.WriteFile(t, root, "/srv/keys/mirror.gpg", "mirror key")
-	hosttest.WriteFile(t, root, "/srv/keys/other.gpg", "other key")
+	cudaKey, err := os.ReadFile(filepath.Join(hosttest.TestdataDir(t), "keys", "fixture-cuda.gpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.WriteFile(t, root, "/srv/keys/other.gpg", string(cudaKey))
 	hosttest.WriteFile(t, root, "/usr/share/keyrings/debian-archive-keyring.gpg", "debian key")
 	h, _ := host.New(root)
-	got := ObserveFiles(h, "deb")
+	sources, _ := Observe(h, "deb")
+	got := ObserveFiles(h, "deb", sources...)
 	sum := func(s string) string { return planner.Digest(s) }
+	const notKey = "not an OpenPGP keyring: a packet header lacks its first bit"
 	want := facts.RepositoryFiles{
 		Files: []facts.FileDigest{
 			{Path: "/etc/apt/sources.list.d/gpuenv-mirror.sources", SHA256: sum("Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")},
 		},
 		Keyrings: []facts.FileDigest{
-			{Path: "/srv/keys/mirror.gpg", SHA256: sum("mirror key")},
-			{Path: "/usr/share/keyrings/debian-archive-keyring.gpg", SHA256: sum("debian key")},
+			{Path: "/srv/keys/mirror.gpg", SHA256: sum("mirror key"), KeyError: notKey},
+			{Path: "/srv/keys/other.gpg", SHA256: sum(string(cudaKey)), Fingerprints: []string{"7D5AB3C8EA6E6296C742F6104948E0156F695994"}},
+			{Path: "/usr/share/keyrings/debian-archive-keyring.gpg", SHA256: sum("debian key"), KeyError: notKey},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
