@@ -49,6 +49,8 @@ repository "cuda" {
   url      = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
   keyring  = "/usr/share/keyrings/cuda-archive-keyring.gpg"
   priority = 600
+
+  key_fingerprint = "eb69 3b30 35cd 5710 e231  e123 a4b4 6996 3bf8 63cc"
 }
 
 group "video" {
@@ -143,6 +145,10 @@ func TestLoadEveryBlock(t *testing.T) {
 	}
 	if repo.Keyring.Value != "/usr/share/keyrings/cuda-archive-keyring.gpg" {
 		t.Errorf("keyring = %q", repo.Keyring.Value)
+	}
+	// gpg's groups of four, in any case, are compared as one word.
+	if repo.KeyFingerprint.Value != "EB693B3035CD5710E231E123A4B469963BF863CC" {
+		t.Errorf("key_fingerprint = %q", repo.KeyFingerprint.Value)
 	}
 
 	g := s.Groups[0]
