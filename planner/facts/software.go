@@ -77,6 +77,9 @@ type Repository struct {
 	// GPGCheck is a dnf repository's gpgcheck=1 (dnf checks packages'
 	// signatures).
 	GPGCheck bool `json:"gpgcheck,omitempty"`
+	// URIsFrom is "metalink" or "mirrorlist" when a dnf repository has
+	// no baseurl and URIs holds that list's address instead.
+	URIsFrom string `json:"uris_from,omitempty"`
 }
 
 // CUDA lists the installed CUDA toolkits.

@@ -34,6 +34,8 @@ var fixtures = []struct {
 	sources string
 }{
 	{name: "ubuntu2204-working", pythons: []string{"/opt/venv/bin/python"}},
+	{name: "ubuntu2204-cuda-lists"},
+	{name: "rhel9-dnf"},
 	{name: "debian12-distro", sources: "deb http://deb.debian.org/debian bookworm main contrib non-free non-free-firmware\n"},
 	{name: "tensorflow-no-cudnn", pythons: []string{"/opt/tf/bin/python"}},
 	{name: "ubuntu2204-misconfigured", pythons: []string{"/opt/venv/bin/python"}},

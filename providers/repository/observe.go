@@ -171,14 +171,15 @@ func ParseRepoFile(file string, data []byte) []facts.Repository {
 			return
 		}
 		uris := strings.FieldsFunc(cur["baseurl"], func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+		from := ""
 		for _, k := range []string{"metalink", "mirrorlist"} {
 			if len(uris) == 0 && cur[k] != "" {
-				uris = []string{cur[k]}
+				uris, from = []string{cur[k]}, k
 			}
 		}
 		prio, _ := strconv.Atoi(cur["priority"])
 		keys := strings.FieldsFunc(cur["gpgkey"], func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
-		out = append(out, facts.Repository{File: file, ID: id, URIs: orNil(uris), Priority: prio, Keys: orNil(keys), GPGCheck: cur["gpgcheck"] == "1"})
+		out = append(out, facts.Repository{File: file, ID: id, URIs: orNil(uris), Priority: prio, Keys: orNil(keys), GPGCheck: cur["gpgcheck"] == "1", URIsFrom: from})
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		t := strings.TrimSpace(line)

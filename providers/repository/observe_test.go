@@ -78,7 +78,7 @@ enabled=0
 	f := "/etc/yum.repos.d/x.repo"
 	want := []facts.Repository{
 		{File: f, ID: "cuda-rhel9-x86_64", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"}, Keys: []string{"https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/D42D0685.pub"}, GPGCheck: true},
-		{File: f, ID: "epel", URIs: []string{"https://mirrors.fedoraproject.org/metalink?repo=epel-9&arch=$basearch"}},
+		{File: f, ID: "epel", URIs: []string{"https://mirrors.fedoraproject.org/metalink?repo=epel-9&arch=$basearch"}, URIsFrom: "metalink"},
 		{File: f, ID: "mirrors", URIs: []string{"http://a.example/el9/", "http://b.example/el9/", "http://c.example/el9/"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -16,9 +16,12 @@ cuda {
   source  = "distro"
 }
 
-# pytorch 1.13.0a0 from the distribution's package python3-torch.
+# pytorch 1.13.0a0 from the distribution's package python3-torch, whose
+# version 1.13.1 the block states (the upstream part of the package's
+# version).
 framework "pytorch" {
-  source = "distro"
+  version = "1.13.1"
+  source  = "distro"
 }
 
 # Users in video (gid 44).

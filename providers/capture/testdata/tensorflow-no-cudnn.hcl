@@ -2,6 +2,16 @@
 # plan against the same host shows no changes; on a fresh host it installs the
 # same versions. Review it before applying it elsewhere.
 
+# Configured in /etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list.
+# Its keyring /usr/share/keyrings/cuda-archive-keyring.gpg is missing on this
+# host, so the block names no key_fingerprint.
+# Its lists are not on disk (apt-get update has not fetched them), so its pin
+# priority is not known and not captured.
+repository "cuda-ubuntu2204-x86_64" {
+  url     = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+  keyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+}
+
 # The driver as installed: cuda-drivers, cuda-drivers-545, nvidia-dkms-545,
 # nvidia-driver-545.
 driver {
