@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -32,14 +33,18 @@ var nvidiaRepoDriver = lazyregexp.New(`^(cuda-drivers(-[0-9]+)?|nvidia-open(-[0-
 // Spec returns the captured spec as formatted HCL.
 func Spec(obs *facts.Observation) []byte {
 	w := &writer{f: hclwrite.NewEmptyFile()}
-	w.comment("Captured by gpuenv init: this host's GPU stack as it was observed. " +
-		"gpuenv plan against the same host shows no changes; on a fresh host it " +
-		"installs the same versions. Review it before applying it elsewhere.")
+	w.comment("Captured by gpuenv init: this host's GPU stack as it was observed, with the " +
+		"package repositories beyond the distribution's archive that it came from. gpuenv plan " +
+		"against the same host shows no changes. On a fresh host of the same OS and release it " +
+		"installs the same versions, once each repository's keyring is in place as its comment " +
+		"says. Review it before applying it elsewhere.")
 	w.repositories(obs)
 	w.driver(obs)
 	w.cuda(obs)
 	w.cudnn(obs)
 	w.frameworks(obs)
+	w.containerToolkit(obs)
+	w.devices(obs)
 	w.groups(obs)
 	w.environment(obs)
 	return hclwrite.Format(w.f.Bytes())
@@ -156,6 +161,9 @@ func (w *writer) driver(obs *facts.Observation) {
 	}
 	if slices.ContainsFunc(obs.Kernel.Blacklists, func(bl facts.Blacklist) bool { return bl.Module == "nouveau" }) {
 		b.SetAttributeValue("blacklist_nouveau", cty.True)
+	}
+	if on, known := driver.PersistenceEnabled(obs); known {
+		b.SetAttributeValue("persistence_mode", cty.BoolVal(on))
 	}
 	// hold = true holds every package of the driver; a host that holds
 	// only some has no hold the spec can state, and keeps its own.

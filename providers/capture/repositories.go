@@ -97,6 +97,17 @@ func (w *writer) repositories(obs *facts.Observation) {
 		body := w.block("repository", []string{b.name}, append([]string{"Configured in " + where + "."}, b.notes...)...)
 		b.write(body)
 	}
+	// A repository block pins the whole repository; apt's pins of single
+	// packages have no block.
+	var pins []string
+	for _, p := range obs.PackageIndexes.Pins {
+		if p.Package != "*" && !strings.HasPrefix(path.Base(p.File), "gpuenv-") {
+			pins = append(pins, fmt.Sprintf("%s (%s: %s %d)", p.File, p.Package, p.Pin, p.Priority))
+		}
+	}
+	if len(pins) > 0 {
+		w.comment("apt's pins of single packages are not captured (a repository block's priority pins a whole repository): " + strings.Join(pins, "; ") + ".")
+	}
 }
 
 func (b *repoBlock) write(body *hclwrite.Body) {

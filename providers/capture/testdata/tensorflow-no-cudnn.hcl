@@ -1,6 +1,9 @@
-# Captured by gpuenv init: this host's GPU stack as it was observed. gpuenv
-# plan against the same host shows no changes; on a fresh host it installs the
-# same versions. Review it before applying it elsewhere.
+# Captured by gpuenv init: this host's GPU stack as it was observed, with the
+# package repositories beyond the distribution's archive that it came from.
+# gpuenv plan against the same host shows no changes. On a fresh host of the
+# same OS and release it installs the same versions, once each repository's
+# keyring is in place as its comment says. Review it before applying it
+# elsewhere.
 
 # Configured in /etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list.
 # Its keyring /usr/share/keyrings/cuda-archive-keyring.gpg is missing on this
@@ -19,6 +22,7 @@ driver {
   kernel_modules    = "proprietary"
   source            = "nvidia"
   blacklist_nouveau = true
+  persistence_mode  = false
 }
 
 # The CUDA toolkit in /usr/local/cuda-12.3 (cuda-toolkit-12-3).
