@@ -160,10 +160,10 @@ var diagWants = map[string][]diag{
 		{"error", "Invalid path", "The path \"/opt/my venv/bin/python\" contains characters that are not allowed: a path may use letters, digits and . _ + @ , = - /, since it is written into PATH, ld.so.conf and shell profile files.", "spec.hcl:2,12-37"},
 	},
 	"key id as fingerprint": {
-		{"error", "Invalid key fingerprint", "The key fingerprint \"3BF863CC\" is a key ID, which other keys can share. A fingerprint is 40 hexadecimal digits for an OpenPGP version 4 key, as gpg --fingerprint prints it (spaces allowed), or 64 for versions 5 and 6.", "spec.hcl:4,21-31"},
+		{"error", "Invalid key fingerprint", "The key fingerprint \"6F695994\" is a key ID, which other keys can share. A fingerprint is 40 hexadecimal digits for an OpenPGP version 4 key, as gpg --fingerprint prints it (spaces allowed), or 64 for versions 5 and 6.", "spec.hcl:4,21-31"},
 	},
 	"fingerprint not hex": {
-		{"error", "Invalid key fingerprint", "The key fingerprint \"EB693B3035CD5710E231E123A4B469963BF863CX\" is not a fingerprint. A fingerprint is 40 hexadecimal digits for an OpenPGP version 4 key, as gpg --fingerprint prints it (spaces allowed), or 64 for versions 5 and 6.", "spec.hcl:4,21-63"},
+		{"error", "Invalid key fingerprint", "The key fingerprint \"7D5AB3C8EA6E6296C742F6104948E0156F69599X\" is not a fingerprint. A fingerprint is 40 hexadecimal digits for an OpenPGP version 4 key, as gpg --fingerprint prints it (spaces allowed), or 64 for versions 5 and 6.", "spec.hcl:4,21-63"},
 	},
 	"fingerprint without keyring": {
 		{"error", "Key fingerprint without a keyring file", "key_fingerprint names the key that the repository's keyring must hold, and gpuenv checks it in the keyring file on the host: set keyring to that file's absolute path, such as \"/usr/share/keyrings/cuda-archive-keyring.gpg\". A keyring URL is fetched by the package manager, where gpuenv cannot check it.", "spec.hcl:3,3-18"},

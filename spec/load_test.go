@@ -50,7 +50,7 @@ repository "cuda" {
   keyring  = "/usr/share/keyrings/cuda-archive-keyring.gpg"
   priority = 600
 
-  key_fingerprint = "eb69 3b30 35cd 5710 e231  e123 a4b4 6996 3bf8 63cc"
+  key_fingerprint = "7d5a b3c8 ea6e 6296 c742  f610 4948 e015 6f69 5994"
 }
 
 group "video" {
@@ -147,7 +147,7 @@ func TestLoadEveryBlock(t *testing.T) {
 		t.Errorf("keyring = %q", repo.Keyring.Value)
 	}
 	// gpg's groups of four, in any case, are compared as one word.
-	if repo.KeyFingerprint.Value != "EB693B3035CD5710E231E123A4B469963BF863CC" {
+	if repo.KeyFingerprint.Value != "7D5AB3C8EA6E6296C742F6104948E0156F695994" {
 		t.Errorf("key_fingerprint = %q", repo.KeyFingerprint.Value)
 	}
 
