@@ -123,3 +123,25 @@ func TestNormalize(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFingerprints reads a binary keyring of two keys and an
+// armored one, as observation reads each keyring of a host.
+func BenchmarkFingerprints(b *testing.B) {
+	bin, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "keys", "fixture-both.gpg"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	arm, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "keys", "fixture-other.asc"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Fingerprints(bin); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Fingerprints(arm); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
