@@ -220,7 +220,11 @@ func keyOf(obs *facts.Observation, p string, notes []string) (string, []string) 
 		case len(kr.Fingerprints) > 1:
 			return "", append(notes, fmt.Sprintf("Its keyring %s holds %d keys (%s); key_fingerprint names one key, so the block names none.", p, len(kr.Fingerprints), strings.Join(kr.Fingerprints, ", ")))
 		case len(kr.Fingerprints) == 1:
-			return kr.Fingerprints[0], append(notes, fmt.Sprintf("The key in %s has the fingerprint key_fingerprint states; another host needs that key there before apply (for NVIDIA's repositories, the cuda-keyring package puts it there).", p))
+			note := fmt.Sprintf("The key in %s has the fingerprint key_fingerprint states; another host needs that key there before apply", p)
+			if obs.OS.Family != "rpm" {
+				note += " (for NVIDIA's repositories, the cuda-keyring package puts it there)"
+			}
+			return kr.Fingerprints[0], append(notes, note+".")
 		}
 	}
 	return "", append(notes, fmt.Sprintf("Its keyring %s is missing on this host, so the block names no key_fingerprint.", p))
