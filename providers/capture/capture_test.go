@@ -342,3 +342,44 @@ func TestCaptureDevicesAndPersistence(t *testing.T) {
 		t.Errorf("every GPU in one mode:\n%s", got)
 	}
 }
+
+// TestCaptureOwnRepository: a repository gpuenv configured from a block
+// is captured as that block, under its name, and plans no change; the
+// Debian archive and the components gpuenv enabled are not captured.
+func TestCaptureOwnRepository(t *testing.T) {
+	root := hosttest.Build(t, "debian12-lists")
+	key, err := os.ReadFile(filepath.Join(hosttest.TestdataDir(t), "keys", "fixture-cuda.gpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.WriteFile(t, root, "/etc/apt/keyrings/mirror.gpg", string(key))
+	s := plantestSpec(t, "repository \"mirror\" {\n  url             = \"https://mirror.example/cuda/debian12/x86_64/\"\n  keyring         = \"/etc/apt/keyrings/mirror.gpg\"\n  key_fingerprint = \"7D5AB3C8EA6E6296C742F6104948E0156F695994\"\n  priority        = 600\n}\n")
+	obs := providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	p, diags := planner.New(providers.Planners()...).Plan(context.Background(), s, obs)
+	if diags.HasErrors() || len(p.Steps) != 1 {
+		t.Fatalf("plan: %v %v", diags, p)
+	}
+	for _, op := range p.Steps[0].Operations {
+		hosttest.WriteFile(t, root, op.File.Path, op.File.Content)
+	}
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/gpuenv-distro-components.sources", "Types: deb\nURIs: https://deb.debian.org/debian\nSuites: bookworm\nComponents: contrib\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	got := roundTrip(t, obs)
+	want := "repository \"mirror\" {\n  url             = \"https://mirror.example/cuda/debian12/x86_64/\"\n  keyring         = \"/etc/apt/keyrings/mirror.gpg\"\n  key_fingerprint = \"7D5AB3C8EA6E6296C742F6104948E0156F695994\"\n  priority        = 600\n}"
+	if !strings.Contains(got, want) || strings.Count(got, "\nrepository ") != 1 {
+		t.Errorf("want exactly\n%s\nin\n%s", want, got)
+	}
+}
+
+func plantestSpec(t *testing.T, src string) *spec.Spec {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "spec.hcl")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, diags := spec.Load(file, spec.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return s
+}

@@ -176,8 +176,30 @@ func captureRepository(obs *facts.Observation, s facts.Repository) (b repoBlock,
 		b.keyring = path.Clean(s.Keys[0])
 		b.keyFingerprint, b.notes = keyOf(obs, b.keyring, b.notes)
 	}
+	if p, ok := ownPin(obs, s); ok {
+		// gpuenv's own pin file says the block's priority whether or
+		// not the lists are fetched.
+		b.priority = p
+		return b, ""
+	}
 	b.priority, b.notes = priorityOf(obs, s, b.notes)
 	return b, ""
+}
+
+// ownPin is the priority of the pin file gpuenv wrote with its own
+// sources file s, as repository.Provider writes them in pairs.
+func ownPin(obs *facts.Observation, s facts.Repository) (int, bool) {
+	base := path.Base(s.File)
+	if !strings.HasPrefix(base, "gpuenv-") || !strings.HasSuffix(base, ".sources") {
+		return 0, false
+	}
+	pref := path.Join(repository.PreferencesDir, strings.TrimSuffix(base, ".sources")+".pref")
+	for _, p := range obs.PackageIndexes.Pins {
+		if p.File == pref && p.Package == "*" {
+			return p.Priority, true
+		}
+	}
+	return 0, false
 }
 
 func captureDnf(obs *facts.Observation, s facts.Repository, b repoBlock) (repoBlock, string) {
