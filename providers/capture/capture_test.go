@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -382,4 +383,24 @@ func plantestSpec(t *testing.T, src string) *spec.Spec {
 		t.Fatal(diags.Error())
 	}
 	return s
+}
+
+// TestRoundTripNVML: with NVML (go-nvml's DGX H100 mock) persistence and
+// compute modes come from the devices, and the spec still plans no
+// change on the host.
+func TestRoundTripNVML(t *testing.T) {
+	root := hosttest.Build(t, "ubuntu2204-working")
+	h := hosttest.New(t, root)
+	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{
+		Pythons: []string{"/opt/venv/bin/python"},
+		NVML:    host.NewNVML(hosttest.NVMLServer("dgxh100")),
+	})
+	if len(obs.NVML.Devices) == 0 {
+		t.Fatalf("the mock reports no device: %+v", obs.NVML)
+	}
+	got := roundTrip(t, obs)
+	on := obs.NVML.Devices[0].PersistenceMode == "enabled"
+	if want := fmt.Sprintf("  persistence_mode  = %v\n", on); !strings.Contains(got, want) {
+		t.Errorf("spec lacks %q (NVML: %s):\n%s", want, obs.NVML.Devices[0].PersistenceMode, got)
+	}
 }
