@@ -77,6 +77,10 @@ type Repository struct {
 	// GPGCheck is a dnf repository's gpgcheck=1 (dnf checks packages'
 	// signatures).
 	GPGCheck bool `json:"gpgcheck,omitempty"`
+	// Options are an apt source's other options, as written: a one-line
+	// source's ("arch=amd64", "trusted=yes"), a deb822 stanza's other
+	// fields ("Architectures: amd64").
+	Options []string `json:"options,omitempty"`
 	// URIsFrom is "metalink" or "mirrorlist" when a dnf repository has
 	// no baseurl and URIs holds that list's address instead.
 	URIsFrom string `json:"uris_from,omitempty"`

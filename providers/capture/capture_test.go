@@ -404,3 +404,37 @@ func TestRoundTripNVML(t *testing.T) {
 		t.Errorf("spec lacks %q (NVML: %s):\n%s", want, obs.NVML.Devices[0].PersistenceMode, got)
 	}
 }
+
+// TestCaptureRepositoryComments: a source a repository block cannot
+// state as it is becomes a comment with the reason, or a block whose
+// comment says what it leaves out; the distribution's archive is not
+// captured.
+func TestCaptureRepositoryComments(t *testing.T) {
+	obs := &facts.Observation{
+		OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb"},
+		Repositories: []facts.Repository{
+			{File: "/etc/apt/sources.list", URIs: []string{"http://de.archive.ubuntu.com/ubuntu/"}, Suites: []string{"jammy"}, Components: []string{"main"}},
+			{File: "/etc/apt/sources.list.d/a.list", URIs: []string{"https://a.example/"}, Suites: []string{"/"}, Keys: []string{"0123456789ABCDEF0123456789ABCDEF01234567"}},
+			{File: "/etc/apt/sources.list.d/b.list", URIs: []string{"cdrom:/media/"}, Suites: []string{"/"}},
+			{File: "/etc/apt/sources.list.d/c.list", URIs: []string{"https://c.example/"}, Suites: []string{"/"}, Keys: []string{"/etc/apt/keyrings/c.gpg"}, Options: []string{"trusted=yes"}},
+			{File: "/etc/apt/sources.list.d/d.sources", URIs: []string{"https://d.example/", "https://d2.example/"}, Suites: []string{"/"}},
+		},
+		RepositoryFiles: facts.RepositoryFiles{Keyrings: []facts.FileDigest{{Path: "/etc/apt/keyrings/c.gpg", Fingerprints: []string{"A", "B"}}}},
+	}
+	got := string(capture.Spec(obs))
+	for _, want := range []string{
+		"captured: its Signed-By names a key by fingerprint",
+		"captured: a repository block cannot state it as it is (the URL\n# \"cdrom:/media/\" must start with https://",
+		"# Its options (trusted=yes) are not captured",
+		"# Its keyring /etc/apt/keyrings/c.gpg holds 2 keys (A, B); key_fingerprint\n# names one key, so the block names none.",
+		"repository \"c\" {\n  url     = \"https://c.example/\"\n  keyring = \"/etc/apt/keyrings/c.gpg\"\n}",
+		"d.sources is not captured: it names 2 URLs",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("spec lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "archive.ubuntu.com") {
+		t.Errorf("Ubuntu's archive is captured:\n%s", got)
+	}
+}

@@ -148,7 +148,8 @@ func validRepository(b repoBlock) string {
 	_, diags := spec.Load(name, spec.LoadOptions{Saved: &spec.Sources{Files: []spec.SourceFile{{Name: name, Bytes: f.Bytes()}}}})
 	for _, d := range diags {
 		if d.Severity == hcl.DiagError {
-			return strings.TrimSuffix(d.Detail, ".")
+			detail := strings.TrimSuffix(d.Detail, ".")
+			return strings.ToLower(detail[:1]) + detail[1:]
 		}
 	}
 	return ""
@@ -165,6 +166,9 @@ func captureRepository(obs *facts.Observation, s facts.Repository) (b repoBlock,
 		return captureDnf(obs, s, b)
 	}
 	b.suites, b.components = s.Suites, s.Components
+	if len(s.Options) > 0 {
+		b.notes = append(b.notes, fmt.Sprintf("Its options (%s) are not captured: a repository block has none of them, and the source gpuenv writes on another host goes without.", strings.Join(s.Options, ", ")))
+	}
 	switch {
 	case len(s.Keys) == 0:
 		b.notes = append(b.notes, "It names no keyring (no Signed-By), so apt trusts it with every key in /etc/apt/trusted.gpg.d; the block names none either.")

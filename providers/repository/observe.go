@@ -104,7 +104,7 @@ func ParseSourcesList(file string, data []byte) []facts.Repository {
 			continue
 		}
 		f = f[1:]
-		var keys []string
+		var keys, others []string
 		if strings.HasPrefix(f[0], "[") {
 			var opts []string
 			for len(f) > 0 && !strings.HasSuffix(f[0], "]") {
@@ -116,12 +116,12 @@ func ParseSourcesList(file string, data []byte) []facts.Repository {
 			}
 			opts = append(opts, f[0])
 			f = f[1:]
-			keys = signedByOption(strings.Trim(strings.Join(opts, " "), "[]"))
+			keys, others = sourceOptions(strings.Trim(strings.Join(opts, " "), "[]"))
 		}
 		if len(f) < 2 {
 			continue
 		}
-		out = append(out, facts.Repository{File: file, URIs: f[:1], Suites: f[1:2], Components: orNil(f[2:]), Keys: keys})
+		out = append(out, facts.Repository{File: file, URIs: f[:1], Suites: f[1:2], Components: orNil(f[2:]), Keys: keys, Options: others})
 	}
 	return out
 }
@@ -134,7 +134,7 @@ func ParseDeb822(file string, data []byte) []facts.Repository {
 	last := ""
 	flush := func() {
 		if len(fields) > 0 && slices.Contains(strings.Fields(fields["types"]), "deb") && !strings.EqualFold(fields["enabled"], "no") {
-			out = append(out, facts.Repository{File: file, URIs: orNil(strings.Fields(fields["uris"])), Suites: orNil(strings.Fields(fields["suites"])), Components: orNil(strings.Fields(fields["components"])), Keys: signedBy(fields["signed-by"])})
+			out = append(out, facts.Repository{File: file, URIs: orNil(strings.Fields(fields["uris"])), Suites: orNil(strings.Fields(fields["suites"])), Components: orNil(strings.Fields(fields["components"])), Keys: signedBy(fields["signed-by"]), Options: deb822Options(fields)})
 		}
 		fields, last = map[string]string{}, ""
 	}
@@ -204,16 +204,34 @@ func ParseRepoFile(file string, data []byte) []facts.Repository {
 	return out
 }
 
-// signedByOption reads signed-by= from a one-line source's options
-// ("arch=amd64 signed-by=/usr/share/keyrings/x.gpg"); its value is a
-// comma-separated list.
-func signedByOption(opts string) []string {
+// sourceOptions reads a one-line source's options ("arch=amd64
+// signed-by=/usr/share/keyrings/x.gpg"): signed-by's comma-separated
+// keys, and the other options as written.
+func sourceOptions(opts string) (keys, others []string) {
 	for _, o := range strings.Fields(opts) {
 		if k, v, ok := strings.Cut(o, "="); ok && strings.EqualFold(k, "signed-by") {
-			return orNil(strings.Split(v, ","))
+			keys = orNil(strings.Split(v, ","))
+			continue
+		}
+		others = append(others, o)
+	}
+	return keys, others
+}
+
+// deb822Known are the fields of a deb822 stanza that Repository holds.
+var deb822Known = []string{"types", "uris", "suites", "components", "signed-by", "enabled"}
+
+// deb822Options are a stanza's other fields, as "Name: value" with the
+// name lower-cased as the stanza is read.
+func deb822Options(fields map[string]string) []string {
+	var out []string
+	for k, v := range fields {
+		if !slices.Contains(deb822Known, k) {
+			out = append(out, k+": "+v)
 		}
 	}
-	return nil
+	slices.Sort(out)
+	return out
 }
 
 // signedBy reads a deb822 Signed-By field: keyring paths or fingerprints

@@ -14,9 +14,9 @@ import (
 func TestObserveApt(t *testing.T) {
 	root := t.TempDir()
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list", "deb http://archive.ubuntu.com/ubuntu/ jammy main restricted\n# deb http://archive.ubuntu.com/ubuntu/ jammy-backports main\ndeb-src http://archive.ubuntu.com/ubuntu/ jammy main\n")
-	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", "deb [arch=amd64 signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n")
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/ppa.sources", "Types: deb\nURIs: https://ppa.launchpadcontent.net/graphics-drivers/ppa/ubuntu/\nSuites: jammy\nComponents: main\nEnabled: no\n")
-	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/toolkit.sources", "Types: deb\nURIs: https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)\nSuites: /\nSigned-By: /etc/apt/keyrings/a.gpg,\n /etc/apt/keyrings/b.gpg\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/toolkit.sources", "Types: deb\nURIs: https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)\nSuites: /\nArchitectures: amd64\nSigned-By: /etc/apt/keyrings/a.gpg,\n /etc/apt/keyrings/b.gpg\n")
 	// apt ignores what does not end in .list or .sources.
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/old.list.save", "deb http://old.example/ jammy main\n")
 	h := hosttest.New(t, root)
@@ -26,8 +26,8 @@ func TestObserveApt(t *testing.T) {
 	}
 	want := []facts.Repository{
 		{File: "/etc/apt/sources.list", URIs: []string{"http://archive.ubuntu.com/ubuntu/"}, Suites: []string{"jammy"}, Components: []string{"main", "restricted"}},
-		{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}, Suites: []string{"/"}, Keys: []string{"/usr/share/keyrings/cuda-archive-keyring.gpg"}},
-		{File: "/etc/apt/sources.list.d/toolkit.sources", URIs: []string{"https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"}, Suites: []string{"/"}, Keys: []string{"/etc/apt/keyrings/a.gpg", "/etc/apt/keyrings/b.gpg"}},
+		{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}, Suites: []string{"/"}, Keys: []string{"/usr/share/keyrings/cuda-archive-keyring.gpg"}, Options: []string{"arch=amd64"}},
+		{File: "/etc/apt/sources.list.d/toolkit.sources", URIs: []string{"https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"}, Suites: []string{"/"}, Keys: []string{"/etc/apt/keyrings/a.gpg", "/etc/apt/keyrings/b.gpg"}, Options: []string{"architectures: amd64"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("repositories (-want +got):\n%s", diff)
