@@ -363,11 +363,14 @@ func TestCaptureOwnRepository(t *testing.T) {
 	for _, op := range p.Steps[0].Operations {
 		hosttest.WriteFile(t, root, op.File.Path, op.File.Content)
 	}
+	// A host source whose file has the same name comes first, and is
+	// named around gpuenv's.
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/mirror.list", "deb [signed-by=/etc/apt/keyrings/mirror.gpg] https://mirror.example/other/ /\n")
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/gpuenv-distro-components.sources", "Types: deb\nURIs: https://deb.debian.org/debian\nSuites: bookworm\nComponents: contrib\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
 	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
 	got := roundTrip(t, obs)
 	want := "repository \"mirror\" {\n  url             = \"https://mirror.example/cuda/debian12/x86_64/\"\n  keyring         = \"/etc/apt/keyrings/mirror.gpg\"\n  key_fingerprint = \"7D5AB3C8EA6E6296C742F6104948E0156F695994\"\n  priority        = 600\n}"
-	if !strings.Contains(got, want) || strings.Count(got, "\nrepository ") != 1 {
+	if !strings.Contains(got, want) || !strings.Contains(got, "repository \"mirror-2\" {\n  url             = \"https://mirror.example/other/\"") || strings.Count(got, "\nrepository ") != 2 {
 		t.Errorf("want exactly\n%s\nin\n%s", want, got)
 	}
 }

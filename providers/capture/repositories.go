@@ -75,8 +75,16 @@ type repoBlock struct {
 // versions from the same places.
 func (w *writer) repositories(obs *facts.Observation) {
 	family := obs.OS.Family
+	// The sources gpuenv wrote keep their blocks' names, which name
+	// their files; the others are named around them.
 	used := map[string]bool{}
-	for _, s := range obs.Repositories {
+	own := map[int]string{}
+	for i, s := range obs.Repositories {
+		if strings.HasPrefix(path.Base(s.File), "gpuenv-") || strings.HasPrefix(s.ID, "gpuenv-") {
+			own[i] = uniqueName(repoName(s), used)
+		}
+	}
+	for i, s := range obs.Repositories {
 		if s.File == repository.ComponentsFile || distroArchive(family, s) {
 			continue
 		}
@@ -89,7 +97,10 @@ func (w *writer) repositories(obs *facts.Observation) {
 			w.comment(fmt.Sprintf("The repository %s in %s is not captured: %s", strings.Join(s.URIs, " "), where, why))
 			continue
 		}
-		b.name = uniqueName(repoName(s), used)
+		b.name = own[i]
+		if b.name == "" {
+			b.name = uniqueName(repoName(s), used)
+		}
 		if problem := validRepository(b); problem != "" {
 			w.comment(fmt.Sprintf("The repository %s in %s is not captured: a repository block cannot state it as it is (%s).", s.URIs[0], where, problem))
 			continue
