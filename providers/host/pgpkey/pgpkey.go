@@ -236,19 +236,3 @@ func crc24(data []byte) uint32 {
 	}
 	return crc & 0xffffff
 }
-
-// Normalize returns a fingerprint as written by a person (gpg's groups of
-// four, lower case, a 0x prefix) in the form Fingerprints returns, and
-// false when it is not the 40 (version 4) or 64 (versions 5 and 6) hex
-// digits of a fingerprint.
-func Normalize(s string) (string, bool) {
-	s = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(s), "0x"), "0X")
-	s = strings.ToUpper(strings.Join(strings.Fields(s), ""))
-	if len(s) != 40 && len(s) != 64 {
-		return "", false
-	}
-	if _, err := hex.DecodeString(s); err != nil {
-		return "", false
-	}
-	return s, true
-}

@@ -109,21 +109,6 @@ func TestFingerprintsRefuse(t *testing.T) {
 	}
 }
 
-func TestNormalize(t *testing.T) {
-	for in, want := range map[string]string{
-		"7D5A B3C8 EA6E 6296 C742  F610 4948 E015 6F69 5994": cudaFP,
-		"0x7d5ab3c8ea6e6296c742f6104948e0156f695994":         cudaFP,
-		strings.Repeat("ab", 32):                             strings.Repeat("AB", 32),
-		"4948E0156F695994":                                   "", // a long key id is not a fingerprint
-		strings.Repeat("G", 40):                              "",
-	} {
-		got, ok := Normalize(in)
-		if got != want || ok != (want != "") {
-			t.Errorf("Normalize(%q) = %q, %v; want %q", in, got, ok, want)
-		}
-	}
-}
-
 // BenchmarkFingerprints reads a binary keyring of two keys and an
 // armored one, as observation reads each keyring of a host.
 func BenchmarkFingerprints(b *testing.B) {
