@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -61,7 +62,7 @@ func Fingerprints(data []byte) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !contains(out, fp) {
+		if !slices.Contains(out, fp) {
 			out = append(out, fp)
 		}
 	}
@@ -69,15 +70,6 @@ func Fingerprints(data []byte) ([]string, error) {
 		return nil, errors.New("the keyring holds no public key")
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // packet splits the first packet off data (RFC 9580 §4.2): its tag, its
