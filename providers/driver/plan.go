@@ -414,7 +414,7 @@ func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriv
 		return nil
 	}
 	want := d.PersistenceMode.Value
-	enabled, known := p.persistencedEnabled(obs)
+	enabled, known := PersistenceEnabled(obs)
 	if known && enabled == want {
 		return nil
 	}
@@ -459,9 +459,10 @@ func withoutSystemd(in facts.Init) string {
 	return fmt.Sprintf("systemd is not process 1 here (%s is)", in.PID1)
 }
 
-// persistencedEnabled tells whether persistence is on: from NVML when it
-// reports every device, else from the service's enablement link.
-func (p Provider) persistencedEnabled(obs *facts.Observation) (enabled, known bool) {
+// PersistenceEnabled tells whether persistence is on: from NVML when it
+// reports every device, else from the service's enablement link. init
+// states it as persistence_mode by this same rule.
+func PersistenceEnabled(obs *facts.Observation) (enabled, known bool) {
 	if len(obs.NVML.Devices) > 0 {
 		all := true
 		for _, dev := range obs.NVML.Devices {
