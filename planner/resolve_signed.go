@@ -8,6 +8,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
+	"github.com/gpuenv/gpuenv/spec/version"
 )
 
 // Ubuntu builds the NVIDIA kernel modules of each driver series it ships
@@ -143,6 +144,11 @@ func (r *resolver) signedModules(dd *DesiredDriver) {
 		}
 	}
 	running := r.obs.Kernel.Release
+	if running == "" {
+		// A disk image: no kernel runs it, and the newest installed is
+		// the one it boots.
+		running = newestKernel(InstalledKernels(r.obs))
+	}
 	if series == "" || running == "" {
 		return
 	}
@@ -237,6 +243,22 @@ func (r *resolver) signedMeta(series, running string) (SignedPackage, string) {
 		}
 	}
 	return SignedPackage{}, ""
+}
+
+// newestKernel is the newest of Ubuntu kernel releases, by ABI; "" when
+// none is one.
+func newestKernel(rels []string) string {
+	newest, abi := "", ""
+	for _, rel := range rels {
+		m := kernelABI.FindStringSubmatch(rel)
+		if m == nil {
+			continue
+		}
+		if c, err := version.CompareDebian(m[1], abi); abi == "" || err == nil && c > 0 {
+			newest, abi = rel, m[1]
+		}
+	}
+	return newest
 }
 
 // InstalledKernels lists the kernel releases on the root: those with

@@ -123,6 +123,17 @@ func TestSignedModules(t *testing.T) {
 		}
 	})
 
+	t.Run("a disk image's newest kernel", func(t *testing.T) {
+		obs := signedArchive(full)
+		obs.Kernel.Release = ""
+		obs.Kernel.Installed = []facts.InstalledKernel{{Release: "6.8.0-40-generic"}, {Release: "6.8.0-45-generic"}, {Release: "5.15.0-105-generic"}}
+		d, _ := Resolve(loadSpec(t, signedSpec), obs)
+		s := d.Driver.Signed
+		if s == nil || len(s.Kernels) != 3 || s.Kernels[0].Release != rel {
+			t.Fatalf("signed = %+v; want the newest kernel, %s, first of three", s, rel)
+		}
+	})
+
 	for _, c := range []struct {
 		name string
 		obs  func() *facts.Observation
