@@ -517,7 +517,9 @@ func (p Provider) persistencedEnabled(obs *facts.Observation) (enabled, known bo
 
 // driverPackage matches the packages that make up an installed driver,
 // for removing it.
-var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|compute-utils|smi|alternative|persistenced|modprobe|vdpau-driver|egl|settings|tesla)|libnvidia-|libcuda1|cuda-drivers|kmod-nvidia|xserver-xorg-video-nvidia|firmware-nvidia-gsp)`)
+// Ubuntu's signed prebuilt modules (linux-modules-nvidia-*, with their
+// objects, signatures and meta packages) are the driver's too.
+var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|compute-utils|smi|alternative|persistenced|modprobe|vdpau-driver|egl|settings|tesla)|libnvidia-|libcuda1|cuda-drivers|kmod-nvidia|xserver-xorg-video-nvidia|firmware-nvidia-gsp|linux-(modules|objects|signatures)-nvidia-)`)
 
 // removeDriver plans the removal of every installed driver package.
 func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step {
