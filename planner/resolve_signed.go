@@ -112,9 +112,9 @@ var ubuntuSeries = lazyregexp.New(`^nvidia-driver-([0-9]+(?:-server)?(?:-open)?)
 // nvidia-lowlatency.
 var kernelABI = lazyregexp.New(`^([0-9]+\.[0-9]+\.[0-9]+-[0-9]+)-([a-z][a-z0-9]*(?:-[a-z0-9]+)*)$`)
 
-// KernelFlavour is the flavour of an Ubuntu kernel release ("generic" of
+// kernelFlavour is the flavour of an Ubuntu kernel release ("generic" of
 // "6.8.0-45-generic"), and false for a release not of Ubuntu's form.
-func KernelFlavour(release string) (string, bool) {
+func kernelFlavour(release string) (string, bool) {
 	m := kernelABI.FindStringSubmatch(release)
 	if m == nil {
 		return "", false
@@ -153,7 +153,7 @@ func (r *resolver) signedModules(dd *DesiredDriver) {
 		return
 	}
 	dd.ModulesSeries = series
-	if _, ok := KernelFlavour(running); !ok {
+	if _, ok := kernelFlavour(running); !ok {
 		dd.ModulesWhy = fmt.Sprintf("kernel %s is not one of Ubuntu's, for which the archive builds signed modules: DKMS builds the module", running)
 		return
 	}
@@ -186,7 +186,7 @@ func (r *resolver) signedModules(dd *DesiredDriver) {
 // packages where the archive has them, at one version, the first the
 // package manager prefers at which every one of them is offered.
 func (r *resolver) signedKernel(series, release string) (SignedKernel, bool) {
-	if _, ok := KernelFlavour(release); !ok {
+	if _, ok := kernelFlavour(release); !ok {
 		return SignedKernel{}, false
 	}
 	mod := ModulesPackage(series, release)
@@ -219,7 +219,7 @@ func (r *resolver) signedKernel(series, release string) (SignedKernel, bool) {
 // of the running kernel's module package, as the meta depends on it at
 // its own version.
 func (r *resolver) signedMeta(series, running string) (SignedPackage, string) {
-	flavour, _ := KernelFlavour(running)
+	flavour, _ := kernelFlavour(running)
 	version := ""
 	if k, ok := r.signedKernel(series, running); ok {
 		version = k.Packages[0].Version
@@ -281,7 +281,7 @@ func InstalledKernels(obs *facts.Observation) []string {
 			continue
 		}
 		rel = strings.TrimPrefix(rel, "unsigned-")
-		if _, ok := KernelFlavour(rel); ok {
+		if _, ok := kernelFlavour(rel); ok {
 			add(rel)
 		}
 	}

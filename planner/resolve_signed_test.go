@@ -21,14 +21,14 @@ func TestKernelFlavour(t *testing.T) {
 		"6.8.0-45-generic-64k":          "generic-64k",
 		"":                              "",
 	} {
-		got, ok := KernelFlavour(rel)
+		got, ok := kernelFlavour(rel)
 		if got != want || ok != (want != "") {
-			t.Errorf("KernelFlavour(%q) = %q, %v; want %q", rel, got, ok, want)
+			t.Errorf("kernelFlavour(%q) = %q, %v; want %q", rel, got, ok, want)
 		}
 	}
 	for _, rel := range []string{"5.14.0-427.13.1.el9_4.x86_64", "6.9.1", "6.8.0-45-Generic"} {
-		if f, ok := KernelFlavour(rel); ok {
-			t.Errorf("KernelFlavour(%q) = %q; it is not an Ubuntu release", rel, f)
+		if f, ok := kernelFlavour(rel); ok {
+			t.Errorf("kernelFlavour(%q) = %q; it is not an Ubuntu release", rel, f)
 		}
 	}
 }
