@@ -33,7 +33,7 @@ func signedWhy(d *planner.DesiredDriver) string {
 	case s.Meta.Name != "":
 		why += fmt.Sprintf("; %s brings the modules of each new kernel of the flavour", s.Meta.Name)
 	default:
-		why += "; the archive has no meta package of the modules for this kernel's flavour, so a new kernel needs its own linux-modules-nvidia-" + s.Series + "-<release>"
+		why += fmt.Sprintf("; the archive has no meta package of the modules at this kernel's version (linux-modules-nvidia-%s-<flavour> %s), so a new kernel needs its own linux-modules-nvidia-%s-<release>", s.Series, s.Kernels[0].Packages[0].Version, s.Series)
 	}
 	return why
 }
