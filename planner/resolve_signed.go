@@ -176,7 +176,7 @@ func (r *resolver) signedModules(dd *DesiredDriver) {
 			s.Kernels = append(s.Kernels, k)
 		}
 	}
-	s.Meta, s.KernelMeta = r.signedMeta(series, running)
+	s.Meta, s.KernelMeta = r.signedMeta(series, running, first.Packages[0].Version)
 	dd.Signed = s
 	dd.ModulesWhy = fmt.Sprintf("Ubuntu's signed modules for %s: no build, no MOK", running)
 }
@@ -215,15 +215,11 @@ func (r *resolver) signedKernel(series, release string) (SignedKernel, bool) {
 // signedMeta finds the series' meta package that follows the installed
 // kernel meta package of the running kernel's flavour
 // (linux-image-generic-hwe-22.04 → linux-modules-nvidia-550-open-generic-hwe-22.04),
-// or where none is installed, the flavour's own; offered at the version
-// of the running kernel's module package, as the meta depends on it at
-// its own version.
-func (r *resolver) signedMeta(series, running string) (SignedPackage, string) {
+// or where none is installed, the flavour's own; offered at version, the
+// running kernel's module package's, as the meta depends on that package
+// at its own version.
+func (r *resolver) signedMeta(series, running, version string) (SignedPackage, string) {
 	flavour, _ := kernelFlavour(running)
-	version := ""
-	if k, ok := r.signedKernel(series, running); ok {
-		version = k.Packages[0].Version
-	}
 	type cand struct{ meta, kernelMeta string }
 	var cands []cand
 	for _, p := range r.obs.Packages.Packages {

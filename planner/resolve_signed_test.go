@@ -253,3 +253,33 @@ func TestValidateSignedModules(t *testing.T) {
 			"which is not a list of name=version"},
 	})
 }
+
+// BenchmarkResolveSignedModules resolves a driver from Ubuntu's archive
+// whose indexes have the signed modules of the running kernel and of two
+// more installed kernels, against the same archive without them (DKMS).
+func BenchmarkResolveSignedModules(b *testing.B) {
+	const rel = "6.8.0-45-generic"
+	pkgs := map[string]string{}
+	for _, r := range []string{rel, "6.8.0-40-generic", "5.15.0-105-generic"} {
+		pkgs["linux-modules-nvidia-550-open-"+r] = "1"
+		pkgs["linux-objects-nvidia-550-open-"+r] = "1"
+		pkgs["linux-signatures-nvidia-"+r] = "1"
+	}
+	pkgs["linux-modules-nvidia-550-open-generic-hwe-22.04"] = "1"
+	s := loadSpec(b, signedSpec)
+	for _, c := range []struct {
+		name string
+		pkgs map[string]string
+	}{{"signed", pkgs}, {"dkms", nil}} {
+		b.Run(c.name, func(b *testing.B) {
+			obs := signedArchive(c.pkgs)
+			obs.Kernel.Installed = append(obs.Kernel.Installed, facts.InstalledKernel{Release: "6.8.0-40-generic"}, facts.InstalledKernel{Release: "5.15.0-105-generic"})
+			b.ReportAllocs()
+			for b.Loop() {
+				if d, _ := Resolve(s, obs); (d.Driver.Signed != nil) != (c.pkgs != nil) {
+					b.Fatal("wrong choice")
+				}
+			}
+		})
+	}
+}
