@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/internal/regular"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
@@ -290,35 +288,6 @@ func runViews(g *globalOptions, st *eventStream) (text io.Writer, events, live f
 		return l, nil, l.progress
 	}
 	return g.Stdout, nil, nil
-}
-
-// readSavedFile reads target when it is a saved plan; nil when it is not
-// one (a spec), and an error for a plan document without the marker.
-func readSavedFile(target string) (*savedFile, error) {
-	fi, err := os.Stat(target)
-	if err != nil || fi.IsDir() {
-		// A spec directory, or a spec that cannot be read, which
-		// loading the spec reports.
-		return nil, nil
-	}
-	// A saved plan is read bounded, and a FIFO or a device is refused
-	// at once rather than blocking apply or filling its memory.
-	data, err := regular.ReadFile(target, planner.MaxSavedPlan, "saved plan or spec file")
-	if err != nil {
-		return nil, err
-	}
-	if planner.IsPlanDocument(data) {
-		// Read as a spec, it would only get HCL's syntax errors.
-		return nil, fmt.Errorf("%s is a plan document, not a saved plan: it lacks the %q marker of a plan saved with the fingerprint of the facts it was made from, so apply cannot tell whether it still fits the host. Save a plan to apply with `gpuenv plan --out FILE`, or apply the spec itself", target, "gpuenv_saved_plan")
-	}
-	if !planner.IsSavedPlan(data) {
-		return nil, nil
-	}
-	sp, err := planner.ReadSavedPlan(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", target, err)
-	}
-	return &savedFile{name: target, data: data, plan: sp}, nil
 }
 
 // savedHooks are test-only entry points, set by test commands, never by a

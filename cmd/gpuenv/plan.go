@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -139,6 +140,9 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		defer func() { err = recordDrift(g, specPath, s, p, diags, err) }()
 	}
 	if !diags.HasErrors() {
+		diags = append(diags, notASpec(specPath)...)
+	}
+	if !diags.HasErrors() {
 		s, diags = loadSpec(specPath, opts, diags)
 		files = s.Files
 	}
@@ -171,12 +175,28 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		if err := savePlan(o.out, p, obs, from); err != nil {
 			return err
 		}
-		if err := view.Saved(o.out); err != nil {
+		if err := view.Saved(o.out, from); err != nil {
 			return err
 		}
 	}
 	if o.detailedExitcode && !p.Empty() {
 		return &exitCodeError{code: exitChanges}
+	}
+	return nil
+}
+
+// notASpec is an error diagnostic when the file at specPath is a saved
+// plan, or meant as one, rather than a spec: HCL would only say that
+// JSON is not HCL, and an empty plan file would plan as an empty spec.
+func notASpec(specPath string) hcl.Diagnostics {
+	sf, err := readSavedFile(specPath)
+	switch {
+	case err != nil:
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Not a spec", Detail: err.Error() + "."}}
+	case sf != nil:
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "A saved plan, not a spec",
+			Detail: fmt.Sprintf("%s is a plan saved by gpuenv plan --out. Print it with: gpuenv show %s. Apply exactly that plan with: %s.",
+				specPath, shellWord(specPath), strings.Join(shellWords(applyArgv(specPath, sf.plan.From)), " "))}}
 	}
 	return nil
 }

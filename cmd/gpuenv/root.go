@@ -94,7 +94,7 @@ func terminalWidth(w io.Writer) int {
 // commands are the constructors of every subcommand.
 var commands = []func(g *globalOptions) *cobra.Command{
 	newApplyCmd, newCUDACheckCmd, newDoctorCmd, newFmtCmd, newHistoryCmd, newInitCmd, newObserveCmd, newPlanCmd,
-	newRollbackCmd, newUnlockCmd, newValidateCmd, newVerifyCmd, newVersionCmd, newManCmd,
+	newRollbackCmd, newShowCmd, newUnlockCmd, newValidateCmd, newVerifyCmd, newVersionCmd, newManCmd,
 	newSlurmHealthCmd,
 }
 
