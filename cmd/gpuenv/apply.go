@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -61,6 +62,7 @@ type applyOptions struct {
 	planFlags
 	autoApprove bool
 	noRevert    bool
+	lockTimeout time.Duration
 	// given are the planning flags given on the command line ("--var"),
 	// which a saved plan does not take: it keeps its own.
 	given []string
@@ -123,6 +125,7 @@ reverted; 3 failed and the revert is incomplete: run "gpuenv rollback".`,
 	o.planFlags.register(cmd)
 	cmd.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking for confirmation")
 	cmd.Flags().BoolVar(&o.noRevert, "no-revert", false, "on failure, leave the operations already done in place (gpuenv rollback undoes them)")
+	addLockTimeoutFlag(cmd, &o.lockTimeout)
 	addJSONFlag(cmd, g)
 	return cmd
 }
@@ -182,7 +185,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	// and confirmed: a state directory that cannot be trusted, another
 	// gpuenv running (who), an unfinished generation (until rollback
 	// finishes it, no plan, saved or new, is applied).
-	if err := apply.CheckReady(h, g.stateDir()); err != nil {
+	if err := waitForStateLock(ctx, g, h, o.lockTimeout); err != nil {
 		return err
 	}
 	var pl *planned

@@ -21,7 +21,11 @@ var hostOptions []host.Option
 
 // openHost opens the host at --root.
 func openHost(g *globalOptions) (*host.Host, error) {
-	return host.New(g.Root, hostOptions...)
+	opts := hostOptions
+	if g.debugging() {
+		opts = append(slices.Clone(opts), host.WithCommandLog(g.logCommand))
+	}
+	return host.New(g.Root, opts...)
 }
 
 func newObserveCmd(g *globalOptions) *cobra.Command {

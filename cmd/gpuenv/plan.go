@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -311,14 +312,23 @@ func savePlan(name string, p *planner.Plan, obs *facts.Observation, from *planne
 // it the state directory's status); its diagnostics come before the
 // planner's. The plan is nil when planning failed.
 func observeThenPlan(ctx context.Context, h *host.Host, s *spec.Spec, flagPythons []string, prepare func(*planner.Planner) hcl.Diagnostics) (*planned, hcl.Diagnostics) {
+	debugf := debugFrom(ctx)
 	pythons := pythonsToObserve(s, flagPythons)
+	start := time.Now()
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
+	debugf("observed %s in %s", h.Root(), tookText(time.Since(start)))
 	pl := newPlanner(h)
 	var diags hcl.Diagnostics
 	if prepare != nil {
 		diags = prepare(pl)
 	}
+	start = time.Now()
 	p, more := pl.Plan(ctx, s, obs)
+	if p != nil {
+		debugf("planned in %s: %d steps, %d diagnostics", tookText(time.Since(start)), len(p.Steps), len(more))
+	} else {
+		debugf("planning failed in %s: %d diagnostics", tookText(time.Since(start)), len(more))
+	}
 	return &planned{plan: p, obs: obs, spec: s, files: s.Files, pythns: pythons}, append(diags, more...)
 }
 

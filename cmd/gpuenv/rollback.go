@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 func newRollbackCmd(g *globalOptions) *cobra.Command {
 	var to int
 	var autoApprove bool
+	var lockTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "rollback [--to N]",
 		Short: "Undo the newest apply, or return to the host as it was after generation N",
@@ -56,6 +58,12 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 			var confirmErr error
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
+			if err := waitForLockOnly(ctx, g, h, lockTimeout); err != nil {
+				if st != nil {
+					return st.fail(apply.KindRollback, err)
+				}
+				return err
+			}
 			res, err := apply.Rollback(ctx, h, apply.RollbackOptions{
 				StateDir: g.stateDir(),
 				To:       to,
@@ -115,6 +123,7 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 	}
 	cmd.Flags().IntVar(&to, "to", 0, "restore the host as it was right after generation `N` (0: before the first apply)")
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking for confirmation")
+	addLockTimeoutFlag(cmd, &lockTimeout)
 	addJSONFlag(cmd, g)
 	return cmd
 }

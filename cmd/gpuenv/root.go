@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,6 +36,10 @@ type globalOptions struct {
 	StateDir string // inside the root
 	NoColor  bool
 	JSON     bool
+	// Debug is --debug: the debug log on stderr (also GPUENV_LOG=debug).
+	Debug bool
+	// started is when the command started, for the debug log's times.
+	started time.Time
 
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -58,6 +64,53 @@ func (g *globalOptions) Getenv(name string) string {
 		}
 	}
 	return ""
+}
+
+// debugging reports whether the debug log is on: --debug, or
+// GPUENV_LOG=debug as Terraform's TF_LOG is set.
+func (g *globalOptions) debugging() bool {
+	return g.Debug || strings.EqualFold(g.Getenv("GPUENV_LOG"), "debug")
+}
+
+// debugf writes a line of the debug log to stderr, with the time since
+// the command started; nothing when the log is off.
+func (g *globalOptions) debugf(format string, args ...any) {
+	if !g.debugging() {
+		return
+	}
+	fmt.Fprintf(g.Stderr, "[debug %7.3fs] %s\n", time.Since(g.started).Seconds(), esc(fmt.Sprintf(format, args...)))
+}
+
+// tookText is a duration for the debug log: to the millisecond, or to
+// the microsecond under one.
+func tookText(d time.Duration) string {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+type debugKey struct{}
+
+// debugFrom is the debug log of the command ctx belongs to: a function
+// that writes nothing when the log is off.
+func debugFrom(ctx context.Context) func(format string, args ...any) {
+	if g, ok := ctx.Value(debugKey{}).(*globalOptions); ok {
+		return g.debugf
+	}
+	return func(string, ...any) {}
+}
+
+// logCommand is the debug log's line for a command the host ran.
+func (g *globalOptions) logCommand(argv []string, took time.Duration, err error) {
+	outcome := "exit 0"
+	if err != nil {
+		outcome = err.Error()
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			outcome = fmt.Sprintf("exit %d", ee.ExitCode())
+		}
+	}
+	g.debugf("ran %s (%s, %s)", strings.Join(shellWords(argv), " "), outcome, tookText(took))
 }
 
 // stateDir is the state directory inside the root.
@@ -116,6 +169,7 @@ match a spec written in HCL, and explains every change it would make.
 Exit codes: 0 success or nothing to do; 1 error or refused; 2 something to do
 (changes planned, problems found, files to format); 3 the host needs
 attention (a failed apply or rollback whose revert is incomplete).`,
+		Version:           buildVersion().Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		DisableAutoGenTag: true,
@@ -127,7 +181,17 @@ attention (a failed apply or rollback whose revert is incomplete).`,
 	pf.StringVar(&g.Root, "root", "/", "the host's root directory; every host path is read and written under it")
 	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "where generations are kept, as a path inside --root")
 	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also when NO_COLOR is set)")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+	pf.BoolVar(&g.Debug, "debug", false, "write a debug log to stderr: each step of the command and every command run on the host, with timings (also GPUENV_LOG=debug)")
+	// --version prints what "gpuenv version" prints; the template is
+	// the text itself, as it has no field cobra would fill.
+	var version strings.Builder
+	(&versionHuman{w: &version}).Version(buildVersion())
+	root.SetVersionTemplate(strings.ReplaceAll(version.String(), "{{", "{{`{{`}}"))
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		g.debugf("gpuenv %s: %s %s (--root %s, --state-dir %s)", buildVersion().Version, cmd.CommandPath(), strings.Join(shellWords(args), " "), g.Root, g.stateDir())
+		if g.debugging() {
+			cmd.SetContext(context.WithValue(cmd.Context(), debugKey{}, g))
+		}
 		if !path.IsAbs(g.StateDir) {
 			return fmt.Errorf("--state-dir %q must be an absolute path inside the root", g.StateDir)
 		}
@@ -183,10 +247,17 @@ func addJSONFlag(cmd *cobra.Command, g *globalOptions) {
 
 // run executes one gpuenv invocation and returns its exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
-	g := &globalOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env}
+	g := &globalOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env, started: time.Now()}
 	root := newRootCmd(g)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	root.SetArgs(singleDashLongFlags(root, args))
+	code := exitCode(stderr, root.ExecuteContext(ctx))
+	g.debugf("exit status %d", code)
+	return code
+}
+
+// exitCode is the exit status of a command that returned err, which it
+// writes to stderr when the command has not said it already.
+func exitCode(stderr io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}
