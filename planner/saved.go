@@ -56,6 +56,8 @@ type PlannedFrom struct {
 	// RootBoots is --root-boots: the root gets its kernel-side steps
 	// even where its files say container.
 	RootBoots bool `json:"root_boots,omitempty"`
+	// Targets are -target's addresses: the plan is limited to them.
+	Targets []string `json:"target,omitempty"`
 }
 
 // SavedSpec is a spec as plan loaded it: its files' bytes and the values

@@ -244,7 +244,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	}
 	if pl.spec != nil {
 		opts.Recheck = func(ctx context.Context) (*apply.Recheck, error) {
-			again, diags := observeThenPlan(ctx, h, pl.spec, pl.pythns, configured(&o.planFlags))
+			again, diags := observeThenPlan(ctx, h, pl.spec, pl.pythns, configured(o.planFlags.untargeted()))
 			p := again.plan
 			if diags.HasErrors() || p == nil {
 				return nil, fmt.Errorf("planning again: %s", diags.Error())
@@ -378,7 +378,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 	}
 
 	from := sp.From
-	o.pythons, o.interrupt, o.rootBoots = from.Pythons, from.InterruptGPUProcesses, from.RootBoots
+	o.pythons, o.interrupt, o.rootBoots, o.targets = from.Pythons, from.InterruptGPUProcesses, from.RootBoots, from.Targets
 	s, diags := spec.Load(from.Spec.Path, from.Spec.LoadOptions())
 	if diags.HasErrors() {
 		if st != nil {

@@ -31,21 +31,33 @@ type planFlags struct {
 	pythons   []string
 	interrupt bool
 	rootBoots bool
+	// targets are -target's addresses.
+	targets []string
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
 	f.vars.register(cmd)
 	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().BoolVar(&f.interrupt, "interrupt-gpu-processes", false, "let a driver change stop the GPU processes that keep the nvidia modules from being reloaded (the plan names them), instead of asking for a reboot")
+	repeatable(cmd.Flags(), &f.targets, "target", "plan only the resource at `ADDRESS` (driver, cuda, framework.pytorch, group.video; a kind alone: all of it) and what it depends on, with a warning that the plan is partial (repeatable)")
 	cmd.Flags().BoolVar(&f.rootBoots, "root-boots", false, "the root is a machine's that will boot (a disk image prepared for a host): plan its kernel-side steps (modules, DKMS, initramfs, blacklist) even where its files say container")
 }
 
 // configure gives the planner the flags' choices.
 func (f *planFlags) configure(pl *planner.Planner) {
 	pl.InterruptGPUProcesses = f.interrupt
+	pl.Targets = f.targets
 	if f.rootBoots {
 		pl.Resolve = planner.ResolveBootingRoot
 	}
+}
+
+// untargeted are the flags without -target: what the whole spec still
+// needs after a targeted apply is planned with them.
+func (f *planFlags) untargeted() *planFlags {
+	c := *f
+	c.targets = nil
+	return &c
 }
 
 // planOptions are plan's own flags.
@@ -90,11 +102,18 @@ boot (a disk image prepared for a host), which gets the kernel-side steps.
 
 --out FILE saves the plan for "gpuenv apply FILE", with a copy of the spec's
 files and var files and the flags that changed the plan (--var, GPUENV_VAR_
-values, --python, --interrupt-gpu-processes, --root-boots, --root,
---state-dir). Apply
+values, --python, --interrupt-gpu-processes, --root-boots, --target, --root,
+--state-dir); "gpuenv show FILE" prints it again. Apply
 plans again from those, applies exactly that plan when it is the same, and
 refuses it once the facts it was made from have changed or when it differs
 in any way.
+
+--target ADDRESS (repeatable) limits the plan to the steps at ADDRESS (as the
+plan prints them: driver, cuda, framework.pytorch, group.video; a kind alone,
+such as framework, means all of its resources) and the steps they depend on,
+as Terraform's -target does; the plan then carries a warning that it is
+partial. Long flags may be written with one dash, as Terraform's are typed:
+-out FILE, -target=driver.
 
 Exit status: 0 success (with or without changes), 1 error; with
 --detailed-exitcode, 0 no changes, 1 error, 2 changes present.`,
@@ -265,7 +284,7 @@ func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner
 
 // planningFlags are the flags that change what a plan says; a saved plan
 // keeps their values (plannedFrom), and apply takes them from it.
-var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots"}
+var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots", "target"}
 
 // plannedFrom is what a plan saved with --out keeps besides the plan:
 // the spec at specPath as it was loaded (s, with opts), and the flags that
@@ -286,6 +305,7 @@ func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, 
 		Pythons:               slices.Clone(f.pythons),
 		InterruptGPUProcesses: f.interrupt,
 		RootBoots:             f.rootBoots,
+		Targets:               slices.Clone(f.targets),
 	}, nil
 }
 

@@ -146,6 +146,9 @@ func keptFlags(from *planner.PlannedFrom) []string {
 	if from.RootBoots {
 		flags = append(flags, "--root-boots")
 	}
+	for _, t := range from.Targets {
+		flags = append(flags, "--target "+shellWord(t))
+	}
 	return flags
 }
 
