@@ -108,7 +108,7 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 				if res.Status == apply.StatusDone {
 					fmt.Fprintf(g.Stdout, "Rollback complete: %d inverses run (generation %d).\n", len(res.Reverted), res.Generation)
 					if res.NeedsReboot {
-						fmt.Fprintln(g.Stdout, "A reboot is needed for the restored kernel configuration to take effect.")
+						fmt.Fprintln(g.Stdout, "A reboot is needed for the restored driver or kernel configuration to take effect.")
 					}
 				} else {
 					reportReverted(g.Stdout, res)
