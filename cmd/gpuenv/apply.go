@@ -434,6 +434,9 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 		writeDiagnostics(g, files, diags)
 		return nil, &exitCodeError{code: exitError}
 	}
+	if err := checkPrograms(h, "--python", o.pythons); err != nil {
+		return nil, err
+	}
 	pd, more := observeThenPlan(ctx, h, s, o.pythons, configured(&o.planFlags))
 	diags = append(diags, more...)
 	if len(diags) > 0 {

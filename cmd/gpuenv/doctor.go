@@ -66,6 +66,12 @@ doctor could not run.`,
 			if err != nil {
 				return err
 			}
+			if err := checkPrograms(h, "--python", pythons); err != nil {
+				return err
+			}
+			if err := checkPrograms(h, "--program", programs); err != nil {
+				return err
+			}
 			r, obs, err := runDoctor(cmd.Context(), g, h, pythons, programs)
 			if err != nil {
 				return err

@@ -25,7 +25,11 @@ func openHost(g *globalOptions) (*host.Host, error) {
 	if g.debugging() {
 		opts = append(slices.Clone(opts), host.WithCommandLog(g.logCommand))
 	}
-	return host.New(g.Root, opts...)
+	h, err := host.New(g.Root, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return h, checkRoot(h)
 }
 
 func newObserveCmd(g *globalOptions) *cobra.Command {
@@ -48,6 +52,9 @@ apply and doctor work from.`,
 			v := newObserveView(g)
 			h, err := openHost(g)
 			if err != nil {
+				return err
+			}
+			if err := checkPrograms(h, "--python", pythons); err != nil {
 				return err
 			}
 			opts := providers.ObserveOptions{Pythons: pythons}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/spec"
 )
 
 // diagnosticsWidth is where HCL's text writer wraps details; 0 would
@@ -29,4 +31,29 @@ func writeJSON(g *globalOptions, v any) error {
 	enc := json.NewEncoder(g.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// errorFormatVersion versions errorDocument.
+const errorFormatVersion = "1.0"
+
+// errorDocument is what a command run with --json prints on stdout when it
+// fails before it has a document of its own to print: the error, as a
+// message and as an error diagnostic, the shape the other documents give
+// their errors, and the exit status.
+type errorDocument struct {
+	FormatVersion string                `json:"format_version"`
+	Errored       bool                  `json:"errored"`
+	Error         string                `json:"error"`
+	ExitCode      int                   `json:"exit_code"`
+	Diagnostics   []spec.JSONDiagnostic `json:"diagnostics"`
+}
+
+func newErrorDocument(err error, code int) errorDocument {
+	return errorDocument{
+		FormatVersion: errorFormatVersion,
+		Errored:       true,
+		Error:         err.Error(),
+		ExitCode:      code,
+		Diagnostics:   []spec.JSONDiagnostic{{Severity: "error", Summary: err.Error()}},
+	}
 }

@@ -177,6 +177,9 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 	if err != nil {
 		return err
 	}
+	if err := checkPrograms(h, "--python", o.pythons); err != nil {
+		return err
+	}
 	pd, more := observeThenPlan(ctx, h, s, o.pythons, planPreparation(g, h, &o.planFlags))
 	diags = append(diags, more...)
 	p = pd.plan

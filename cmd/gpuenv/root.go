@@ -197,7 +197,7 @@ attention (a failed apply or rollback whose revert is incomplete).`,
 		}
 		fi, err := os.Stat(g.Root)
 		if err != nil {
-			return fmt.Errorf("--root: %w", err)
+			return fmt.Errorf("--root %s: %s", esc(g.Root), plainError(err))
 		}
 		if !fi.IsDir() {
 			return fmt.Errorf("--root %s is not a directory", g.Root)
@@ -250,14 +250,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	g := &globalOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env, started: time.Now()}
 	root := newRootCmd(g)
 	root.SetArgs(singleDashLongFlags(root, args))
-	code := exitCode(stderr, root.ExecuteContext(ctx))
+	code := exitCode(g, root.ExecuteContext(ctx))
 	g.debugf("exit status %d", code)
 	return code
 }
 
 // exitCode is the exit status of a command that returned err, which it
-// writes to stderr when the command has not said it already.
-func exitCode(stderr io.Writer, err error) int {
+// reports when the command has not said it already: on stderr, or with
+// --json as an error document on stdout, so that a program reading the
+// output always gets JSON.
+func exitCode(g *globalOptions, err error) int {
 	if err == nil {
 		return exitOK
 	}
@@ -265,6 +267,11 @@ func exitCode(stderr io.Writer, err error) int {
 	if errors.As(err, &ec) {
 		return ec.code
 	}
-	fmt.Fprintf(stderr, "Error: %v\n", err)
+	if g.JSON {
+		if werr := writeJSON(g, newErrorDocument(err, exitError)); werr == nil {
+			return exitError
+		}
+	}
+	fmt.Fprintf(g.Stderr, "Error: %v\n", err)
 	return exitError
 }

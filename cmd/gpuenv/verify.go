@@ -218,6 +218,9 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 	if err != nil {
 		return err
 	}
+	if err := checkPrograms(h, "--python", o.pythons); err != nil {
+		return err
+	}
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
 	u, err := verifyUser(g, h, obs, o.user)
 	if err != nil {
