@@ -113,6 +113,7 @@ func (v *historyJSON) Generations(gens []apply.Meta) error {
 		gens = []apply.Meta{}
 	}
 	return writeJSON(v.g, struct {
-		Generations []apply.Meta `json:"generations"`
-	}{gens})
+		FormatVersion string       `json:"format_version"`
+		Generations   []apply.Meta `json:"generations"`
+	}{historyFormatVersion, gens})
 }
