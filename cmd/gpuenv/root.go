@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -205,7 +206,7 @@ attention (a failed apply or rollback whose revert is incomplete).`,
 		return nil
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return fmt.Errorf("%w\nRun '%s --help' for usage", err, cmd.CommandPath())
+		return fmt.Errorf("%w\nRun '%s --help' for usage", plainFlagError(err), cmd.CommandPath())
 	})
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(g))
@@ -274,4 +275,27 @@ func exitCode(g *globalOptions, err error) int {
 	}
 	fmt.Fprintf(g.Stderr, "Error: %v\n", err)
 	return exitError
+}
+
+// plainFlagError says what is wrong with a flag's value in the flag's
+// terms: pflag passes on the error of the Go function that parsed it
+// ("strconv.ParseInt: parsing "x": invalid syntax").
+func plainFlagError(err error) error {
+	ive, ok := errors.AsType[*pflag.InvalidValueError](err)
+	if !ok {
+		return err
+	}
+	f := ive.GetFlag()
+	var want string
+	switch f.Value.Type() {
+	case "int", "int64", "int32", "uint", "uint64":
+		want = "a whole number"
+	case "duration":
+		want = "a duration such as 90s, 5m or 1h30m"
+	case "bool":
+		want = "true or false"
+	default:
+		return err
+	}
+	return fmt.Errorf("--%s %s: not %s", f.Name, esc(strconv.Quote(ive.GetValue())), want)
 }
