@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -56,4 +59,33 @@ func newErrorDocument(err error, code int) errorDocument {
 		ExitCode:      code,
 		Diagnostics:   []spec.JSONDiagnostic{{Severity: "error", Summary: err.Error()}},
 	}
+}
+
+// markStyle is a doctor check's mark, coloured on a terminal as plan
+// colours its actions: ✗ a problem red, ! a warning yellow.
+func markStyle(s doctor.Status, color bool) string {
+	m := s.Mark()
+	if !color {
+		return m
+	}
+	switch s {
+	case doctor.Problem:
+		return ansiRed + m + ansiReset
+	case doctor.Warning:
+		return ansiYellow + m + ansiReset
+	}
+	return m
+}
+
+// crossColor writes through to w with every ✗ red.
+type crossColor struct{ w io.Writer }
+
+func (c *crossColor) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, []byte("✗")) {
+		return c.w.Write(p)
+	}
+	if _, err := c.w.Write(bytes.ReplaceAll(p, []byte("✗"), []byte(ansiRed+"✗"+ansiReset))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

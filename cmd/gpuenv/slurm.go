@@ -223,7 +223,7 @@ func showSlurmResult(g *globalOptions, res *slurmResult) error {
 	}
 	p.printf("Node %s (%s): %s\n", res.Node, res.State, verdict)
 	for _, c := range res.Checks {
-		p.printf("  %s %s\n", c.Status.Mark(), c.Summary)
+		p.printfEscaped("  %s %s\n", markStyle(c.Status, g.Color()), esc(c.Summary))
 	}
 	switch d := res.Decision; d.Action {
 	case health.SlurmDrain:

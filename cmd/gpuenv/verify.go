@@ -269,6 +269,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 	var viewErr error
 	opts.Checked = func(c *cudacheck.Report) { viewErr = cmp.Or(viewErr, v.Checked(c)) }
 	opts.Done = func(rs []verify.Result) { viewErr = cmp.Or(viewErr, v.Result(rs)) }
+	opts.Running, opts.Finished = v.Running, v.Finished
 	nodesBefore := deviceNodes(h)
 	rep := &verifyReport{FormatVersion: verifyFormatVersion, Root: obs.Root, Report: verify.Verify(ctx, opts)}
 	if viewErr != nil {
