@@ -22,7 +22,11 @@ func newRollbackCmd(g *globalOptions) *cobra.Command {
 		Short: "Undo the newest apply, or return to the host as it was after generation N",
 		Long: `Rollback undoes the newest apply that is not undone yet; run again, it walks
 further back. With --to N it restores the host as it was right after generation
-N finished (--to 0: before the first apply). It shows what it will undo and asks
+N finished (--to 0: before the first apply); N may also be an apply that a
+rollback undid, to go forward again, as NixOS switches to any generation:
+its recorded plan is applied again, as a new generation, once the host is
+what the plan was made from (checked as a saved plan is) and no apply made
+after it is in effect. It shows what it will undo and asks
 for "yes" on a terminal (without one it needs --auto-approve), then runs the
 inverses journaled by the applies, newest first: package versions reinstalled
 from the package files saved in the generations (offline), files restored
@@ -63,6 +67,15 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 					return st.fail(apply.KindRollback, err)
 				}
 				return err
+			}
+			if forwardTarget(h, g.stateDir(), to) {
+				if err := rollForward(ctx, g, h, to, autoApprove, st); err != nil {
+					if st != nil {
+						return st.fail(apply.KindApply, err)
+					}
+					return err
+				}
+				return nil
 			}
 			res, err := apply.Rollback(ctx, h, apply.RollbackOptions{
 				StateDir: g.stateDir(),
