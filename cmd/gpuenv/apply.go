@@ -82,8 +82,8 @@ and carries it out. PLANFILE, a plan saved by "gpuenv plan --out", is applied
 exactly as saved, after two checks: the facts it was made from have not
 changed ("stale plan": plan again), and planning again from the spec and
 flags the file keeps (not the spec on disk now, nor apply's own --var,
---var-file, --python, --interrupt-gpu-processes or --root-boots, which it
-refuses) makes
+--var-file, --python, --interrupt-gpu-processes, --root-boots or --target,
+which it refuses) makes
 the very same plan; the first difference is named. It is applied to the
 --root and --state-dir it was planned for.
 
@@ -99,6 +99,11 @@ modules after the package transaction when nothing stops it (see "gpuenv plan":
 the plan shows the reload's operations, or why a reboot is required instead);
 where a reboot remains, apply writes /var/run/reboot-required and
 /var/run/reboot-required.pkgs as Debian's packages do.
+
+--target ADDRESS applies only that resource and what it depends on (see
+"gpuenv plan"); afterwards apply says what the whole spec still needs.
+--lock-timeout DURATION waits that long for another gpuenv to release the
+state directory's lock instead of refusing at once.
 
 Exit status: 0 applied (or nothing to do); 1 error, refused (lock held,
 unfinished generation, stale plan, declined, not root) or failed and fully
