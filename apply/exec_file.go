@@ -123,6 +123,13 @@ func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *planner.FileOp
 			mode = defaultFileMode
 		}
 		content := []byte(op.Content)
+		if op.Key != nil {
+			key, err := x.fetchKey(ctx, op.Key)
+			if err != nil {
+				return err
+			}
+			content = key
+		}
 		if op.Generate == planner.GenerateCDI {
 			text, err := containers.RegenerateCDI(ctx, x.Host)
 			if err != nil {

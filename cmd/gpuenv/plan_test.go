@@ -209,6 +209,12 @@ var planCases = []planCase{
 	{root: "nouveau", spec: "examples/pytorch-workstation"},
 	{root: "apt-no-lists", spec: "cmd/gpuenv/testdata/plan/apt-no-lists/userspace.hcl", indexes: true},
 	{root: "debian12-lists", spec: "cmd/gpuenv/testdata/plan/apt-no-lists/userspace.hcl", indexes: true},
+	// Fresh hosts as their installers leave them: a whole stack with no
+	// source and no repository block (repos_test.go says what must hold).
+	{root: "fresh-ubuntu2204", spec: "cmd/gpuenv/testdata/plan/fresh", indexes: true},
+	{root: "fresh-ubuntu2404", spec: "cmd/gpuenv/testdata/plan/fresh", indexes: true},
+	{root: "fresh-debian12", spec: "cmd/gpuenv/testdata/plan/fresh", indexes: true},
+	{root: "fresh-rhel9", spec: "cmd/gpuenv/testdata/plan/fresh"},
 }
 
 // runPlan runs gpuenv plan in this process against a built fixture root.

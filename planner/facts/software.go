@@ -210,6 +210,10 @@ type FileDigest struct {
 	// SHA256 is the hex sha256 of the file's bytes; "" when the file could
 	// not be read (a directory, a dangling link, no permission).
 	SHA256 string `json:"sha256,omitempty"`
+	// Fingerprints are the OpenPGP primary keys a keyring gpuenv wrote
+	// for NVIDIA's repository holds (upper-case hex), so that a plan
+	// can tell the pinned key from another; empty for other files.
+	Fingerprints []string `json:"fingerprints,omitempty"`
 }
 
 // RepositoryFiles are gpuenv's own package-source files and the keyrings

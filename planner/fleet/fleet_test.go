@@ -235,7 +235,8 @@ func TestLackingFacts(t *testing.T) {
 func TestVersionsOnlyFromTheDocument(t *testing.T) {
 	o := *corpus(t)["no-cuda"]
 	o.PackageIndexes = facts.PackageIndexes{Indexes: []facts.PackageIndex{}, Packages: []facts.IndexedPackage{}}
-	o.Repositories = nil
+	// NVIDIA's repository configured, its index not in the document.
+	o.Repositories = []facts.Repository{{File: "/etc/apt/sources.list.d/cuda.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}}}
 	rows, _ := planStream(t, "cuda {\n  version = \"12.4\"\n  source = \"nvidia\"\n}\n", stream(document(t, &o, "gpu-9")), true)
 	r := rows[0]
 	if r.Outcome != fleet.Refused || !strings.Contains(r.Error, "the versions of cuda-toolkit-12-4 that apt can install are not in the observation: it holds no package index") {

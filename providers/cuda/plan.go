@@ -73,7 +73,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(_ string, up version.Version) bool { return up.Trunc(2).Equal(minor) },
 		OS:     repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source,
+		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
 	})
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("CUDA toolkit", err, d.Block.Version.RangeOr(d.Block.DefRange)))

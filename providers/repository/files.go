@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -59,7 +60,7 @@ func ObserveFiles(h *host.Host, family string) facts.RepositoryFiles {
 			}
 			f := path.Join(dir, e.Name())
 			if sum, err := h.SHA256(f); err == nil {
-				out.Keyrings = append(out.Keyrings, facts.FileDigest{Path: f, SHA256: sum})
+				out.Keyrings = append(out.Keyrings, keyringDigest(h, f, sum))
 			}
 		}
 	}
@@ -73,6 +74,21 @@ func ObserveFiles(h *host.Host, family string) facts.RepositoryFiles {
 	}
 	slices.SortFunc(out.Keyrings, func(a, b facts.FileDigest) int { return strings.Compare(a.Path, b.Path) })
 	return out
+}
+
+// keyringDigest is a keyring's digest, with the fingerprints of its keys
+// when it is one gpuenv writes for NVIDIA's repository.
+func keyringDigest(h *host.Host, p, sum string) facts.FileDigest {
+	d := facts.FileDigest{Path: p, SHA256: sum}
+	if !nvidiarepo.OwnFile(p) {
+		return d
+	}
+	if data, err := h.ReadFileLimit(p, nvidiarepo.MaxKeySize); err == nil {
+		if _, fprs, err := nvidiarepo.ReadKey(data); err == nil {
+			d.Fingerprints = fprs
+		}
+	}
+	return d
 }
 
 // keyringsNamed returns the absolute keyring paths a deb822 sources file
