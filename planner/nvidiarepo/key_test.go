@@ -27,7 +27,6 @@ func newKey(t *testing.T, name string) ([]byte, string) {
 	return b.Bytes(), strings.ToUpper(hex.EncodeToString(e.PrimaryKey.Fingerprint))
 }
 
-
 func armored(t *testing.T, blockType string, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
