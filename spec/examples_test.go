@@ -115,7 +115,7 @@ func TestExamples(t *testing.T) {
 			if !c.EffectiveCDI() {
 				t.Error("podman needs the CDI spec")
 			}
-			if len(s.Repositories) != 2 || s.Repositories[0].Name != "nvidia-container-toolkit" {
+			if len(s.Repositories) != 1 || s.Repositories[0].Name != "nvidia-container-toolkit" {
 				t.Errorf("repositories = %+v", s.Repositories)
 			}
 		},

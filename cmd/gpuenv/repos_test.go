@@ -59,7 +59,7 @@ func TestFreshHostsPlanNVIDIARepositoryFirst(t *testing.T) {
 		root, dir string
 		pin       bool
 	}{
-		{root: "fresh-ubuntu2204", dir: "ubuntu2204", pin: true},
+		{root: "ubuntu2204-h100-fresh", dir: "ubuntu2204", pin: true},
 		{root: "fresh-ubuntu2404", dir: "ubuntu2404", pin: true},
 		{root: "fresh-debian12", dir: "debian12"},
 		{root: "fresh-rhel9", dir: "rhel9"},
@@ -128,7 +128,7 @@ func TestFreshHostsPlanNVIDIARepositoryFirst(t *testing.T) {
 // is refused: it never installs from NVIDIA's repository without one.
 func TestNVIDIASourceNeverPlannedWithoutRepository(t *testing.T) {
 	spec := "cuda {\n  version = \"12.4\"\n  source  = \"nvidia\"\n}\n"
-	code, p, human := planFresh(t, "fresh-ubuntu2204", spec, nil)
+	code, p, human := planFresh(t, "ubuntu2204-h100-fresh", spec, nil)
 	if code != exitOK || len(p.Steps) != 2 || p.Steps[0].Address != nvidiarepo.Address || p.Steps[1].Address != "cuda" {
 		t.Errorf("exit %d:\n%s", code, human)
 	}
@@ -138,14 +138,14 @@ func TestNVIDIASourceNeverPlannedWithoutRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, p, human = planFresh(t, "fresh-ubuntu2204", spec, power)
+	code, p, human = planFresh(t, "ubuntu2204-h100-fresh", spec, power)
 	if code != exitError || !p.Errored || !strings.Contains(human, "NVIDIA's repository cannot be added") ||
 		!strings.Contains(human, "only, not on ppc64le") {
 		t.Errorf("exit %d, want a refusal that says NVIDIA serves no ppc64le:\n%s", code, human)
 	}
 	// A repository block (a mirror) overrides the table: nothing is added.
 	mirror := "repository \"cuda\" {\n  url     = \"https://mirror.example.com/cuda/ubuntu2204/x86_64/\"\n  keyring = \"/usr/share/keyrings/cuda-archive-keyring.gpg\"\n}\n" + spec
-	code, p, human = planFresh(t, "fresh-ubuntu2204", mirror, nil)
+	code, p, human = planFresh(t, "ubuntu2204-h100-fresh", mirror, nil)
 	if code != exitOK || slices.ContainsFunc(p.Steps, func(s planner.Step) bool { return s.Address == nvidiarepo.Address }) ||
 		!slices.ContainsFunc(p.Steps, func(s planner.Step) bool { return s.Address == "repository.cuda" }) {
 		t.Errorf("exit %d, want the spec's repository and not the table's:\n%s", code, human)

@@ -11,11 +11,9 @@ repository "nvidia-container-toolkit" {
   keyring = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 }
 
-repository "cuda" {
-  url     = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
-  keyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
-}
-
+# The driver comes from NVIDIA's CUDA repository for debian12/x86_64, which
+# plan adds from gpuenv's table, its key checked against the pinned
+# fingerprint.
 driver {
   version        = "570.*"
   source         = "nvidia"

@@ -99,3 +99,59 @@ func TestArmorRoundTrip(t *testing.T) {
 		t.Errorf("ReadKey(Armor(key)) = %v, %v; want [%s]", fprs, err, fpr)
 	}
 }
+
+// The parser agrees with go-crypto on an RSA key (NVIDIA's keys are RSA),
+// whatever header format gpg wrote its packets in; a key of version 6,
+// whose fingerprint is computed otherwise, is refused rather than
+// misread.
+func TestReadKeyAgreesWithGoCrypto(t *testing.T) {
+	e, err := openpgp.NewEntity("rsa", "", "rsa@gpuenv.invalid", &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := e.Serialize(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ToUpper(hex.EncodeToString(e.PrimaryKey.Fingerprint))
+	// The same packets with old-format headers and four-byte lengths.
+	var old bytes.Buffer
+	for rest := b.Bytes(); len(rest) > 0; {
+		tag, body, next, err := nextPacket(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.WriteByte(0x80 | byte(tag)<<2 | 2)
+		old.Write([]byte{byte(len(body) >> 24), byte(len(body) >> 16), byte(len(body) >> 8), byte(len(body))})
+		old.Write(body)
+		rest = next
+	}
+	for name, data := range map[string][]byte{"new format": b.Bytes(), "old format": old.Bytes()} {
+		if _, fprs, err := ReadKey(data); err != nil || len(fprs) != 1 || fprs[0] != want {
+			t.Errorf("%s: %v %v, want [%s]", name, fprs, err, want)
+		}
+	}
+	// What Armor writes, go-crypto reads, checksum and all.
+	a, _ := Armor(b.Bytes())
+	el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(a))
+	if err != nil || len(el) != 1 || !bytes.Equal(el[0].PrimaryKey.Fingerprint, e.PrimaryKey.Fingerprint) {
+		t.Errorf("go-crypto reads Armor's output as %v, %v", el, err)
+	}
+	// A corrupted armor checksum is refused.
+	bad := bytes.Replace(a, []byte("\n="), []byte("\n=AAAA\n="), 1)
+	if _, _, err := ReadKey(bad); err == nil {
+		t.Error("an armor whose checksum does not match is accepted")
+	}
+
+	v6, err := openpgp.NewEntity("v6", "", "v6@gpuenv.invalid", &packet.Config{V6Keys: true, Algorithm: packet.PubKeyAlgoEd25519})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b6 bytes.Buffer
+	if err := v6.Serialize(&b6); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadKey(b6.Bytes()); err == nil || !strings.Contains(err.Error(), "version 6") {
+		t.Errorf("a version 6 key: %v, want a refusal naming its version", err)
+	}
+}
