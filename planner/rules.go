@@ -66,8 +66,8 @@ var managedDirs = []managedDir{
 	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}, merged: true},
 	{dir: "/etc/cdi", names: []string{"nvidia.yaml"}},
 	// The keyrings of the NVIDIA repository gpuenv adds itself.
-	{dir: "/etc/apt/keyrings", names: []string{path.Base(nvidiarepo.AptKeyring)}},
-	{dir: "/etc/pki/rpm-gpg", names: []string{path.Base(nvidiarepo.DnfKey)}},
+	{dir: "/etc/apt/keyrings", names: []string{path.Base(nvidiarepo.CUDAFiles.AptKeyring), path.Base(nvidiarepo.ToolkitFiles.AptKeyring)}},
+	{dir: "/etc/pki/rpm-gpg", names: []string{path.Base(nvidiarepo.CUDAFiles.DnfKey), path.Base(nvidiarepo.ToolkitFiles.DnfKey)}},
 }
 
 // followUps are the commands a file operation may run after the file
@@ -372,8 +372,8 @@ func checkKeyFetch(f *FileOp) error {
 	if k == nil {
 		return nil
 	}
-	if f.Path != nvidiarepo.AptKeyring && f.Path != nvidiarepo.DnfKey {
-		return fmt.Errorf("%s: a fetched key is written only to %s or %s", f.Path, nvidiarepo.AptKeyring, nvidiarepo.DnfKey)
+	if !slices.Contains(nvidiarepo.Keyrings(), f.Path) {
+		return fmt.Errorf("%s: a fetched key is written only to %s", f.Path, strings.Join(nvidiarepo.Keyrings(), ", "))
 	}
 	if f.Remove || f.Content != "" || f.Generate != "" {
 		return fmt.Errorf("%s: a fetched key with content of its own, or a removal", f.Path)

@@ -151,3 +151,37 @@ func TestNVIDIASourceNeverPlannedWithoutRepository(t *testing.T) {
 		t.Errorf("exit %d, want the spec's repository and not the table's:\n%s", code, human)
 	}
 }
+
+// The container toolkit, which no distribution archive carries, comes
+// from NVIDIA's libnvidia-container repository, which plan adds from the
+// table as it does the CUDA repository: key first, checked against the
+// pinned fingerprint; the .repo of an RPM host checks the signed metadata
+// as NVIDIA's own file does.
+func TestFreshHostsPlanToolkitRepository(t *testing.T) {
+	spec := "container_toolkit {\n  version = \"1.17.*\"\n}\n"
+	for _, root := range []string{"fresh-debian12", "fresh-rhel9"} {
+		t.Run(root, func(t *testing.T) {
+			code, p, human := planFresh(t, root, spec, nil)
+			at := slices.IndexFunc(p.Steps, func(s planner.Step) bool { return s.Address == nvidiarepo.ToolkitFiles.Address })
+			tk := slices.IndexFunc(p.Steps, func(s planner.Step) bool { return s.Address == "container_toolkit" })
+			if code != exitOK || at < 0 || tk < at || !slices.Contains(p.Steps[tk].DependsOn, nvidiarepo.ToolkitFiles.Address) {
+				t.Fatalf("exit %d, want %s before container_toolkit:\n%s", code, nvidiarepo.ToolkitFiles.Address, human)
+			}
+			ops := p.Steps[at].Operations
+			key := ops[0].File.Key
+			if key == nil || key.URL != "https://nvidia.github.io/libnvidia-container/gpgkey" || key.Fingerprint != "C95B321B61E88C1809C4F759DDCAE044F796ECB0" {
+				t.Fatalf("first operation %+v, want the toolkit's key checked", ops[0].File)
+			}
+			last := ops[len(ops)-1].File
+			if root == "fresh-rhel9" {
+				for _, line := range []string{"baseurl=https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64/", "repo_gpgcheck=1", "gpgcheck=0", "gpgkey=file://" + nvidiarepo.ToolkitFiles.DnfKey} {
+					if last.Path != nvidiarepo.ToolkitFiles.DnfRepo || !strings.Contains(last.Content, line+"\n") {
+						t.Errorf("%s lacks %q:\n%s", last.Path, line, last.Content)
+					}
+				}
+			} else if last.Path != nvidiarepo.ToolkitFiles.AptSources || !strings.Contains(last.Content, "Signed-By: "+nvidiarepo.ToolkitFiles.AptKeyring+"\n") {
+				t.Errorf("%s:\n%s", last.Path, last.Content)
+			}
+		})
+	}
+}

@@ -60,6 +60,11 @@ type Repository struct {
 	// /etc/apt/preferences.d/cuda-repository-pin-600); 0 where NVIDIA
 	// publishes none.
 	PinPriority int
+	// SignedMetadata is set for a dnf repository whose metadata is
+	// signed and whose packages are not: its .repo file checks the one
+	// (repo_gpgcheck=1) and not the other (gpgcheck=0), as NVIDIA's own
+	// nvidia-container-toolkit.repo does.
+	SignedMetadata bool
 	// Source is where the repository's URL and layout are stated.
 	Source string
 }
@@ -181,7 +186,7 @@ var containerKey = Key{File: "https://nvidia.github.io/libnvidia-container/gpgke
 // https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) /") and
 // repo file (…/stable/rpm/nvidia-container-toolkit.repo, baseurl
 // …/stable/rpm/$basearch).
-const srcToolkit = "docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+const srcToolkit = "docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html; its nvidia-container-toolkit.repo (repo_gpgcheck=1, gpgcheck=0) as public copies quote it"
 
 // containerRepos are the container toolkit's stable repositories, one per
 // family and architecture (the URL has the architecture as apt's
@@ -189,8 +194,8 @@ const srcToolkit = "docs.nvidia.com/datacenter/cloud-native/container-toolkit/la
 var containerRepos = []Repository{
 	{Name: "nvidia-container-toolkit-deb-amd64", Arch: "x86_64", Family: "deb", URL: "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/", Key: containerKey, Source: srcToolkit},
 	{Name: "nvidia-container-toolkit-deb-arm64", Arch: "aarch64", Family: "deb", URL: "https://nvidia.github.io/libnvidia-container/stable/deb/arm64/", Key: containerKey, Source: srcToolkit},
-	{Name: "nvidia-container-toolkit-rpm-x86_64", Arch: "x86_64", Family: "rpm", URL: "https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64/", Key: containerKey, Source: srcToolkit},
-	{Name: "nvidia-container-toolkit-rpm-aarch64", Arch: "aarch64", Family: "rpm", URL: "https://nvidia.github.io/libnvidia-container/stable/rpm/aarch64/", Key: containerKey, Source: srcToolkit},
+	{Name: "nvidia-container-toolkit-rpm-x86_64", Arch: "x86_64", Family: "rpm", URL: "https://nvidia.github.io/libnvidia-container/stable/rpm/x86_64/", Key: containerKey, SignedMetadata: true, Source: srcToolkit},
+	{Name: "nvidia-container-toolkit-rpm-aarch64", Arch: "aarch64", Family: "rpm", URL: "https://nvidia.github.io/libnvidia-container/stable/rpm/aarch64/", Key: containerKey, SignedMetadata: true, Source: srcToolkit},
 }
 
 // All returns every repository of the table: the CUDA repositories, then
@@ -286,20 +291,54 @@ func ContainerToolkit(family, arch string) (Repository, bool) {
 	return Repository{}, false
 }
 
-// The files gpuenv writes for the CUDA repository it adds itself (named
-// apart from those of a spec's repository blocks, which are
+// Files are the files gpuenv writes for a repository it adds itself
+// (named apart from those of a spec's repository blocks, which are
 // gpuenv-<name>.*), and the address of the step that writes them.
-const (
-	Address            = "repository.nvidia-cuda"
-	AptSourcesFile     = "/etc/apt/sources.list.d/gpuenv-nvidia-cuda.sources"
-	AptPreferencesFile = "/etc/apt/preferences.d/gpuenv-nvidia-cuda.pref"
-	AptKeyring         = "/etc/apt/keyrings/gpuenv-nvidia-cuda.gpg"
-	DnfRepoFile        = "/etc/yum.repos.d/gpuenv-nvidia-cuda.repo"
-	DnfKey             = "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuenv-nvidia-cuda"
+type Files struct {
+	Address                                                 string
+	AptSources, AptPreferences, AptKeyring, DnfRepo, DnfKey string
+}
+
+func filesFor(name string) Files {
+	return Files{
+		Address:        "repository." + name,
+		AptSources:     "/etc/apt/sources.list.d/gpuenv-" + name + ".sources",
+		AptPreferences: "/etc/apt/preferences.d/gpuenv-" + name + ".pref",
+		AptKeyring:     "/etc/apt/keyrings/gpuenv-" + name + ".gpg",
+		DnfRepo:        "/etc/yum.repos.d/gpuenv-" + name + ".repo",
+		DnfKey:         "/etc/pki/rpm-gpg/RPM-GPG-KEY-gpuenv-" + name,
+	}
+}
+
+var (
+	// CUDAFiles are those of NVIDIA's CUDA repository.
+	CUDAFiles = filesFor("nvidia-cuda")
+	// ToolkitFiles are those of the container toolkit's repository.
+	ToolkitFiles = filesFor("nvidia-container-toolkit")
 )
 
-// OwnFile reports whether p is one of the files gpuenv writes for the
+// The CUDA repository's, by their names elsewhere in gpuenv.
+var (
+	Address            = CUDAFiles.Address
+	AptSourcesFile     = CUDAFiles.AptSources
+	AptPreferencesFile = CUDAFiles.AptPreferences
+	AptKeyring         = CUDAFiles.AptKeyring
+	DnfRepoFile        = CUDAFiles.DnfRepo
+	DnfKey             = CUDAFiles.DnfKey
+)
+
+// Keyrings are the keyrings gpuenv writes a fetched key to.
+func Keyrings() []string {
+	return []string{CUDAFiles.AptKeyring, CUDAFiles.DnfKey, ToolkitFiles.AptKeyring, ToolkitFiles.DnfKey}
+}
+
+// OwnFile reports whether p is one of the files gpuenv writes for a
 // repository it adds.
 func OwnFile(p string) bool {
-	return slices.Contains([]string{AptSourcesFile, AptPreferencesFile, AptKeyring, DnfRepoFile, DnfKey}, p)
+	for _, f := range []Files{CUDAFiles, ToolkitFiles} {
+		if slices.Contains([]string{f.AptSources, f.AptPreferences, f.AptKeyring, f.DnfRepo, f.DnfKey}, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -12,25 +12,31 @@ import (
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 )
 
-// nvidiaStep is the step that adds NVIDIA's repository for the host from
-// gpuenv's table (Desired.NVIDIARepository): its key, fetched and checked
-// against the pinned fingerprint first, then the files that make the
-// package manager use it. nil when none is needed or the root has it so.
+// nvidiaStep is the step that adds NVIDIA's CUDA repository for the host
+// from gpuenv's table (Desired.NVIDIARepository); nil when none is
+// needed or the root has it so.
 func nvidiaStep(req *planner.Request) *planner.Step {
 	nr := req.Desired.NVIDIARepository
 	if nr == nil {
 		return nil
 	}
-	repo := nr.Repository
-	keyring, files := nvidiaFiles(repo)
-	what := fmt.Sprintf("NVIDIA's repository %s", repo.URL)
-	s := fileStep(req.Facts.RepositoryFiles, nvidiarepo.Address, false, files, what)
-	keyOK := keyringHolds(req.Facts.RepositoryFiles, keyring, repo.Key.Fingerprint)
+	return AddStep(req.Facts.RepositoryFiles, nr.Repository, nvidiarepo.CUDAFiles, blocksText(nr.For))
+}
+
+// AddStep is the step that adds one of NVIDIA's repositories from
+// gpuenv's table as files: its key, fetched and checked against the
+// pinned fingerprint first, then the files that make the package manager
+// use it. what names the packages that need it ("CUDA and cuDNN
+// packages"). nil when the root has them so.
+func AddStep(observed facts.RepositoryFiles, repo nvidiarepo.Repository, names nvidiarepo.Files, what string) *planner.Step {
+	keyring, files := repoFiles(repo, names)
+	s := fileStep(observed, names.Address, false, files, fmt.Sprintf("NVIDIA's repository %s", repo.URL))
+	keyOK := keyringHolds(observed, keyring, repo.Key.Fingerprint)
 	if s == nil && keyOK {
 		return nil
 	}
 	if s == nil {
-		s = &planner.Step{Address: nvidiarepo.Address, Action: planner.Update, ReasonCode: planner.ReasonContentDiffers}
+		s = &planner.Step{Address: names.Address, Action: planner.Update}
 	}
 	var did []string
 	if !keyOK {
@@ -43,7 +49,11 @@ func nvidiaStep(req *planner.Request) *planner.Step {
 		did = append(did, fmt.Sprintf("fetches its key %s and writes it to %s only if its fingerprint is %s", repo.KeyURL(), keyring, repo.Key.Fingerprint))
 	}
 	for _, op := range s.Operations[len(did):] {
-		did = append(did, "writes "+op.File.Path)
+		if op.File.Remove {
+			did = append(did, "removes "+op.File.Path)
+		} else {
+			did = append(did, "writes "+op.File.Path)
+		}
 	}
 	s.After = map[string]string{"url": repo.URL, "key": repo.KeyURL(), "fingerprint": repo.Key.Fingerprint, "keyring": keyring}
 	if s.Action == planner.Update && len(s.Before) == 0 {
@@ -54,7 +64,7 @@ func nvidiaStep(req *planner.Request) *planner.Step {
 		manager = "dnf"
 	}
 	s.Reason = planner.Sentence([]string{
-		fmt.Sprintf("%s come from NVIDIA's repository, which no package source of the host and no repository block of the spec configures", blocksText(nr.For)),
+		fmt.Sprintf("%s come from NVIDIA's repository, which no package source of the host and no repository block of the spec configures", what),
 		fmt.Sprintf("the plan adds the one gpuenv's table names for the host, %s (%s)", repo.URL, repo.Source),
 		fmt.Sprintf("it %s, before %s reads the repository", strings.Join(did, ", then "), manager),
 		"rollback removes the key and the files again",
@@ -63,18 +73,23 @@ func nvidiaStep(req *planner.Request) *planner.Step {
 	return s
 }
 
-// nvidiaFiles are the keyring path and the other files of NVIDIA's
-// repository as gpuenv adds it: deb822 sources with Signed-By, and on
+// repoFiles are the keyring path and the other files of one of NVIDIA's
+// repositories as gpuenv adds it: deb822 sources with Signed-By, and on
 // Ubuntu the pin NVIDIA's own pin file sets; a .repo with gpgcheck on RPM
 // hosts.
-func nvidiaFiles(repo nvidiarepo.Repository) (string, []repoFile) {
-	head := fmt.Sprintf("# Written by gpuenv: NVIDIA's CUDA repository %s (%s), from gpuenv's table.\n", repo.Name, repo.URL)
+func repoFiles(repo nvidiarepo.Repository, names nvidiarepo.Files) (string, []repoFile) {
+	head := fmt.Sprintf("# Written by gpuenv: NVIDIA's repository %s (%s), from gpuenv's table.\n", repo.Name, repo.URL)
 	if repo.Family == "rpm" {
-		content := head + fmt.Sprintf("[gpuenv-nvidia-cuda]\nname=NVIDIA CUDA %s\nbaseurl=%s\nenabled=1\ngpgcheck=1\ngpgkey=file://%s\n", repo.Name, repo.URL, nvidiarepo.DnfKey)
-		return nvidiarepo.DnfKey, []repoFile{{Path: nvidiarepo.DnfRepoFile, Content: content, After: planner.RefreshCommand(planner.ManagerDnf)}}
+		section := strings.TrimPrefix(names.Address, "repository.")
+		check := "gpgcheck=1\n"
+		if repo.SignedMetadata {
+			check = "repo_gpgcheck=1\ngpgcheck=0\n"
+		}
+		content := head + fmt.Sprintf("[gpuenv-%s]\nname=NVIDIA %s\nbaseurl=%s\nenabled=1\n%sgpgkey=file://%s\n", section, repo.Name, repo.URL, check, names.DnfKey)
+		return names.DnfKey, []repoFile{{Path: names.DnfRepo, Content: content, After: planner.RefreshCommand(planner.ManagerDnf)}}
 	}
-	sources := head + fmt.Sprintf("Types: deb\nURIs: %s\nSuites: /\nSigned-By: %s\n", repo.URL, nvidiarepo.AptKeyring)
-	pref := repoFile{Path: nvidiarepo.AptPreferencesFile}
+	sources := head + fmt.Sprintf("Types: deb\nURIs: %s\nSuites: /\nSigned-By: %s\n", repo.URL, names.AptKeyring)
+	pref := repoFile{Path: names.AptPreferences}
 	if repo.PinPriority != 0 {
 		// NVIDIA's cuda-<dir>.pin: its packages win over the
 		// distribution's at 600, and the distribution's Nsight tools,
@@ -90,7 +105,7 @@ func nvidiaFiles(repo nvidiarepo.Repository) (string, []repoFile) {
 	}
 	// The pin first: apt-get update after the sources file then reads
 	// both.
-	return nvidiarepo.AptKeyring, []repoFile{pref, {Path: nvidiarepo.AptSourcesFile, Content: sources, After: planner.RefreshCommand(planner.ManagerApt)}}
+	return names.AptKeyring, []repoFile{pref, {Path: names.AptSources, Content: sources, After: planner.RefreshCommand(planner.ManagerApt)}}
 }
 
 // keyringHolds reports whether the observed keyring at p holds the key
