@@ -115,9 +115,11 @@ func (r *resolver) nvidiaTable() (nvidiarepo.Repository, error) {
 	if err := repo.Usable(); err != nil {
 		return repo, fmt.Errorf("NVIDIA's repository for %s is %s, but %w", r.os.Title, repo.URL, err)
 	}
-	want := map[string]Manager{"deb": ManagerApt, "rpm": ManagerDnf}[repo.Family]
-	if repo.OS == "sles" || want != r.os.Manager {
+	if repo.OS == "sles" {
 		return repo, fmt.Errorf("NVIDIA's repository for %s is %s, which is for zypper, and gpuenv installs packages with apt and dnf only", r.os.Title, repo.URL)
+	}
+	if want := map[string]Manager{"deb": ManagerApt, "rpm": ManagerDnf}[repo.Family]; want != r.os.Manager {
+		return repo, fmt.Errorf("NVIDIA's repository for %s is %s, a %s repository, and the host's package manager is %s", r.os.Title, repo.URL, want, r.os.Manager)
 	}
 	return repo, nil
 }
@@ -219,11 +221,11 @@ func (r *resolver) sourcesText(c sourceCase) string {
 			_, _, why := c.tables()
 			parts = append(parts, why)
 		default:
-			why := "gpuenv's table has it"
+			// Where the table gives the repository, inferSource chose
+			// it and this error is not reached.
 			if _, err := r.nvidiaTable(); err != nil {
-				why = err.Error()
+				parts = append(parts, fmt.Sprintf("NVIDIA's repository is not configured, and gpuenv does not add it: %s. Add a repository block for it, and source = \"nvidia\" to the block.", err))
 			}
-			parts = append(parts, fmt.Sprintf("NVIDIA's repository is not configured, and gpuenv does not add it: %s. Add a repository block for it, and source = \"nvidia\" to the block.", why))
 		}
 	}
 	return strings.Join(parts, " ")
