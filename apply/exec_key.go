@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuenv/gpuenv/planner"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/providers/host/pgpkey"
 )
 
 // keyFetchTimeout bounds fetching a repository's key.
@@ -29,7 +29,7 @@ func (x fileExecutor) fetchKey(ctx context.Context, k *planner.KeyFetch) ([]byte
 	switch u.Scheme {
 	case "file":
 		// A path inside the root, as every path gpuenv reads.
-		data, err = x.Host.ReadFileLimit(u.Path, nvidiarepo.MaxKeySize+1)
+		data, err = x.Host.ReadFileLimit(u.Path, pgpkey.MaxKeyring+1)
 	case "http", "https":
 		data, err = httpGet(ctx, k.URL)
 	default:
@@ -38,16 +38,16 @@ func (x fileExecutor) fetchKey(ctx context.Context, k *planner.KeyFetch) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("fetching the key %s: %w", k.URL, err)
 	}
-	binary, err := nvidiarepo.VerifyKey(data, k.Fingerprint)
+	binary, err := pgpkey.VerifyKey(data, k.Fingerprint)
 	if err != nil {
-		var mm *nvidiarepo.MismatchError
+		var mm *pgpkey.MismatchError
 		if errors.As(err, &mm) {
 			return nil, fmt.Errorf("refusing the key %s: %w; the repository is not configured and no package manager has read it", k.URL, err)
 		}
 		return nil, fmt.Errorf("refusing the key %s: %w", k.URL, err)
 	}
 	if k.Armored {
-		return nvidiarepo.Armor(binary)
+		return pgpkey.Armor(binary), nil
 	}
 	return binary, nil
 }
@@ -68,5 +68,5 @@ func httpGet(ctx context.Context, u string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("the server answered %s", resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, nvidiarepo.MaxKeySize+1))
+	return io.ReadAll(io.LimitReader(resp.Body, pgpkey.MaxKeyring+1))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/providers/host/pgpkey"
 )
 
 // testKey is a repository key made for a test: its packets, the file a
@@ -88,7 +89,7 @@ func TestApplyWritesPinnedKey(t *testing.T) {
 	if !strings.HasPrefix(got, "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n") || strings.Contains(got, "Version:") {
 		t.Errorf("the rpm key is not armored without headers:\n%s", got)
 	}
-	if _, fprs, err := nvidiarepo.ReadKey([]byte(got)); err != nil || len(fprs) != 1 || fprs[0] != fpr {
+	if _, fprs, err := pgpkey.ReadKey([]byte(got)); err != nil || len(fprs) != 1 || fprs[0] != fpr {
 		t.Errorf("the rpm key holds %v (%v), want %s", fprs, err, fpr)
 	}
 }

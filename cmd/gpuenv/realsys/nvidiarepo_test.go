@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/providers/host/pgpkey"
 )
 
 // nvidiaRepoDir is the tests' copy of NVIDIA's CUDA repository for Debian
@@ -37,7 +38,7 @@ func (r *Root) gpuenvForRepo(fpr string) {
 // keyFingerprint is the fingerprint of the key file at p inside the root.
 func (r *Root) keyFingerprint(p string) string {
 	r.t.Helper()
-	_, fprs, err := nvidiarepo.ReadKey(r.readFile(p))
+	_, fprs, err := pgpkey.ReadKey(r.readFile(p))
 	if err != nil || len(fprs) != 1 {
 		r.t.Fatalf("%s: %v %v", p, fprs, err)
 	}
