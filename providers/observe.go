@@ -24,6 +24,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/packages"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/providers/runtime"
+	"github.com/gpuenv/gpuenv/providers/session"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
 
@@ -43,6 +44,12 @@ type ObserveOptions struct {
 	// from; the loader model adds its LD_LIBRARY_PATH. Leave it empty
 	// when the root is not this machine's.
 	Session []facts.Assignment
+	// Home is the invoking user's home directory inside the root, whose
+	// shell start-up files are read; "" for none.
+	Home string
+	// PID names a running process whose environment (/proc/PID/environ)
+	// is the one its GPU programs run in (doctor --pid); 0 for none.
+	PID int
 }
 
 // Observe reads everything gpuenv knows how to see on h. It never fails:
@@ -87,6 +94,8 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Environment, warns = environment.Observe(h)
 	add(warns)
+	obs.Session, warns = session.Observe(h, session.Options{Home: opts.Home, PID: opts.PID, Session: opts.Session, System: obs.Environment.Variables})
+	add(warns)
 	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
 	obs.Containers, warns = containers.Observe(ctx, h, obs.Packages, obs.Driver)
 	add(warns)
@@ -95,7 +104,13 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	// The context and the loader read what the observers above found:
 	// device nodes, driver libraries, toolkits, Python environments.
 	obs.Context = runtime.Observe(h, obs)
-	obs.Loader, warns = loader.Observe(h, obs, loader.Options{Programs: opts.Programs, Session: opts.Session})
+	// A named process's environment is the one its programs load
+	// libraries in, not gpuenv's own.
+	loaderSession := opts.Session
+	if p := obs.Session.Process; p != nil && p.Error == "" {
+		loaderSession = p.Variables
+	}
+	obs.Loader, warns = loader.Observe(h, obs, loader.Options{Programs: opts.Programs, Session: loaderSession})
 	add(warns)
 	unfinishedPackages(obs)
 	pathsInsideRoot(obs, h.Root())

@@ -104,6 +104,10 @@ type Report struct {
 	// KernelLog is the observation's reading of the kernel log, which
 	// the kernel checks judge: the logs read and the driver's messages.
 	KernelLog *facts.KernelLog `json:"kernel_log,omitempty"`
+	// Session is the observation's reading of the user's shell files and
+	// a named process's environment, which the environment checks judge
+	// with the system's settings.
+	Session *facts.Session `json:"session,omitempty"`
 }
 
 // User is the person whose programs must reach the GPU: SUDO_USER under
@@ -135,7 +139,7 @@ func Run(in Input) *Report {
 		c(d)
 	}
 	r := &Report{FormatVersion: FormatVersion, Root: in.Obs.Root, User: in.User, Checks: d.out,
-		Context: &in.Obs.Context, Loader: &in.Obs.Loader, KernelLog: in.Obs.Kernel.Log}
+		Context: &in.Obs.Context, Loader: &in.Obs.Loader, KernelLog: in.Obs.Kernel.Log, Session: &in.Obs.Session}
 	for _, c := range r.Checks {
 		switch c.Status {
 		case OK:
@@ -180,6 +184,8 @@ var checks = []func(*doctor){
 	(*doctor).visibleDevices,
 	(*doctor).deviceOrder,
 	(*doctor).ldLibraryPath,
+	(*doctor).stubLibrary,
+	(*doctor).visibleDeviceUUIDs,
 	(*doctor).gpuState,
 	(*doctor).programs,
 	(*doctor).containers,

@@ -10,7 +10,7 @@ const SchemaVersion = 1
 // lacks the facts added since (Additions), one of a higher minor has facts
 // the reader ignores. Documents written before minors were counted carry
 // no schema_minor, and read as minor 0.
-const SchemaMinor = 1
+const SchemaMinor = 2
 
 // Observation is everything gpuenv knows about one host at one moment.
 type Observation struct {
@@ -39,6 +39,9 @@ type Observation struct {
 	Python          []PythonEnv     `json:"python_environments"`
 	Groups          []Group         `json:"groups"`
 	Environment     Environment     `json:"environment"`
+	// Session is the invoking user's and a job's environment. Added in
+	// minor 2.
+	Session Session `json:"session"`
 	// Units are the systemd units gpuenv enables or writes: the
 	// persistence daemon, the compute modes' boot-time unit.
 	Units []Unit `json:"units"`
