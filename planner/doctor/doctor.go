@@ -179,6 +179,7 @@ var checks = []func(*doctor){
 	(*doctor).loaderToolkit,
 	(*doctor).driverLibrary,
 	(*doctor).cudnn,
+	(*doctor).cudnnHeaderLibrary,
 	(*doctor).frameworks,
 	(*doctor).loaderFrameworks,
 	(*doctor).visibleDevices,
