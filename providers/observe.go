@@ -12,6 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/cuda"
 	"github.com/gpuenv/gpuenv/providers/cudnn"
+	"github.com/gpuenv/gpuenv/providers/devaccess"
 	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/environment"
@@ -104,6 +105,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	// The context and the loader read what the observers above found:
 	// device nodes, driver libraries, toolkits, Python environments.
 	obs.Context = runtime.Observe(h, obs)
+	obs.DeviceAccess = devaccess.Observe(h, obs)
 	// A named process's environment is the one its programs load
 	// libraries in, not gpuenv's own.
 	loaderSession := opts.Session

@@ -175,6 +175,7 @@ var checks = []func(*doctor){
 	(*doctor).driverVersions,
 	(*doctor).deviceNodes,
 	(*doctor).deviceAccess,
+	(*doctor).containerDevices,
 	(*doctor).cudaToolkits,
 	(*doctor).loaderToolkit,
 	(*doctor).driverLibrary,

@@ -42,6 +42,9 @@ type Observation struct {
 	// Session is the invoking user's and a job's environment. Added in
 	// minor 2.
 	Session Session `json:"session"`
+	// DeviceAccess is what keeps a container's GPUs reachable after it
+	// started. Added in minor 2.
+	DeviceAccess DeviceAccess `json:"device_access"`
 	// Units are the systemd units gpuenv enables or writes: the
 	// persistence daemon, the compute modes' boot-time unit.
 	Units []Unit `json:"units"`

@@ -31,4 +31,5 @@ var Additions = []Addition{
 	{Key: "containers", What: "the container toolkit and engines", Planned: true},
 	{Key: "hostname", Minor: 1, What: "the host's name"},
 	{Key: "session", Minor: 2, What: "the invoking user's and a job's environment"},
+	{Key: "device_access", Minor: 2, What: "the /dev/char links, cgroup drivers and device rules"},
 }
