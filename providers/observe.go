@@ -23,6 +23,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kernellog"
 	"github.com/gpuenv/gpuenv/providers/loader"
 	"github.com/gpuenv/gpuenv/providers/packages"
+	"github.com/gpuenv/gpuenv/providers/pydeps"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/providers/runtime"
 	"github.com/gpuenv/gpuenv/providers/session"
@@ -91,6 +92,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Python, warns = framework.Observe(h, obs.Packages, opts.Pythons)
 	add(warns)
+	add(pydeps.Observe(h, obs.Python, obs.OS.Arch))
 	obs.Groups, warns = groups.Observe(h)
 	add(warns)
 	obs.Environment, warns = environment.Observe(h)

@@ -183,6 +183,7 @@ var checks = []func(*doctor){
 	(*doctor).cudnnHeaderLibrary,
 	(*doctor).frameworks,
 	(*doctor).loaderFrameworks,
+	(*doctor).pythonLibraries,
 	(*doctor).visibleDevices,
 	(*doctor).deviceOrder,
 	(*doctor).ldLibraryPath,

@@ -40,3 +40,39 @@ type StubLibrary struct {
 	// Setting is the LD_LIBRARY_PATH assignment that names its directory.
 	Setting Assignment `json:"setting"`
 }
+
+// PythonLibrary is a GPU library other than the frameworks, installed in
+// a Python environment: onnxruntime's wheels, CuPy's, numba's.
+type PythonLibrary struct {
+	// Name is the family ("onnxruntime", "cupy", "numba"); Distribution
+	// the installed project ("onnxruntime-gpu", "cupy-cuda12x").
+	Name         string `json:"name"`
+	Distribution string `json:"distribution"`
+	Version      string `json:"version"`
+	// CUDA is the CUDA major the distribution's name says it is built
+	// for ("12" for cupy-cuda12x), "" when it says none.
+	CUDA string `json:"cuda,omitempty"`
+	// Location is its dist-info directory.
+	Location string `json:"location"`
+}
+
+// UnmetRequirement is a Requires-Dist of an installed distribution that
+// what is installed does not satisfy, as pip check reports it.
+type UnmetRequirement struct {
+	// Distribution and Version name the one that requires.
+	Distribution string `json:"distribution"`
+	Version      string `json:"version"`
+	// Requirement is the Requires-Dist line's requirement, marker left
+	// out ("nvidia-cudnn-cu12==9.1.0.70").
+	Requirement string `json:"requirement"`
+	// Target is the required project; Installed its installed version,
+	// "" when it is not installed.
+	Target    string `json:"target"`
+	Installed string `json:"installed,omitempty"`
+	// InstalledFor are the distributions whose requirement on Target
+	// the installed release meets ("torch 2.5.1"): the other side of a
+	// conflict.
+	InstalledFor []string `json:"installed_for,omitempty"`
+	// File is the METADATA file the requirement was read from.
+	File string `json:"file"`
+}
