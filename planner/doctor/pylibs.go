@@ -258,4 +258,3 @@ func (d *doctor) requirements(env facts.PythonEnv) {
 	c.Fix = &Fix{Text: text + ":", Commands: cmds}
 	d.add(c)
 }
-

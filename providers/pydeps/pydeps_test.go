@@ -102,14 +102,14 @@ func TestUnmet(t *testing.T) {
 	root := t.TempDir()
 	site := filepath.Join(root, "opt/venv/lib/python3.10/site-packages")
 	files := map[string]string{
-		"torch-2.5.1+cu124.dist-info/METADATA": "Metadata-Version: 2.1\nName: torch\nRequires-Dist: filelock\nRequires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == \"Linux\" and platform_machine == \"x86_64\"\n\nRequires-Dist: nvidia-bogus==1 (body)\n",
-		"jax_cuda12_plugin-0.6.0.dist-info/METADATA": "Name: jax-cuda12-plugin\nRequires-Dist: jax-cuda12-pjrt==0.6.0\nRequires-Dist: nvidia-cudnn-cu12<10.0,>=9.8; extra == \"with-cuda\"\nRequires-Dist: nvidia-nccl-cu12>=2.18.1; extra == \"with-cuda\"\nRequires-Dist: nvidia-cufft-cu12>=11; extra == \"absent\"\n",
-		"jax_cuda12_pjrt-0.6.0.dist-info/METADATA": "Name: jax-cuda12-pjrt\n",
+		"torch-2.5.1+cu124.dist-info/METADATA":          "Metadata-Version: 2.1\nName: torch\nRequires-Dist: filelock\nRequires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == \"Linux\" and platform_machine == \"x86_64\"\n\nRequires-Dist: nvidia-bogus==1 (body)\n",
+		"jax_cuda12_plugin-0.6.0.dist-info/METADATA":    "Name: jax-cuda12-plugin\nRequires-Dist: jax-cuda12-pjrt==0.6.0\nRequires-Dist: nvidia-cudnn-cu12<10.0,>=9.8; extra == \"with-cuda\"\nRequires-Dist: nvidia-nccl-cu12>=2.18.1; extra == \"with-cuda\"\nRequires-Dist: nvidia-cufft-cu12>=11; extra == \"absent\"\n",
+		"jax_cuda12_pjrt-0.6.0.dist-info/METADATA":      "Name: jax-cuda12-pjrt\n",
 		"nvidia_cudnn_cu12-9.1.0.70.dist-info/METADATA": "Name: nvidia-cudnn-cu12\n",
-		"nvidia_nccl_cu12-2.21.5.dist-info/METADATA":   "Name: nvidia-nccl-cu12\n",
-		"onnxruntime-1.16.1.dist-info/METADATA":        "Name: onnxruntime\n",
-		"onnxruntime_gpu-1.16.1.dist-info/METADATA":    "Name: onnxruntime-gpu\n",
-		"cupy_cuda12x-13.3.0.dist-info/METADATA":       "Name: cupy-cuda12x\n",
+		"nvidia_nccl_cu12-2.21.5.dist-info/METADATA":    "Name: nvidia-nccl-cu12\n",
+		"onnxruntime-1.16.1.dist-info/METADATA":         "Name: onnxruntime\n",
+		"onnxruntime_gpu-1.16.1.dist-info/METADATA":     "Name: onnxruntime-gpu\n",
+		"cupy_cuda12x-13.3.0.dist-info/METADATA":        "Name: cupy-cuda12x\n",
 	}
 	for p, c := range files {
 		full := filepath.Join(site, p)
