@@ -241,19 +241,26 @@ func (d *doctor) requirements(env facts.PythonEnv) {
 			}
 		}
 	}
+	// Two distributions left unmet on one library pin it differently:
+	// no one release satisfies both.
+	for _, t := range targets {
+		var who []string
+		for _, u := range byTarget[t] {
+			if !slices.Contains(who, u.Distribution) {
+				who = append(who, u.Distribution)
+			}
+		}
+		if len(who) > 1 {
+			conflicts = append(conflicts, fmt.Sprintf("%s (required differently by %s)", t, strings.Join(who, " and ")))
+		}
+	}
 	var cmds []string
 	for _, u := range env.Unmet {
 		cmds = append(cmds, fmt.Sprintf("%s install '%s'", pipIn(env), u.Requirement))
 	}
 	text := "Install what each requires"
 	if len(conflicts) > 0 {
-		var who []string
-		for _, u := range env.Unmet {
-			if !slices.Contains(who, u.Distribution) {
-				who = append(who, u.Distribution)
-			}
-		}
-		text = fmt.Sprintf("%s and the installed %s pin different releases: whichever is imported first loads its library into the process and the other runs against it. Give them separate environments (a venv each), or choose releases of both that require the same one; to satisfy %s here", strings.Join(who, ", "), strings.Join(conflicts, ", "), strings.Join(who, ", "))
+		text = fmt.Sprintf("No one release satisfies them all: %s. In one process the framework imported first loads its release of the library and the others run against it, so give them separate environments (a venv each), or choose releases of them that require the same one; otherwise, one at a time", strings.Join(conflicts, "; "))
 	}
 	c.Fix = &Fix{Text: text + ":", Commands: cmds}
 	d.add(c)

@@ -76,11 +76,11 @@ func (d *doctor) stubLibrary() {
 		}
 	}
 	c.Status = Problem
-	who := "programs that open libcuda.so by name (numba, Warp, Triton)"
+	who := "programs that open libcuda.so by name (numba, Warp, Triton) load the stub and fail"
 	if all {
-		who = "every CUDA program"
+		who = "every CUDA program loads the stub and fails"
 	}
-	c.Summary = fmt.Sprintf("LD_LIBRARY_PATH puts the CUDA toolkit's stub driver library (%s) before the driver's: %s loads the stub and fails with \"CUDA driver is a stub library\" (CUDA_ERROR_STUB_LIBRARY, 34)", strings.Join(dirs, ", "), who)
+	c.Summary = fmt.Sprintf("LD_LIBRARY_PATH puts the CUDA toolkit's stub driver library (%s) before the driver's: %s with \"CUDA driver is a stub library\" (CUDA_ERROR_STUB_LIBRARY, 34)", strings.Join(dirs, ", "), who)
 	text := fmt.Sprintf("Remove %s from LD_LIBRARY_PATH", strings.Join(dirs, ", "))
 	if len(settings) > 0 {
 		text += " where it is set (" + strings.Join(settings, ", ") + ")"
