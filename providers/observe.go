@@ -97,7 +97,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Environment, warns = environment.Observe(h)
 	add(warns)
-	obs.Session, warns = session.Observe(h, session.Options{Home: opts.Home, PID: opts.PID, Session: opts.Session, System: obs.Environment.Variables})
+	obs.Session, warns = session.Observe(h, session.Options{Home: opts.Home, PID: opts.PID, Session: opts.Session, System: obs.Environment.Variables, LoaderPaths: obs.Environment.LoaderPaths})
 	add(warns)
 	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
 	obs.Containers, warns = containers.Observe(ctx, h, obs.Packages, obs.Driver)

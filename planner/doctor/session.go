@@ -51,8 +51,13 @@ func (d *doctor) stubLibrary() {
 	}
 	var dirs, settings []string
 	all := false
+	conf := false
 	for _, s := range stubs {
 		e := fmt.Sprintf("%s: LD_LIBRARY_PATH=%s names %s", where(s.Setting), s.Setting.Value, path.Dir(s.Path))
+		if strings.HasPrefix(s.Setting.File, "/etc/ld.so.conf") {
+			e = fmt.Sprintf("%s names %s for the loader's cache", s.Setting.File, path.Dir(s.Path))
+			conf = true
+		}
 		if s.Real != "" && s.Real != s.Path {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("%s (leads to %s), a stub", s.Path, s.Real))
 		} else {
@@ -83,16 +88,26 @@ func (d *doctor) stubLibrary() {
 	if all {
 		who = "every CUDA program loads the stub and fails"
 	}
-	c.Summary = fmt.Sprintf("LD_LIBRARY_PATH puts the CUDA toolkit's stub driver library (%s) before the driver's: %s with \"CUDA driver is a stub library\" (CUDA_ERROR_STUB_LIBRARY, 34)", strings.Join(dirs, ", "), who)
+	lead := "LD_LIBRARY_PATH puts"
+	if conf {
+		lead = "The loader's search path puts"
+	}
+	c.Summary = fmt.Sprintf(lead+" the CUDA toolkit's stub driver library (%s) before the driver's: %s with \"CUDA driver is a stub library\" (CUDA_ERROR_STUB_LIBRARY, 34)", strings.Join(dirs, ", "), who)
 	text := fmt.Sprintf("Remove %s from LD_LIBRARY_PATH", strings.Join(dirs, ", "))
 	if len(settings) > 0 {
 		text += " where it is set (" + strings.Join(settings, ", ") + ")"
+	}
+	if conf {
+		text += " and from the ld.so.conf files that name it, then run ldconfig"
 	}
 	text += "; the stubs are for linking only: give them to the linker (LIBRARY_PATH, -L) at build time, never to the loader at run time."
 	if all {
 		text += " Delete any libcuda.so.1 made in a stubs directory."
 	}
 	c.Fix = &Fix{Text: text}
+	if conf {
+		c.Fix.Commands = []string{"ldconfig"}
+	}
 	d.add(c)
 }
 

@@ -49,6 +49,9 @@ type Options struct {
 	Session []facts.Assignment
 	// System are the system-wide settings (facts.Environment.Variables).
 	System []facts.Assignment
+	// LoaderPaths are the ld.so.conf directories
+	// (facts.Environment.LoaderPaths).
+	LoaderPaths []facts.LoaderPath
 }
 
 // Observe reads the sources opts names.
@@ -78,6 +81,11 @@ func Observe(h *host.Host, opts Options) (facts.Session, []facts.Warning) {
 	settings = append(settings, opts.Session...)
 	if out.Process != nil {
 		settings = append(settings, out.Process.Variables...)
+	}
+	// A stubs directory in ld.so.conf reaches every program through the
+	// cache; it is reported as a setting of the file that names it.
+	for _, lp := range opts.LoaderPaths {
+		settings = append(settings, facts.Assignment{Name: "LD_LIBRARY_PATH", Value: lp.Dir, File: lp.File})
 	}
 	out.StubLibraries = stubLibraries(h, settings)
 	return out, warns

@@ -98,3 +98,25 @@ func TestReadEnviron(t *testing.T) {
 		t.Fatalf("a missing process: %+v", p)
 	}
 }
+
+// TestStubsInLoaderConfiguration: a stubs directory that ld.so.conf
+// names is reported as that file's setting, with the soname link
+// ldconfig makes there.
+func TestStubsInLoaderConfiguration(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "usr/local/cuda-11.8/targets/x86_64-linux/lib/stubs/libcuda.so", "")
+	if err := os.Symlink("libcuda.so", filepath.Join(root, "usr/local/cuda-11.8/targets/x86_64-linux/lib/stubs/libcuda.so.1")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := Observe(h, Options{LoaderPaths: []facts.LoaderPath{
+		{Dir: "/usr/lib/x86_64-linux-gnu", File: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf"},
+		{Dir: "/usr/local/cuda-11.8/targets/x86_64-linux/lib/stubs", File: "/etc/ld.so.conf.d/cuda-stubs.conf"},
+	}})
+	if len(s.StubLibraries) != 2 || s.StubLibraries[1].Path != "/usr/local/cuda-11.8/targets/x86_64-linux/lib/stubs/libcuda.so.1" || s.StubLibraries[1].Setting.File != "/etc/ld.so.conf.d/cuda-stubs.conf" {
+		t.Fatalf("stubs: %+v", s.StubLibraries)
+	}
+}
