@@ -48,19 +48,27 @@ func (d *doctor) cudnnHeaderLibrary() {
 				c.Evidence = append(c.Evidence, fmt.Sprintf("the loader resolves %s to %s", soname, libText(l)))
 			}
 		}
+		// Libraries of the header's major first; without any, those of
+		// another major (a stale cudnn.h of 5 beside cuDNN 6): a build
+		// against the header then fails to link or load.
 		var others []facts.CuDNNInstall
-		for _, o := range ins {
-			if len(o.Libraries) == 0 || o.Version == h.Version {
-				continue
+		for _, sameMajor := range []bool{true, false} {
+			for _, o := range ins {
+				if len(o.Libraries) == 0 || o.Version == h.Version {
+					continue
+				}
+				ov, err := version.Parse(o.Version)
+				if err != nil || (ov.Major() == hv.Major()) != sameMajor {
+					continue
+				}
+				others = append(others, o)
+				c.Evidence = append(c.Evidence, fmt.Sprintf("%s: cuDNN %s", strings.Join(o.Libraries, ", "), o.Version))
+				if pickedVersion == "" {
+					pickedVersion = o.Version
+				}
 			}
-			ov, err := version.Parse(o.Version)
-			if err != nil || ov.Major() != hv.Major() {
-				continue
-			}
-			others = append(others, o)
-			c.Evidence = append(c.Evidence, fmt.Sprintf("%s: cuDNN %s", strings.Join(o.Libraries, ", "), o.Version))
-			if pickedVersion == "" {
-				pickedVersion = o.Version
+			if len(others) > 0 || pickedVersion != "" {
+				break
 			}
 		}
 		if len(others) == 0 && pickedVersion == "" {
