@@ -12,6 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/cuda"
 	"github.com/gpuenv/gpuenv/providers/cudnn"
+	"github.com/gpuenv/gpuenv/providers/devaccess"
 	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/environment"
@@ -22,8 +23,10 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kernellog"
 	"github.com/gpuenv/gpuenv/providers/loader"
 	"github.com/gpuenv/gpuenv/providers/packages"
+	"github.com/gpuenv/gpuenv/providers/pydeps"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/providers/runtime"
+	"github.com/gpuenv/gpuenv/providers/session"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
 
@@ -43,6 +46,12 @@ type ObserveOptions struct {
 	// from; the loader model adds its LD_LIBRARY_PATH. Leave it empty
 	// when the root is not this machine's.
 	Session []facts.Assignment
+	// Home is the invoking user's home directory inside the root, whose
+	// shell start-up files are read; "" for none.
+	Home string
+	// PID names a running process whose environment (/proc/PID/environ)
+	// is the one its GPU programs run in (doctor --pid); 0 for none.
+	PID int
 }
 
 // Observe reads everything gpuenv knows how to see on h. It never fails:
@@ -83,9 +92,12 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Python, warns = framework.Observe(h, obs.Packages, opts.Pythons)
 	add(warns)
+	add(pydeps.Observe(h, obs.Python, obs.OS.Arch))
 	obs.Groups, warns = groups.Observe(h)
 	add(warns)
 	obs.Environment, warns = environment.Observe(h)
+	add(warns)
+	obs.Session, warns = session.Observe(h, session.Options{Home: opts.Home, PID: opts.PID, Session: opts.Session, System: obs.Environment.Variables, LoaderPaths: obs.Environment.LoaderPaths})
 	add(warns)
 	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
 	obs.Containers, warns = containers.Observe(ctx, h, obs.Packages, obs.Driver)
@@ -95,7 +107,14 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	// The context and the loader read what the observers above found:
 	// device nodes, driver libraries, toolkits, Python environments.
 	obs.Context = runtime.Observe(h, obs)
-	obs.Loader, warns = loader.Observe(h, obs, loader.Options{Programs: opts.Programs, Session: opts.Session})
+	obs.DeviceAccess = devaccess.Observe(h, obs)
+	// A named process's environment is the one its programs load
+	// libraries in, not gpuenv's own.
+	loaderSession := opts.Session
+	if p := obs.Session.Process; p != nil && p.Error == "" {
+		loaderSession = p.Variables
+	}
+	obs.Loader, warns = loader.Observe(h, obs, loader.Options{Programs: opts.Programs, Session: loaderSession})
 	add(warns)
 	unfinishedPackages(obs)
 	pathsInsideRoot(obs, h.Root())

@@ -21,6 +21,7 @@ import (
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
 	var pythons, programs []string
+	var pid int
 	var files healthFiles
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -72,7 +73,10 @@ doctor could not run.`,
 			if err := checkPrograms(h, "--program", programs); err != nil {
 				return err
 			}
-			r, obs, err := runDoctor(cmd.Context(), g, h, pythons, programs)
+			if pid < 0 {
+				return fmt.Errorf("--pid %d: a process id is a positive number", pid)
+			}
+			r, obs, err := runDoctorPID(cmd.Context(), g, h, pythons, programs, pid)
 			if err != nil {
 				return err
 			}
@@ -90,6 +94,7 @@ doctor could not run.`,
 	}
 	repeatable(cmd.Flags(), &pythons, "python", "also check the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	repeatable(cmd.Flags(), &programs, "program", "also follow the loader for the native `PROGRAM`, a path inside the root (repeatable)")
+	cmd.Flags().IntVar(&pid, "pid", 0, "judge the environment of the running process `PID` (its /proc/PID/environ inside the root) instead of doctor's own: a job's LD_LIBRARY_PATH and CUDA_VISIBLE_DEVICES")
 	files.register(cmd)
 	addJSONFlag(cmd, g)
 	return cmd
@@ -97,25 +102,55 @@ doctor could not run.`,
 
 // runDoctor observes h and runs doctor's checks for the invoking user.
 func runDoctor(ctx context.Context, g *globalOptions, h *host.Host, pythons, programs []string) (*doctor.Report, *facts.Observation, error) {
-	opts := providers.ObserveOptions{Pythons: pythons, Programs: programs}
-	if h.Live() {
+	return runDoctorPID(ctx, g, h, pythons, programs, 0)
+}
+
+// runDoctorPID is runDoctor for the environment of process pid (none
+// when 0): its variables stand for doctor's own session, which is then
+// not the one programs run in.
+func runDoctorPID(ctx context.Context, g *globalOptions, h *host.Host, pythons, programs []string, pid int) (*doctor.Report, *facts.Observation, error) {
+	opts := providers.ObserveOptions{Pythons: pythons, Programs: programs, PID: pid}
+	if h.Live() && pid == 0 {
 		opts.Session = sessionVariables(g)
 	}
+	home, err := invokingHome(g, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Home = home
 	obs := providers.Observe(ctx, h, opts)
-	r, err := doctorReport(g, h, obs)
+	if p := obs.Session.Process; p != nil && p.Error != "" {
+		return nil, nil, fmt.Errorf("--pid %d: %s", pid, p.Error)
+	}
+	r, err := doctorReportPID(g, h, obs, pid)
 	return r, obs, err
 }
 
 func doctorReport(g *globalOptions, h *host.Host, obs *facts.Observation) (*doctor.Report, error) {
+	return doctorReportPID(g, h, obs, 0)
+}
+
+func doctorReportPID(g *globalOptions, h *host.Host, obs *facts.Observation, pid int) (*doctor.Report, error) {
 	u, err := invokingUser(g, h)
 	if err != nil {
 		return nil, err
 	}
 	in := doctor.Input{Obs: obs, User: u}
-	if h.Live() {
+	if h.Live() && pid == 0 {
 		in.Session = sessionVariables(g)
 	}
 	return doctor.Run(in), nil
+}
+
+// invokingHome is the home directory of the invoking user (invokingUser)
+// in the root's /etc/passwd, whose shell start-up files doctor reads;
+// "" when the root does not know the user.
+func invokingHome(g *globalOptions, h *host.Host) (string, error) {
+	u, err := invokingAccount(g, h)
+	if err != nil || u == nil {
+		return "", err
+	}
+	return u.Home, nil
 }
 
 // sessionVariables are the variables of doctor's own environment that a
@@ -137,6 +172,15 @@ func sessionVariables(g *globalOptions) []facts.Assignment {
 // root's /etc/passwd (the root's users, not this machine's, own its
 // device nodes). It is nil when the root does not know the user.
 func invokingUser(g *globalOptions, h *host.Host) (*doctor.User, error) {
+	u, err := invokingAccount(g, h)
+	if err != nil || u == nil {
+		return nil, err
+	}
+	return &doctor.User{Name: u.Name, UID: u.UID, GID: u.GID}, nil
+}
+
+// invokingAccount is invokingUser's entry in the root's /etc/passwd.
+func invokingAccount(g *globalOptions, h *host.Host) (*groups.User, error) {
 	data, err := h.ReadFile(groups.PasswdPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -149,7 +193,7 @@ func invokingUser(g *globalOptions, h *host.Host) (*doctor.User, error) {
 	uid := uint32(os.Getuid())
 	for _, u := range users {
 		if name != "" && u.Name == name || name == "" && u.UID == uid {
-			return &doctor.User{Name: u.Name, UID: u.UID, GID: u.GID}, nil
+			return &u, nil
 		}
 	}
 	return nil, nil

@@ -104,6 +104,23 @@ type Report struct {
 	// KernelLog is the observation's reading of the kernel log, which
 	// the kernel checks judge: the logs read and the driver's messages.
 	KernelLog *facts.KernelLog `json:"kernel_log,omitempty"`
+	// Session is the observation's reading of the user's shell files and
+	// a named process's environment, which the environment checks judge
+	// with the system's settings.
+	Session *facts.Session `json:"session,omitempty"`
+	// DeviceAccess is the observation's /dev/char links, cgroup drivers
+	// and device rules, which the container device checks judge.
+	DeviceAccess *facts.DeviceAccess `json:"device_access,omitempty"`
+	// Python are, for each Python environment, the GPU libraries besides
+	// the frameworks and the GPU requirements left unmet.
+	Python []PythonLibraries `json:"python_libraries,omitempty"`
+}
+
+// PythonLibraries is one environment's part of Report.Python.
+type PythonLibraries struct {
+	Interpreter string                   `json:"interpreter"`
+	Libraries   []facts.PythonLibrary    `json:"gpu_libraries"`
+	Unmet       []facts.UnmetRequirement `json:"unmet_requirements"`
 }
 
 // User is the person whose programs must reach the GPU: SUDO_USER under
@@ -135,7 +152,20 @@ func Run(in Input) *Report {
 		c(d)
 	}
 	r := &Report{FormatVersion: FormatVersion, Root: in.Obs.Root, User: in.User, Checks: d.out,
-		Context: &in.Obs.Context, Loader: &in.Obs.Loader, KernelLog: in.Obs.Kernel.Log}
+		Context: &in.Obs.Context, Loader: &in.Obs.Loader, KernelLog: in.Obs.Kernel.Log, Session: &in.Obs.Session, DeviceAccess: &in.Obs.DeviceAccess}
+	for _, env := range in.Obs.Python {
+		if len(env.Libraries)+len(env.Unmet) == 0 {
+			continue
+		}
+		p := PythonLibraries{Interpreter: env.Interpreter, Libraries: env.Libraries, Unmet: env.Unmet}
+		if p.Libraries == nil {
+			p.Libraries = []facts.PythonLibrary{}
+		}
+		if p.Unmet == nil {
+			p.Unmet = []facts.UnmetRequirement{}
+		}
+		r.Python = append(r.Python, p)
+	}
 	for _, c := range r.Checks {
 		switch c.Status {
 		case OK:
@@ -171,15 +201,20 @@ var checks = []func(*doctor){
 	(*doctor).driverVersions,
 	(*doctor).deviceNodes,
 	(*doctor).deviceAccess,
+	(*doctor).containerDevices,
 	(*doctor).cudaToolkits,
 	(*doctor).loaderToolkit,
 	(*doctor).driverLibrary,
 	(*doctor).cudnn,
+	(*doctor).cudnnHeaderLibrary,
 	(*doctor).frameworks,
 	(*doctor).loaderFrameworks,
+	(*doctor).pythonLibraries,
 	(*doctor).visibleDevices,
 	(*doctor).deviceOrder,
 	(*doctor).ldLibraryPath,
+	(*doctor).stubLibrary,
+	(*doctor).visibleDeviceUUIDs,
 	(*doctor).gpuState,
 	(*doctor).programs,
 	(*doctor).containers,

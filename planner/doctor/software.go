@@ -71,10 +71,16 @@ func withoutExpansions(v string) string {
 }
 
 // assignments returns the settings of a variable in the host's files,
-// then in the session.
+// the user's shell files, a named process's environment, then the
+// session.
 func (d *doctor) assignments(name string) []facts.Assignment {
 	var out []facts.Assignment
 	for _, a := range d.obs.Environment.Variables {
+		if a.Name == name {
+			out = append(out, a)
+		}
+	}
+	for _, a := range d.sessionAssignments() {
 		if a.Name == name {
 			out = append(out, a)
 		}

@@ -12,7 +12,7 @@ const SchemaVersion = 1
 // lacks the facts added since (Additions), one of a higher minor has facts
 // the reader ignores. Documents written before minors were counted carry
 // no schema_minor, and read as minor 0.
-const SchemaMinor = 2
+const SchemaMinor = 3
 
 // FormatVersion is SchemaVersion and SchemaMinor as every other JSON
 // document of gpuenv gives its version: "MAJOR.MINOR" under
@@ -49,6 +49,12 @@ type Observation struct {
 	Python          []PythonEnv     `json:"python_environments"`
 	Groups          []Group         `json:"groups"`
 	Environment     Environment     `json:"environment"`
+	// Session is the invoking user's and a job's environment. Added in
+	// minor 2.
+	Session Session `json:"session"`
+	// DeviceAccess is what keeps a container's GPUs reachable after it
+	// started. Added in minor 2.
+	DeviceAccess DeviceAccess `json:"device_access"`
 	// Units are the systemd units gpuenv enables or writes: the
 	// persistence daemon, the compute modes' boot-time unit.
 	Units []Unit `json:"units"`

@@ -34,4 +34,6 @@ var Additions = []Addition{
 	{Key: "containers", What: "the container toolkit and engines", Planned: true},
 	{Key: "hostname", Minor: 1, What: "the host's name"},
 	{Key: "format_version", Minor: 2, What: "the document's version under the name every gpuenv document gives it", Label: true},
+	{Key: "session", Minor: 3, What: "the invoking user's and a job's environment"},
+	{Key: "device_access", Minor: 3, What: "the /dev/char links, cgroup drivers and device rules"},
 }

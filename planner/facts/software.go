@@ -149,6 +149,11 @@ type PythonEnv struct {
 	System       bool        `json:"system"`
 	SitePackages []string    `json:"site_packages"`
 	Frameworks   []Framework `json:"frameworks"`
+	// Libraries are the GPU libraries besides the frameworks (facts/
+	// session.go); Unmet the GPU requirements of installed distributions
+	// that the environment does not satisfy. Both added in minor 2.
+	Libraries []PythonLibrary    `json:"gpu_libraries,omitempty"`
+	Unmet     []UnmetRequirement `json:"unmet_requirements,omitempty"`
 }
 
 // Framework is a machine-learning framework installed in an environment.

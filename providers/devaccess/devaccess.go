@@ -1,0 +1,121 @@
+// Package devaccess observes what keeps a container's access to the GPUs
+// after it started. With the systemd cgroup driver, systemd holds each
+// container's device rules; whenever it rewrites them (systemctl
+// daemon-reload is enough) it names each device by its /dev/char/
+// MAJOR:MINOR link, and the NVIDIA device nodes have none unless
+// something made them: the rule is lost and the container's programs get
+// "Failed to initialize NVML: Unknown Error" (NVIDIA/nvidia-container-
+// toolkit#48). Inside such a container, cgroup v1's devices.list shows
+// the loss; cgroup v2 keeps the rules in an eBPF program that cannot be
+// read back.
+package devaccess
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/host"
+)
+
+// Files read.
+const (
+	CharDir          = "/dev/char"
+	CgroupV2Marker   = "/sys/fs/cgroup/cgroup.controllers"
+	CgroupV1Devices  = "/sys/fs/cgroup/devices"
+	DevicesList      = "/sys/fs/cgroup/devices/devices.list"
+	devicesListLimit = 64 << 10
+)
+
+// Observe reads the device access facts of h; obs must hold the device
+// nodes and the engines' configuration.
+func Observe(h *host.Host, obs *facts.Observation) facts.DeviceAccess {
+	out := facts.DeviceAccess{CharLinks: []string{}, MissingCharLinks: []string{}, CgroupDrivers: []facts.CgroupDriver{}}
+	for _, n := range obs.DeviceNodes {
+		if !n.Char || !strings.HasPrefix(n.Path, "/dev/nvidia") {
+			continue
+		}
+		link := path.Join(CharDir, fmt.Sprintf("%d:%d", n.Major, n.Minor))
+		if _, err := h.Lstat(link); err == nil {
+			out.CharLinks = append(out.CharLinks, link)
+		} else {
+			out.MissingCharLinks = append(out.MissingCharLinks, n.Path)
+		}
+	}
+	switch {
+	case exists(h, CgroupV2Marker):
+		out.CgroupVersion = "v2"
+	case exists(h, CgroupV1Devices):
+		out.CgroupVersion = "v1"
+	}
+	for _, e := range obs.Containers.Engines {
+		if !e.Exists {
+			continue
+		}
+		if d, ok := cgroupDriver(e, out.CgroupVersion); ok {
+			out.CgroupDrivers = append(out.CgroupDrivers, d)
+		}
+	}
+	if out.CgroupVersion == "v1" {
+		if data, err := h.ReadFileLimit(DevicesList, devicesListLimit); err == nil {
+			out.DeviceRulesFile = DevicesList
+			out.DeviceRules = []string{}
+			for _, l := range strings.Split(string(data), "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					out.DeviceRules = append(out.DeviceRules, l)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func exists(h *host.Host, p string) bool {
+	_, err := h.Lstat(p)
+	return err == nil
+}
+
+// cgroupDriver reads an engine's cgroup driver from its configuration:
+// Docker's exec-opts native.cgroupdriver (by default systemd under cgroup
+// v2 since Docker 20.10, cgroupfs under v1), containerd's runc option
+// SystemdCgroup (false unless set). CRI-O's is not judged.
+func cgroupDriver(e facts.EngineConfig, cgroupVersion string) (facts.CgroupDriver, bool) {
+	d := facts.CgroupDriver{Engine: e.Engine, File: e.Path}
+	switch e.Engine {
+	case "docker":
+		var cfg struct {
+			ExecOpts []string `json:"exec-opts"`
+		}
+		_ = json.Unmarshal([]byte(e.Content), &cfg)
+		for _, o := range cfg.ExecOpts {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(o), "native.cgroupdriver="); ok {
+				d.Driver = strings.TrimSpace(v)
+			}
+		}
+		if d.Driver == "" {
+			d.Default = true
+			d.Driver = "cgroupfs"
+			if cgroupVersion == "v2" {
+				d.Driver = "systemd"
+			}
+		}
+		return d, true
+	case "containerd":
+		d.Driver = "cgroupfs"
+		d.Default = true
+		for _, l := range strings.Split(e.Content, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+			if !ok || strings.TrimSpace(k) != "SystemdCgroup" {
+				continue
+			}
+			d.Default = false
+			if strings.TrimSpace(v) == "true" {
+				d.Driver = "systemd"
+			}
+		}
+		return d, true
+	}
+	return d, false
+}
