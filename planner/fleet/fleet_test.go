@@ -288,7 +288,7 @@ func TestInputs(t *testing.T) {
 		err  string
 	}{
 		{[]string{filepath.Join(dir, "nope.json")}, "--facts " + filepath.Join(dir, "nope.json") + ": stat"},
-		{[]string{empty}, "--facts " + empty + ": the directory holds no observation document (*.json)"},
+		{[]string{empty}, "--facts " + empty + ": the directory holds no observation document (*.json or *.json.gz, in it or below)"},
 		{[]string{"-", "-"}, "standard input is named twice"},
 		{nil, "no observation document named"},
 	} {
@@ -404,7 +404,7 @@ func TestPanicRefusesOneHost(t *testing.T) {
 		pl := newPlanner()
 		resolve := pl.Resolve
 		pl.Resolve = func(s *spec.Spec, obs *facts.Observation) (*planner.Desired, hcl.Diagnostics) {
-			if obs.Hostname == "odd" {
+			if obs.Root == "/odd" {
 				panic("an odd document")
 			}
 			return resolve(s, obs)
@@ -413,7 +413,7 @@ func TestPanicRefusesOneHost(t *testing.T) {
 	}
 	var rows []fleet.Host
 	_, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: tripping},
-		[]fleet.Input{{Stream: stream(document(t, docs["converged"], "odd"), document(t, docs["converged"], "even")), Name: "-"}},
+		[]fleet.Input{{Stream: stream(document(t, rooted(docs["converged"], "/odd"), "odd"), document(t, docs["converged"], "even")), Name: "-"}},
 		func(h *fleet.Host) error { rows = append(rows, *h); return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -475,16 +475,27 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestStreamError: a stream that cannot be read to its end is an error
-// naming where it stopped, not a fleet silently cut short.
+// TestStreamError: a stream that cannot be read to its end is a refused
+// row naming where it stopped, not a fleet silently cut short, and the
+// run goes on with the next input.
 func TestStreamError(t *testing.T) {
 	docs := corpus(t)
 	data := append(append(document(t, docs["converged"], "a"), '\n'), document(t, docs["converged"], "b")...)
 	data = append(data, '\n')
-	_, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: newPlanner},
-		[]fleet.Input{{Stream: &failingReader{data: data, err: errors.New("connection reset")}, Name: "-"}}, nil)
-	if err == nil || err.Error() != "reading - at line 3: connection reset" {
-		t.Errorf("error %v", err)
+	one := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(one, document(t, docs["converged"], "c"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rows []fleet.Host
+	sum, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: newPlanner},
+		[]fleet.Input{{Stream: &failingReader{data: data, err: errors.New("connection reset")}, Name: "-"}, {File: one}},
+		func(h *fleet.Host) error { rows = append(rows, *h); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || rows[2].Outcome != fleet.Refused || rows[2].File != "-:3" ||
+		rows[2].Error != "-:3: reading stopped here: connection reset; what follows in - was not read" || rows[3].Name != "c" || sum.Refused != 1 {
+		t.Errorf("rows %+v", rows)
 	}
 }
 
@@ -496,4 +507,11 @@ func TestLongLine(t *testing.T) {
 	if len(rows) != 2 || rows[0].Name != "big" || rows[0].Outcome != fleet.Unchanged || rows[1].Name != "big2" {
 		t.Errorf("rows %+v", rows)
 	}
+}
+
+// rooted is o with another root, a fact planning reads.
+func rooted(o *facts.Observation, root string) *facts.Observation {
+	c := *o
+	c.Root = root
+	return &c
 }
