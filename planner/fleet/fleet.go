@@ -154,7 +154,7 @@ func (v *verdict) refuse(reason, tail string) {
 
 // judge plans s against one document: the verdict, and the document's
 // hostname, which is not part of it.
-func judge(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, data []byte) (v verdict, hostname string) {
+func judge(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, data []byte) (v verdict, hostname string, last json.RawMessage) {
 	v.shared = true
 	// A document from a collector may hold what observe never writes;
 	// where the planner trips over it, that host is refused and the
@@ -166,7 +166,7 @@ func judge(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner 
 			v.key = verdictKey(&v)
 		}
 	}()
-	obs, lacks, err := Decode(data)
+	obs, last, lacks, err := decode(data)
 	if err != nil {
 		v.shared = false
 		v.refuse(ReasonUnreadable, fmt.Sprintf(": %v", err))
@@ -174,12 +174,12 @@ func judge(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner 
 			v.row.Reason = ReasonSchema
 		}
 		v.key = verdictKey(&v)
-		return v, ""
+		return v, "", nil
 	}
 	hostname = obs.Hostname
 	v.decide(ctx, s, interpreters, newPlanner, obs, lacks)
 	v.key = verdictKey(&v)
-	return v, hostname
+	return v, hostname, last
 }
 
 func (v *verdict) decide(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, obs *facts.Observation, lacks []facts.Addition) {

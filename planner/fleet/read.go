@@ -186,9 +186,10 @@ type lastApply struct {
 }
 
 // lastApplyOf reads the last apply from raw, the value of "last_apply",
-// or when raw is nil from the document data; "" when there is none.
+// or when raw is nil and data holds one from the document data; "" when
+// there is none.
 func lastApplyOf(data, raw []byte) string {
-	if raw == nil && data != nil {
+	if raw == nil && bytes.Contains(data, []byte(`"last_apply"`)) {
 		var doc struct {
 			LastApply json.RawMessage `json:"last_apply"`
 		}
@@ -239,6 +240,10 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	long := false
 	for {
 		frag, err := r.ReadSlice('\n')
+		if line == nil && !long && err != bufio.ErrBufferFull {
+			// The common line, whole in the buffer: one copy of its size.
+			return bytes.TrimSuffix(bytes.Clone(frag), []byte("\n")), err
+		}
 		if !long {
 			line = append(line, frag...)
 			if len(line) > maxDocument {

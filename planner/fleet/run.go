@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/spec"
@@ -183,7 +183,7 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 		defer close(jobs)
 		produce(ctx, inputs, jobs)
 	}()
-	cache := &verdicts{m: map[[sha256.Size]byte]*cached{}}
+	cache := &verdicts{m: map[digest]*cached{}}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -240,8 +240,10 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 // verdicts are the verdicts of a run by digest: the first worker to meet
 // a digest plans it, and the others of that digest wait for its verdict.
 type verdicts struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]*cached
+	mu            sync.Mutex
+	m             map[digest]*cached
+	scanned, hits int
+	off           atomic.Bool
 }
 
 type cached struct {
@@ -249,15 +251,27 @@ type cached struct {
 	v     verdict
 }
 
+// scanning tells whether documents are still worth scanning: not once
+// the cache is full and fewer than one document in four scanned found
+// its digest there. Such a fleet is one of hosts each unlike the others
+// (as hosts whose documents name their GPUs' UUIDs are), where the scan
+// is a tenth of each host's time spent for nothing.
+func (c *verdicts) scanning() bool { return !c.off.Load() }
+
 // get returns the entry of digest and whether the caller is to fill it
 // (and close ready); nil when the cache is full.
-func (c *verdicts) get(digest [sha256.Size]byte) (*cached, bool) {
+func (c *verdicts) get(digest digest) (*cached, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.scanned++
 	if e, ok := c.m[digest]; ok {
+		c.hits++
 		return e, false
 	}
 	if len(c.m) >= maxCached {
+		if c.hits*4 < c.scanned {
+			c.off.Store(true)
+		}
 		return nil, false
 	}
 	e := &cached{ready: make(chan struct{})}
@@ -266,7 +280,7 @@ func (c *verdicts) get(digest [sha256.Size]byte) (*cached, bool) {
 }
 
 // drop forgets digest, whose verdict is its first document's alone.
-func (c *verdicts) drop(digest [sha256.Size]byte) {
+func (c *verdicts) drop(digest digest) {
 	c.mu.Lock()
 	delete(c.m, digest)
 	c.mu.Unlock()
@@ -289,18 +303,17 @@ func plan(ctx context.Context, o Options, interpreters []string, cache *verdicts
 	if err != nil {
 		return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: fmt.Sprintf("%s: %v", j.file, err), key: unreadableKey}
 	}
-	sc := scanDocument(data)
 	alone := func() Host {
-		v, hostname := judge(ctx, o.Spec, interpreters, o.Planner, data)
+		v, hostname, last := judge(ctx, o.Spec, interpreters, o.Planner, data)
 		h := v.host(j.file, j.name, hostname)
 		h.key = v.key
-		if sc.ok {
-			h.LastApply = lastApplyOf(nil, sc.lastApply)
-		} else {
-			h.LastApply = lastApplyOf(data, nil)
-		}
+		h.LastApply = lastApplyOf(data, last)
 		return h
 	}
+	if !cache.scanning() {
+		return alone()
+	}
+	sc := scanDocument(data)
 	if !sc.ok {
 		return alone()
 	}
@@ -309,10 +322,14 @@ func plan(ctx context.Context, o Options, interpreters []string, cache *verdicts
 	case e == nil:
 		return alone()
 	case mine:
-		e.v, _ = judge(ctx, o.Spec, interpreters, o.Planner, data)
+		e.v, _, _ = judge(ctx, o.Spec, interpreters, o.Planner, data)
 		close(e.ready)
 		if !e.v.shared {
 			cache.drop(sc.digest)
+			// A document that does not decode names no host.
+			h := e.v.host(j.file, j.name, "")
+			h.key = e.v.key
+			return h
 		}
 	default:
 		select {
