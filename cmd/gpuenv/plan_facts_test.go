@@ -39,9 +39,9 @@ func TestPlanFactsJSON(t *testing.T) {
 	os.WriteFile(bad, []byte("group \"video\" {\n  members = 7\n}\n"), 0o644)
 
 	type document struct {
-		FormatVersion string         `json:"format_version"`
-		Errored       bool           `json:"errored"`
-		SpecDigest    string         `json:"spec_digest"`
+		FormatVersion string             `json:"format_version"`
+		Errored       bool               `json:"errored"`
+		SpecDigest    string             `json:"spec_digest"`
 		Diagnostics   []any              `json:"diagnostics"`
 		Groups        []*fleet.PlanGroup `json:"groups"`
 		Hosts         []fleet.Host       `json:"hosts"`
