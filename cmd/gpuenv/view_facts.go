@@ -193,7 +193,7 @@ func (v *factsHuman) Summary(sum *fleet.Summary) error {
 	v.groups(sw, "Warnings of the plans", sum.Warnings)
 	v.groups(sw, "Observations older than this gpuenv, by the fact they lack", sum.Lacking)
 	if sum.Refused > 0 {
-		fmt.Fprintln(sw, "\nA refused host gets no plan: the rollout would fail there. --json gives each host's reason.")
+		fmt.Fprintln(sw, "\nA refused host gets no plan: the rollout would fail there. --json --hosts gives each host's reason.")
 	}
 	return sw.err
 }

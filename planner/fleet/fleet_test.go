@@ -424,7 +424,8 @@ func TestPanicRefusesOneHost(t *testing.T) {
 }
 
 // FuzzDecode: whatever a collector hands over, Decode returns an
-// observation or an error, and an observation only of schema version 1,
+// observation or an error, and an observation only of schema version 1
+// and the one encoding/json reads,
 // which written out again decodes to itself; an error is one line that
 // quotes nothing of the document.
 func FuzzDecode(f *testing.F) {
@@ -445,6 +446,14 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Decode(%q): the error %q is more than one line or quotes the document", data, msg)
 			}
 			return
+		}
+		// The fast decoder reads what encoding/json reads, as it does.
+		var std facts.Observation
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("Decode(%q) read a document encoding/json refuses: %v", data, err)
+		}
+		if diff := cmp.Diff(&std, obs); diff != "" {
+			t.Fatalf("Decode(%q) reads another observation than encoding/json (-encoding/json +Decode):\n%s", data, diff)
 		}
 		again, err := json.Marshal(obs)
 		if err != nil {
