@@ -67,9 +67,13 @@ func TestDigestLeavesOutOnlyWhatPlanningIgnores(t *testing.T) {
 			}
 		}
 		for what, vary := range map[string]func(*facts.Observation){
-			"root":     func(o *facts.Observation) { o.Root = "/srv/other" },
-			"refcount": func(o *facts.Observation) { o.Kernel.Loaded = append(o.Kernel.Loaded, facts.LoadedModule{Name: "nvidia", RefCount: 7}) },
-			"holder":   func(o *facts.Observation) { o.Kernel.Holders = append(o.Kernel.Holders, facts.Holder{PID: 42, Command: "python3"}) },
+			"root": func(o *facts.Observation) { o.Root = "/srv/other" },
+			"refcount": func(o *facts.Observation) {
+				o.Kernel.Loaded = append(o.Kernel.Loaded, facts.LoadedModule{Name: "nvidia", RefCount: 7})
+			},
+			"holder": func(o *facts.Observation) {
+				o.Kernel.Holders = append(o.Kernel.Holders, facts.Holder{PID: 42, Command: "python3"})
+			},
 		} {
 			c := clone(t, o)
 			vary(c)
