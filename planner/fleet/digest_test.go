@@ -257,6 +257,20 @@ func TestInputsAtScale(t *testing.T) {
 	if got, want := outcomes(inputs), "a=unchanged b=change d=refused named-c=unchanged"; got != want {
 		t.Errorf("tree: %s, want %s", got, want)
 	}
+	// Documents unreadable in any way are one group, however each broke.
+	broken := filepath.Join(dir, "rack2", "e.json")
+	if err := os.WriteFile(broken, []byte(`{"schema_version":1,`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: newPlanner},
+		[]fleet.Input{{File: filepath.Join(dir, "rack2/d.json.gz")}, {File: broken}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Plans) != 1 || sum.Plans[0].Hosts != 2 || sum.Plans[0].Reason != fleet.ReasonUnreadable {
+		t.Errorf("unreadable documents: %+v", sum.Plans)
+	}
+	os.Remove(broken)
 	want := "a=unchanged b=change d=refused named-c=unchanged link=refused"
 	for what, data := range map[string][]byte{"tar": tarBuf.Bytes(), "tar.gz": gz(tarBuf.Bytes())} {
 		if got := outcomes([]fleet.Input{{Stream: bytes.NewReader(data), Name: "-"}}); got != want {

@@ -227,12 +227,12 @@ func (v *verdict) decide(ctx context.Context, s *spec.Spec, interpreters []strin
 // error (but for a document that does not decode, whose error differs
 // by where the document breaks: those are one group per reason).
 func verdictKey(v *verdict) string {
-	var b strings.Builder
 	r := &v.row
-	fmt.Fprintf(&b, "%d\x00%s\x00", r.Outcome, r.Reason)
-	if r.Reason != ReasonUnreadable {
-		fmt.Fprintf(&b, "%s\x00%t\x00%s\x00", v.errHead, v.errFile, v.errTail)
+	if r.Reason == ReasonUnreadable {
+		return unreadableKey
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d\x00%s\x00%s\x00%t\x00%s\x00", r.Outcome, r.Reason, v.errHead, v.errFile, v.errTail)
 	for _, st := range r.Steps {
 		fmt.Fprintf(&b, "s%s\x00%d\x00%t\x00", st.Address, st.Action, st.NeedsReboot)
 	}

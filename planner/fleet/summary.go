@@ -176,8 +176,8 @@ func (s *Summary) count(list *[]Group, key, host, err string) {
 func (s *Summary) plan(h *Host) {
 	key := h.key
 	if key == "" {
-		// A row made without a verdict: its outcome and reason are all
-		// that group it.
+		// A row made without a verdict (a test's): its outcome and
+		// reason are all that group it.
 		key = h.Outcome.String() + "\x00" + h.Reason
 	}
 	g, ok := s.plans[key]
