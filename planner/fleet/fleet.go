@@ -231,18 +231,21 @@ func verdictKey(v *verdict) string {
 	if r.Reason == ReasonUnreadable {
 		return unreadableKey
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d\x00%s\x00%s\x00%t\x00%s\x00", r.Outcome, r.Reason, v.errHead, v.errFile, v.errTail)
+	// The text is digested: a run keeps a key for each verdict and each
+	// group, and a refusal's text runs to kilobytes.
+	b := newHasher()
+	fmt.Fprintf(b, "%d\x00%s\x00%s\x00%t\x00%s\x00", r.Outcome, r.Reason, v.errHead, v.errFile, v.errTail)
 	for _, st := range r.Steps {
-		fmt.Fprintf(&b, "s%s\x00%d\x00%t\x00", st.Address, st.Action, st.NeedsReboot)
+		fmt.Fprintf(b, "s%s\x00%d\x00%t\x00", st.Address, st.Action, st.NeedsReboot)
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "w%s\x00", w)
+		fmt.Fprintf(b, "w%s\x00", w)
 	}
 	for _, l := range r.Lacks {
-		fmt.Fprintf(&b, "l%s\x00", l)
+		fmt.Fprintf(b, "l%s\x00", l)
 	}
-	return b.String()
+	d := b.sum()
+	return fmt.Sprintf("%016x%016x", d[0], d[1])
 }
 
 // refusal is the reason of a failed plan, the first error's summary,

@@ -139,7 +139,7 @@ const gcPercent = 400
 // maxCached bounds the verdicts kept by digest. A fleet of more distinct
 // hosts than this still plans each host right: those past it are
 // planned on their own, as if each were the only one of its kind.
-const maxCached = 4096
+const maxCached = 1024
 
 // job is one document to plan: data, or the file to read it from.
 type job struct {

@@ -83,9 +83,10 @@ func newHasher() *hasher {
 	return h
 }
 
-func (h *hasher) Write(p []byte) {
+func (h *hasher) Write(p []byte) (int, error) {
 	h.a.Write(p)
 	h.b.Write(p)
+	return len(p), nil
 }
 
 func (h *hasher) sum() digest { return digest{h.a.Sum64(), h.b.Sum64()} }
