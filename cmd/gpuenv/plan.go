@@ -68,6 +68,11 @@ type planOptions struct {
 	recordDrift      bool
 	// facts are the saved observations to plan instead of this host.
 	facts []string
+	// hosts adds each host's row to --facts --json.
+	hosts bool
+	// canaries is how many hosts of each group --facts names to try the
+	// spec on first.
+	canaries int
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -145,6 +150,11 @@ Exit status: 0 success (with or without changes), 1 error; with
 			if len(o.facts) > 0 {
 				return runPlanFacts(cmd, g, &o, specPath)
 			}
+			for _, name := range factsOnlyFlags {
+				if cmd.Flags().Changed(name) {
+					return fmt.Errorf("--%s concerns the hosts of --facts, and plan without --facts plans this host: leave it out, or give --facts", name)
+				}
+			}
 			return runPlan(cmd, g, &o, specPath)
 		},
 	}
@@ -153,7 +163,9 @@ Exit status: 0 success (with or without changes), 1 error; with
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
 	cmd.Flags().BoolVar(&o.recordDrift, "record-drift", false, "also record the outcome (time, spec digest, change counts, or the error) in the state directory's world-readable drift.json, for doctor --prometheus")
-	repeatable(cmd.Flags(), &o.facts, "facts", "plan saved observations instead of this host: a document `FILE`, a directory of *.json, or - for JSON lines on stdin (repeatable)")
+	repeatable(cmd.Flags(), &o.facts, "facts", "plan saved observations instead of this host: a document `FILE` (.json, .json.gz, or an archive .tar, .tar.gz), a directory (its *.json and *.json.gz, below too), or - for JSON lines or a tar archive on stdin (repeatable)")
+	cmd.Flags().BoolVar(&o.hosts, "hosts", false, "with --facts --json, also write each host's row, after the groups")
+	cmd.Flags().IntVar(&o.canaries, "canaries", 0, "with --facts, name at most `N` hosts of each group to try the spec on first, those whose last apply succeeded before others")
 	addJSONFlag(cmd, g)
 	return cmd
 }

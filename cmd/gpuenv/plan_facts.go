@@ -18,17 +18,26 @@ const factsHelp = `
 
 --facts plans the spec against saved observations instead of this host: the
 documents "gpuenv observe --json" printed on each host of a fleet, gathered
-by any collector. Each --facts names one document, a directory (every *.json
-file in it), or "-" (standard input, one document per line: JSON lines), and
-may be repeated. Nothing is read of the machine running the command but the spec
+by any collector (the Ansible collection's gather playbook, say). Each
+--facts names one document (NAME.json, or gzip-compressed NAME.json.gz), an
+archive of them (.tar, .tar.gz, .tgz), a directory (every *.json and
+*.json.gz file in it and below), or "-" (standard input: one document per
+line, JSON lines, or a tar archive, either gzip-compressed or not), and may
+be repeated. A document that cannot be read is a refused row with its
+reason, and the run goes on. Nothing is read of the machine running the command but the spec
 and the documents, and no process is started: a host whose plan needs a
 fact its document lacks (package versions that only its package manager
 could tell, a fact older gpuenv did not record) is refused with the reason.
 Documents of another schema_version are refused, naming both versions. The
 summary counts the hosts unchanged, to change, to change and needing a
-reboot, and refused, with the steps and reasons behind each; --json prints
-each host's row (name, file, outcome, counts, steps or error) as it is
-planned, then the summary.
+reboot, and refused, and groups the hosts that plan alike: each group's
+steps, warnings or reason for refusal are shown once. Hosts whose documents
+agree in every fact planning reads are planned once. --canaries N names
+at most N hosts of each group to try the spec on first, together covering
+every distinct plan and refusal, preferring hosts whose last apply
+succeeded (a document's "last_apply", which the gather playbook adds).
+--json writes the groups, then with --hosts each host's row (name, file,
+group, outcome, steps or error), then the summary.
 
 Exit status with --facts: 1 when the spec is invalid or any host is refused
 (the rollout would fail there); otherwise 0, or with --detailed-exitcode 2
@@ -38,6 +47,9 @@ when any host would change and 0 when none would.`
 // --facts does not plan.
 var factsFlagConflicts = []string{"out", "python", "record-drift", "root", "state-dir"}
 
+// factsOnlyFlags are plan's flags that only --facts reads.
+var factsOnlyFlags = []string{"hosts", "canaries"}
+
 // runPlanFacts plans the spec at specPath against the documents that
 // --facts names.
 func runPlanFacts(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath string) error {
@@ -46,7 +58,17 @@ func runPlanFacts(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath
 			return fmt.Errorf("--%s concerns this host, and --facts plans saved observations instead: leave one out", name)
 		}
 	}
-	view := newFactsView(g)
+	if o.hosts && !g.JSON {
+		return errors.New("--hosts adds each host's row to --json: give --json too, or leave --hosts out (the summary names the first hosts of each group)")
+	}
+	if o.canaries < 0 {
+		return fmt.Errorf("--canaries %d: give the number of hosts of each group to name, 1 or more", o.canaries)
+	}
+	view, err := newFactsView(g, o.hosts)
+	if err != nil {
+		return err
+	}
+	defer view.Close()
 	opts, diags := o.vars.loadOptions(g.Env)
 	var s *spec.Spec
 	var files map[string]*hcl.File
@@ -64,7 +86,7 @@ func runPlanFacts(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath
 	if err != nil {
 		return err
 	}
-	sum, err := fleet.Plan(cmd.Context(), fleet.Options{Spec: s, Planner: newFactsPlanner}, inputs, view.Host)
+	sum, err := fleet.Plan(cmd.Context(), fleet.Options{Spec: s, Planner: newFactsPlanner, Canaries: o.canaries}, inputs, view.Host)
 	if err != nil {
 		return err
 	}

@@ -167,22 +167,53 @@ func document(tb testing.TB, o *facts.Observation, hostname string) []byte {
 	return data
 }
 
+// kernels are the running kernels a kind of host is seen with: machines
+// of one model drift apart by the kernel they last booted, and each is a
+// configuration of its own (the driver's steps are decided from it).
+var kernels = []string{"", "5.15.0-105-generic", "6.5.0-35-generic"}
+
+// configurations are the documents of the test fleet's distinct
+// configurations: each member with each kernel, a few dozen as in a real
+// fleet, its hostname and root placeholders to fill.
+func configurations(tb testing.TB) [][]byte {
+	tb.Helper()
+	docs := corpus(tb)
+	var out [][]byte
+	for _, m := range members {
+		for _, k := range kernels {
+			o := *docs[m.name]
+			if k != "" {
+				o.Kernel.Release = k
+			}
+			o.Root = "ROOT-PLACEHOLDER"
+			out = append(out, document(tb, &o, "HOSTNAME-PLACEHOLDER"))
+		}
+	}
+	return out
+}
+
 // fleetStream is a JSON-lines stream of n hosts cycling through the
-// members, named gpu-00000 on; it makes each line as it is read, so a
-// stream of any length costs the memory of one cycle.
+// configurations, named gpu-00000 on; it makes each line as it is read,
+// so a stream of any length costs the memory of one cycle. With distinct
+// set each host's root differs too, a fact planning reads, so that no
+// two documents plan alike.
 type fleetStream struct {
-	lines [][]byte
-	n, i  int
-	cur   []byte
+	lines    [][]byte
+	n, i     int
+	cur      []byte
+	distinct bool
 }
 
 func newFleetStream(tb testing.TB, n int) *fleetStream {
 	tb.Helper()
-	docs := corpus(tb)
-	s := &fleetStream{n: n}
-	for _, m := range members {
-		s.lines = append(s.lines, document(tb, docs[m.name], "HOSTNAME-PLACEHOLDER"))
-	}
+	return &fleetStream{n: n, lines: configurations(tb)}
+}
+
+// newDistinctStream is a stream of n documents no two of which are alike
+// in a fact planning reads.
+func newDistinctStream(tb testing.TB, n int) *fleetStream {
+	s := newFleetStream(tb, n)
+	s.distinct = true
 	return s
 }
 
@@ -193,6 +224,11 @@ func (s *fleetStream) Read(p []byte) (int, error) {
 		}
 		line := s.lines[s.i%len(s.lines)]
 		name := fmt.Sprintf("gpu-%05d", s.i)
+		root := "/"
+		if s.distinct {
+			root = "/srv/hosts/" + name
+		}
+		line = bytes.Replace(line, []byte("ROOT-PLACEHOLDER"), []byte(root), 1)
 		s.cur = append(bytes.Replace(line, []byte("HOSTNAME-PLACEHOLDER"), []byte(name), 1), '\n')
 		s.i++
 	}
@@ -228,21 +264,29 @@ func planStream(tb testing.TB, src string, stream io.Reader, keep bool) ([]fleet
 }
 
 // BenchmarkPlanFacts plans the fleet spec against b.N saved observations
-// of the test fleet, streamed as JSON lines: decoding and planning, with
-// one worker per GOMAXPROCS.
+// streamed as JSON lines, with one worker per GOMAXPROCS: "fleet" cycles
+// through the test fleet's few dozen configurations, as a real fleet's
+// hosts do; "distinct" makes every document unlike the others.
 func BenchmarkPlanFacts(b *testing.B) {
-	stream := newFleetStream(b, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := hosttest.CPUTime(b)
-	_, sum := planStream(b, fleetSpec, stream, false)
-	b.StopTimer()
-	// On a machine shared with other work the wall clock says more of
-	// the machine than of the code; CPU time per host says what the
-	// cores must give.
-	cpu.Report(b)
-	if sum.Hosts != b.N {
-		b.Fatalf("%d hosts planned, want %d", sum.Hosts, b.N)
+	for _, bc := range []struct {
+		name   string
+		stream func(testing.TB, int) *fleetStream
+	}{{"fleet", newFleetStream}, {"distinct", newDistinctStream}} {
+		b.Run(bc.name, func(b *testing.B) {
+			stream := bc.stream(b, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := hosttest.CPUTime(b)
+			_, sum := planStream(b, fleetSpec, stream, false)
+			b.StopTimer()
+			// On a machine shared with other work the wall clock says more
+			// of the machine than of the code; CPU time per host says what
+			// the cores must give.
+			cpu.Report(b)
+			if sum.Hosts != b.N {
+				b.Fatalf("%d hosts planned, want %d", sum.Hosts, b.N)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hosts/s")
+		})
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "hosts/s")
 }

@@ -19,7 +19,7 @@ import (
 // FormatVersion is the version of plan --facts --json's document: its
 // rows (Host) and its summary (Summary). A reader refuses a major version
 // it does not know.
-const FormatVersion = "1.0"
+const FormatVersion = "2.0"
 
 // Outcome is what the spec would do to one host.
 type Outcome int
@@ -87,6 +87,16 @@ type Host struct {
 	// reason; Error says in full why.
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Group is the number of the host's group (PlanGroup.ID).
+	Group int `json:"group"`
+	// LastApply is what the document's collector noted of the host's
+	// last apply or rollback, its kind and status ("apply applied",
+	// "apply reverted", "apply unfinished", "rollback done"); "" when it
+	// noted nothing.
+	LastApply string `json:"last_apply,omitempty"`
+
+	// key identifies the host's plan (verdictKey).
+	key string
 }
 
 // StepRow is one step of a host's plan, without its operations.
@@ -104,30 +114,76 @@ const (
 	ReasonPanic      = "Planning failed"
 )
 
-// planHost plans s against one document; name is the host's name when
-// the document does not give one.
-func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, data []byte, file, name string) (row Host) {
-	row = Host{Name: name, File: file}
+// verdict is what planning one document came to, apart from the host's
+// names: what every host of one digest shares.
+type verdict struct {
+	row Host
+	// The row's error is errHead, the document's file when errFile is
+	// set, and errTail: the file is each host's own.
+	errHead, errTail string
+	errFile          bool
+	// key identifies the plan among a run's verdicts: hosts of one key
+	// are one group.
+	key string
+	// shared is false for a verdict that is the document's alone (it did
+	// not decode), which no other host of its digest may take.
+	shared bool
+}
+
+// host is the verdict's row for one host.
+func (v *verdict) host(file, name, hostname string) Host {
+	h := v.row
+	h.File, h.Name, h.Hostname = file, name, hostname
+	if hostname != "" {
+		h.Name = hostname
+	}
+	if h.Outcome == Refused {
+		h.Error = v.errHead + v.errTail
+		if v.errFile {
+			h.Error = v.errHead + file + v.errTail
+		}
+	}
+	return h
+}
+
+// refuse makes v a refusal whose error names the document's file first.
+func (v *verdict) refuse(reason, tail string) {
+	v.row.Outcome, v.row.Reason = Refused, reason
+	v.errFile, v.errTail = true, tail
+}
+
+// judge plans s against one document: the verdict, and the document's
+// hostname, which is not part of it.
+func judge(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, data []byte) (v verdict, hostname string, last json.RawMessage) {
+	v.shared = true
 	// A document from a collector may hold what observe never writes;
 	// where the planner trips over it, that host is refused and the
 	// fleet's other hosts are still planned.
 	defer func() {
 		if r := recover(); r != nil {
-			row = Host{Name: row.Name, File: file, Hostname: row.Hostname, Outcome: Refused, Reason: ReasonPanic,
-				Error: fmt.Sprintf("%s: planning failed: %v. This is a bug in gpuenv.\n\n%s", file, r, debug.Stack())}
+			v = verdict{shared: true}
+			v.refuse(ReasonPanic, fmt.Sprintf(": planning failed: %v. This is a bug in gpuenv.\n\n%s", r, debug.Stack()))
+			v.key = verdictKey(&v)
 		}
 	}()
-	obs, lacks, err := Decode(data)
+	obs, last, lacks, err := decode(data)
 	if err != nil {
-		row.Outcome, row.Reason, row.Error = Refused, ReasonUnreadable, fmt.Sprintf("%s: %v", file, err)
+		v.shared = false
+		v.refuse(ReasonUnreadable, fmt.Sprintf(": %v", err))
 		if se := (*SchemaError)(nil); errors.As(err, &se) && se.Version != 0 {
-			row.Reason = ReasonSchema
+			v.row.Reason = ReasonSchema
 		}
-		return row
+		v.key = verdictKey(&v)
+		return v, "", nil
 	}
-	if obs.Hostname != "" {
-		row.Name, row.Hostname = obs.Hostname, obs.Hostname
-	}
+	hostname = obs.Hostname
+	v.decide(ctx, s, interpreters, newPlanner, obs, lacks)
+	v.key = verdictKey(&v)
+	return v, hostname, last
+}
+
+func (v *verdict) decide(ctx context.Context, s *spec.Spec, interpreters []string, newPlanner func() *planner.Planner, obs *facts.Observation, lacks []facts.Addition) {
+	row := &v.row
 	var needed []string
 	for _, a := range lacks {
 		row.Lacks = append(row.Lacks, a.Key)
@@ -136,20 +192,18 @@ func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlann
 		}
 	}
 	if len(needed) > 0 {
-		row.Outcome, row.Reason = Refused, ReasonLacking
-		row.Error = fmt.Sprintf("%s was written before gpuenv recorded %s; observe the host again with this gpuenv (observe --json)", file, strings.Join(needed, ", "))
-		return row
+		v.refuse(ReasonLacking, fmt.Sprintf(" was written before gpuenv recorded %s; observe the host again with this gpuenv (observe --json)", strings.Join(needed, ", ")))
+		return
 	}
 	if missing := unobservedInterpreters(obs, interpreters); len(missing) > 0 {
-		row.Outcome, row.Reason = Refused, ReasonLacking
-		row.Error = fmt.Sprintf("%s holds no Python environment of %s, which the spec's framework blocks name; observe the host with --python %s", file, strings.Join(missing, ", "), strings.Join(missing, " --python "))
-		return row
+		v.refuse(ReasonLacking, fmt.Sprintf(" holds no Python environment of %s, which the spec's framework blocks name; observe the host with --python %s", strings.Join(missing, ", "), strings.Join(missing, " --python ")))
+		return
 	}
 	p, diags := newPlanner().Plan(ctx, s, obs)
 	if diags.HasErrors() || p == nil {
 		row.Outcome = Refused
-		row.Reason, row.Error = refusal(diags)
-		return row
+		row.Reason, v.errHead = refusal(diags)
+		return
 	}
 	row.Summary, row.NeedsReboot = p.Summary, p.NeedsReboot
 	switch {
@@ -166,7 +220,32 @@ func planHost(ctx context.Context, s *spec.Spec, interpreters []string, newPlann
 	for _, w := range p.Warnings {
 		row.Warnings = append(row.Warnings, w.Summary)
 	}
-	return row
+}
+
+// verdictKey tells plans apart by all their rows show but the host: the
+// steps, warnings, lacking facts, and for a refusal its reason and
+// error (but for a document that does not decode, whose error differs
+// by where the document breaks: those are one group per reason).
+func verdictKey(v *verdict) string {
+	r := &v.row
+	if r.Reason == ReasonUnreadable {
+		return unreadableKey
+	}
+	// The text is digested: a run keeps a key for each verdict and each
+	// group, and a refusal's text runs to kilobytes.
+	b := newHasher()
+	fmt.Fprintf(b, "%d\x00%s\x00%s\x00%t\x00%s\x00", r.Outcome, r.Reason, v.errHead, v.errFile, v.errTail)
+	for _, st := range r.Steps {
+		fmt.Fprintf(b, "s%s\x00%d\x00%t\x00", st.Address, st.Action, st.NeedsReboot)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(b, "w%s\x00", w)
+	}
+	for _, l := range r.Lacks {
+		fmt.Fprintf(b, "l%s\x00", l)
+	}
+	d := b.sum()
+	return fmt.Sprintf("%016x%016x", d[0], d[1])
 }
 
 // refusal is the reason of a failed plan, the first error's summary,

@@ -291,7 +291,7 @@ func TestInputs(t *testing.T) {
 		err  string
 	}{
 		{[]string{filepath.Join(dir, "nope.json")}, "--facts " + filepath.Join(dir, "nope.json") + ": stat"},
-		{[]string{empty}, "--facts " + empty + ": the directory holds no observation document (*.json)"},
+		{[]string{empty}, "--facts " + empty + ": the directory holds no observation document (*.json or *.json.gz, in it or below)"},
 		{[]string{"-", "-"}, "standard input is named twice"},
 		{nil, "no observation document named"},
 	} {
@@ -407,7 +407,7 @@ func TestPanicRefusesOneHost(t *testing.T) {
 		pl := newPlanner()
 		resolve := pl.Resolve
 		pl.Resolve = func(s *spec.Spec, obs *facts.Observation) (*planner.Desired, hcl.Diagnostics) {
-			if obs.Hostname == "odd" {
+			if obs.Root == "/odd" {
 				panic("an odd document")
 			}
 			return resolve(s, obs)
@@ -416,7 +416,7 @@ func TestPanicRefusesOneHost(t *testing.T) {
 	}
 	var rows []fleet.Host
 	_, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: tripping},
-		[]fleet.Input{{Stream: stream(document(t, docs["converged"], "odd"), document(t, docs["converged"], "even")), Name: "-"}},
+		[]fleet.Input{{Stream: stream(document(t, rooted(docs["converged"], "/odd"), "odd"), document(t, docs["converged"], "even")), Name: "-"}},
 		func(h *fleet.Host) error { rows = append(rows, *h); return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -427,7 +427,8 @@ func TestPanicRefusesOneHost(t *testing.T) {
 }
 
 // FuzzDecode: whatever a collector hands over, Decode returns an
-// observation or an error, and an observation only of schema version 1,
+// observation or an error, and an observation only of schema version 1
+// and the one encoding/json reads,
 // which written out again decodes to itself; an error is one line that
 // quotes nothing of the document.
 func FuzzDecode(f *testing.F) {
@@ -448,6 +449,14 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Decode(%q): the error %q is more than one line or quotes the document", data, msg)
 			}
 			return
+		}
+		// The fast decoder reads what encoding/json reads, as it does.
+		var std facts.Observation
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("Decode(%q) read a document encoding/json refuses: %v", data, err)
+		}
+		if diff := cmp.Diff(&std, obs); diff != "" {
+			t.Fatalf("Decode(%q) reads another observation than encoding/json (-encoding/json +Decode):\n%s", data, diff)
 		}
 		again, err := json.Marshal(obs)
 		if err != nil {
@@ -478,16 +487,27 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestStreamError: a stream that cannot be read to its end is an error
-// naming where it stopped, not a fleet silently cut short.
+// TestStreamError: a stream that cannot be read to its end is a refused
+// row naming where it stopped, not a fleet silently cut short, and the
+// run goes on with the next input.
 func TestStreamError(t *testing.T) {
 	docs := corpus(t)
 	data := append(append(document(t, docs["converged"], "a"), '\n'), document(t, docs["converged"], "b")...)
 	data = append(data, '\n')
-	_, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: newPlanner},
-		[]fleet.Input{{Stream: &failingReader{data: data, err: errors.New("connection reset")}, Name: "-"}}, nil)
-	if err == nil || err.Error() != "reading - at line 3: connection reset" {
-		t.Errorf("error %v", err)
+	one := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(one, document(t, docs["converged"], "c"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rows []fleet.Host
+	sum, err := fleet.Plan(context.Background(), fleet.Options{Spec: plantest.LoadSpec(t, fleetSpec), Planner: newPlanner},
+		[]fleet.Input{{Stream: &failingReader{data: data, err: errors.New("connection reset")}, Name: "-"}, {File: one}},
+		func(h *fleet.Host) error { rows = append(rows, *h); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || rows[2].Outcome != fleet.Refused || rows[2].File != "-:3" ||
+		rows[2].Error != "-:3: reading stopped here: connection reset; what follows in - was not read" || rows[3].Name != "c" || sum.Refused != 1 {
+		t.Errorf("rows %+v", rows)
 	}
 }
 
@@ -499,4 +519,11 @@ func TestLongLine(t *testing.T) {
 	if len(rows) != 2 || rows[0].Name != "big" || rows[0].Outcome != fleet.Unchanged || rows[1].Name != "big2" {
 		t.Errorf("rows %+v", rows)
 	}
+}
+
+// rooted is o with another root, a fact planning reads.
+func rooted(o *facts.Observation, root string) *facts.Observation {
+	c := *o
+	c.Root = root
+	return &c
 }

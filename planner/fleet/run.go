@@ -1,18 +1,19 @@
 package fleet
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/spec"
@@ -32,12 +33,15 @@ type Input struct {
 	Refused error
 }
 
-// Inputs expands the arguments of plan --facts: a file is one document,
-// a directory every *.json file in it (not below), by name, and "-" the
-// JSON lines of stdin. Every argument must name something: a path that
-// does not exist, or a directory with no document, is an error naming it.
-// A symlink in a directory is not followed: it is an input refused, which
-// plans as a refused row naming it.
+// Inputs expands the arguments of plan --facts: a file is one document
+// (gzip-compressed or not), or with a name ending in .tar, .tar.gz or
+// .tgz an archive of documents; a directory is every *.json and
+// *.json.gz file in it and below, in lexical order; and "-" is standard
+// input: JSON lines, or a tar archive, either of them gzip-compressed or
+// not. Every argument must name something: a path that does not exist,
+// or a directory with no document, is an error naming it. A symlink in
+// a directory is not followed: it is an input refused, which plans as a
+// refused row naming it.
 func Inputs(args []string, stdin io.Reader) ([]Input, error) {
 	var out []Input
 	stdinUsed := false
@@ -58,29 +62,36 @@ func Inputs(args []string, stdin io.Reader) ([]Input, error) {
 			out = append(out, Input{File: a})
 			continue
 		}
-		names, err := filepath.Glob(filepath.Join(globEscape(a), "*.json"))
-		if err != nil {
-			return nil, fmt.Errorf("--facts %s: %w", a, err)
-		}
 		n := 0
-		for _, name := range names {
-			fi, err := os.Lstat(name)
-			switch {
-			case err != nil:
+		err = filepath.WalkDir(a, func(name string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if name == a {
+					return err
+				}
+				// A subdirectory that cannot be listed is a row, not
+				// the end of the run.
 				out = append(out, Input{File: name, Refused: err})
-			case fi.Mode()&os.ModeSymlink != 0:
+				n++
+				return fs.SkipDir
+			}
+			if d.IsDir() || !isDocumentName(name) {
+				return nil
+			}
+			switch {
+			case d.Type()&fs.ModeSymlink != 0:
 				out = append(out, Input{File: name, Refused: errSymlink})
-			case fi.IsDir():
-				// A directory named like a document is not one.
-				continue
 			default:
 				// Not a regular file: reading it says what it is.
 				out = append(out, Input{File: name})
 			}
 			n++
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("--facts %s: %w", a, err)
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("--facts %s: the directory holds no observation document (*.json)", a)
+			return nil, fmt.Errorf("--facts %s: the directory holds no observation document (*.json or *.json.gz, in it or below)", a)
 		}
 	}
 	if len(out) == 0 {
@@ -89,17 +100,22 @@ func Inputs(args []string, stdin io.Reader) ([]Input, error) {
 	return out, nil
 }
 
-// globEscape quotes the characters filepath.Glob gives a meaning to, so
-// that a directory's own name matches only itself.
-func globEscape(dir string) string {
-	var b strings.Builder
-	for _, r := range dir {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+// isDocumentName tells whether a file in a directory or an archive is a
+// document by its name.
+func isDocumentName(name string) bool {
+	return strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".json.gz")
+}
+
+// isArchiveName tells whether a file named on the command line is an
+// archive of documents.
+func isArchiveName(name string) bool {
+	return strings.HasSuffix(name, ".tar") || strings.HasSuffix(name, ".tar.gz") || strings.HasSuffix(name, ".tgz")
+}
+
+// hostOf is the host's name a document's file gives.
+func hostOf(file string) string {
+	base := path.Base(filepath.ToSlash(file))
+	return strings.TrimSuffix(strings.TrimSuffix(base, ".gz"), ".json")
 }
 
 // Options are what every host of one run is planned with.
@@ -112,10 +128,18 @@ type Options struct {
 	Planner func() *planner.Planner
 	// Workers is how many hosts are planned at once; GOMAXPROCS when 0.
 	Workers int
+	// Canaries is how many hosts each group names to try the spec on
+	// first; none when 0.
+	Canaries int
 }
 
 // gcPercent is the collector's GOGC while a run lasts.
 const gcPercent = 400
+
+// maxCached bounds the verdicts kept by digest. A fleet of more distinct
+// hosts than this still plans each host right: those past it are
+// planned on their own, as if each were the only one of its kind.
+const maxCached = 1024
 
 // job is one document to plan: data, or the file to read it from.
 type job struct {
@@ -134,8 +158,10 @@ type result struct {
 // Plan plans o.Spec against every document of inputs and hands each
 // host's row to emit, in the order of inputs, as soon as it and those
 // before it are ready. It returns the summary of all rows. A document
-// that cannot be read or planned is a refused row, not an error; the
-// error is emit's, a stream's that could not be read, or ctx's.
+// that cannot be read or planned is a refused row, not an error, and so
+// is a stream or an archive that breaks off: what it held up to there
+// is planned, and the run goes on with the next input. The error is
+// emit's, or ctx's.
 func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error) (*Summary, error) {
 	workers := o.Workers
 	if workers <= 0 {
@@ -153,16 +179,16 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 
 	jobs := make(chan job, workers)
 	results := make(chan result, workers)
-	var readErr error
 	go func() {
 		defer close(jobs)
-		readErr = produce(ctx, inputs, jobs)
+		produce(ctx, inputs, jobs)
 	}()
+	cache := &verdicts{m: map[digest]*cached{}}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
-				row := plan(ctx, o, interpreters, j)
+				row := plan(ctx, o, interpreters, cache, j)
 				select {
 				case results <- result{j.seq, row}:
 				case <-ctx.Done():
@@ -176,7 +202,7 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 		close(results)
 	}()
 
-	sum := newSummary()
+	sum := newSummary(o.Canaries)
 	// Rows finished ahead of an earlier one wait here; workers take jobs
 	// in order, so at most a few do.
 	pending := map[int]*Host{}
@@ -203,36 +229,126 @@ func Plan(ctx context.Context, o Options, inputs []Input, emit func(*Host) error
 	if emitErr != nil {
 		return nil, emitErr
 	}
-	// Workers leave early only when ctx is done, and may leave the
-	// producer running; otherwise they ranged over every job, so the
-	// producer has returned and readErr is set.
+	// Workers leave early only when ctx is done.
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	if readErr != nil {
-		return nil, readErr
 	}
 	sum.finish()
 	return sum, nil
 }
 
-// plan reads the document of j, when it is a file's, and plans it.
-func plan(ctx context.Context, o Options, interpreters []string, j job) Host {
+// verdicts are the verdicts of a run by digest: the first worker to meet
+// a digest plans it, and the others of that digest wait for its verdict.
+type verdicts struct {
+	mu            sync.Mutex
+	m             map[digest]*cached
+	scanned, hits int
+	off           atomic.Bool
+}
+
+type cached struct {
+	ready chan struct{}
+	v     verdict
+}
+
+// scanning tells whether documents are still worth scanning: not once
+// the cache is full and fewer than one document in four scanned found
+// its digest there. Such a fleet is one of hosts each unlike the others
+// (as hosts whose documents name their GPUs' UUIDs are), where the scan
+// is a tenth of each host's time spent for nothing.
+func (c *verdicts) scanning() bool { return !c.off.Load() }
+
+// get returns the entry of digest and whether the caller is to fill it
+// (and close ready); nil when the cache is full.
+func (c *verdicts) get(digest digest) (*cached, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scanned++
+	if e, ok := c.m[digest]; ok {
+		c.hits++
+		return e, false
+	}
+	if len(c.m) >= maxCached {
+		if c.hits*4 < c.scanned {
+			c.off.Store(true)
+		}
+		return nil, false
+	}
+	e := &cached{ready: make(chan struct{})}
+	c.m[digest] = e
+	return e, true
+}
+
+// drop forgets digest, whose verdict is its first document's alone.
+func (c *verdicts) drop(digest digest) {
+	c.mu.Lock()
+	delete(c.m, digest)
+	c.mu.Unlock()
+}
+
+// plan reads the document of j, when it is a file's, and plans it, or
+// takes the verdict of a document of its digest planned before.
+func plan(ctx context.Context, o Options, interpreters []string, cache *verdicts, j job) Host {
 	if j.refused != nil {
-		return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: fmt.Sprintf("%s: %v", j.file, j.refused)}
+		return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: fmt.Sprintf("%s: %v", j.file, j.refused), key: unreadableKey}
 	}
 	data := j.data
 	if data == nil {
 		var err error
 		if data, err = readDocument(j.file); err != nil {
-			return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: err.Error()}
+			return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: err.Error(), key: unreadableKey}
 		}
 	}
-	return planHost(ctx, o.Spec, interpreters, o.Planner, data, j.file, j.name)
+	data, err := gunzipped(data)
+	if err != nil {
+		return Host{Name: j.name, File: j.file, Outcome: Refused, Reason: ReasonUnreadable, Error: fmt.Sprintf("%s: %v", j.file, err), key: unreadableKey}
+	}
+	alone := func() Host {
+		v, hostname, last := judge(ctx, o.Spec, interpreters, o.Planner, data)
+		h := v.host(j.file, j.name, hostname)
+		h.key = v.key
+		h.LastApply = lastApplyOf(data, last)
+		return h
+	}
+	if !cache.scanning() {
+		return alone()
+	}
+	sc := scanDocument(data)
+	if !sc.ok {
+		return alone()
+	}
+	e, mine := cache.get(sc.digest)
+	switch {
+	case e == nil:
+		return alone()
+	case mine:
+		e.v, _, _ = judge(ctx, o.Spec, interpreters, o.Planner, data)
+		close(e.ready)
+		if !e.v.shared {
+			cache.drop(sc.digest)
+			// A document that does not decode names no host.
+			h := e.v.host(j.file, j.name, "")
+			h.key = e.v.key
+			return h
+		}
+	default:
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return Host{}
+		}
+		if !e.v.shared {
+			return alone()
+		}
+	}
+	h := e.v.host(j.file, j.name, sc.hostname)
+	h.key = e.v.key
+	h.LastApply = lastApplyOf(nil, sc.lastApply)
+	return h
 }
 
 // produce sends a job for every document of inputs, in order.
-func produce(ctx context.Context, inputs []Input, jobs chan<- job) error {
+func produce(ctx context.Context, inputs []Input, jobs chan<- job) {
 	seq := 0
 	send := func(j job) bool {
 		j.seq = seq
@@ -245,46 +361,19 @@ func produce(ctx context.Context, inputs []Input, jobs chan<- job) error {
 		}
 	}
 	for _, in := range inputs {
-		if in.Stream == nil {
-			base := filepath.Base(in.File)
-			if !send(job{file: in.File, name: strings.TrimSuffix(base, ".json"), refused: in.Refused}) {
-				return nil
+		switch {
+		case in.Stream != nil:
+			if !readStream(in.Stream, in.Name, send) {
+				return
 			}
-			continue
-		}
-		r := bufio.NewReaderSize(in.Stream, 256<<10)
-		for line := 1; ; line++ {
-			data, err := readLine(r)
-			if len(bytes.TrimSpace(data)) > 0 {
-				where := fmt.Sprintf("%s:%d", in.Name, line)
-				if !send(job{file: where, name: where, data: data}) {
-					return nil
-				}
+		case in.Refused == nil && isArchiveName(in.File):
+			if !readArchiveFile(in.File, send) {
+				return
 			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("reading %s at line %d: %w", in.Name, line, err)
+		default:
+			if !send(job{file: in.File, name: hostOf(in.File), refused: in.Refused}) {
+				return
 			}
 		}
-	}
-	return nil
-}
-
-// readLine reads one line, without its newline, into memory of its own:
-// the job outlives the reader's buffer.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := r.ReadSlice('\n')
-		line = append(line, frag...)
-		if len(line) > maxDocument {
-			return nil, fmt.Errorf("a line longer than %d MiB is no observation document", maxDocument>>20)
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		return bytes.TrimSuffix(line, []byte("\n")), err
 	}
 }

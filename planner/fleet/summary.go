@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/gpuenv/gpuenv/planner"
 )
 
 // Summary is what a fleet's plans come to: hosts by outcome, and the
@@ -32,8 +34,53 @@ type Summary struct {
 	// by each fact they lack, refused or not.
 	Lacking []Group `json:"lacking"`
 
-	groups map[*[]Group]map[string]*slot
+	// Plans are the hosts grouped by their plan: one group for each
+	// distinct plan and each distinct refusal, largest first. plan
+	// --facts --json writes them apart from the summary, before it.
+	Plans []*PlanGroup `json:"-"`
+
+	groups   map[*[]Group]map[string]*slot
+	plans    map[string]*PlanGroup
+	canaries int
 }
+
+// PlanGroup is the hosts that share one plan, or one refusal: what their
+// rows share, shown once.
+type PlanGroup struct {
+	// ID numbers the groups in the order their first hosts came.
+	ID          int             `json:"id"`
+	Hosts       int             `json:"hosts"`
+	Outcome     Outcome         `json:"outcome"`
+	Summary     planner.Summary `json:"summary"`
+	NeedsReboot bool            `json:"needs_reboot"`
+	Steps       []StepRow       `json:"steps,omitempty"`
+	Warnings    []string        `json:"warnings,omitempty"`
+	Lacks       []string        `json:"lacks,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	// Error is the first host's error in full.
+	Error string `json:"error,omitempty"`
+	// First names the group's first hosts, in input order, at most
+	// maxFirst.
+	First []string `json:"first"`
+	// Canaries name the hosts to try the spec on first, at most the
+	// number --canaries asks for: those whose last apply succeeded
+	// before the others, then in input order.
+	Canaries []string `json:"canaries,omitempty"`
+
+	canaries []canary
+}
+
+type canary struct {
+	rank, seq int
+	name      string
+}
+
+// maxPlans bounds the groups of plans, for a run whose hosts each plan
+// differently; the rest are counted in one group, OtherPlans.
+const maxPlans = 1000
+
+// OtherPlans is the reason of the group past maxPlans.
+const OtherPlans = "(more distinct plans than gpuenv lists)"
 
 // Group is the hosts that share one reason.
 type Group struct {
@@ -56,15 +103,21 @@ const (
 	Other = "(other reasons)"
 )
 
-func newSummary() *Summary {
-	s := &Summary{Changes: []Group{}, Reboots: []Group{}, Refusals: []Group{}, Warnings: []Group{}, Lacking: []Group{}}
+func newSummary(canaries int) *Summary {
+	s := &Summary{Changes: []Group{}, Reboots: []Group{}, Refusals: []Group{}, Warnings: []Group{}, Lacking: []Group{}, Plans: []*PlanGroup{}}
 	s.groups = map[*[]Group]map[string]*slot{}
+	s.plans = map[string]*PlanGroup{}
+	s.canaries = canaries
 	return s
 }
 
-// add counts one host's row.
+// unreadableKey is the plan key of a document that could not be read.
+const unreadableKey = "unreadable"
+
+// add counts one host's row, and numbers its group.
 func (s *Summary) add(h *Host) {
 	s.Hosts++
+	s.plan(h)
 	switch h.Outcome {
 	case Unchanged:
 		s.Unchanged++
@@ -119,6 +172,55 @@ func (s *Summary) count(list *[]Group, key, host, err string) {
 	}
 }
 
+// plan counts h in the group of its plan.
+func (s *Summary) plan(h *Host) {
+	key := h.key
+	if key == "" {
+		// A row made without a verdict (a test's): its outcome and
+		// reason are all that group it.
+		key = h.Outcome.String() + "\x00" + h.Reason
+	}
+	g, ok := s.plans[key]
+	if !ok && len(s.Plans) >= maxPlans {
+		key = OtherPlans
+		g, ok = s.plans[key]
+		if !ok {
+			g = &PlanGroup{ID: len(s.Plans) + 1, Outcome: h.Outcome, Reason: OtherPlans}
+			s.plans[key] = g
+			s.Plans = append(s.Plans, g)
+		}
+	}
+	if !ok {
+		g = &PlanGroup{ID: len(s.Plans) + 1, Outcome: h.Outcome, Summary: h.Summary, NeedsReboot: h.NeedsReboot,
+			Steps: h.Steps, Warnings: h.Warnings, Lacks: h.Lacks, Reason: h.Reason, Error: h.Error}
+		s.plans[key] = g
+		s.Plans = append(s.Plans, g)
+	}
+	h.Group = g.ID
+	g.Hosts++
+	if len(g.First) < maxFirst {
+		g.First = append(g.First, h.Name)
+	}
+	if s.canaries > 0 {
+		g.offer(canary{rank: canaryRank(h.LastApply), seq: s.Hosts, name: h.Name}, s.canaries)
+	}
+}
+
+// offer keeps c among the group's n best canaries: the least rank, then
+// the earliest host.
+func (g *PlanGroup) offer(c canary, n int) {
+	if len(g.canaries) == n && g.canaries[n-1].rank <= c.rank {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(g.canaries, c, func(a, b canary) int {
+		return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.seq, b.seq))
+	})
+	g.canaries = slices.Insert(g.canaries, i, c)
+	if len(g.canaries) > n {
+		g.canaries = g.canaries[:n]
+	}
+}
+
 // slot is where a group is in its list, and the last host counted in it.
 type slot struct {
 	i, last int
@@ -141,4 +243,14 @@ func (s *Summary) finish() {
 		})
 	}
 	s.groups = nil
+	for _, g := range s.Plans {
+		for _, c := range g.canaries {
+			g.Canaries = append(g.Canaries, c.name)
+		}
+		g.canaries = nil
+	}
+	slices.SortStableFunc(s.Plans, func(a, b *PlanGroup) int {
+		return cmp.Or(cmp.Compare(b.Hosts, a.Hosts), cmp.Compare(a.ID, b.ID))
+	})
+	s.plans = nil
 }

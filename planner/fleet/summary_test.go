@@ -12,7 +12,7 @@ import (
 // so that a run whose every host fails differently keeps a summary of
 // bounded size.
 func TestSummaryBounded(t *testing.T) {
-	s := newSummary()
+	s := newSummary(0)
 	for i := range maxGroups + 50 {
 		s.add(&Host{Name: fmt.Sprintf("h%d", i), Outcome: Refused, Reason: fmt.Sprintf("reason %d", i), Error: fmt.Sprintf("error %d", i)})
 	}
