@@ -19,6 +19,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/groups"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgindex"
+	"github.com/gpuenv/gpuenv/providers/kernellog"
 	"github.com/gpuenv/gpuenv/providers/loader"
 	"github.com/gpuenv/gpuenv/providers/packages"
 	"github.com/gpuenv/gpuenv/providers/repository"
@@ -63,6 +64,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	// the kernel release decide what the others read.
 	system.Observe(ctx, h, obs)
 	driver.Observe(ctx, h, n, obs)
+	obs.Kernel.Log = kernellog.Observe(ctx, h, kernellog.DefaultLimits)
 
 	var warns []facts.Warning
 	add := func(w []facts.Warning) { obs.Warnings = append(obs.Warnings, w...) }
@@ -192,6 +194,9 @@ func normalize(obs *facts.Observation) {
 	empty(&obs.Kernel.Loaded)
 	empty(&obs.Kernel.Blacklists)
 	empty(&obs.Kernel.Installed)
+	if obs.Kernel.Log != nil {
+		empty(&obs.Kernel.Log.Events)
+	}
 	empty(&obs.Problems)
 	empty(&obs.Warnings)
 }

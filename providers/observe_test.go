@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -149,6 +150,19 @@ func BenchmarkObserve(b *testing.B) {
 	opts := providers.ObserveOptions{Pythons: pythons["ubuntu2204-working"]}
 	hosttest.Benchmark(b, hosttest.Fixture(b, "ubuntu2204-working"), func(h *host.Host) {
 		providers.Observe(context.Background(), h, opts)
+	})
+}
+
+// BenchmarkDoctor is doctor's work on the same fixture: the observation
+// and the checks that judge it, kernel log included, to set beside
+// BenchmarkObserve.
+func BenchmarkDoctor(b *testing.B) {
+	opts := providers.ObserveOptions{Pythons: pythons["ubuntu2204-working"]}
+	hosttest.Benchmark(b, hosttest.Fixture(b, "ubuntu2204-working"), func(h *host.Host) {
+		r := doctor.Run(doctor.Input{Obs: providers.Observe(context.Background(), h, opts)})
+		if !r.Healthy {
+			b.Fatal("the working fixture is not healthy")
+		}
 	})
 }
 

@@ -101,6 +101,9 @@ type Report struct {
 	// library file each consumer loads, with what it hides.
 	Context *facts.RuntimeContext `json:"context,omitempty"`
 	Loader  *facts.Loader         `json:"loader,omitempty"`
+	// KernelLog is the observation's reading of the kernel log, which
+	// the kernel checks judge: the logs read and the driver's messages.
+	KernelLog *facts.KernelLog `json:"kernel_log,omitempty"`
 }
 
 // User is the person whose programs must reach the GPU: SUDO_USER under
@@ -132,7 +135,7 @@ func Run(in Input) *Report {
 		c(d)
 	}
 	r := &Report{FormatVersion: FormatVersion, Root: in.Obs.Root, User: in.User, Checks: d.out,
-		Context: &in.Obs.Context, Loader: &in.Obs.Loader}
+		Context: &in.Obs.Context, Loader: &in.Obs.Loader, KernelLog: in.Obs.Kernel.Log}
 	for _, c := range r.Checks {
 		switch c.Status {
 		case OK:
@@ -156,6 +159,10 @@ var checks = []func(*doctor){
 	(*doctor).pciGPUs,
 	(*doctor).pciDriver,
 	(*doctor).kernelModule,
+	(*doctor).kernelBlocked,
+	(*doctor).driverFlavor,
+	(*doctor).driverBranch,
+	(*doctor).kernelNVRM,
 	(*doctor).kernelNouveau,
 	(*doctor).kernelInitramfs,
 	(*doctor).kernelSecureBoot,

@@ -96,11 +96,13 @@ func (d *doctor) pciDriver() {
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("No kernel driver is bound to %s", strings.Join(by["none"], ", "))
 		c.Fix = &Fix{Text: "The nvidia module must be installed and loaded: the kernel-module checks below say what stops it."}
-	case len(by["nova_core"]) > 0:
+	case len(novaBound(by)) > 0:
 		c.Status = Problem
-		c.Summary = fmt.Sprintf("nova_core, the kernel's newer in-tree NVIDIA driver, drives %s: the nvidia driver cannot take it (\"NVRM: GPU is already bound to NovaCore\")", strings.Join(by["nova_core"], ", "))
-		c.Fix = &Fix{Text: "Blacklist nova_core (and nova_drm) as nouveau is blacklisted, rebuild the initramfs and reboot:",
-			Commands: []string{"printf 'blacklist nova_core\\nblacklist nova_drm\\n' > /etc/modprobe.d/blacklist-nova.conf", d.initramfsCommand(), "reboot"}}
+		c.Summary = fmt.Sprintf("nova_core, the kernel's newer in-tree NVIDIA driver, drives %s: the nvidia driver cannot take it (\"NVRM: GPU is already bound to NovaCore\")", strings.Join(novaBound(by), ", "))
+		for _, e := range d.logEvents(facts.EventBoundToNova) {
+			c.Evidence = append(c.Evidence, eventText(e))
+		}
+		c.Fix = novaFix(d)
 	default:
 		c.Status = Problem
 		var others []string
@@ -114,6 +116,16 @@ func (d *doctor) pciDriver() {
 		c.Fix = &Fix{Text: "Unbind it from that driver and keep that driver from claiming NVIDIA GPUs, then reboot."}
 	}
 	d.add(c)
+}
+
+// novaBound lists the GPUs bound to the nova driver, under any of its
+// names.
+func novaBound(by map[string][]string) []string {
+	var out []string
+	for _, n := range novaDrivers {
+		out = append(out, by[n]...)
+	}
+	return out
 }
 
 // recommendedBranch is the newest driver branch that supports every GPU

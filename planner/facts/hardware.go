@@ -44,6 +44,10 @@ type Kernel struct {
 	// certificate is in the firmware's MOK list), "not_enrolled", or ""
 	// when it cannot be told (no key yet, no MOK list to read).
 	SigningKey string `json:"signing_key,omitempty"`
+	// Log is what the kernel logged about the GPUs in the boot its log
+	// last records (the running one on a live host); nil when no log
+	// was found to read.
+	Log *KernelLog `json:"log,omitempty"`
 }
 
 // Holder is a process that holds an nvidia module.
@@ -104,8 +108,12 @@ type LoadedModule struct {
 type Blacklist struct {
 	Module string `json:"module"`
 	// Directive is how: "blacklist" (no loading by alias), "install"
-	// (an install command such as /bin/false: no loading at all), or
-	// "modprobe.blacklist" (the kernel command line, File /proc/cmdline).
+	// (an install command such as /bin/false: no loading at all),
+	// "alias off" (the name leads to a module "off" that does not
+	// exist: no loading by that name), or from the kernel command line
+	// (File /proc/cmdline) "modprobe.blacklist" (as blacklist),
+	// "rd.driver.blacklist" (dracut's, in the initramfs only) and
+	// "module_blacklist" (the kernel refuses the module).
 	Directive string `json:"directive"`
 	File      string `json:"file"`
 	Line      int    `json:"line,omitempty"`

@@ -155,8 +155,9 @@ func blocks(cmd []string) bool {
 }
 
 // ParseCmdline returns the modules the kernel command line blacklists:
-// modprobe.blacklist=a,b (honoured by modprobe) and rd.driver.blacklist=
-// (dracut's, for the initramfs).
+// modprobe.blacklist=a,b (honoured by modprobe), rd.driver.blacklist=
+// (dracut's, for the initramfs) and module_blacklist= (the kernel's own,
+// which refuses the module whoever loads it).
 func ParseCmdline(data []byte) []facts.Blacklist {
 	var out []facts.Blacklist
 	for _, arg := range strings.Fields(string(data)) {
@@ -164,7 +165,7 @@ func ParseCmdline(data []byte) []facts.Blacklist {
 			break // what follows is init's, not the kernel's
 		}
 		key, val, ok := strings.Cut(arg, "=")
-		if !ok || (key != "modprobe.blacklist" && key != "rd.driver.blacklist") {
+		if !ok || (key != "modprobe.blacklist" && key != "rd.driver.blacklist" && key != "module_blacklist") {
 			continue
 		}
 		for _, m := range strings.Split(val, ",") {

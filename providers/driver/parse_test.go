@@ -98,11 +98,12 @@ frobnicate nvidia
 }
 
 func TestParseCmdline(t *testing.T) {
-	got := driver.ParseCmdline([]byte("BOOT_IMAGE=/vmlinuz ro rd.driver.blacklist=nouveau modprobe.blacklist=nouveau,nvidia-drm,, quiet -- modprobe.blacklist=init\n"))
+	got := driver.ParseCmdline([]byte("BOOT_IMAGE=/vmlinuz ro rd.driver.blacklist=nouveau modprobe.blacklist=nouveau,nvidia-drm,, quiet module_blacklist=nvidia -- modprobe.blacklist=init\n"))
 	want := []facts.Blacklist{
 		{Module: "nouveau", Directive: "rd.driver.blacklist", File: driver.Cmdline},
 		{Module: "nouveau", Directive: "modprobe.blacklist", File: driver.Cmdline},
 		{Module: "nvidia_drm", Directive: "modprobe.blacklist", File: driver.Cmdline},
+		{Module: "nvidia", Directive: "module_blacklist", File: driver.Cmdline},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
