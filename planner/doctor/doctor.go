@@ -181,6 +181,7 @@ var checks = []func(*doctor){
 	(*doctor).deviceOrder,
 	(*doctor).ldLibraryPath,
 	(*doctor).gpuState,
+	(*doctor).gpuHealth,
 	(*doctor).programs,
 	(*doctor).containers,
 }

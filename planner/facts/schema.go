@@ -30,4 +30,5 @@ var Additions = []Addition{
 	{Key: "loader", What: "the dynamic loader's resolution"},
 	{Key: "containers", What: "the container toolkit and engines", Planned: true},
 	{Key: "hostname", Minor: 1, What: "the host's name"},
+	{Key: "health", Minor: 2, What: "the GPUs' health counters and links"},
 }
