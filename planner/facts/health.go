@@ -144,8 +144,8 @@ type NVLinkHealth struct {
 // on it after the fault.
 type VerifyRecord struct {
 	// Time is when the verify ran, and BootID the boot it ran in.
-	Time   string `json:"time"`
-	BootID string `json:"boot_id"`
+	Time   string        `json:"time"`
+	BootID string        `json:"boot_id"`
 	GPUs   []VerifiedGPU `json:"gpus"`
 }
 
