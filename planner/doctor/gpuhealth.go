@@ -88,7 +88,7 @@ func healthFindings(obs *facts.Observation) ([]finding, map[string][]string) {
 			fix:      XidCheckMechanicals.Text()})
 	}
 	xids := xidEvents(obs)
-	for _, g := range h.GPUs {
+	for _, g := range healthGPUs(obs) {
 		name := gpuName(g)
 		add := func(check string, st Status, text, ev, fix string) {
 			out = append(out, finding{check: check, gpu: g.PCIAddress, status: st, text: name + ": " + text, evidence: []string{ev}, fix: fix})
@@ -272,6 +272,27 @@ func recoveryText(a string) string {
 	return "Do what the driver asks (" + a + ")"
 }
 
+// healthGPUs are the GPUs to judge: those of the health facts, and
+// those only the kernel log names (a GPU that left the bus and NVML).
+func healthGPUs(obs *facts.Observation) []facts.GPUHealth {
+	out := obs.Health.GPUs
+	known := map[string]bool{}
+	for _, g := range out {
+		known[g.PCIAddress] = true
+	}
+	if obs.Kernel.Log == nil {
+		return out
+	}
+	out = slices.Clip(out)
+	for _, e := range obs.Kernel.Log.Events {
+		if e.Kind == facts.EventXid && e.PCIAddress != "" && !known[e.PCIAddress] {
+			known[e.PCIAddress] = true
+			out = append(out, facts.GPUHealth{PCIAddress: e.PCIAddress})
+		}
+	}
+	return out
+}
+
 // xidEvents are the kernel log's Xid events by GPU address.
 func xidEvents(obs *facts.Observation) map[string][]facts.KernelEvent {
 	out := map[string][]facts.KernelEvent{}
@@ -310,7 +331,7 @@ func GPUVerdicts(obs *facts.Observation) []GPUVerdict {
 	fs, readmitted := healthFindings(obs)
 	var out []GPUVerdict
 	idx := map[string]int{}
-	for _, g := range obs.Health.GPUs {
+	for _, g := range healthGPUs(obs) {
 		idx[g.PCIAddress] = len(out)
 		out = append(out, GPUVerdict{PCIAddress: g.PCIAddress, UUID: g.UUID, Index: g.Index, Name: g.Name, Status: OK, Readmitted: readmitted[g.PCIAddress]})
 	}
