@@ -77,7 +77,9 @@ func TestNVMLHealthFaults(t *testing.T) {
 			return *h.ECCVolatile == facts.ECCCounts{Corrected: 7, Uncorrected: 2} && *h.ECCAggregate == facts.ECCCounts{Corrected: 70, Uncorrected: 3}
 		}},
 		{"row remapping pending", func(g *hosttest.GPUHealth) { g.RemapCorrected, g.RemapPending = 1, true },
-			func(h facts.NVMLHealth) bool { return h.RowRemap.Pending && h.RowRemap.Corrected == 1 && h.ResetRequired }},
+			func(h facts.NVMLHealth) bool {
+				return h.RowRemap.Pending && h.RowRemap.Corrected == 1 && h.ResetRequired
+			}},
 		{"row remapping failure and histogram", func(g *hosttest.GPUHealth) {
 			g.RemapUncor, g.RemapFailure = 9, true
 			g.Histogram = nvml.RowRemapperHistogramValues{Max: 600, High: 30, Partial: 5, Low: 3, None: 2}
