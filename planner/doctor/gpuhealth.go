@@ -393,7 +393,7 @@ func (d *doctor) gpuHealth() {
 	for _, id := range HealthChecks {
 		c := Check{ID: id, Group: GroupGPUState, Status: OK}
 		var texts, fixes, fine []string
-		spec := ""
+		spec, problems := "", 0
 		for _, f := range fs {
 			if f.check != id {
 				continue
@@ -406,7 +406,14 @@ func (d *doctor) gpuHealth() {
 			if rank(f.status) > rank(c.Status) {
 				c.Status = f.status
 			}
-			texts = append(texts, f.text)
+			if f.status == Problem {
+				// Problems first: the summary's start is what a drain
+				// reason shows.
+				texts = slices.Insert(texts, problems, f.text)
+				problems++
+			} else {
+				texts = append(texts, f.text)
+			}
 			if f.fix != "" && !slices.Contains(fixes, f.fix) {
 				fixes = append(fixes, f.fix)
 			}
