@@ -96,6 +96,7 @@ func runDoctor(ctx context.Context, g *globalOptions, h *host.Host, pythons, pro
 		opts.Session = sessionVariables(g)
 	}
 	obs := providers.Observe(ctx, h, opts)
+	attachVerified(g, h, obs)
 	r, err := doctorReport(g, h, obs)
 	return r, obs, err
 }

@@ -285,6 +285,9 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 		}
 		explainVerify(rep, dr)
 	}
+	if c := rep.CUDACheck; c != nil && h.Live() && os.Geteuid() == 0 {
+		recordVerified(g, h, obs, c)
+	}
 	if err := v.Report(rep); err != nil {
 		return err
 	}
