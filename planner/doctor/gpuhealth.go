@@ -422,7 +422,8 @@ func (d *doctor) gpuHealth() {
 		switch {
 		case len(texts) > 0:
 			c.Summary = strings.Join(texts, "; ")
-			c.Fix = &Fix{Text: strings.Join(fixes, ". "), Spec: spec}
+			text := strings.Join(fixes, ". ")
+			c.Fix = &Fix{Text: strings.ToUpper(text[:1]) + text[1:], Spec: spec}
 		case len(fine) > 0:
 			c.Summary = strings.Join(fine, "; ")
 		case id == CheckGPUXid && d.obs.Kernel.Log == nil:

@@ -101,7 +101,7 @@ func TestGPUHealthChecks(t *testing.T) {
 		{
 			name:    "Xid 13: the program's fault, the GPU is fine",
 			machine: machine{fixture: "ubuntu2204-working", nvml: dgx(nil), change: kernLog(xid13)},
-			want:    []finding{{id: "gpu.xid", status: doctor.Warning, summary: "Xid 13, graphics engine exception", fix: "restart the application"}},
+			want:    []finding{{id: "gpu.xid", status: doctor.Warning, summary: "Xid 13, graphics engine exception", fix: "Restart the application"}},
 		},
 		{
 			name:    "uncorrectable ECC errors",

@@ -61,7 +61,7 @@ var xidCatalogue = map[int]Xid{
 	64:  {64, "ECC page retirement or row remapping could not be recorded", XidResetGPU, "RMA"},
 	69:  {69, "graphics engine class error", XidRestartApp, "contact NVIDIA support if it recurs"},
 	74:  {74, "NVLink error", XidResetGPU, "check the NVLink bridges or the NVSwitch tray; RMA if it recurs"},
-	79:  {79, "GPU has fallen off the bus: it no longer answers on PCIe", XidCheckMechanicals, "check power, cooling, seating and risers; RMA if it recurs"},
+	79:  {79, "GPU has fallen off the bus: it no longer answers on PCIe", XidCheckMechanicals, "RMA if it recurs with power, cooling and seating in order"},
 	92:  {92, "high single-bit ECC error rate", XidIgnore, "watch the ECC counters; RMA if they keep rising"},
 	94:  {94, "contained uncorrectable ECC error: the program that touched it was stopped, the page is offlined", XidRestartApp, "reset the GPU at the next maintenance to remap the row"},
 	95:  {95, "uncontained uncorrectable ECC error: every program on the GPU is affected", XidResetGPU, "RMA if it recurs"},
