@@ -13,7 +13,7 @@ import (
 )
 
 // write puts files into a new root.
-func write(t *testing.T, files map[string]string) *host.Host {
+func write(t testing.TB, files map[string]string) *host.Host {
 	t.Helper()
 	root := t.TempDir()
 	for p, data := range files {
@@ -92,6 +92,28 @@ func TestSpeedGTs(t *testing.T) {
 	for in, want := range map[string]float64{"16.0 GT/s PCIe": 16, "8.0 GT/s": 8, "2.5 GT/s PCIe": 2.5, "Unknown": 0, "": 0, "64.0 GT/s PCIe": 64} {
 		if got := health.SpeedGTs(in); got != want {
 			t.Errorf("SpeedGTs(%q) = %g, want %g", in, got, want)
+		}
+	}
+}
+
+// The whole health pass over a DGX's eight GPUs beside NVML's part
+// (BenchmarkNVMLHealthDGXH100 in providers/host): each GPU's four link
+// files and the driver's list read from a root.
+func BenchmarkObserveDGX(b *testing.B) {
+	files := map[string]string{"/proc/sys/kernel/random/boot_id": "3c9a5a4e\n"}
+	var pci []facts.PCIDevice
+	for _, a := range []string{"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"} {
+		link(files, a, "32.0 GT/s PCIe", "32.0 GT/s PCIe", "16", "16")
+		files["/proc/driver/nvidia/gpus/"+a+"/information"] = ""
+		pci = append(pci, facts.PCIDevice{Address: a})
+	}
+	h := write(b, files)
+	b.ReportAllocs()
+	for b.Loop() {
+		obs := &facts.Observation{PCI: pci}
+		health.Observe(h, obs)
+		if len(obs.Health.GPUs) != 8 || obs.Health.GPUs[7].Link == nil || len(obs.Health.Missing) != 0 {
+			b.Fatalf("%+v", obs.Health)
 		}
 	}
 }
