@@ -183,6 +183,11 @@ func TestGPUHealthChecks(t *testing.T) {
 				evidence: []string{"/sys/bus/pci/devices/0000:5d:00.0: current_link_width 8, max_link_width 16"}, fix: "reseat the GPU"}},
 		},
 		{
+			name:    "PCIe link down",
+			machine: machine{fixture: "ubuntu2204-working", nvml: dgx(nil), change: linkFiles("0000:5d:00.0", "Unknown", "32.0 GT/s PCIe", "0", "16")},
+			want:    []finding{{id: "gpu.pcie-link", status: doctor.Problem, summary: "GPU 3 (0000:5d:00.0): PCIe link is down", evidence: []string{`current_link_speed "Unknown", current_link_width 0`}}},
+		},
+		{
 			name:    "PCIe link slow on an idle GPU: power saving",
 			machine: machine{fixture: "ubuntu2204-working", nvml: dgx(nil), change: linkFiles("0000:5d:00.0", "2.5 GT/s PCIe", "32.0 GT/s PCIe", "16", "16")},
 			want:    []finding{{id: "gpu.pcie-link", status: doctor.OK, summary: "full width and speed"}},
