@@ -11,6 +11,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
 // Names of the planner's own checks (Warning.Check).
@@ -281,6 +282,12 @@ func isDriverPackage(name string) bool {
 			return false
 		}
 	}
+	if strings.HasPrefix(name, "linux-modules-nvidia-") && !kernelReleaseIn.MatchString(name) {
+		// Ubuntu's meta package of the signed modules follows the kernel
+		// meta package: its upgrade brings a new kernel's modules and
+		// leaves the running kernel's alone.
+		return false
+	}
 	for _, p := range []string{"nvidia-", "libnvidia-", "cuda-drivers", "kmod-nvidia", "linux-modules-nvidia", "linux-objects-nvidia", "linux-signatures-nvidia", "xserver-xorg-video-nvidia", "libcuda1", "libnvcuvid1", "libnvoptix1"} {
 		if strings.HasPrefix(name, p) {
 			return true
@@ -288,6 +295,10 @@ func isDriverPackage(name string) bool {
 	}
 	return false
 }
+
+// kernelReleaseIn matches a package name that carries a kernel release
+// ("linux-modules-nvidia-550-open-6.8.0-45-generic").
+var kernelReleaseIn = lazyregexp.New(`-[0-9]+\.[0-9]+\.[0-9]+-[0-9]+-`)
 
 // autoUpgraders are the packages that upgrade other packages unattended.
 var autoUpgraders = []string{"unattended-upgrades", "dnf-automatic"}

@@ -280,18 +280,25 @@ func TestChecks(t *testing.T) {
 
 func TestIsDriverPackage(t *testing.T) {
 	for name, want := range map[string]bool{
-		"nvidia-driver-550":                true,
-		"libnvidia-compute-550":            true,
-		"nvidia-kernel-dkms":               true,
-		"cuda-drivers-550":                 true,
-		"kmod-nvidia-open-dkms":            true,
-		"libcuda1":                         true,
-		"nvidia-cuda-toolkit":              false,
-		"nvidia-container-toolkit":         false,
-		"nvidia-cudnn":                     false,
-		"cuda-toolkit-12-4":                false,
-		"linux-modules-nvidia-550-generic": true,
-		"python3-torch":                    false,
+		"nvidia-driver-550":        true,
+		"libnvidia-compute-550":    true,
+		"nvidia-kernel-dkms":       true,
+		"cuda-drivers-550":         true,
+		"kmod-nvidia-open-dkms":    true,
+		"libcuda1":                 true,
+		"nvidia-cuda-toolkit":      false,
+		"nvidia-container-toolkit": false,
+		"nvidia-cudnn":             false,
+		"cuda-toolkit-12-4":        false,
+		// Each kernel's signed modules move with the driver; their meta
+		// package follows the kernel to new releases and leaves the
+		// running kernel's modules alone.
+		"linux-modules-nvidia-550-open-6.8.0-45-generic":  true,
+		"linux-objects-nvidia-550-open-6.8.0-45-generic":  true,
+		"linux-signatures-nvidia-6.8.0-45-generic":        true,
+		"linux-modules-nvidia-550-generic":                false,
+		"linux-modules-nvidia-550-open-generic-hwe-22.04": false,
+		"python3-torch": false,
 	} {
 		if got := isDriverPackage(name); got != want {
 			t.Errorf("isDriverPackage(%q) = %v, want %v", name, got, want)

@@ -133,6 +133,16 @@ type DesiredDriver struct {
 	// kernel module runs in the host's kernel and the NVIDIA Container
 	// Toolkit mounts its libraries in, so no driver package is planned.
 	FromHost bool
+	// Signed are Ubuntu's signed prebuilt kernel modules, installed with
+	// the driver instead of a DKMS build; nil when DKMS builds the module
+	// (or the host is not Ubuntu, or the source is NVIDIA's).
+	Signed *SignedModules
+	// ModulesSeries is the driver series Ubuntu's module packages are
+	// named by ("550-open"), and ModulesWhy says why the modules are
+	// Signed or built by DKMS; both empty where the choice does not
+	// arise.
+	ModulesSeries string
+	ModulesWhy    string
 
 	// latestNames is set when the source's indexes offer the chosen
 	// branch under the repository's latest names only.

@@ -46,7 +46,7 @@ const (
 	ReasonDependency ReasonCode = "dependency"
 )
 
-// ReasonCodes lists every code, in the order README documents them.
+// ReasonCodes lists every code, in the order docs/json.md documents them.
 var ReasonCodes = []ReasonCode{
 	ReasonMissing, ReasonIncomplete, ReasonVersionMismatch, ReasonVariantMismatch,
 	ReasonAbsentRequested, ReasonNotRequested, ReasonHoldDiffers, ReasonContentDiffers,

@@ -8,9 +8,10 @@ import (
 )
 
 // Every reason code is valid, distinct, written as itself in JSON, and
-// documented in README's table; a word outside the set is not valid.
+// documented in the JSON formats chapter's table (docs/json.md); a word
+// outside the set is not valid.
 func TestReasonCodes(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/json.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestReasonCodes(t *testing.T) {
 			t.Errorf("code %q marshals as %s, %v", c, b, err)
 		}
 		if !strings.Contains(string(readme), "| `"+string(c)+"` |") {
-			t.Errorf("README's plan section does not document %q", c)
+			t.Errorf("docs/json.md's plan section does not document %q", c)
 		}
 	}
 	if ReasonCode("because").Valid() {

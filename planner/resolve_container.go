@@ -17,6 +17,12 @@ import (
 func noKernel(obs *facts.Observation) string {
 	ct := obs.Context.Container
 	if ct == nil {
+		if obs.Init.Chroot == "yes" {
+			// An image being built in a chroot (debootstrap, mkosi, an
+			// image builder's script): the running kernel is the building
+			// machine's, and the image's own boots elsewhere, later.
+			return chrootReason
+		}
 		return ""
 	}
 	what := "the root is a container's"
@@ -33,8 +39,14 @@ func noKernel(obs *facts.Observation) string {
 // engineNames are the container engines as their projects write them.
 var engineNames = map[string]string{
 	"docker": "Docker", "podman": "Podman", "kubernetes": "Kubernetes",
-	"containerd": "containerd", "lxc": "LXC",
+	"containerd": "containerd", "lxc": "LXC", "systemd-nspawn": "systemd-nspawn",
 }
+
+// chrootReason is NoKernel for a root that is a chroot's.
+const chrootReason = "the root is a chroot's, as an image being built is (/proc/1/root: process 1 runs in another root, or no /proc is mounted), and the kernel running is the building machine's"
+
+// inChroot reports whether NoKernel is set for a chroot, not a container.
+func inChroot(d *Desired) bool { return d.NoKernel == chrootReason }
 
 // containerDriver resolves the driver block on a root whose kernel is the
 // host's. A setting that asks for work on the kernel or the host's
@@ -51,6 +63,12 @@ func (r *resolver) containerDriver(dd *DesiredDriver) (asOnHost bool) {
 	refused := false
 	refuse := func(rng hcl.Range, asks string) {
 		refused = true
+		if inChroot(r.d) {
+			r.errorf(rng, "Kernel-side setting in a chroot",
+				"%s, and %s: nothing planned here can load a module or change how a machine boots. Plan with --root-boots if this root is a machine's that will boot (a disk image), which gets its kernel-side steps; leave the setting out for an image that runs as a container.",
+				asks, r.d.NoKernel)
+			return
+		}
 		r.errorf(rng, "Kernel-side setting on a container's root",
 			"%s, and %s: its kernel and driver are the host's, and nothing planned here can load a module or change how the host boots. Set it on the host and leave it out of this spec (the NVIDIA Container Toolkit mounts the host driver's libraries into the container), or plan with --root-boots if this root is a machine's that will boot.",
 			asks, r.d.NoKernel)
@@ -86,6 +104,14 @@ func (r *resolver) containerDriver(dd *DesiredDriver) (asOnHost bool) {
 func noKernelWarning(d *Desired) *Warning {
 	if d == nil || d.NoKernel == "" || d.Driver == nil || d.Driver.Absent {
 		return nil
+	}
+	if inChroot(d) {
+		return &Warning{
+			Check:   "no-kernel",
+			Summary: "No kernel-side step is planned: " + d.NoKernel,
+			Detail: "The kernel running is not the image's: no kernel module, DKMS build, kernel headers, initramfs, nouveau blacklist or module reload is planned here, only the user space. " +
+				"An image that will boot as a machine of its own, such as a disk image, is planned with --root-boots and gets them; for an image that runs as a container, the driver's libraries come from the host through the NVIDIA Container Toolkit (kernel_modules = \"none\" installs the driver's user-space packages instead).",
+		}
 	}
 	return &Warning{
 		Check:   "no-kernel",

@@ -178,6 +178,7 @@ func (r *resolver) driverPackages(dd *DesiredDriver) {
 		return
 	}
 	dd.Packages = out
+	r.signedModules(dd)
 	if r.os.ID == "rhel" && dd.Source == spec.SourceNVIDIA && dd.KernelModules != spec.KernelModulesNone {
 		q := compat.PackageQuery{Repo: compat.RepoNVIDIA, Component: "module-stream", Flavor: compat.Flavor(dd.KernelModules), Branch: dd.Branch}
 		if streams, err := r.os.names(q); err == nil && len(streams) > 0 {

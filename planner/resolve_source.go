@@ -379,12 +379,34 @@ func (r *resolver) cudaOffers(src spec.Source, versions version.Constraint, rows
 			}
 			seen[n.Name] = true
 			line := mm(rel.Version)
-			out = append(out, r.offersWhere(src, []string{n.Name}, func(up version.Version) bool {
-				return mm(up).Equal(line) && versions.Check(up)
-			})...)
+			for _, o := range r.archive.Offers(n.Name, src) {
+				if up, err := r.archive.Upstream(o.Version); err == nil && mm(up).Equal(line) && versions.Check(toolkitRelease(o.Version, up)) {
+					out = append(out, listed{name: n.Name, offer: o})
+				}
+			}
 		}
 	}
 	return out
+}
+
+// toolkitRelease is the CUDA release a toolkit package of version raw
+// (upstream part up) carries, which a spec's version names: Debian
+// writes it after a tilde in the upstream part (nvidia-cuda-toolkit
+// 11.8.89~11.8.0-5~deb12u1 is CUDA 11.8.0, its nvcc 11.8.89); NVIDIA's
+// packages have it as their upstream version.
+func toolkitRelease(raw string, up version.Version) version.Version {
+	if _, rest, ok := strings.Cut(raw, ":"); ok {
+		raw = rest
+	}
+	if i := strings.LastIndexByte(raw, '-'); i > 0 {
+		raw = raw[:i]
+	}
+	if _, rel, ok := strings.Cut(raw, "~"); ok {
+		if v, err := version.Parse(rel); err == nil {
+			return v
+		}
+	}
+	return up
 }
 
 // cudnnSource chooses cuDNN's source.

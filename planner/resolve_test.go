@@ -19,7 +19,7 @@ import (
 
 // loadSpec writes src as gpuenv.hcl in a fresh working directory, so that
 // ranges name the file as "gpuenv.hcl", and loads it.
-func loadSpec(t *testing.T, src string) *spec.Spec {
+func loadSpec(t testing.TB, src string) *spec.Spec {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "gpuenv.hcl"), []byte(src), 0o644); err != nil {

@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -207,6 +208,32 @@ func (s *Step) checkShown() error {
 	}
 	if len(ops) == 0 {
 		return nil
+	}
+	// A driver step shows the signed module packages it installs, each
+	// at its own version; the rest of its packages share one.
+	own := map[string]string{}
+	if shown, ok := s.After[AfterSignedModules]; ok {
+		var valid bool
+		if own, valid = shownPins(shown); !valid {
+			return fmt.Errorf("it shows the signed modules %q, which is not a list of name=version", shown)
+		}
+		var rest []PackagePin
+		for _, p := range pins {
+			v, ok := own[p.Name]
+			if !ok {
+				rest = append(rest, p)
+				continue
+			}
+			if p.Version != v {
+				return fmt.Errorf("it shows %s=%s but installs %s %s", p.Name, v, p.Name, p.Version)
+			}
+			delete(own, p.Name)
+		}
+		if len(own) > 0 {
+			left := slices.Sorted(maps.Keys(own))
+			return fmt.Errorf("it shows the signed module packages %s but does not install them", strings.Join(left, ", "))
+		}
+		pins = rest
 	}
 	names := make([]string, len(pins))
 	for i, p := range pins {

@@ -74,7 +74,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Repositories, warns = repository.Observe(h, obs.OS.Family)
 	add(warns)
-	obs.RepositoryFiles = repository.ObserveFiles(h, obs.OS.Family)
+	obs.RepositoryFiles = repository.ObserveFiles(h, obs.OS.Family, obs.Repositories...)
 	obs.PackageIndexes, warns = pkgindex.Read(h, pkgindex.Options{Family: obs.OS.Family, Repositories: obs.Repositories, Installed: obs.Packages.Packages, Arch: obs.OS.Arch})
 	add(warns)
 	// The toolkit and cuDNN observers take the package list rather than

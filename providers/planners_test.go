@@ -98,7 +98,7 @@ func addresses(p *planner.Plan) []string {
 	return out
 }
 
-// TestDebianExampleWithoutGPU is the README's command: Debian 12 without
+// TestDebianExampleWithoutGPU is the README's first command: Debian 12 without
 // a GPU and without non-free, planning examples/debian12-distro. As an
 // image before its first apt-get update, the root has no package list:
 // nothing is asked of apt, and every version is known after apply, once

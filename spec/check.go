@@ -164,6 +164,7 @@ var (
 	pipExtra   = lazyregexp.New(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 	envVarName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	deviceIdx  = lazyregexp.New(`^[0-9]+$`)
+	hexDigits  = lazyregexp.New(`^[0-9A-F]+$`)
 	uuidPart   = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
 	gpuUUID    = lazyregexp.New(`^GPU-` + uuidPart + `$`)
 	migUUID    = lazyregexp.New(`^MIG-` + uuidPart + `$`)
@@ -179,6 +180,22 @@ func checkRepositoryName(s string) string {
 		return fmt.Sprintf("The repository name %q is not valid: it names a file under /etc/apt, so it starts with a letter or digit, is followed by letters, digits, underscores, hyphens or dots, and is at most %d characters long.", s, maxRepoName)
 	}
 	return ""
+}
+
+// checkFingerprint returns an OpenPGP key fingerprint as gpuenv compares
+// it (upper-case hex, no spaces), accepting gpg's groups of four and
+// lower case; or the problem with it. A key ID, short or long, is not a
+// fingerprint: other keys share it.
+func checkFingerprint(s string) (string, string) {
+	norm := strings.ToUpper(strings.Join(strings.Fields(s), ""))
+	if (len(norm) == 40 || len(norm) == 64) && hexDigits.MatchString(norm) {
+		return norm, ""
+	}
+	want := "A fingerprint is 40 hexadecimal digits for an OpenPGP version 4 key, as gpg --fingerprint prints it (spaces allowed), or 64 for versions 5 and 6."
+	if len(norm) == 8 || len(norm) == 16 {
+		return "", fmt.Sprintf("The key fingerprint %q is a key ID, which other keys can share. %s", s, want)
+	}
+	return "", fmt.Sprintf("The key fingerprint %q is not a fingerprint. %s", s, want)
 }
 
 func checkSuite(s string) string {

@@ -497,7 +497,7 @@ func (l *loader) decodeFramework(blk *hcl.Block) *Framework {
 }
 
 func (l *loader) decodeRepository(blk *hcl.Block) *Repository {
-	b := l.openBlock(blk, "url", "keyring", "suites", "components", "priority")
+	b := l.openBlock(blk, "url", "keyring", "key_fingerprint", "suites", "components", "priority")
 	r := &Repository{
 		Block:     Block{DefRange: blk.DefRange, Absent: b.boolean("absent")},
 		Name:      blk.Labels[0],
@@ -521,6 +521,23 @@ func (l *loader) decodeRepository(blk *hcl.Block) *Repository {
 			b.valueError(attr, attr.Expr.Range(), "Invalid keyring", "%s", p)
 		} else {
 			r.Keyring = keyring
+		}
+	}
+	if fp, attr := b.str("key_fingerprint"); fp.Set {
+		norm, p := checkFingerprint(fp.Value)
+		switch {
+		case p != "":
+			b.valueError(attr, attr.Expr.Range(), "Invalid key fingerprint", "%s", p)
+		case r.Absent.Value:
+			// checkAbsent says that it has no place here.
+		case !r.Keyring.Set || strings.Contains(r.Keyring.Value, "://"):
+			if _, ok := b.attrs["keyring"]; !ok || r.Keyring.Set {
+				l.errorf(attr.NameRange.Ptr(), "Key fingerprint without a keyring file",
+					"key_fingerprint names the key that the repository's keyring must hold, and gpuenv checks it in the keyring file on the host: set keyring to that file's absolute path, such as \"/usr/share/keyrings/cuda-archive-keyring.gpg\". A keyring URL is fetched by the package manager, where gpuenv cannot check it.")
+			}
+		default:
+			fp.Value = norm
+			r.KeyFingerprint = fp
 		}
 	}
 	var suiteRanges, compRanges []hcl.Range

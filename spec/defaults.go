@@ -6,15 +6,15 @@ import (
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
-// Every default of the spec language is here, so that code and the README
-// agree. A Spec keeps attributes the user left out unset; these are what the
+// Every default of the spec language is here, so that code and the spec
+// reference (docs/spec-reference.md, "Defaults") agree. A Spec keeps attributes the user left out unset; these are what the
 // planner uses in their place when a block is managed. An attribute without
 // an entry is left alone when unset.
 
 const (
 	// The sources of the driver, CUDA and cuDNN are inferred from the
-	// host (what is installed, what its package indexes offer: README,
-	// "Sources and branches"); these are the planner's when nothing on
+	// host (what is installed, what its package indexes offer: the spec
+	// reference, "Sources and branches"); these are the planner's when nothing on
 	// the host can say, as for a block that removes.
 	DefaultDriverSource    = SourceDistro
 	DefaultCUDASource      = SourceDistro
@@ -33,14 +33,14 @@ var DefaultSuites = []string{"/"}
 // Default documents one default.
 type Default struct {
 	Block, Attribute string
-	// Value is the default as the README shows it.
+	// Value is the default as the spec reference shows it.
 	Value string
 	// HostDependent is true when the value depends on the host, which the
 	// planner observes.
 	HostDependent bool
 }
 
-// Defaults lists every default in the order the README shows them.
+// Defaults lists every default in the order the spec reference shows them.
 func Defaults() []Default {
 	return []Default{
 		{"driver", "kernel_modules", "open for Turing and newer GPUs from driver branch 560; required on Blackwell and Grace Hopper; proprietary before Turing, for older branches, and on hosts that mix pre-Turing with newer GPUs", true},

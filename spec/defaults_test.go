@@ -61,7 +61,7 @@ func TestDefaultsNameRealAttributes(t *testing.T) {
 		"cuda":              {"version", "source", "path", "set_environment"},
 		"cudnn":             {"version", "source"},
 		"framework":         {"version", "source", "python", "venv", "cuda", "index_url", "extras"},
-		"repository":        {"url", "keyring", "suites", "components", "priority"},
+		"repository":        {"url", "keyring", "key_fingerprint", "suites", "components", "priority"},
 		"group":             {"members", "exclusive"},
 		"environment":       {"cuda_visible_devices", "cuda_device_order", "variables"},
 		"device":            {"compute_mode"},

@@ -159,6 +159,24 @@ var diagWants = map[string][]diag{
 	"path with whitespace": {
 		{"error", "Invalid path", "The path \"/opt/my venv/bin/python\" contains characters that are not allowed: a path may use letters, digits and . _ + @ , = - /, since it is written into PATH, ld.so.conf and shell profile files.", "spec.hcl:2,12-37"},
 	},
+	"key id as fingerprint": {
+		{"error", "Invalid key fingerprint", "The key fingerprint \"6F695994\" is a key ID, which other keys can share. A fingerprint is 40 hexadecimal digits for an OpenPGP version 4 key, as gpg --fingerprint prints it (spaces allowed), or 64 for versions 5 and 6.", "spec.hcl:4,21-31"},
+	},
+	"fingerprint not hex": {
+		{"error", "Invalid key fingerprint", "The key fingerprint \"7D5AB3C8EA6E6296C742F6104948E0156F69599X\" is not a fingerprint. A fingerprint is 40 hexadecimal digits for an OpenPGP version 4 key, as gpg --fingerprint prints it (spaces allowed), or 64 for versions 5 and 6.", "spec.hcl:4,21-63"},
+	},
+	"fingerprint without keyring": {
+		{"error", "Key fingerprint without a keyring file", "key_fingerprint names the key that the repository's keyring must hold, and gpuenv checks it in the keyring file on the host: set keyring to that file's absolute path, such as \"/usr/share/keyrings/cuda-archive-keyring.gpg\". A keyring URL is fetched by the package manager, where gpuenv cannot check it.", "spec.hcl:3,3-18"},
+	},
+	"fingerprint with keyring url": {
+		{"error", "Key fingerprint without a keyring file", "key_fingerprint names the key that the repository's keyring must hold, and gpuenv checks it in the keyring file on the host: set keyring to that file's absolute path, such as \"/usr/share/keyrings/cuda-archive-keyring.gpg\". A keyring URL is fetched by the package manager, where gpuenv cannot check it.", "spec.hcl:4,3-18"},
+	},
+	"fingerprint with bad keyring": {
+		{"error", "Invalid keyring", "The path \"keys/cuda.gpg\" is relative. Paths in a spec are absolute paths inside the root (--root), such as \"/keys/cuda.gpg\".", "spec.hcl:3,21-36"},
+	},
+	"fingerprint with absent": {
+		{"error", "Attribute not allowed with absent = true", "This repository block has absent = true, which removes the repository, so \"key_fingerprint\" has no meaning here. Remove \"key_fingerprint\", or remove absent = true to manage the repository.", "spec.hcl:3,3-18"},
+	},
 	"relative keyring": {
 		{"error", "Invalid keyring", "The path \"keys/cuda.gpg\" is relative. Paths in a spec are absolute paths inside the root (--root), such as \"/keys/cuda.gpg\".", "spec.hcl:3,13-28"},
 	},

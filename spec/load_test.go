@@ -49,6 +49,8 @@ repository "cuda" {
   url      = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
   keyring  = "/usr/share/keyrings/cuda-archive-keyring.gpg"
   priority = 600
+
+  key_fingerprint = "7d5a b3c8 ea6e 6296 c742  f610 4948 e015 6f69 5994"
 }
 
 group "video" {
@@ -143,6 +145,10 @@ func TestLoadEveryBlock(t *testing.T) {
 	}
 	if repo.Keyring.Value != "/usr/share/keyrings/cuda-archive-keyring.gpg" {
 		t.Errorf("keyring = %q", repo.Keyring.Value)
+	}
+	// gpg's groups of four, in any case, are compared as one word.
+	if repo.KeyFingerprint.Value != "7D5AB3C8EA6E6296C742F6104948E0156F695994" {
+		t.Errorf("key_fingerprint = %q", repo.KeyFingerprint.Value)
 	}
 
 	g := s.Groups[0]

@@ -179,9 +179,13 @@ type Repository struct {
 	URL       Attr[string]
 	// Keyring is the OpenPGP key that signs the repository: an absolute path
 	// inside the root, or an https or file URL gpuenv fetches it from.
-	Keyring    Attr[string]
-	Suites     Attr[[]string]
-	Components Attr[[]string]
+	Keyring Attr[string]
+	// KeyFingerprint is the fingerprint of the one key the keyring must
+	// hold, in upper-case hex without spaces: plan and apply refuse a
+	// keyring that holds another key, or more keys than this one.
+	KeyFingerprint Attr[string]
+	Suites         Attr[[]string]
+	Components     Attr[[]string]
 	// Priority is the APT pin priority of packages from this repository.
 	Priority Attr[int]
 }

@@ -24,7 +24,7 @@ var targetRoots = map[string]string{
 }
 
 // Every example says which system it targets, in its spec and in the
-// README's table, and plans on a fixture machine of that system. On
+// spec reference's table (docs/spec-reference.md), and plans on a fixture machine of that system. On
 // Debian 12, one written for another system plans too, or fails only
 // saying that it names another system's packages.
 func TestExamplesPlanOnTheirSystem(t *testing.T) {
@@ -32,7 +32,7 @@ func TestExamplesPlanOnTheirSystem(t *testing.T) {
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "spec-reference.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestExamplesPlanOnTheirSystem(t *testing.T) {
 			target := string(m[1])
 			row := regexp.MustCompile("(?m)^\\| `examples/" + regexp.QuoteMeta(name) + "` \\| ([^|]*) \\|")
 			if rm := row.FindSubmatch(readme); rm == nil || !strings.Contains(string(rm[1]), target) {
-				t.Errorf("README's examples table does not say that %s targets %s", name, target)
+				t.Errorf("docs/spec-reference.md's examples table does not say that %s targets %s", name, target)
 			}
 			args := []string(nil)
 			if name == "variables" {

@@ -21,15 +21,21 @@ func newInitCmd(g *globalOptions) *cobra.Command {
 		Use:   "init",
 		Short: "Write a spec that describes this host as it is",
 		Long: `Init observes the host (--root) and writes a spec, as formatted HCL, that
-describes its GPU stack: the driver (version, kernel-module flavour, source,
-nouveau blacklist, hold), the CUDA toolkit, cuDNN, each framework with its
-interpreter (the system's Python and every --python INTERPRETER), the
+describes its GPU stack: the package repositories beyond the distribution's
+archive that it came from (each with its keyring and the fingerprint of the
+key in it), the driver (version, kernel-module flavour, source, nouveau
+blacklist, hold, persistence mode), the CUDA toolkit, cuDNN, each framework
+with its interpreter (the system's Python and every --python INTERPRETER)
+or, for a distribution's package, its version, NVIDIA's container toolkit
+and the engines it configures, compute modes gpuenv keeps at boot, the
 members of the groups that give access to the GPUs, and the variables in
 gpuenv's own environment files. Planning the spec against the same host
-shows no changes; applying it to a fresh host reproduces the stack.
+shows no changes; planning it on a fresh host of the same OS and release
+installs the same versions, once each repository's keyring is in place.
 
 What gpuenv cannot manage as it is (a driver installed without a package,
-variables set in other files) is noted in comments instead.
+a repository listed by a mirror list, variables set in other files) is
+noted in comments instead, with the reason.
 
 The spec goes to standard output, or to --out FILE (on this machine, not
 inside --root), which must not exist yet.`,
@@ -55,6 +61,9 @@ inside --root), which must not exist yet.`,
 			}
 			if string(formatted) != string(src) {
 				return fmt.Errorf("the captured spec is not formatted as gpuenv fmt writes it")
+			}
+			if _, diags := spec.Load(name, spec.LoadOptions{Saved: &spec.Sources{Files: []spec.SourceFile{{Name: name, Bytes: src}}}}); diags.HasErrors() {
+				return fmt.Errorf("the captured spec does not load: %s", diags.Error())
 			}
 			if out == "" {
 				_, err := g.Stdout.Write(src)

@@ -68,6 +68,8 @@ The state directory: every generation of apply and rollback, and the drift file.
 .I gpuenv-drift.service\fR, \fIgpuenv-drift.timer
 systemd units that plan /etc/gpuenv hourly and record the drift; they never apply.
 .SH SEE ALSO
+.BR gpuenv-spec (5),
+the spec language;
 .BR systemctl (1),
 .BR systemd.timer (5)
 `)

@@ -35,7 +35,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	f.vars.register(cmd)
 	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().BoolVar(&f.interrupt, "interrupt-gpu-processes", false, "let a driver change stop the GPU processes that keep the nvidia modules from being reloaded (the plan names them), instead of asking for a reboot")
-	cmd.Flags().BoolVar(&f.rootBoots, "root-boots", false, "the root is a machine's that will boot (a disk image prepared for a host): plan its kernel-side steps (modules, DKMS, initramfs, blacklist) even where its files say container")
+	cmd.Flags().BoolVar(&f.rootBoots, "root-boots", false, "the root is a machine's that will boot (a disk image prepared for a host): plan its kernel-side steps (modules, DKMS, initramfs, blacklist) even where its files say container, or gpuenv runs in a chroot")
 }
 
 // configure gives the planner the flags' choices.
@@ -80,11 +80,20 @@ GPU process, no display on nvidia_drm, a module Secure Boot accepts); otherwise
 the step needs a reboot and says why. --interrupt-gpu-processes lets the reload
 stop the GPU processes in its way, each named in the plan.
 
-On a container's root (/.dockerenv, /run/.containerenv, a container's cgroup)
-the kernel and driver are the host's: plan plans no kernel module, DKMS build,
-initramfs, nouveau blacklist or module reload there, says so once, and refuses
-a spec that asks for one. --root-boots says the root is a machine's that will
-boot (a disk image prepared for a host), which gets the kernel-side steps.
+On a container's root (/.dockerenv, /run/.containerenv, a container's cgroup,
+systemd-nspawn's /run/systemd/container or process 1's container=) the kernel
+and driver are the host's, and in a chroot (an image being built: "/" is not
+process 1's root, or no /proc is mounted) the kernel running is the building
+machine's: plan plans no kernel module, DKMS build, initramfs, nouveau
+blacklist or module reload there, says so once, and refuses a spec that asks
+for one. --root-boots says the root is a machine's that will boot (a disk
+image prepared for a host), which gets the kernel-side steps.
+
+On Ubuntu, a driver from Ubuntu's archive comes with the archive's signed
+prebuilt modules for the running kernel (linux-modules-nvidia-<series>-<release>)
+where the archive has them, as ubuntu-drivers installs them: no DKMS build, no
+kernel headers, no MOK enrolment under Secure Boot. Otherwise DKMS builds the
+module; the driver step's reason says which and why.
 
 --out FILE saves the plan for "gpuenv apply FILE", with a copy of the spec's
 files and var files and the flags that changed the plan (--var, GPUENV_VAR_

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Exit codes, the same for every command (README "Exit codes").
+// Exit codes, the same for every command (docs/README.md, "Exit codes").
 const (
 	exitOK        = 0 // success; nothing to do; healthy
 	exitError     = 1 // invalid input, refused, could not run; an apply that failed and was fully reverted

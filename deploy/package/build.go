@@ -24,6 +24,7 @@ import (
 	"github.com/goreleaser/nfpm/v2/files"
 	"github.com/goreleaser/nfpm/v2/rpm"
 
+	"github.com/gpuenv/gpuenv/internal/manpage"
 	"github.com/gpuenv/gpuenv/internal/release"
 )
 
@@ -86,7 +87,7 @@ func Build(ctx context.Context, mod, out string) (*Result, error) {
 		return nil, err
 	}
 
-	contents, err := stageContents(ctx, stage, bin, mod)
+	contents, err := stageContents(ctx, stage, bin, mod, version)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +330,7 @@ func extract(dir, stage, sub string, names ...string) error {
 
 // stageContents writes what the binary generates, and lists every file and
 // directory of the packages with its owner and mode.
-func stageContents(ctx context.Context, stage, bin, mod string) (files.Contents, error) {
+func stageContents(ctx context.Context, stage, bin, mod, version string) (files.Contents, error) {
 	gen := func(name string, args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		var stderr bytes.Buffer
@@ -373,6 +374,11 @@ func stageContents(ctx context.Context, stage, bin, mod string) (files.Contents,
 	file(zsh, rpmZshDir+"/_gpuenv", 0o644, "rpm")
 	file(fish, "/usr/share/fish/vendor_completions.d/gpuenv.fish", 0o644, "")
 	file(manGz, "/usr/share/man/man1/gpuenv.1.gz", 0o644, "")
+	specMan, err := specPage(stage, mod, version)
+	if err != nil {
+		return nil, err
+	}
+	file(specMan, "/usr/share/man/man5/gpuenv-spec.5.gz", 0o644, "")
 	// slurmd starts HealthCheckProgram and Prolog without arguments, so
 	// slurm.conf names this link and gpuenv takes its name for the
 	// command (cmd/gpuenv/main.go, slurmHealthName).
@@ -441,4 +447,29 @@ func gzipFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, buf.Bytes(), 0o644)
+}
+
+// specPage makes gpuenv-spec(5) from the manual's spec reference chapter,
+// at each build, so that the page and the chapter are one text.
+func specPage(stage, mod, version string) (string, error) {
+	md, err := os.ReadFile(filepath.Join(mod, "docs", "spec-reference.md"))
+	if err != nil {
+		return "", err
+	}
+	page, err := manpage.Render(md, manpage.Page{
+		Name:    "gpuenv-spec",
+		Section: 5,
+		Summary: "the spec language of gpuenv",
+		Source:  "gpuenv " + version,
+		Manual:  "File Formats",
+		SeeAlso: []string{"gpuenv(1)"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("docs/spec-reference.md: %w", err)
+	}
+	raw := filepath.Join(stage, "gpuenv-spec.5")
+	if err := os.WriteFile(raw, page, 0o644); err != nil {
+		return "", err
+	}
+	return raw + ".gz", gzipFile(raw, raw+".gz")
 }

@@ -89,6 +89,7 @@ var common = map[string]entry{
 	"/usr/share/bash-completion/completions/gpuenv":             {"-rw-r--r--", "root/root"},
 	"/usr/share/fish/vendor_completions.d/gpuenv.fish":          {"-rw-r--r--", "root/root"},
 	"/usr/share/man/man1/gpuenv.1.gz":                           {"-rw-r--r--", "root/root"},
+	"/usr/share/man/man5/gpuenv-spec.5.gz":                      {"-rw-r--r--", "root/root"},
 	"/usr/share/doc/gpuenv/README":                              {"-rw-r--r--", "root/root"},
 	"/usr/share/doc/gpuenv/examples/debian12-distro/gpuenv.hcl": {"-rw-r--r--", "root/root"},
 	"/usr/share/doc/gpuenv/examples/variables/cuda-12.6.vars":   {"-rw-r--r--", "root/root"},
@@ -175,6 +176,7 @@ func TestDeb(t *testing.T) {
 	checkSlurmLink(t, root)
 	checkUnits(t, filepath.Join(root, "lib/systemd/system"))
 	checkManPage(t, filepath.Join(root, "usr/share/man/man1/gpuenv.1.gz"))
+	checkSpecPage(t, filepath.Join(root, "usr/share/man/man5/gpuenv-spec.5.gz"), res.Version)
 	checkCompletions(t, root, "usr/share/zsh/vendor-completions/_gpuenv")
 }
 
@@ -330,6 +332,36 @@ func checkManPage(t *testing.T, page string) {
 	}
 	if strings.Contains(text, "gpuenv man") {
 		t.Error("the manual page documents the hidden man command")
+	}
+}
+
+// checkSpecPage checks gpuenv-spec(5): it formats without a warning, and it
+// is the spec reference chapter of this tree, section by section.
+func checkSpecPage(t *testing.T, page, version string) {
+	t.Helper()
+	need(t, "groff")
+	out, err := exec.Command("sh", "-c", `zcat "$1" | groff -man -Tutf8 -ww -z`, "sh", page).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("gpuenv-spec.5: groff -man -Tutf8 -ww: %v\n%s", err, out)
+	}
+	text := output(t, "zcat", page)
+	if !strings.HasPrefix(text, ".TH GPUENV-SPEC 5 ") {
+		t.Errorf("gpuenv-spec.5 does not open as section 5's page: %.60q", text)
+	}
+	if !strings.Contains(text, version) {
+		t.Errorf("gpuenv-spec.5 does not name the version %s", version)
+	}
+	// Formatted, each section of the chapter is a heading of the page.
+	formatted, err := exec.Command("sh", "-c", `zcat "$1" | groff -man -Tutf8 -P-cbou`, "sh", page).Output()
+	if err != nil {
+		t.Fatalf("groff: %v", err)
+	}
+	md := readFile(t, filepath.Join("..", "..", "docs", "spec-reference.md"))
+	for _, m := range regexp.MustCompile(`(?m)^## (.*)$`).FindAllStringSubmatch(md, -1) {
+		h := strings.ToUpper(strings.ReplaceAll(m[1], "`", ""))
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(h) + `$`).Match(formatted) {
+			t.Errorf("gpuenv-spec.5 has no section %q, a section of docs/spec-reference.md", h)
+		}
 	}
 }
 

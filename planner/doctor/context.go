@@ -87,6 +87,11 @@ func (d *doctor) containerAccess() {
 		case "kubernetes":
 			text = "Request GPUs in the pod's container resources (limits: nvidia.com/gpu: 1), served by the NVIDIA device plugin or GPU Operator; with the toolkit's CDI mode: --device nvidia.com/gpu=all."
 			cmds = nil
+		case "systemd-nspawn":
+			// The NVIDIA Container Toolkit has no hook for nspawn: the
+			// nodes are bound in and allowed by hand.
+			text = "Bind the host's /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidiaN into the container (systemd-nspawn --bind=) and allow them in its device policy (--property=DeviceAllow=), with the host driver's libraries bound in read-only at its version."
+			cmds = nil
 		}
 		c.Fix = &Fix{Text: text, Commands: cmds}
 	}

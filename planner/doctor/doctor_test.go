@@ -65,6 +65,20 @@ func writeFile(path, data string) func(*testing.T, string) {
 	return func(t *testing.T, root string) { hosttest.WriteFile(t, root, path, data) }
 }
 
+// appendFile adds data to the end of a fixture's file.
+func appendFile(path, data string) func(*testing.T, string) {
+	return func(t *testing.T, root string) {
+		f, err := os.OpenFile(filepath.Join(root, path), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func symlink(path, target string) func(*testing.T, string) {
 	return func(t *testing.T, root string) {
 		p := filepath.Join(root, path)
@@ -190,6 +204,21 @@ func TestChecks(t *testing.T) {
 				}, fix: "mokutil --import /var/lib/shim-signed/mok/MOK.der"},
 				{id: "kernel.dkms", status: doctor.OK},
 				{id: "kernel.nouveau", status: doctor.OK},
+			},
+		},
+		{
+			// Canonical signed the module: loading it needs no enrolment.
+			name: "Secure Boot with Ubuntu's signed module not loaded yet",
+			machine: machine{fixture: "ubuntu2204-h100-fresh", change: func(t *testing.T, root string) {
+				writeFile("usr/lib/modules/5.15.0-105-generic/kernel/nvidia-550-open/nvidia.ko", "")(t, root)
+				appendFile("var/lib/dpkg/status", "\nPackage: linux-modules-nvidia-550-open-5.15.0-105-generic\nStatus: install ok installed\nArchitecture: amd64\nVersion: 5.15.0-105.115\n")(t, root)
+			}},
+			want: []finding{
+				{id: "kernel.secure-boot", status: doctor.Warning, summary: "signed nvidia module is installed but not loaded: it needs no key enrolment", evidence: []string{
+					"EFI variable SecureBoot: enabled",
+					"installed for the running kernel: /lib/modules/5.15.0-105-generic/kernel/nvidia-550-open/nvidia.ko",
+					"linux-modules-nvidia-550-open-5.15.0-105-generic is installed: Ubuntu's signed prebuilt modules",
+				}, fix: "modprobe nvidia"},
 			},
 		},
 		{

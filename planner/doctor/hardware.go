@@ -405,6 +405,15 @@ func (d *doctor) kernelSecureBoot() {
 		}
 		c.Evidence = append(c.Evidence, "/proc/modules: no nvidia module")
 		enroll := []string{"mokutil --import " + d.mokKey(), "reboot"}
+		if pkg := d.signedModulePackage(); pkg != "" {
+			// Canonical signed these with a key the kernel trusts: no
+			// enrolment stands between them and the kernel.
+			c.Evidence = append(c.Evidence, pkg+" is installed: Ubuntu's signed prebuilt modules")
+			c.Status = Warning
+			c.Summary = "Secure Boot is enabled and Ubuntu's signed nvidia module is installed but not loaded: it needs no key enrolment"
+			c.Fix = &Fix{Text: "Load the module, or reboot:", Commands: []string{"modprobe nvidia"}}
+			break
+		}
 		if len(files) == 0 {
 			c.Status = Warning
 			c.Summary = "Secure Boot is enabled: a driver built by DKMS loads only after its signing key is enrolled"
@@ -416,6 +425,28 @@ func (d *doctor) kernelSecureBoot() {
 		}
 	}
 	d.add(c)
+}
+
+// signedModulePackage is the installed package of Ubuntu's signed
+// prebuilt nvidia modules for the running kernel
+// (linux-modules-nvidia-550-open-6.8.0-45-generic), "" when none is or a
+// DKMS build stands in front of it.
+func (d *doctor) signedModulePackage() string {
+	rel := d.obs.Kernel.Release
+	if rel == "" {
+		return ""
+	}
+	if k := d.runningKernel(); k != nil && slices.ContainsFunc(k.NvidiaModules, func(m facts.ModuleFile) bool { return m.Tree == "dkms" }) {
+		// DKMS's build is found before the packaged module (updates/
+		// comes first in depmod's search), and DKMS signed it.
+		return ""
+	}
+	for _, p := range d.obs.Packages.Packages {
+		if p.State == facts.StateInstalled && strings.HasPrefix(p.Name, "linux-modules-nvidia-") && strings.HasSuffix(p.Name, "-"+rel) {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 func orUnknownState(s string) string {

@@ -29,8 +29,9 @@ type ContextEvidence struct {
 
 // Container describes a container root.
 type Container struct {
-	// Engine is "docker", "podman", "kubernetes", "containerd", "lxc" or
-	// "unknown".
+	// Engine is "docker", "podman", "kubernetes", "containerd", "lxc",
+	// "systemd-nspawn", another name a container manager gives itself
+	// (/run/systemd/container, process 1's container=), or "unknown".
 	Engine string `json:"engine"`
 	// Rootless is true when /run/.containerenv says so.
 	Rootless bool `json:"rootless,omitempty"`

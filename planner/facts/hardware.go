@@ -83,7 +83,8 @@ type Init struct {
 	Systemd bool `json:"systemd"`
 	// Chroot says, of a live root, whether gpuenv runs in a chroot, whose
 	// kernel and modules are the machine's, not the root's: "yes" when
-	// "/" is not process 1's root (/proc/1/root), "unknown" when gpuenv,
+	// "/" is not process 1's root (/proc/1/root) or no /proc is mounted
+	// at all, "unknown" when gpuenv,
 	// run as root, may not look at process 1's root (a sandbox that
 	// hides it); "" when "/" is process 1's root, when gpuenv is not root
 	// (which may never look), and on a root that is not this machine's.

@@ -69,6 +69,21 @@ type Repository struct {
 	// Priority is a dnf repository's priority= (lower wins; dnf's
 	// default, 99, when 0).
 	Priority int `json:"priority,omitempty"`
+	// Keys are the keys the source trusts, as written: apt's Signed-By
+	// (keyring paths, or fingerprints of keys apt already has), dnf's
+	// gpgkey (file:// or https URLs). Empty when the source names none,
+	// and apt trusts every key in its trusted.gpg.d.
+	Keys []string `json:"keys,omitempty"`
+	// GPGCheck is a dnf repository's gpgcheck=1 (dnf checks packages'
+	// signatures).
+	GPGCheck bool `json:"gpgcheck,omitempty"`
+	// Options are an apt source's other options, as written: a one-line
+	// source's ("arch=amd64", "trusted=yes"), a deb822 stanza's other
+	// fields ("Architectures: amd64").
+	Options []string `json:"options,omitempty"`
+	// URIsFrom is "metalink" or "mirrorlist" when a dnf repository has
+	// no baseurl and URIs holds that list's address instead.
+	URIsFrom string `json:"uris_from,omitempty"`
 }
 
 // CUDA lists the installed CUDA toolkits.
@@ -210,6 +225,11 @@ type FileDigest struct {
 	// SHA256 is the hex sha256 of the file's bytes; "" when the file could
 	// not be read (a directory, a dangling link, no permission).
 	SHA256 string `json:"sha256,omitempty"`
+	// Fingerprints are, for a keyring, the fingerprints of the primary
+	// keys it holds (upper-case hex, in the keyring's order); KeyError
+	// says why none could be read from it.
+	Fingerprints []string `json:"fingerprints,omitempty"`
+	KeyError     string   `json:"key_error,omitempty"`
 }
 
 // RepositoryFiles are gpuenv's own package-source files and the keyrings

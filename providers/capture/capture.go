@@ -18,6 +18,8 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/driver"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
@@ -31,13 +33,18 @@ var nvidiaRepoDriver = lazyregexp.New(`^(cuda-drivers(-[0-9]+)?|nvidia-open(-[0-
 // Spec returns the captured spec as formatted HCL.
 func Spec(obs *facts.Observation) []byte {
 	w := &writer{f: hclwrite.NewEmptyFile()}
-	w.comment("Captured by gpuenv init: this host's GPU stack as it was observed. " +
-		"gpuenv plan against the same host shows no changes; on a fresh host it " +
-		"installs the same versions. Review it before applying it elsewhere.")
+	w.comment("Captured by gpuenv init: this host's GPU stack as it was observed, with the " +
+		"package repositories beyond the distribution's archive that it came from. gpuenv plan " +
+		"against the same host shows no changes. On a fresh host of the same OS and release it " +
+		"installs the same versions, once each repository's keyring is in place as its comment " +
+		"says. Review it before applying it elsewhere.")
+	w.repositories(obs)
 	w.driver(obs)
 	w.cuda(obs)
 	w.cudnn(obs)
 	w.frameworks(obs)
+	w.containerToolkit(obs)
+	w.devices(obs)
 	w.groups(obs)
 	w.environment(obs)
 	return hclwrite.Format(w.f.Bytes())
@@ -107,20 +114,29 @@ func (w *writer) driver(obs *facts.Observation) {
 	if v == "" {
 		return
 	}
-	var top, held []string
-	source := "distro"
+	var top, held, origins []string
+	nvidiaOnly := false
 	for _, p := range obs.Packages.Packages {
 		if p.State != facts.StateInstalled || !driverTopLevel.MatchString(p.Name) {
 			continue
 		}
 		top = append(top, p.Name)
+		if o := origin(obs, p.Name); o != "" && !slices.Contains(origins, o) {
+			origins = append(origins, o)
+		}
 		if nvidiaRepoDriver.MatchString(p.Name) {
-			source = "nvidia"
+			nvidiaOnly = true
 		}
 		if p.Hold || p.Want == "hold" {
 			held = append(held, p.Name)
 		}
 	}
+	if len(origins) == 0 {
+		// No index lists the installed versions: the packages' names
+		// tell where only NVIDIA's repository ships one of them.
+		origins = []string{map[bool]string{true: "nvidia", false: "distro"}[nvidiaOnly]}
+	}
+	source := packageSource(origins)
 	if len(top) == 0 && obs.Packages.Total == 0 {
 		w.comment(fmt.Sprintf("The driver %s is installed, but no package database could be read to "+
 			"tell which package installed it (see gpuenv observe), so no driver block describes it.", v))
@@ -131,14 +147,23 @@ func (w *writer) driver(obs *facts.Observation) {
 			"runfile or a container's driver), so no driver block describes it.", v))
 		return
 	}
-	b := w.block("driver", nil, "The driver as installed: "+strings.Join(top, ", ")+".")
+	comment := []string{"The driver as installed: " + strings.Join(top, ", ") + "."}
+	if source == "" {
+		comment = append(comment, "They come from "+sourceWords(origins)+", which source cannot state, so source is left for plan to infer.")
+	}
+	b := w.block("driver", nil, comment...)
 	b.SetAttributeValue("version", cty.StringVal(v))
 	if fl := obs.Driver.ModuleFlavor; fl == "open" || fl == "proprietary" {
 		b.SetAttributeValue("kernel_modules", cty.StringVal(fl))
 	}
-	b.SetAttributeValue("source", cty.StringVal(source))
+	if source != "" {
+		b.SetAttributeValue("source", cty.StringVal(source))
+	}
 	if slices.ContainsFunc(obs.Kernel.Blacklists, func(bl facts.Blacklist) bool { return bl.Module == "nouveau" }) {
 		b.SetAttributeValue("blacklist_nouveau", cty.True)
+	}
+	if on, known := driver.PersistenceEnabled(obs); known {
+		b.SetAttributeValue("persistence_mode", cty.BoolVal(on))
 	}
 	// hold = true holds every package of the driver; a host that holds
 	// only some has no hold the spec can state, and keeps its own.
@@ -149,6 +174,25 @@ func (w *writer) driver(obs *facts.Observation) {
 		w.comment(fmt.Sprintf("Held: %s; not held: %s. hold = true would hold them all, so the "+
 			"driver block leaves holds as they are.", strings.Join(held, ", "), strings.Join(without(top, held), ", ")))
 	}
+}
+
+// packageSource is the source attribute for packages from the origins
+// given ("distro", "nvidia", "other"): "" when they do not all come
+// from one place the attribute names.
+func packageSource(origins []string) string {
+	if len(origins) == 1 && origins[0] != "other" {
+		return origins[0]
+	}
+	return ""
+}
+
+func sourceWords(origins []string) string {
+	words := map[string]string{"distro": "the distribution's archive", "nvidia": "NVIDIA's repository", "other": "another repository"}
+	var out []string
+	for _, o := range origins {
+		out = append(out, words[o])
+	}
+	return strings.Join(out, " and ")
 }
 
 func without(all, some []string) []string {
@@ -252,7 +296,17 @@ func (w *writer) frameworks(obs *facts.Observation) {
 				continue
 			}
 			if distro {
-				b := w.block("framework", []string{fw.Name}, fmt.Sprintf("%s %s from the distribution's package %s.", fw.Name, fw.Version, fw.Package))
+				comment := fmt.Sprintf("%s %s from the distribution's package %s", fw.Name, fw.Version, fw.Package)
+				v := distroVersion(obs, fw.Package)
+				if v != "" {
+					comment += fmt.Sprintf(", whose version %s the block states (the upstream part of the package's version).", v)
+				} else {
+					comment += "; the package database does not show its version, so the block states none."
+				}
+				b := w.block("framework", []string{fw.Name}, comment)
+				if v != "" {
+					b.SetAttributeValue("version", cty.StringVal(v))
+				}
 				b.SetAttributeValue("source", cty.StringVal("distro"))
 				continue
 			}
@@ -264,6 +318,23 @@ func (w *writer) frameworks(obs *facts.Observation) {
 			}
 		}
 	}
+}
+
+// distroVersion is the upstream version of the installed package name,
+// which a distribution's framework block states as its version; "" when
+// it is not installed or its version cannot be read.
+func distroVersion(obs *facts.Observation, name string) string {
+	for _, p := range obs.Packages.Packages {
+		if p.Name != name || p.State != facts.StateInstalled {
+			continue
+		}
+		up, err := pkgdb.UpstreamVersion(string(obs.Packages.Manager), p.Version)
+		if err != nil {
+			return ""
+		}
+		return up.String()
+	}
+	return ""
 }
 
 func orUnknown(s string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +12,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/capture"
+	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec"
@@ -34,6 +37,8 @@ var fixtures = []struct {
 	sources string
 }{
 	{name: "ubuntu2204-working", pythons: []string{"/opt/venv/bin/python"}},
+	{name: "ubuntu2204-cuda-lists"},
+	{name: "rhel9-dnf"},
 	{name: "debian12-distro", sources: "deb http://deb.debian.org/debian bookworm main contrib non-free non-free-firmware\n"},
 	{name: "tensorflow-no-cudnn", pythons: []string{"/opt/tf/bin/python"}},
 	{name: "ubuntu2204-misconfigured", pythons: []string{"/opt/venv/bin/python"}},
@@ -200,5 +205,239 @@ func TestDriverVersionIsTheRule(t *testing.T) {
 	got := string(capture.Spec(obs))
 	if !strings.Contains(got, `version = "550.54.15"`) {
 		t.Errorf("spec does not state the driver NVML runs, 550.54.15:\n%s", got)
+	}
+}
+
+// roundTrip plans the spec captured from obs against obs and fails on
+// any change; it returns the spec.
+func roundTrip(t *testing.T, obs *facts.Observation) string {
+	t.Helper()
+	src := capture.Spec(obs)
+	file := filepath.Join(t.TempDir(), "gpuenv.hcl")
+	if err := os.WriteFile(file, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, diags := spec.Load(file, spec.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatalf("load: %s\n%s", diags.Error(), src)
+	}
+	p, diags := planner.New(providers.Planners()...).Plan(context.Background(), s, obs)
+	if diags.HasErrors() || p == nil {
+		t.Fatalf("plan: %s\n%s", diags.Error(), src)
+	}
+	for _, st := range p.Steps {
+		t.Errorf("plan of the captured spec changes %s: %s\n%s", st.Address, st.Reason, src)
+	}
+	return string(src)
+}
+
+// containersHost is the container host with the toolkit 1.17.8 installed
+// and every engine configured for the NVIDIA runtime, the default of
+// Docker and containerd (testdata of providers/containers).
+func containersHost(t *testing.T) string {
+	t.Helper()
+	root := hosttest.Build(t, "containers-host")
+	ar, err := txtar.ParseFile(filepath.Join("..", "containers", "testdata", "variants", "all-configured.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hosttest.BuildArchive(ar, root, hosttest.TestdataDir(t)); err != nil {
+		t.Fatal(err)
+	}
+	status, err := os.ReadFile(filepath.Join(root, "var/lib/dpkg/status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"} {
+		status = append(status, "Package: "+name+"\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1.17.8-1\n\n"...)
+	}
+	hosttest.WriteFile(t, root, "/var/lib/dpkg/status", string(status))
+	for _, b := range []string{"/usr/bin/nvidia-cdi-hook", "/usr/bin/nvidia-ctk", "/usr/bin/nvidia-container-runtime"} {
+		hosttest.WriteFile(t, root, b, "")
+	}
+	return root
+}
+
+// TestCaptureContainerToolkit: the toolkit's version, the engines that
+// name the NVIDIA runtime and its being their default are captured;
+// the CDI spec is, once it is the one gpuenv writes; and the spec plans
+// no change on the host.
+func TestCaptureContainerToolkit(t *testing.T) {
+	root := containersHost(t)
+	obs := providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	got := roundTrip(t, obs)
+	// CRI-O's entry is not its default: default_runtime, which is every
+	// engine's or none's, stays unset, and the comment says why.
+	for _, want := range []string{
+		"container_toolkit {\n  version = \"1.17.8\"\n  engines = [\"docker\", \"containerd\", \"crio\"]\n}",
+		"# The NVIDIA runtime is the default of docker, containerd only;",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("spec lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "cdi") {
+		t.Errorf("without a CDI spec, cdi is left unset:\n%s", got)
+	}
+	// With CRI-O's default the NVIDIA runtime too, default_runtime is set.
+	crio, err := os.ReadFile(filepath.Join(root, "etc/crio/crio.conf.d/99-nvidia.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.WriteFile(t, root, "/etc/crio/crio.conf.d/99-nvidia.toml", "[crio.runtime]\ndefault_runtime = \"nvidia\"\n\n"+string(crio))
+	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	if got := roundTrip(t, obs); !strings.Contains(got, "  default_runtime = true\n") {
+		t.Errorf("the default of every engine is not captured:\n%s", got)
+	}
+
+	// The CDI spec gpuenv writes is kept with cdi = true; one that
+	// differs is left alone, and said.
+	cs := obs.Containers
+	s, err := containers.GenerateCDI(&cs, obs.DeviceNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := containers.MarshalCDI(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.WriteFile(t, root, containers.CDISpecPath, content)
+	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	if got := roundTrip(t, obs); !strings.Contains(got, "  cdi             = true\n") {
+		t.Errorf("gpuenv's CDI spec is not captured:\n%s", got)
+	}
+	hosttest.WriteFile(t, root, containers.CDISpecPath, content+"# edited by hand\n")
+	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	if got := roundTrip(t, obs); strings.Contains(got, "  cdi ") || !strings.Contains(got, "/etc/cdi/nvidia.yaml is not the CDI spec gpuenv would write") {
+		t.Errorf("a CDI spec of another's is captured as gpuenv's:\n%s", got)
+	}
+}
+
+// TestCaptureDevicesAndPersistence: persistence is stated by the driver
+// planner's own rule (NVML first); a compute mode other than the default
+// is a device block only where gpuenv's boot-time unit keeps it, else a
+// comment that says why not.
+func TestCaptureDevicesAndPersistence(t *testing.T) {
+	obs := &facts.Observation{
+		NVML: facts.NVML{Status: "ok", DriverVersion: "550.54.15", Devices: []facts.GPUDevice{
+			{Index: 0, UUID: "GPU-0", PersistenceMode: "enabled", ComputeMode: "exclusive_process"},
+			{Index: 1, UUID: "GPU-1", PersistenceMode: "enabled", ComputeMode: "default"},
+		}},
+		Packages: facts.Packages{Manager: "dpkg", Total: 700, Packages: []facts.Package{{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1", State: "installed"}}},
+		Units:    []facts.Unit{{Name: "nvidia-persistenced.service"}},
+	}
+	got := string(capture.Spec(obs))
+	if !strings.Contains(got, "  persistence_mode = true\n") {
+		t.Errorf("persistence from NVML is not captured:\n%s", got)
+	}
+	if strings.Contains(got, "\ndevice \"") || !strings.Contains(got, "# GPU 0 in exclusive_process mode, set by hand") {
+		t.Errorf("a compute mode set by hand:\n%s", got)
+	}
+	obs.Units = append(obs.Units, facts.Unit{Name: "gpuenv-compute-mode.service", Enabled: true, File: &facts.FileDigest{Path: "/etc/systemd/system/gpuenv-compute-mode.service"}})
+	got = string(capture.Spec(obs))
+	if !strings.Contains(got, "device \"0\" {\n  compute_mode = \"exclusive_process\"\n}") || strings.Contains(got, "device \"1\"") {
+		t.Errorf("a compute mode gpuenv keeps:\n%s", got)
+	}
+	obs.NVML.Devices[1].ComputeMode = "exclusive_process"
+	if got = string(capture.Spec(obs)); !strings.Contains(got, "device \"all\" {\n  compute_mode = \"exclusive_process\"\n}") {
+		t.Errorf("every GPU in one mode:\n%s", got)
+	}
+}
+
+// TestCaptureOwnRepository: a repository gpuenv configured from a block
+// is captured as that block, under its name, and plans no change; the
+// Debian archive and the components gpuenv enabled are not captured.
+func TestCaptureOwnRepository(t *testing.T) {
+	root := hosttest.Build(t, "debian12-lists")
+	key, err := os.ReadFile(filepath.Join(hosttest.TestdataDir(t), "keys", "fixture-cuda.gpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.WriteFile(t, root, "/etc/apt/keyrings/mirror.gpg", string(key))
+	s := plantestSpec(t, "repository \"mirror\" {\n  url             = \"https://mirror.example/cuda/debian12/x86_64/\"\n  keyring         = \"/etc/apt/keyrings/mirror.gpg\"\n  key_fingerprint = \"7D5AB3C8EA6E6296C742F6104948E0156F695994\"\n  priority        = 600\n}\n")
+	obs := providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	p, diags := planner.New(providers.Planners()...).Plan(context.Background(), s, obs)
+	if diags.HasErrors() || len(p.Steps) != 1 {
+		t.Fatalf("plan: %v %v", diags, p)
+	}
+	for _, op := range p.Steps[0].Operations {
+		hosttest.WriteFile(t, root, op.File.Path, op.File.Content)
+	}
+	// A host source whose file has the same name comes first, and is
+	// named around gpuenv's.
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/mirror.list", "deb [signed-by=/etc/apt/keyrings/mirror.gpg] https://mirror.example/other/ /\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/gpuenv-distro-components.sources", "Types: deb\nURIs: https://deb.debian.org/debian\nSuites: bookworm\nComponents: contrib\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
+	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	got := roundTrip(t, obs)
+	want := "repository \"mirror\" {\n  url             = \"https://mirror.example/cuda/debian12/x86_64/\"\n  keyring         = \"/etc/apt/keyrings/mirror.gpg\"\n  key_fingerprint = \"7D5AB3C8EA6E6296C742F6104948E0156F695994\"\n  priority        = 600\n}"
+	if !strings.Contains(got, want) || !strings.Contains(got, "repository \"mirror-2\" {\n  url             = \"https://mirror.example/other/\"") || strings.Count(got, "\nrepository ") != 2 {
+		t.Errorf("want exactly\n%s\nin\n%s", want, got)
+	}
+}
+
+func plantestSpec(t *testing.T, src string) *spec.Spec {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "spec.hcl")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, diags := spec.Load(file, spec.LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return s
+}
+
+// TestRoundTripNVML: with NVML (go-nvml's DGX H100 mock) persistence and
+// compute modes come from the devices, and the spec still plans no
+// change on the host.
+func TestRoundTripNVML(t *testing.T) {
+	root := hosttest.Build(t, "ubuntu2204-working")
+	h := hosttest.New(t, root)
+	obs := providers.Observe(context.Background(), h, providers.ObserveOptions{
+		Pythons: []string{"/opt/venv/bin/python"},
+		NVML:    host.NewNVML(hosttest.NVMLServer("dgxh100")),
+	})
+	if len(obs.NVML.Devices) == 0 {
+		t.Fatalf("the mock reports no device: %+v", obs.NVML)
+	}
+	got := roundTrip(t, obs)
+	on := obs.NVML.Devices[0].PersistenceMode == "enabled"
+	if want := fmt.Sprintf("  persistence_mode  = %v\n", on); !strings.Contains(got, want) {
+		t.Errorf("spec lacks %q (NVML: %s):\n%s", want, obs.NVML.Devices[0].PersistenceMode, got)
+	}
+}
+
+// TestCaptureRepositoryComments: a source a repository block cannot
+// state as it is becomes a comment with the reason, or a block whose
+// comment says what it leaves out; the distribution's archive is not
+// captured.
+func TestCaptureRepositoryComments(t *testing.T) {
+	obs := &facts.Observation{
+		OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb"},
+		Repositories: []facts.Repository{
+			{File: "/etc/apt/sources.list", URIs: []string{"http://de.archive.ubuntu.com/ubuntu/"}, Suites: []string{"jammy"}, Components: []string{"main"}},
+			{File: "/etc/apt/sources.list.d/a.list", URIs: []string{"https://a.example/"}, Suites: []string{"/"}, Keys: []string{"0123456789ABCDEF0123456789ABCDEF01234567"}},
+			{File: "/etc/apt/sources.list.d/b.list", URIs: []string{"cdrom:/media/"}, Suites: []string{"/"}},
+			{File: "/etc/apt/sources.list.d/c.list", URIs: []string{"https://c.example/"}, Suites: []string{"/"}, Keys: []string{"/etc/apt/keyrings/c.gpg"}, Options: []string{"trusted=yes"}},
+			{File: "/etc/apt/sources.list.d/d.sources", URIs: []string{"https://d.example/", "https://d2.example/"}, Suites: []string{"/"}},
+		},
+		RepositoryFiles: facts.RepositoryFiles{Keyrings: []facts.FileDigest{{Path: "/etc/apt/keyrings/c.gpg", Fingerprints: []string{"A", "B"}}}},
+	}
+	got := string(capture.Spec(obs))
+	for _, want := range []string{
+		"captured: its Signed-By names a key by fingerprint",
+		"captured: a repository block cannot state it as it is (the URL\n# \"cdrom:/media/\" must start with https://",
+		"# Its options (trusted=yes) are not captured",
+		"# Its keyring /etc/apt/keyrings/c.gpg holds 2 keys (A, B); key_fingerprint\n# names one key, so the block names none.",
+		"repository \"c\" {\n  url     = \"https://c.example/\"\n  keyring = \"/etc/apt/keyrings/c.gpg\"\n}",
+		"d.sources is not captured: it names 2 URLs",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("spec lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "archive.ubuntu.com") {
+		t.Errorf("Ubuntu's archive is captured:\n%s", got)
 	}
 }

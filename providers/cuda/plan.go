@@ -72,7 +72,17 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(_ string, up version.Version) bool { return up.Trunc(2).Equal(minor) },
-		OS:     repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+		// The spec names the release, which Debian's package carries
+		// after a tilde, as the toolkit's version.json does.
+		Release: func(raw string, up version.Version) version.Version {
+			if rel, comp := DebianToolkitVersion(raw); comp != "" {
+				if v, err := version.Parse(rel); err == nil {
+					return v
+				}
+			}
+			return up
+		},
+		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
 		Archive: req.Desired.Archive, Source: d.Source,
 	})
 	if err != nil {

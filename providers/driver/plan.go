@@ -61,6 +61,7 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 		return resp
 	}
 	if install != nil {
+		resp.Warnings = append(resp.Warnings, kernelsWithoutModule(req, install)...)
 		resp.Steps = append(resp.Steps, *install)
 		if purge := purgeStep(obs, d, req.Desired.Manager); purge != nil {
 			// The reload after the install puts the new module in
@@ -177,6 +178,16 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		installs = strings.Join(each, ", ")
 	}
 	why = append(why, fmt.Sprintf("installs %s (%s kernel modules)", installs, d.KernelModules))
+	signed := d.Signed.Pins()
+	for _, p := range signed {
+		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: p.Version})
+	}
+	switch {
+	case len(signed) > 0:
+		why = append(why, signedWhy(d))
+	case d.ModulesWhy != "":
+		why = append(why, d.ModulesWhy)
+	}
 	if d.KernelModules == spec.KernelModulesNone {
 		why = append(why, "the driver's userspace only: nvidia-smi, NVML and the CUDA driver library, with what they depend on at exactly this version (nvidia-alternative, libnvidia-ptxjitcompiler1 …); their recommended kernel module must not be installed with them")
 	}
@@ -195,9 +206,14 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if len(before) > 0 {
 		step.Before = before
 	}
+	if len(signed) > 0 {
+		step.After[planner.AfterSignedModules] = planner.ShownPins(signed)
+	}
 	if d.KernelModules != spec.KernelModulesNone {
 		step.Flags.NeedsReboot = true
-		step.Flags.BuildsKernelModule = true
+		// Ubuntu's signed modules come built: nothing is compiled, and
+		// the kernel's own key signed them.
+		step.Flags.BuildsKernelModule = len(signed) == 0
 		if obs.Driver.ModuleVersion != "" {
 			step.Flags.NeedsModuleReload = true
 			step.Flags.InterruptsGPUProcesses = gpuBusy(obs)
@@ -361,6 +377,16 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 		return nil
 	}
 	names := repository.Names(d.Packages)
+	if d.Signed != nil {
+		// Each kernel's signed modules are held with the driver they
+		// were built for; their meta package is not, so that it goes on
+		// bringing the modules of new kernels.
+		for _, k := range d.Signed.Kernels {
+			for _, p := range k.Packages {
+				names = append(names, p.Name)
+			}
+		}
+	}
 	present := slices.ContainsFunc(names, func(n string) bool { _, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); return ok })
 	if install == nil && !present && len(alike) > 0 {
 		// The driver in place under other names is the one to hold.
@@ -414,7 +440,7 @@ func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriv
 		return nil
 	}
 	want := d.PersistenceMode.Value
-	enabled, known := p.persistencedEnabled(obs)
+	enabled, known := PersistenceEnabled(obs)
 	if known && enabled == want {
 		return nil
 	}
@@ -459,9 +485,10 @@ func withoutSystemd(in facts.Init) string {
 	return fmt.Sprintf("systemd is not process 1 here (%s is)", in.PID1)
 }
 
-// persistencedEnabled tells whether persistence is on: from NVML when it
-// reports every device, else from the service's enablement link.
-func (p Provider) persistencedEnabled(obs *facts.Observation) (enabled, known bool) {
+// PersistenceEnabled tells whether persistence is on: from NVML when it
+// reports every device, else from the service's enablement link. init
+// states it as persistence_mode by this same rule.
+func PersistenceEnabled(obs *facts.Observation) (enabled, known bool) {
 	if len(obs.NVML.Devices) > 0 {
 		all := true
 		for _, dev := range obs.NVML.Devices {
@@ -491,7 +518,9 @@ func (p Provider) persistencedEnabled(obs *facts.Observation) (enabled, known bo
 
 // driverPackage matches the packages that make up an installed driver,
 // for removing it.
-var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|compute-utils|smi|alternative|persistenced|modprobe|vdpau-driver|egl|settings|tesla)|libnvidia-|libcuda1|cuda-drivers|kmod-nvidia|xserver-xorg-video-nvidia|firmware-nvidia-gsp)`)
+// Ubuntu's signed prebuilt modules (linux-modules-nvidia-*, with their
+// objects, signatures and meta packages) are the driver's too.
+var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|compute-utils|smi|alternative|persistenced|modprobe|vdpau-driver|egl|settings|tesla)|libnvidia-|libcuda1|cuda-drivers|kmod-nvidia|xserver-xorg-video-nvidia|firmware-nvidia-gsp|linux-(modules|objects|signatures)-nvidia-)`)
 
 // removeDriver plans the removal of every installed driver package.
 func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step {

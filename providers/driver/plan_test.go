@@ -167,6 +167,20 @@ func TestPlan(t *testing.T) {
 			},
 		},
 		{
+			name:    "removing Ubuntu's driver with its signed modules",
+			fixture: "ubuntu2204-h100-fresh",
+			pkgs: []facts.Package{planInstalled("nvidia-driver-550-open", "550.120-0ubuntu0.22.04.1", false),
+				planInstalled("linux-modules-nvidia-550-open-5.15.0-105-generic", "5.15.0-105.115", false),
+				planInstalled("linux-objects-nvidia-550-open-5.15.0-105-generic", "5.15.0-105.115", false),
+				planInstalled("linux-signatures-nvidia-5.15.0-105-generic", "5.15.0-105.115", false),
+				planInstalled("linux-modules-nvidia-550-open-generic", "5.15.0-105.115", false),
+				planInstalled("linux-modules-5.15.0-105-generic", "5.15.0-105.115", false)},
+			src: "driver {\n  absent = true\n}\n",
+			want: []planStep{
+				{"driver", planner.Delete, "-nvidia-driver-550-open -linux-modules-nvidia-550-open-5.15.0-105-generic -linux-objects-nvidia-550-open-5.15.0-105-generic -linux-signatures-nvidia-5.15.0-105-generic -linux-modules-nvidia-550-open-generic", "absent = true removes the NVIDIA driver"},
+			},
+		},
+		{
 			name:    "NVIDIA's open driver on a fresh Ubuntu H100",
 			fixture: "ubuntu2204-h100-fresh",
 			src:     "driver {\n  version = \">= 550.54.15, < 551\"\n  source = \"nvidia\"\n  kernel_modules = \"open\"\n}\n",

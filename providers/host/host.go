@@ -793,6 +793,15 @@ func (ExecRunner) Run(ctx context.Context, c Command) error {
 	return nil
 }
 
+// RunTool runs a program of the machine gpuenv runs on, never the root's,
+// whichever the root: observation reads a root's files with the machine's
+// own tools, so that looking at a root (an image, a disk being prepared)
+// never starts a program that root brought. The files it reads come to it
+// as descriptors gpuenv opened inside the root (c.ExtraFiles).
+func (h *Host) RunTool(ctx context.Context, c Command) error {
+	return h.runner.Run(ctx, c)
+}
+
 // Run runs c inside the root: as it is on a live root, under chroot(8)
 // otherwise, so that a package manager changes the root and never the
 // machine running gpuenv.

@@ -144,11 +144,14 @@ func headersPackage(obs *facts.Observation, release string) string {
 }
 
 // headersStep installs the running kernel's headers when a DKMS-built
-// module will be installed and they are missing.
+// module will be installed and they are missing; none for Ubuntu's signed
+// prebuilt modules (planner.DesiredDriver.Signed).
 func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *planner.Warning) {
 	d := req.Desired.Driver
 	obs := req.Facts
-	if d.Absent || d.KernelModules == spec.KernelModulesNone || req.Desired.Manager == "" {
+	if d.Absent || d.KernelModules == spec.KernelModulesNone || req.Desired.Manager == "" || d.Signed != nil {
+		// Ubuntu's signed modules come built for the kernel: nothing
+		// is compiled against its headers.
 		return nil, nil
 	}
 	release := obs.Kernel.Release

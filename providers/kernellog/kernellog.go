@@ -49,9 +49,9 @@ const JournalDir = "/var/log/journal"
 // permission, a container without it) and on another root, the first
 // syslog file that holds the kernel's messages, back to the last boot
 // it records, continued into its rotated predecessor when that boot
-// started earlier; and failing any, the journal's files, through the
-// root's own journalctl (gpuenv does not read the journal's binary
-// format itself). It returns nil when no log was found.
+// started earlier; and failing any, the journal's files, through this
+// machine's journalctl (gpuenv does not read the journal's binary format
+// itself, and never starts a program of the root it observes). It returns nil when no log was found.
 func Observe(ctx context.Context, h *host.Host, lim Limits) *facts.KernelLog {
 	deadline := time.Now().Add(lim.Time)
 	log := &facts.KernelLog{}

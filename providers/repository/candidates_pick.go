@@ -14,6 +14,16 @@ import (
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
+// fits tells whether a version (raw, and its upstream part) is one the
+// query admits.
+func (q PickQuery) fits(raw string, up version.Version) bool {
+	v := up
+	if q.Release != nil {
+		v = q.Release(raw, up)
+	}
+	return q.Versions.Check(v) && (q.Accept == nil || q.Accept(raw, up))
+}
+
 // PickQuery asks for one version at which a set of packages can be
 // installed together.
 type PickQuery struct {
@@ -24,6 +34,10 @@ type PickQuery struct {
 	// Accept, when set, must also hold for a version (the raw package
 	// version and its upstream part).
 	Accept func(raw string, upstream version.Version) bool
+	// Release, when set, is the version Versions constrains where that is
+	// not the upstream part: Debian's nvidia-cuda-toolkit
+	// 11.8.89~11.8.0-5~deb12u1 is CUDA 11.8.0, the release after the tilde.
+	Release func(raw string, upstream version.Version) version.Version
 	// OS and OSVersion name the table of distribution archives used when
 	// the package manager lists nothing yet.
 	OS, OSVersion string
@@ -108,7 +122,7 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 		others[p.Name] = vs
 	}
 	picked, versions, rejected := pkgdb.PickVersions(string(q.Manager), listed, others, func(raw string, up version.Version) bool {
-		return q.Versions.Check(up) && (q.Accept == nil || q.Accept(raw, up))
+		return q.fits(raw, up)
 	})
 	if picked != "" {
 		if row, fromTable := table[picked]; fromTable {
@@ -153,7 +167,7 @@ func pickOffered(q PickQuery) (Picked, error) {
 	var rejected []string
 	for _, o := range offers {
 		up, err := pkgdb.UpstreamVersion(string(q.Manager), o.Version)
-		if err != nil || !q.Versions.Check(up) || q.Accept != nil && !q.Accept(o.Version, up) {
+		if err != nil || !q.fits(o.Version, up) {
 			rejected = append(rejected, o.Version)
 			continue
 		}

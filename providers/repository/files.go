@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/pgpkey"
 )
 
 // ownFileDirs are where gpuenv writes repository files, each named
@@ -25,13 +26,14 @@ var KeyringDirs = append(slices.Clone(keyringDirs[false]), keyringDirs[true]...)
 
 // ObserveFiles digests gpuenv's own repository files and the keyrings of
 // a host of the package family: those in the family's KeyringDirs, and
-// any other that one of gpuenv's files names
-// (Signed-By, gpgkey=file://). The repository planner compares the files
-// with what the spec asks them to hold, and warns about a missing
-// keyring, from these alone. Missing directories and files are simply
-// absent; the observation of sources (Observe) warns about unreadable
-// directories.
-func ObserveFiles(h *host.Host, family string) facts.RepositoryFiles {
+// any other that one of gpuenv's files or one of the enabled sources
+// names (Signed-By, gpgkey=file://), with the fingerprints of the keys
+// each holds. The repository planner compares the files with what the
+// spec asks them to hold, checks a key_fingerprint, and warns about a
+// missing keyring, from these alone. Missing directories and files are
+// simply absent; the observation of sources (Observe) warns about
+// unreadable directories.
+func ObserveFiles(h *host.Host, family string, sources ...facts.Repository) facts.RepositoryFiles {
 	rpm := family == "rpm"
 	out := facts.RepositoryFiles{Files: []facts.FileDigest{}, Keyrings: []facts.FileDigest{}}
 	var named []string
@@ -51,15 +53,21 @@ func ObserveFiles(h *host.Host, family string) facts.RepositoryFiles {
 			out.Files = append(out.Files, d)
 		}
 	}
+	for _, s := range sources {
+		for _, k := range s.Keys {
+			if k = strings.TrimPrefix(k, "file://"); strings.HasPrefix(k, "/") {
+				named = append(named, path.Clean(k))
+			}
+		}
+	}
 	for _, dir := range keyringDirs[rpm] {
 		entries, _ := h.ReadDir(dir)
 		for _, e := range entries {
 			if e.IsDir() {
 				continue
 			}
-			f := path.Join(dir, e.Name())
-			if sum, err := h.SHA256(f); err == nil {
-				out.Keyrings = append(out.Keyrings, facts.FileDigest{Path: f, SHA256: sum})
+			if d, ok := readKeyring(h, path.Join(dir, e.Name())); ok {
+				out.Keyrings = append(out.Keyrings, d)
 			}
 		}
 	}
@@ -67,12 +75,33 @@ func ObserveFiles(h *host.Host, family string) facts.RepositoryFiles {
 		if slices.ContainsFunc(out.Keyrings, func(d facts.FileDigest) bool { return d.Path == k }) {
 			continue
 		}
-		if sum, err := h.SHA256(k); err == nil {
-			out.Keyrings = append(out.Keyrings, facts.FileDigest{Path: k, SHA256: sum})
+		if d, ok := readKeyring(h, k); ok {
+			out.Keyrings = append(out.Keyrings, d)
 		}
 	}
 	slices.SortFunc(out.Keyrings, func(a, b facts.FileDigest) int { return strings.Compare(a.Path, b.Path) })
 	return out
+}
+
+// readKeyring digests a keyring and names its keys; false when there is
+// no file to digest. A file too large for a keyring is digested but not
+// read for keys (pgpkey.MaxKeyring).
+func readKeyring(h *host.Host, p string) (facts.FileDigest, bool) {
+	data, err := h.ReadFileLimit(p, pgpkey.MaxKeyring)
+	if err != nil {
+		sum, err := h.SHA256(p)
+		if err != nil {
+			return facts.FileDigest{}, false
+		}
+		return facts.FileDigest{Path: p, SHA256: sum, KeyError: err.Error()}, true
+	}
+	d := facts.FileDigest{Path: p, SHA256: host.SHA256Of(data)}
+	if fps, err := pgpkey.Fingerprints(data); err != nil {
+		d.KeyError = err.Error()
+	} else {
+		d.Fingerprints = fps
+	}
+	return d, true
 }
 
 // keyringsNamed returns the absolute keyring paths a deb822 sources file

@@ -104,19 +104,24 @@ func ParseSourcesList(file string, data []byte) []facts.Repository {
 			continue
 		}
 		f = f[1:]
+		var keys, others []string
 		if strings.HasPrefix(f[0], "[") {
+			var opts []string
 			for len(f) > 0 && !strings.HasSuffix(f[0], "]") {
+				opts = append(opts, f[0])
 				f = f[1:]
 			}
 			if len(f) == 0 {
 				continue
 			}
+			opts = append(opts, f[0])
 			f = f[1:]
+			keys, others = sourceOptions(strings.Trim(strings.Join(opts, " "), "[]"))
 		}
 		if len(f) < 2 {
 			continue
 		}
-		out = append(out, facts.Repository{File: file, URIs: f[:1], Suites: f[1:2], Components: orNil(f[2:])})
+		out = append(out, facts.Repository{File: file, URIs: f[:1], Suites: f[1:2], Components: orNil(f[2:]), Keys: keys, Options: others})
 	}
 	return out
 }
@@ -129,7 +134,7 @@ func ParseDeb822(file string, data []byte) []facts.Repository {
 	last := ""
 	flush := func() {
 		if len(fields) > 0 && slices.Contains(strings.Fields(fields["types"]), "deb") && !strings.EqualFold(fields["enabled"], "no") {
-			out = append(out, facts.Repository{File: file, URIs: orNil(strings.Fields(fields["uris"])), Suites: orNil(strings.Fields(fields["suites"])), Components: orNil(strings.Fields(fields["components"]))})
+			out = append(out, facts.Repository{File: file, URIs: orNil(strings.Fields(fields["uris"])), Suites: orNil(strings.Fields(fields["suites"])), Components: orNil(strings.Fields(fields["components"])), Keys: signedBy(fields["signed-by"]), Options: deb822Options(fields)})
 		}
 		fields, last = map[string]string{}, ""
 	}
@@ -166,13 +171,15 @@ func ParseRepoFile(file string, data []byte) []facts.Repository {
 			return
 		}
 		uris := strings.FieldsFunc(cur["baseurl"], func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+		from := ""
 		for _, k := range []string{"metalink", "mirrorlist"} {
 			if len(uris) == 0 && cur[k] != "" {
-				uris = []string{cur[k]}
+				uris, from = []string{cur[k]}, k
 			}
 		}
 		prio, _ := strconv.Atoi(cur["priority"])
-		out = append(out, facts.Repository{File: file, ID: id, URIs: orNil(uris), Priority: prio})
+		keys := strings.FieldsFunc(cur["gpgkey"], func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+		out = append(out, facts.Repository{File: file, ID: id, URIs: orNil(uris), Priority: prio, Keys: orNil(keys), GPGCheck: cur["gpgcheck"] == "1", URIsFrom: from})
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		t := strings.TrimSpace(line)
@@ -195,6 +202,46 @@ func ParseRepoFile(file string, data []byte) []facts.Repository {
 	}
 	flush()
 	return out
+}
+
+// sourceOptions reads a one-line source's options ("arch=amd64
+// signed-by=/usr/share/keyrings/x.gpg"): signed-by's comma-separated
+// keys, and the other options as written.
+func sourceOptions(opts string) (keys, others []string) {
+	for _, o := range strings.Fields(opts) {
+		if k, v, ok := strings.Cut(o, "="); ok && strings.EqualFold(k, "signed-by") {
+			keys = orNil(strings.Split(v, ","))
+			continue
+		}
+		others = append(others, o)
+	}
+	return keys, others
+}
+
+// deb822Known are the fields of a deb822 stanza that Repository holds.
+var deb822Known = []string{"types", "uris", "suites", "components", "signed-by", "enabled"}
+
+// deb822Options are a stanza's other fields, as "Name: value" with the
+// name lower-cased as the stanza is read.
+func deb822Options(fields map[string]string) []string {
+	var out []string
+	for k, v := range fields {
+		if !slices.Contains(deb822Known, k) {
+			out = append(out, k+": "+v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// signedBy reads a deb822 Signed-By field: keyring paths or fingerprints
+// separated by commas or spaces. A field holding an armored key itself
+// (a multi-line value) is kept as one entry, the key's text.
+func signedBy(v string) []string {
+	if strings.Contains(v, "BEGIN PGP") {
+		return []string{v}
+	}
+	return orNil(strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }))
 }
 
 // setField reads a "key: value" (or, with sep "=", "key=value") line into

@@ -14,8 +14,9 @@ import (
 func TestObserveApt(t *testing.T) {
 	root := t.TempDir()
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list", "deb http://archive.ubuntu.com/ubuntu/ jammy main restricted\n# deb http://archive.ubuntu.com/ubuntu/ jammy-backports main\ndeb-src http://archive.ubuntu.com/ubuntu/ jammy main\n")
-	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", "deb [arch=amd64 signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n")
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/ppa.sources", "Types: deb\nURIs: https://ppa.launchpadcontent.net/graphics-drivers/ppa/ubuntu/\nSuites: jammy\nComponents: main\nEnabled: no\n")
+	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/toolkit.sources", "Types: deb\nURIs: https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)\nSuites: /\nArchitectures: amd64\nSigned-By: /etc/apt/keyrings/a.gpg,\n /etc/apt/keyrings/b.gpg\n")
 	// apt ignores what does not end in .list or .sources.
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/old.list.save", "deb http://old.example/ jammy main\n")
 	h := hosttest.New(t, root)
@@ -25,7 +26,8 @@ func TestObserveApt(t *testing.T) {
 	}
 	want := []facts.Repository{
 		{File: "/etc/apt/sources.list", URIs: []string{"http://archive.ubuntu.com/ubuntu/"}, Suites: []string{"jammy"}, Components: []string{"main", "restricted"}},
-		{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}, Suites: []string{"/"}},
+		{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}, Suites: []string{"/"}, Keys: []string{"/usr/share/keyrings/cuda-archive-keyring.gpg"}, Options: []string{"arch=amd64"}},
+		{File: "/etc/apt/sources.list.d/toolkit.sources", URIs: []string{"https://nvidia.github.io/libnvidia-container/stable/deb/$(ARCH)"}, Suites: []string{"/"}, Keys: []string{"/etc/apt/keyrings/a.gpg", "/etc/apt/keyrings/b.gpg"}, Options: []string{"architectures: amd64"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("repositories (-want +got):\n%s", diff)
@@ -36,7 +38,7 @@ func TestObserveApt(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, warns = Observe(h, "deb")
-	if len(got) != 2 || len(warns) != 1 || warns[0].Path != "/etc/apt/sources.list.d/broken.list" {
+	if len(got) != 3 || len(warns) != 1 || warns[0].Path != "/etc/apt/sources.list.d/broken.list" {
 		t.Errorf("unreadable file: %v, %v", got, warns)
 	}
 }
@@ -57,6 +59,7 @@ enabled=1
 name=cuda-rhel9-x86_64
 baseurl=https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64
 enabled=1
+gpgcheck=1
 gpgkey=https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/D42D0685.pub
 
 [epel]
@@ -74,8 +77,8 @@ enabled=0
 	got := ParseRepoFile("/etc/yum.repos.d/x.repo", []byte(data))
 	f := "/etc/yum.repos.d/x.repo"
 	want := []facts.Repository{
-		{File: f, ID: "cuda-rhel9-x86_64", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"}},
-		{File: f, ID: "epel", URIs: []string{"https://mirrors.fedoraproject.org/metalink?repo=epel-9&arch=$basearch"}},
+		{File: f, ID: "cuda-rhel9-x86_64", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"}, Keys: []string{"https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/D42D0685.pub"}, GPGCheck: true},
+		{File: f, ID: "epel", URIs: []string{"https://mirrors.fedoraproject.org/metalink?repo=epel-9&arch=$basearch"}, URIsFrom: "metalink"},
 		{File: f, ID: "mirrors", URIs: []string{"http://a.example/el9/", "http://b.example/el9/", "http://c.example/el9/"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

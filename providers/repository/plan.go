@@ -59,9 +59,15 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	p.expect(req)
 	for _, r := range req.Spec.Repositories {
 		files, diags := p.repositoryFiles(r, family)
+		if d := checkKey(req.Facts.RepositoryFiles, r); d != nil {
+			diags = append(diags, d)
+		}
 		resp.Diagnostics = append(resp.Diagnostics, diags...)
 		if diags.HasErrors() {
 			continue
+		}
+		if !r.IsAbsent() {
+			files = withoutHostSource(req.Facts, r, family, files)
 		}
 		if s := fileStep(req.Facts.RepositoryFiles, "repository."+r.Name, r.IsAbsent(), files, fmt.Sprintf("repository %q (%s)", r.Name, r.URL.Value)); s != nil {
 			if s.After != nil {
@@ -71,9 +77,16 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		}
 		if !r.IsAbsent() && strings.HasPrefix(r.Keyring.Value, "/") {
 			if !hasKeyring(req.Facts.RepositoryFiles, r.Keyring.Value) {
+				detail := fmt.Sprintf("apt refuses a repository whose Signed-By key it cannot read. Put the repository's key at %s before applying (for NVIDIA's repositories, the cuda-keyring package installs it).", r.Keyring.Value)
+				if family == "rpm" {
+					detail = fmt.Sprintf("dnf refuses the packages of a repository with gpgcheck=1 whose key it cannot read. Put the repository's key at %s before applying.", r.Keyring.Value)
+				}
+				if fp := r.KeyFingerprint.Value; fp != "" {
+					detail += fmt.Sprintf(" key_fingerprint asks for the key %s; gpuenv checks it once the keyring is there, and refuses another.", fp)
+				}
 				resp.Warnings = append(resp.Warnings, planner.Warning{
 					Summary:  fmt.Sprintf("The keyring of repository %q is missing", r.Name),
-					Detail:   fmt.Sprintf("apt refuses a repository whose Signed-By key it cannot read. Put the repository's key at %s before applying (for NVIDIA's repositories, the cuda-keyring package installs it).", r.Keyring.Value),
+					Detail:   detail,
 					Evidence: []string{keyringEvidence(r.Keyring.Value)},
 				})
 			}
@@ -281,6 +294,141 @@ func fileDigest(files []facts.FileDigest, p string) (sum string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// checkKey refuses a repository whose key_fingerprint names another key
+// than the observed keyring holds, or whose keyring holds more keys than
+// that one, which the package manager would trust as well. A keyring not
+// there yet is the missing-keyring warning's.
+func checkKey(observed facts.RepositoryFiles, r *spec.Repository) *hcl.Diagnostic {
+	want := r.KeyFingerprint.Value
+	if r.IsAbsent() || want == "" || !strings.HasPrefix(r.Keyring.Value, "/") {
+		return nil
+	}
+	kr, ok := keyring(observed, r.Keyring.Value)
+	if !ok {
+		return nil
+	}
+	refuse := func(summary, detail string) *hcl.Diagnostic {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: r.KeyFingerprint.Range.Ptr()}
+	}
+	switch {
+	case kr.KeyError != "":
+		return refuse(fmt.Sprintf("The keyring of repository %q cannot be checked", r.Name),
+			fmt.Sprintf("%s is not a keyring gpuenv can read the key of (%s), so it cannot tell whether it holds the key %s that key_fingerprint names. Replace it with the repository's key as gpg --export writes it.", kr.Path, kr.KeyError, want))
+	case !slices.Contains(kr.Fingerprints, want):
+		return refuse(fmt.Sprintf("The keyring of repository %q holds another key", r.Name),
+			fmt.Sprintf("key_fingerprint names the key %s, and %s holds %s. The package manager would trust packages signed by %s. Check where the keyring came from; if the repository's key changed, verify the new one from its publisher and update key_fingerprint.",
+				want, kr.Path, strings.Join(kr.Fingerprints, ", "), map[bool]string{true: "that key", false: "those keys"}[len(kr.Fingerprints) == 1]))
+	case len(kr.Fingerprints) > 1:
+		return refuse(fmt.Sprintf("The keyring of repository %q holds more keys than the one it names", r.Name),
+			fmt.Sprintf("key_fingerprint names the key %s, and %s holds %s as well; the package manager would trust packages signed by any of them. Put only the repository's key in the keyring.",
+				want, kr.Path, strings.Join(slices.DeleteFunc(slices.Clone(kr.Fingerprints), func(f string) bool { return f == want }), ", ")))
+	}
+	return nil
+}
+
+// keyring finds the observed keyring at p.
+func keyring(observed facts.RepositoryFiles, p string) (facts.FileDigest, bool) {
+	p = path.Clean(p)
+	for _, d := range observed.Keyrings {
+		if d.Path == p {
+			return d, true
+		}
+	}
+	return facts.FileDigest{}, false
+}
+
+// withoutHostSource leaves out of files the source file of a repository
+// that the host's own configuration already enables as the block asks
+// (the same URL, suites and components, trusting the same keyring, and,
+// for dnf, checking signatures): writing it again would make a second
+// entry for one repository, which apt refuses when their keys differ.
+// A pin file stays unless the indexes show the repository at the
+// block's priority already. gpuenv's own files are compared as always.
+func withoutHostSource(obs *facts.Observation, r *spec.Repository, family string, files []repoFile) []repoFile {
+	if len(files) == 0 {
+		return files
+	}
+	own := files[0].Path
+	if _, exists := fileDigest(obs.RepositoryFiles.Files, own); exists {
+		return files
+	}
+	src, ok := HostSource(obs, r, family)
+	if !ok {
+		return files
+	}
+	rest := files[1:]
+	if len(rest) > 0 && rest[0].Content != "" && pinnedAlready(obs.PackageIndexes, src, r.Priority.Value) {
+		rest = rest[1:]
+	}
+	return rest
+}
+
+// HostSource finds the source, configured by the host outside gpuenv's
+// files, that enables the repository a block describes.
+func HostSource(obs *facts.Observation, r *spec.Repository, family string) (facts.Repository, bool) {
+	want := strings.TrimSuffix(r.URL.Value, "/")
+	keyring := r.Keyring.Value
+	for _, s := range obs.Repositories {
+		if strings.HasPrefix(path.Base(s.File), "gpuenv-") {
+			continue
+		}
+		if !slices.ContainsFunc(s.URIs, func(u string) bool { return strings.TrimSuffix(u, "/") == want }) {
+			continue
+		}
+		if family == "rpm" {
+			if keyring == "" || (s.GPGCheck && slices.ContainsFunc(s.Keys, func(k string) bool { return sameKeyRef(k, keyring) })) {
+				return s, true
+			}
+			continue
+		}
+		if len(s.URIs) != 1 || !sameSet(s.Suites, r.Suites.Or(spec.DefaultSuites)) || !sameSet(s.Components, r.Components.Value) {
+			continue
+		}
+		if (keyring == "" && len(s.Keys) == 0) || (len(s.Keys) == 1 && sameKeyRef(s.Keys[0], keyring)) {
+			return s, true
+		}
+	}
+	return facts.Repository{}, false
+}
+
+// sameKeyRef compares keyring references, a path and a file:// URL of it
+// alike.
+func sameKeyRef(a, b string) bool {
+	norm := func(k string) string {
+		if strings.HasPrefix(k, "file://") {
+			return path.Clean(strings.TrimPrefix(k, "file://"))
+		}
+		if strings.HasPrefix(k, "/") {
+			return path.Clean(k)
+		}
+		return k
+	}
+	return norm(a) == norm(b)
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// pinnedAlready tells whether apt gives every index of the source the
+// priority wanted, as the package indexes show.
+func pinnedAlready(ix facts.PackageIndexes, src facts.Repository, priority int) bool {
+	found := false
+	for _, i := range ix.Indexes {
+		if i.Source.File != src.File || !slices.Contains(src.URIs, i.Source.URI) {
+			continue
+		}
+		if i.Priority != priority {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // hasKeyring tells whether the keyring at p was observed.

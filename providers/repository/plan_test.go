@@ -227,26 +227,34 @@ func TestParseSources(t *testing.T) {
 
 // TestObserveFiles: gpuenv's own files of the host's package family are
 // digested and others passed over; keyrings are those of the family's
-// usual directories and those gpuenv's files name elsewhere, present
-// ones only.
+// usual directories and those gpuenv's files or the host's sources name
+// elsewhere, present ones only, each with the fingerprints of its keys
+// or why it has none.
 func TestObserveFiles(t *testing.T) {
 	root := t.TempDir()
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/gpuenv-mirror.sources", "Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")
 	hosttest.WriteFile(t, root, "/etc/apt/sources.list.d/other.list", "deb [signed-by=/srv/keys/other.gpg] http://other/ /\n")
 	hosttest.WriteFile(t, root, "/etc/yum.repos.d/gpuenv-cuda.repo", "[gpuenv-cuda]\ngpgkey=file:///srv/keys/missing.gpg\n")
 	hosttest.WriteFile(t, root, "/srv/keys/mirror.gpg", "mirror key")
-	hosttest.WriteFile(t, root, "/srv/keys/other.gpg", "other key")
+	cudaKey, err := os.ReadFile(filepath.Join(hosttest.TestdataDir(t), "keys", "fixture-cuda.gpg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.WriteFile(t, root, "/srv/keys/other.gpg", string(cudaKey))
 	hosttest.WriteFile(t, root, "/usr/share/keyrings/debian-archive-keyring.gpg", "debian key")
 	h, _ := host.New(root)
-	got := ObserveFiles(h, "deb")
+	sources, _ := Observe(h, "deb")
+	got := ObserveFiles(h, "deb", sources...)
 	sum := func(s string) string { return planner.Digest(s) }
+	const notKey = "not an OpenPGP keyring: a packet header lacks its first bit"
 	want := facts.RepositoryFiles{
 		Files: []facts.FileDigest{
 			{Path: "/etc/apt/sources.list.d/gpuenv-mirror.sources", SHA256: sum("Types: deb\nURIs: http://mirror/\nSuites: /\nSigned-By: /srv/keys/mirror.gpg\n")},
 		},
 		Keyrings: []facts.FileDigest{
-			{Path: "/srv/keys/mirror.gpg", SHA256: sum("mirror key")},
-			{Path: "/usr/share/keyrings/debian-archive-keyring.gpg", SHA256: sum("debian key")},
+			{Path: "/srv/keys/mirror.gpg", SHA256: sum("mirror key"), KeyError: notKey},
+			{Path: "/srv/keys/other.gpg", SHA256: sum(string(cudaKey)), Fingerprints: []string{"7D5AB3C8EA6E6296C742F6104948E0156F695994"}},
+			{Path: "/usr/share/keyrings/debian-archive-keyring.gpg", SHA256: sum("debian key"), KeyError: notKey},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -269,5 +277,106 @@ func TestParseSourcesListLongLine(t *testing.T) {
 	got := ParseSourcesList("s.list", []byte(data))
 	if len(got) != 1 || got[0].URIs[0] != "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/" {
 		t.Errorf("after a 128 KiB comment: %+v", got)
+	}
+}
+
+// keyFile is one of the fixtures' keys (testdata/keys).
+func keyFile(t *testing.T, name string) string {
+	data, err := os.ReadFile(filepath.Join(hosttest.TestdataDir(t), "keys", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+const fixtureCUDAKey = "7D5AB3C8EA6E6296C742F6104948E0156F695994"
+
+// TestPlanKeyFingerprint: a keyring holding exactly the named key
+// passes; another key, a key more, or a file that is no keyring are
+// refused at key_fingerprint, naming what the keyring holds; a keyring
+// not there yet is a warning that names the key wanted.
+func TestPlanKeyFingerprint(t *testing.T) {
+	const kr = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+	specText := "repository \"cuda\" {\n  url             = \"https://example.com/repo/\"\n  keyring         = \"" + kr + "\"\n  key_fingerprint = \"" + fixtureCUDAKey + "\"\n}\n"
+	for name, tc := range map[string]struct {
+		key     string // "" when there is none
+		summary string
+		detail  string
+	}{
+		"same key":        {key: keyFile(t, "fixture-cuda.gpg")},
+		"other key":       {key: keyFile(t, "fixture-other.asc"), summary: `The keyring of repository "cuda" holds another key`, detail: "holds 8E48DF5BF0BD1A8947BE2652DC1F376763516D09"},
+		"key more":        {key: keyFile(t, "fixture-both.gpg"), summary: `The keyring of repository "cuda" holds more keys than the one it names`, detail: "holds 8E48DF5BF0BD1A8947BE2652DC1F376763516D09 as well"},
+		"no keyring file": {key: "key", summary: `The keyring of repository "cuda" cannot be checked`, detail: "not an OpenPGP keyring"},
+		"missing":         {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.key != "" {
+				hosttest.WriteFile(t, root, kr, tc.key)
+			}
+			h := hosttest.New(t, root)
+			obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, RepositoryFiles: ObserveFiles(h, "deb")}
+			plan, diags := planner.New(Provider{}).Plan(context.Background(), plantest.LoadSpec(t, specText), obs)
+			if tc.summary == "" {
+				if diags.HasErrors() {
+					t.Fatalf("refused: %v", diags)
+				}
+				warned := plan != nil && slices.ContainsFunc(plan.Warnings, func(w planner.Warning) bool {
+					return strings.Contains(w.Detail, "key_fingerprint asks for the key "+fixtureCUDAKey)
+				})
+				if warned != (tc.key == "") {
+					t.Errorf("warning that names the key wanted: %v, want %v (%+v)", warned, tc.key == "", plan)
+				}
+				return
+			}
+			if len(diags) != 1 || diags[0].Summary != tc.summary || !strings.Contains(diags[0].Detail, tc.detail) || !strings.Contains(diags[0].Detail, fixtureCUDAKey) || diags[0].Subject.Start.Line != 4 {
+				t.Errorf("diagnostics %v; want %q saying %q and the key wanted, at key_fingerprint", diags, tc.summary, tc.detail)
+			}
+		})
+	}
+}
+
+// TestPlanHostSource: a repository the host's own sources enable as the
+// block asks is not written again (a second entry for one repository,
+// which apt refuses when the keys differ), nor its pin when the indexes
+// show the priority; a source that differs in its key or suites is not
+// the same repository, and gpuenv writes its own.
+func TestPlanHostSource(t *testing.T) {
+	const list = "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list"
+	const url = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+	for name, tc := range map[string]struct {
+		line     string
+		priority int // of the source's index; 0: no index
+		want     []string
+	}{
+		"same":              {line: "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] " + url + " /", priority: 600},
+		"same, not pinned":  {line: "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] " + url + " /", priority: 500, want: []string{"/etc/apt/preferences.d/gpuenv-cuda.pref"}},
+		"same, no lists":    {line: "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] " + url + " /", want: []string{"/etc/apt/preferences.d/gpuenv-cuda.pref"}},
+		"no trailing slash": {line: "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] " + strings.TrimSuffix(url, "/") + " /", priority: 600},
+		"other keyring":     {line: "deb [signed-by=/etc/apt/keyrings/other.gpg] " + url + " /", priority: 600, want: []string{"/etc/apt/sources.list.d/gpuenv-cuda.sources", "/etc/apt/preferences.d/gpuenv-cuda.pref"}},
+		"no keyring":        {line: "deb " + url + " /", priority: 600, want: []string{"/etc/apt/sources.list.d/gpuenv-cuda.sources", "/etc/apt/preferences.d/gpuenv-cuda.pref"}},
+		"other suite":       {line: "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] " + url + " ./", priority: 600, want: []string{"/etc/apt/sources.list.d/gpuenv-cuda.sources", "/etc/apt/preferences.d/gpuenv-cuda.pref"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			hosttest.WriteFile(t, root, "/usr/share/keyrings/cuda-archive-keyring.gpg", keyFile(t, "fixture-cuda.gpg"))
+			hosttest.WriteFile(t, root, list, tc.line+"\n")
+			h := hosttest.New(t, root)
+			repos, _ := Observe(h, "deb")
+			obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, Repositories: repos, RepositoryFiles: ObserveFiles(h, "deb", repos...)}
+			if tc.priority != 0 {
+				obs.PackageIndexes.Indexes = []facts.PackageIndex{{Path: "/var/lib/apt/lists/x_Packages", Source: facts.IndexSource{File: list, URI: repos[0].URIs[0], Suite: "/"}, Priority: tc.priority}}
+			}
+			plan := plantest.Plan(t, planner.New(Provider{}), plantest.LoadSpec(t, nvidiaRepo), obs)
+			var got []string
+			for _, s := range plan.Steps {
+				for _, op := range s.Operations {
+					got = append(got, op.File.Path)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("files written %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

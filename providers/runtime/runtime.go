@@ -33,11 +33,15 @@ const (
 	OverflowUID  = "/proc/sys/kernel/overflowuid"
 	SelfEnviron  = "/proc/self/environ"
 	InitEnviron  = "/proc/1/environ"
-	OSRelease    = "/proc/sys/kernel/osrelease"
-	DXG          = "/dev/dxg"
-	WSLLib       = "/usr/lib/wsl/lib"
-	DriverParams = "/proc/driver/nvidia/params"
-	PowerState   = "/sys/power/state"
+	// SystemdContainer holds the container manager's name, as systemd
+	// running in a container (systemd-nspawn's, or another manager's that
+	// follows systemd's container interface) writes it.
+	SystemdContainer = "/run/systemd/container"
+	OSRelease        = "/proc/sys/kernel/osrelease"
+	DXG              = "/dev/dxg"
+	WSLLib           = "/usr/lib/wsl/lib"
+	DriverParams     = "/proc/driver/nvidia/params"
+	PowerState       = "/sys/power/state"
 	// SuspendCount counts the successful suspends since boot: each was
 	// followed by a resume.
 	SuspendCount = "/sys/power/suspend_stats/success"
@@ -200,6 +204,26 @@ func (o *observer) container(initEnv, env map[string]string) {
 			break
 		}
 	}
+	// systemd-nspawn, and other managers that follow systemd's container
+	// interface, put container=NAME in process 1's environment, and
+	// systemd in the container writes NAME to /run/systemd/container.
+	manager := func(file, name, fact string) {
+		if name == "" {
+			return
+		}
+		if !managerName.MatchString(name) {
+			name = "unknown"
+		}
+		if !found || ct.Engine == "unknown" {
+			ct.Engine = engineOf(name)
+		}
+		found = true
+		o.saw(file, fact, name)
+	}
+	if data, ok := o.read(SystemdContainer); ok {
+		manager(SystemdContainer, strings.TrimSpace(string(data)), "%s: the container manager's name, as systemd in the container writes it")
+	}
+	manager(InitEnviron, initEnv["container"], "container=%s in process 1's environment: it runs in a container")
 	if data, ok := o.read(MountInfo); ok && rootIsOverlay(data) {
 		ct.OverlayRoot = true
 		o.saw(MountInfo, "/ is an overlay mount")
@@ -244,6 +268,23 @@ func (o *observer) container(initEnv, env map[string]string) {
 		o.c.Kind = "container"
 	}
 	o.c.Container = &ct
+}
+
+// managerName is what a container manager may call itself in
+// container= and /run/systemd/container.
+var managerName = lazyregexp.New(`^[a-z0-9][a-z0-9._-]{0,31}$`)
+
+// engineOf is the engine a container manager's name says.
+func engineOf(name string) string {
+	switch {
+	case strings.HasPrefix(name, "lxc"):
+		// lxc, lxc-libvirt
+		return "lxc"
+	case name == "oci":
+		// runc and crun say only that an OCI runtime made it.
+		return "unknown"
+	}
+	return name
 }
 
 // libcuda reports whether the driver's libcuda.so.1 is in a library

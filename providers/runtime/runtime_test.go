@@ -73,6 +73,49 @@ rootless=1
 					t.Errorf("user namespace %+v", u)
 				}
 			}},
+		{"a systemd-nspawn container booted with systemd", `
+-- run/systemd/container --
+systemd-nspawn
+-- proc/1/comm --
+systemd
+-- proc/1/environ --
+` + "container=systemd-nspawn\x00container_uuid=5a1c\x00",
+			facts.Observation{},
+			func(t *testing.T, c facts.RuntimeContext) {
+				if c.Kind != "container" || c.Container == nil || c.Container.Engine != "systemd-nspawn" {
+					t.Fatalf("%+v %+v", c, c.Container)
+				}
+				want := []facts.ContextEvidence{
+					{File: runtime.SystemdContainer, Fact: "systemd-nspawn: the container manager's name, as systemd in the container writes it"},
+					{File: runtime.InitEnviron, Fact: "container=systemd-nspawn in process 1's environment: it runs in a container"},
+				}
+				for _, w := range want {
+					if !slices.Contains(c.Evidence, w) {
+						t.Errorf("evidence %+v lacks %+v", c.Evidence, w)
+					}
+				}
+			}},
+		{"a systemd-nspawn container running a program as process 1", "-- proc/1/environ --\n" + "PATH=/usr/bin\x00container=systemd-nspawn\x00",
+			facts.Observation{},
+			func(t *testing.T, c facts.RuntimeContext) {
+				if c.Container == nil || c.Container.Engine != "systemd-nspawn" {
+					t.Errorf("%+v %+v", c, c.Container)
+				}
+			}},
+		{"an LXC container under libvirt", "-- proc/1/environ --\n" + "container=lxc-libvirt\x00",
+			facts.Observation{},
+			func(t *testing.T, c facts.RuntimeContext) {
+				if c.Container == nil || c.Container.Engine != "lxc" {
+					t.Errorf("%+v", c.Container)
+				}
+			}},
+		{"a manager's name that is no name", "-- run/systemd/container --\nno such\tname!\n",
+			facts.Observation{},
+			func(t *testing.T, c facts.RuntimeContext) {
+				if c.Container == nil || c.Container.Engine != "unknown" {
+					t.Errorf("%+v", c.Container)
+				}
+			}},
 		{"a Slurm job whose device cgroup admits no GPU", `
 -- proc/self/cgroup --
 7:devices:/slurm/uid_1000/job_77/step_0

@@ -333,7 +333,9 @@ func clip(s string) string {
 }
 
 // inChroot tells, of the live root, whether "/" is another directory
-// than process 1's root, as systemd tells a chroot (facts.Init.Chroot).
+// than process 1's root, as systemd tells a chroot (facts.Init.Chroot),
+// or no /proc is mounted at all, as in a chroot set up bare to build an
+// image.
 // It looks at this machine's own paths: the host handle follows no /proc
 // magic link, which may lead anywhere, and this one must be followed. A
 // root made to stand for the running system (host.AsRunningSystem) is
@@ -350,6 +352,11 @@ func inChroot(h *host.Host) string {
 	if err != nil {
 		if os.Geteuid() == 0 && errors.Is(err, fs.ErrPermission) {
 			return "unknown"
+		}
+		if _, err := os.Stat("/proc/self"); errors.Is(err, fs.ErrNotExist) {
+			// No /proc at all: no running system's root lacks it, and a
+			// chroot set up to build an image often does.
+			return "yes"
 		}
 		return ""
 	}

@@ -3,10 +3,13 @@ package system_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -279,5 +282,41 @@ func TestHostname(t *testing.T) {
 	}
 	if got, want := observe(t, "/").Hostname, strings.TrimSpace(string(kernel)); got != want {
 		t.Errorf("live root: hostname %q, want the kernel's %q", got, want)
+	}
+}
+
+// TestChrootWithoutProc: a process chrooted into a directory where no
+// /proc is mounted, as an image being built often is, observes its root
+// as a chroot's: no running system's root lacks /proc. The test runs
+// itself again, chrooted into an empty directory.
+func TestChrootWithoutProc(t *testing.T) {
+	if dir := os.Getenv("GPUENV_TEST_CHROOT"); dir != "" {
+		if err := syscall.Chroot(dir); err != nil {
+			fmt.Println("chroot:", err)
+			os.Exit(3)
+		}
+		if err := os.Chdir("/"); err != nil {
+			os.Exit(3)
+		}
+		h, err := host.New("/")
+		if err != nil {
+			os.Exit(3)
+		}
+		obs := &facts.Observation{}
+		system.Observe(context.Background(), h, obs)
+		fmt.Printf("chroot=%q live=%v\n", obs.Init.Chroot, obs.Init.Live)
+		os.Exit(0)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("chroot needs root")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChrootWithoutProc$")
+	cmd.Env = append(os.Environ(), "GPUENV_TEST_CHROOT="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chrooted test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `chroot="yes" live=true`) {
+		t.Errorf("chrooted into a directory without /proc, the observation says:\n%s", out)
 	}
 }

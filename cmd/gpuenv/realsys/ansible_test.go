@@ -43,7 +43,7 @@ func newFleet(t *testing.T, n int) *fleet {
 	t.Helper()
 	for _, tool := range []string{"ansible", "ansible-playbook"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("the Ansible tests need Debian's ansible package (README.md, \"Real-system tests\"): %v", err)
+			t.Fatalf("the Ansible tests need Debian's ansible package (docs/development.md, \"Real-system tests\"): %v", err)
 		}
 	}
 	f := &fleet{t: t, roots: map[string]*Root{}, dir: t.TempDir()}

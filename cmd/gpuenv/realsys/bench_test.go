@@ -33,7 +33,7 @@ func benchSpec(version string) string {
 // gpuenv's time a plain apt-get does not spend: plan (observe and plan,
 // which apply does before and after) and apt-get's dry run, which apply
 // runs only for a transaction that would change more than its pins. The
-// figures are in the README's "Wall times"; GPUENV_REALSYS_BENCH=N runs N
+// figures are in docs/development.md's "Wall times"; GPUENV_REALSYS_BENCH=N runs N
 // rounds.
 func TestDriverUpgradeWallTimes(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("GPUENV_REALSYS_BENCH"))

@@ -5,7 +5,7 @@
 // gpuenv binary into it and run gpuenv inside it with chroot, exactly as a
 // user would, against real apt, dpkg and Debian's NVIDIA packages. They need
 // root, mmdebstrap and the Debian archive, so they sit behind the build tag
-// "realsystem" and `go test ./...` never builds them. README.md ("Real-system tests") says
+// "realsystem" and `go test ./...` never builds them. docs/development.md ("Real-system tests") says
 // how to run them.
 package realsys
 
@@ -108,7 +108,7 @@ func NewHarness(dir, repo string) (*Harness, error) {
 	}
 	for _, tool := range []string{"mmdebstrap", "chroot", "tar", "dpkg-deb", "dpkg-scanpackages"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("the real-system tier needs %s (see README.md's \"Real-system tests\"): %w", tool, err)
+			return nil, fmt.Errorf("the real-system tier needs %s (see docs/development.md's \"Real-system tests\"): %w", tool, err)
 		}
 	}
 	h := &Harness{Dir: dir, Archives: filepath.Join(dir, "archives"), repo: repo, layers: map[string]*layerBuild{}}

@@ -72,7 +72,7 @@ func TestHealthPrometheus(t *testing.T) {
 	breakNode(r)
 	// Debian gives /var/lib/prometheus to the prometheus user, who could
 	// swap root's file in node-exporter/ for a link: gpuenv refuses it
-	// until the directory is root's, as the README says to make it.
+	// until the directory is root's, as docs/fleets.md says to make it.
 	res = r.Gpuenv("--root", "/srv/node", "doctor", "--prometheus", dir+"/gpuenv.prom")
 	if want := "/var/lib/prometheus is owned by uid "; res.Code != 1 || !strings.Contains(res.Stderr, want) || !strings.Contains(res.Stderr, "(prometheus) with mode 0755, not by root") {
 		t.Fatalf("doctor into the prometheus user's directory: want exit 1 and %q; %s", want, res)

@@ -17,7 +17,7 @@ const largeEnv = "GPUENV_REALSYS_LARGE"
 // satisfied, and rollback removes it again.
 func TestDistroCUDA118Toolkit(t *testing.T) {
 	if os.Getenv(largeEnv) != "1" {
-		t.Skipf("the 1.6 GB CUDA 11.8 toolkit runs only with %s=1 (README.md's \"Real-system tests\")", largeEnv)
+		t.Skipf("the 1.6 GB CUDA 11.8 toolkit runs only with %s=1 (docs/development.md's \"Real-system tests\")", largeEnv)
 	}
 	r := h.NewRoot(t, Base, Mounts{Proc: true})
 	r.WriteFile("/root/cuda/gpuenv.hcl", `cuda {

@@ -1,6 +1,19 @@
-# Captured by gpuenv init: this host's GPU stack as it was observed. gpuenv
-# plan against the same host shows no changes; on a fresh host it installs the
-# same versions. Review it before applying it elsewhere.
+# Captured by gpuenv init: this host's GPU stack as it was observed, with the
+# package repositories beyond the distribution's archive that it came from.
+# gpuenv plan against the same host shows no changes. On a fresh host of the
+# same OS and release it installs the same versions, once each repository's
+# keyring is in place as its comment says. Review it before applying it
+# elsewhere.
+
+# Configured in /etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list.
+# Its keyring /usr/share/keyrings/cuda-archive-keyring.gpg is missing on this
+# host, so the block names no key_fingerprint.
+# Its lists are not on disk (apt-get update has not fetched them), so its pin
+# priority is not known and not captured.
+repository "cuda-ubuntu2204-x86_64" {
+  url     = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+  keyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+}
 
 # The driver as installed: cuda-drivers, cuda-drivers-550,
 # nvidia-dkms-550-open, nvidia-driver-550-open.
@@ -9,6 +22,7 @@ driver {
   kernel_modules    = "open"
   source            = "nvidia"
   blacklist_nouveau = true
+  persistence_mode  = false
 }
 
 # Held: nvidia-driver-550-open; not held: cuda-drivers, cuda-drivers-550,

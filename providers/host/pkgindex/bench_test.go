@@ -30,7 +30,7 @@ func BenchmarkReadFixture(b *testing.B) {
 // BenchmarkReadLive reads this machine's lists, copied into a root of
 // their own so that the cache is not written into the machine's: cold
 // and cached as above, and the floor, which only decompresses them.
-// Figures are in the README's section on package indexes.
+// Figures are in docs/planning.md's section on package indexes.
 func BenchmarkReadLive(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("the cache is written only as root")
