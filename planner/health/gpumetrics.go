@@ -8,8 +8,10 @@ import (
 )
 
 // The per-GPU metrics. Their labels are those DCGM exporter puts on its
-// series (gpu, UUID, pci_bus_id, modelName), so that a dashboard or an
-// alert written for DCGM exporter joins them; their names are gpuenv's,
+// series (gpu, UUID, pci_bus_id, and its modelName as model_name, since
+// promtool's lint refuses a camelCase label name), so that a dashboard or
+// an alert written for DCGM exporter joins them on UUID or pci_bus_id;
+// their names are gpuenv's,
 // so that they never collide with DCGM exporter's on a node that runs
 // both, each named after the DCGM field that reports the same
 // (NVIDIA/dcgm-exporter, etc/default-counters.csv and
@@ -23,7 +25,7 @@ func gpuLabels(g facts.GPUHealth, extra ...string) []string {
 	if g.Index != nil {
 		idx = strconv.Itoa(*g.Index)
 	}
-	return append([]string{"gpu", idx, "UUID", g.UUID, "pci_bus_id", g.PCIAddress, "modelName", g.Name}, extra...)
+	return append([]string{"gpu", idx, "UUID", g.UUID, "pci_bus_id", g.PCIAddress, "model_name", g.Name}, extra...)
 }
 
 // PCIeGen is the PCIe generation whose signalling rate is gts, 0 when it

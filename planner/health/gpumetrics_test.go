@@ -40,15 +40,15 @@ func TestGPUMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := parseExposition(t, b.String())
-	g0 := "{gpu=0,UUID=GPU-0,pci_bus_id=0000:18:00.0,modelName=NVIDIA H100 80GB HBM3}"
-	g2 := "{gpu=2,UUID=GPU-2,pci_bus_id=0000:1a:00.0,modelName=}"
+	g0 := "{gpu=0,UUID=GPU-0,pci_bus_id=0000:18:00.0,model_name=NVIDIA H100 80GB HBM3}"
+	g2 := "{gpu=2,UUID=GPU-2,pci_bus_id=0000:1a:00.0,model_name=}"
 	for key, want := range map[string]string{
 		"gpuenv_gpus_healthy":    "6",
 		"gpuenv_gpus_unhealthy":  "2",
 		"gpuenv_gpu_health" + g0: "1", // Xid 13: a warning
-		"gpuenv_gpu_health{gpu=,UUID=,pci_bus_id=0000:19:00.0,modelName=}":                                       "2",
-		"gpuenv_gpu_xid_errors{gpu=,UUID=,pci_bus_id=0000:19:00.0,modelName=}":                                   "79",
-		"gpuenv_gpu_xid_events{gpu=0,UUID=GPU-0,pci_bus_id=0000:18:00.0,modelName=NVIDIA H100 80GB HBM3,xid=13}": "3",
+		"gpuenv_gpu_health{gpu=,UUID=,pci_bus_id=0000:19:00.0,model_name=}":                                       "2",
+		"gpuenv_gpu_xid_errors{gpu=,UUID=,pci_bus_id=0000:19:00.0,model_name=}":                                   "79",
+		"gpuenv_gpu_xid_events{gpu=0,UUID=GPU-0,pci_bus_id=0000:18:00.0,model_name=NVIDIA H100 80GB HBM3,xid=13}": "3",
 		"gpuenv_gpu_health" + g2:                      "2",
 		"gpuenv_gpu_row_remap_failure" + g2:           "1",
 		"gpuenv_gpu_remapped_rows_uncorrectable" + g2: "9",
@@ -58,7 +58,7 @@ func TestGPUMetrics(t *testing.T) {
 		"gpuenv_gpu_ecc_sbe_volatile" + g0:            "4",
 		"gpuenv_gpu_ecc_dbe_aggregate" + g0:           "1",
 		"gpuenv_gpu_remapped_rows_correctable" + g0:   "2",
-		"gpuenv_gpu_row_remap_banks{gpu=0,UUID=GPU-0,pci_bus_id=0000:18:00.0,modelName=NVIDIA H100 80GB HBM3,availability=high}": "2",
+		"gpuenv_gpu_row_remap_banks{gpu=0,UUID=GPU-0,pci_bus_id=0000:18:00.0,model_name=NVIDIA H100 80GB HBM3,availability=high}": "2",
 		"gpuenv_gpu_clock_throttle_reasons" + g0:       "1",
 		"gpuenv_gpu_temperature_celsius" + g0:          "41",
 		"gpuenv_gpu_slowdown_temperature_celsius" + g0: "87",

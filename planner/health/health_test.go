@@ -171,7 +171,7 @@ func TestPrometheus(t *testing.T) {
 		"gpuenv_generation_unfinished":                                     "0",
 		"gpuenv_gpus_healthy":                                              "8",
 		"gpuenv_gpus_unhealthy":                                            "0",
-		"gpuenv_gpu_health{gpu=,UUID=,pci_bus_id=0000:1f:00.0,modelName=}": "0",
+		"gpuenv_gpu_health{gpu=,UUID=,pci_bus_id=0000:1f:00.0,model_name=}": "0",
 	} {
 		if got[key] != want {
 			t.Errorf("%s = %q, want %q", key, got[key], want)

@@ -149,9 +149,9 @@ func TestHealthPrometheusGPUs(t *testing.T) {
 	}
 	prom := r.MustSh("cat /tmp/gpuenv.prom")
 	for _, want := range []string{
-		`gpuenv_gpu_xid_errors{gpu="",UUID="",pci_bus_id="0000:2a:00.0",modelName="H100 SXM5 80GB HBM3"} 79`,
-		`gpuenv_gpu_xid_events{gpu="",UUID="",pci_bus_id="0000:2a:00.0",modelName="H100 SXM5 80GB HBM3",xid="79"} 1`,
-		`gpuenv_gpu_pcie_link_width{gpu="",UUID="",pci_bus_id="0000:5d:00.0",modelName="H100 SXM5 80GB HBM3"} 8`,
+		`gpuenv_gpu_xid_errors{gpu="",UUID="",pci_bus_id="0000:2a:00.0",model_name="H100 SXM5 80GB HBM3"} 79`,
+		`gpuenv_gpu_xid_events{gpu="",UUID="",pci_bus_id="0000:2a:00.0",model_name="H100 SXM5 80GB HBM3",xid="79"} 1`,
+		`gpuenv_gpu_pcie_link_width{gpu="",UUID="",pci_bus_id="0000:5d:00.0",model_name="H100 SXM5 80GB HBM3"} 8`,
 		`gpuenv_gpus_unhealthy 2`,
 	} {
 		if !strings.Contains(prom, "\n"+want+"\n") {
