@@ -2,6 +2,7 @@ package health
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,11 +80,18 @@ func TestGPUMetrics(t *testing.T) {
 		}
 	}
 	// Metric names end in units, never in _total, which promtool keeps
-	// for counters.
+	// for counters; label names have no lower-case letter followed by an
+	// upper-case one, which promtool's lint calls camelCase.
+	camel := regexp.MustCompile(`[a-z][A-Z]`)
 	for key := range got {
-		name, _, _ := strings.Cut(key, "{")
+		name, labels, _ := strings.Cut(key, "{")
 		if strings.HasSuffix(name, "_total") {
 			t.Errorf("gauge %s ends in _total", name)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(labels, "}"), ",") {
+			if n, _, _ := strings.Cut(l, "="); camel.MatchString(n) {
+				t.Errorf("%s: label name %s is camelCase", name, n)
+			}
 		}
 	}
 }
