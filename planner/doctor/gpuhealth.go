@@ -22,6 +22,9 @@ const (
 	CheckGPUNVLink      = "gpu.nvlink"
 	CheckGPUPCIeLink    = "gpu.pcie-link"
 	CheckGPUPersistence = "gpu.persistence"
+	// CheckGPUCounters stands, skipped, for the checks of NVML's
+	// counters when NVML did not answer.
+	CheckGPUCounters = "gpu.counters"
 )
 
 // HealthChecks are the IDs of the checks about the GPUs' hardware health,
@@ -390,7 +393,17 @@ func (d *doctor) gpuHealth() {
 	fs, _ := healthFindings(d.obs)
 	nvmlOK := d.obs.NVML.Status == "ok"
 	links := slices.ContainsFunc(d.obs.Health.GPUs, func(g facts.GPUHealth) bool { return g.Link != nil })
+	counters := false
 	for _, id := range HealthChecks {
+		if nvmlChecks[id] && !nvmlOK {
+			// One line for all that NVML would have told, as gpu.state
+			// does for the modes.
+			if !counters {
+				counters = true
+				d.skip(Check{ID: CheckGPUCounters, Group: GroupGPUState}, "NVML did not answer: the GPUs' health counters (ECC, memory repair, resets, temperatures and clocks, NVLinks, persistence) cannot be read")
+			}
+			continue
+		}
 		c := Check{ID: id, Group: GroupGPUState, Status: OK}
 		var texts, fixes, fine []string
 		spec, problems := "", 0
@@ -428,9 +441,6 @@ func (d *doctor) gpuHealth() {
 			c.Summary = strings.Join(fine, "; ")
 		case id == CheckGPUXid && d.obs.Kernel.Log == nil:
 			d.skip(c, "No kernel log was found to read Xid errors from")
-			continue
-		case nvmlChecks[id] && !nvmlOK:
-			d.skip(c, "NVML did not answer: the GPUs' health counters cannot be read")
 			continue
 		case id == CheckGPUPCIeLink && !links:
 			d.skip(c, "No GPU's PCIe link is listed under /sys/bus/pci/devices")

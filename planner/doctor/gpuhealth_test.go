@@ -206,7 +206,7 @@ func TestGPUHealthChecks(t *testing.T) {
 		{
 			name:    "no NVML: the counters are not judged",
 			machine: machine{fixture: "ubuntu2204-working"},
-			want:    []finding{{id: "gpu.ecc", status: doctor.Skipped, summary: "NVML did not answer"}},
+			want:    []finding{{id: "gpu.counters", status: doctor.Skipped, summary: "NVML did not answer: the GPUs' health counters"}, {id: "gpu.pcie-link", status: doctor.Skipped}},
 		},
 	}
 	for _, tc := range tests {
