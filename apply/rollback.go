@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -197,6 +198,12 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 		if it.inv.Kernel != nil && it.inv.Kernel.Action == "rebuild_initramfs" {
 			res.NeedsReboot = true
 		}
+		// The driver's packages put back leave the module of the
+		// version undone loaded, which the restored libraries do not
+		// match: as after apply, a reboot (or a reload) is needed.
+		if it.inv.Kind == planner.OpPackages && driverStep(it.step) {
+			res.NeedsReboot = true
+		}
 	}
 	if err := e.finish(res.Status, res.NeedsReboot, failure); err != nil {
 		return e.abort(res, err)
@@ -287,4 +294,16 @@ func planRollback(gens []Meta, journals map[int][]Record, to int) (*RollbackPlan
 		rp.Undo = append(rp.Undo, fmt.Sprintf("%d.%d %s: %s", it.gen, it.op, it.step, DescribeInverse(it.inv)))
 	}
 	return rp, cont, nil
+}
+
+// driverStep reports whether step, a journal's step label ("driver", or
+// "driver, cuda" for a transaction that served several), names the
+// driver's packages.
+func driverStep(step string) bool {
+	for _, part := range strings.Split(step, ", ") {
+		if part == "driver" || part == "driver.purge" {
+			return true
+		}
+	}
+	return false
 }

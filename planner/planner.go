@@ -34,6 +34,9 @@ type Planner struct {
 	StatusPath string
 	// InterruptGPUProcesses is Request.InterruptGPUProcesses.
 	InterruptGPUProcesses bool
+	// Targets, when set, limit the plan to the steps at these addresses
+	// and those they depend on (Target), as Terraform's -target does.
+	Targets []string
 }
 
 // ResolveFunc computes the desired values of a spec on a host. Its
@@ -54,7 +57,10 @@ func New(providers ...Provider) *Planner {
 // provider. When they hold errors the plan is nil. Warnings that concern
 // the host rather than the spec are in the plan's Warnings.
 func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation) (*Plan, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
+	diags := CheckTargets(p.Targets)
+	if diags.HasErrors() {
+		return nil, diags
+	}
 	cands := p.Candidates
 	if cands == nil {
 		cands = NoCandidates{}
@@ -109,6 +115,11 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	ordered, err := Order(steps)
 	if err != nil {
 		return nil, append(diags, programmingError(err))
+	}
+	if len(p.Targets) > 0 {
+		var w []Warning
+		ordered, w = Target(ordered, p.Targets)
+		plan.Warnings = append(plan.Warnings, w...)
 	}
 	plan.Steps = ordered
 	pruneDependencies(plan.Steps)

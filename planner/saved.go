@@ -3,11 +3,14 @@ package planner
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"path"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -53,6 +56,8 @@ type PlannedFrom struct {
 	// RootBoots is --root-boots: the root gets its kernel-side steps
 	// even where its files say container.
 	RootBoots bool `json:"root_boots,omitempty"`
+	// Targets are -target's addresses: the plan is limited to them.
+	Targets []string `json:"target,omitempty"`
 }
 
 // SavedSpec is a spec as plan loaded it: its files' bytes and the values
@@ -215,7 +220,7 @@ func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
 	var sp SavedPlan
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&sp); err != nil {
-		return nil, fmt.Errorf("reading the saved plan: %w", err)
+		return nil, fmt.Errorf("reading the saved plan: %s", jsonProblem(err))
 	}
 	if sp.Marker == 1 {
 		return nil, fmt.Errorf("saved plan layout 1 keeps no copy of the spec it was planned from, so this gpuenv cannot plan it again to check that it is what plan would say: make it again with gpuenv plan --out FILE")
@@ -240,6 +245,47 @@ func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
 	return &sp, nil
 }
 
+// jsonProblem says what a JSON decoder found wrong in a document in the
+// document's own terms (the field, the kinds of value), not the Go
+// types it was being read into.
+func jsonProblem(err error) string {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		field := te.Field
+		if field == "" {
+			field = "the document"
+		} else {
+			field = "the field " + strconv.Quote(field)
+		}
+		return fmt.Sprintf("%s holds a JSON %s where %s belongs (byte %d)", field, te.Value, jsonKind(te.Type), te.Offset)
+	}
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return fmt.Sprintf("the JSON is malformed at byte %d", se.Offset)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON value a Go type is read from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another kind of value"
+}
+
 // CheckFormatVersion accepts a plan document's format_version when this
 // gpuenv can read it: any minor version of its own major, since minor
 // versions only add fields. Format versions are semantic versions (unlike
@@ -247,7 +293,7 @@ func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
 func CheckFormatVersion(v string) error {
 	got, err := semver.NewVersion(v)
 	if err != nil {
-		return fmt.Errorf("plan format version %q is not a version: %w", v, err)
+		return fmt.Errorf("plan format version %q is not a version such as %s", v, FormatVersion)
 	}
 	own := semver.MustParse(FormatVersion)
 	if got.Major() != own.Major() || got.Prerelease() != "" {

@@ -56,7 +56,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	// may be remembered for the length of this pass.
 	h = h.ForObservation()
 	defer h.Close()
-	obs := &facts.Observation{SchemaVersion: facts.SchemaVersion, SchemaMinor: facts.SchemaMinor, Root: h.Root()}
+	obs := &facts.Observation{FormatVersion: facts.FormatVersion(), SchemaVersion: facts.SchemaVersion, SchemaMinor: facts.SchemaMinor, Root: h.Root()}
 	n := opts.NVML
 	if n == nil {
 		n = h.NVML()

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/gpuenv/gpuenv/internal/regular"
 )
 
 // LoadOptions carries values for the spec's input variables from outside the
@@ -87,7 +89,7 @@ func Load(path string, opts LoadOptions) (*Spec, hcl.Diagnostics) {
 	}
 	l.load(path)
 	l.spec.Files = l.parser.Files()
-	return l.spec, l.diags
+	return l.spec, boundDiagnostics(l.diags)
 }
 
 type loader struct {
@@ -158,6 +160,9 @@ func (l *loader) parseFile(path string) (*hcl.File, hcl.Diagnostics) {
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read spec", Detail: fmt.Sprintf("Reading %s: %s.", path, plainErr(err))}}
 	}
+	if d := checkText(src, path); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
 	if d := checkNesting(src, path, hcl.InitialPos); d != nil {
 		return nil, hcl.Diagnostics{d}
 	}
@@ -181,7 +186,13 @@ func (l *loader) read(name string, varFile bool) ([]byte, error) {
 		src = list[i].Bytes
 	} else {
 		var err error
-		if src, err = os.ReadFile(name); err != nil {
+		// Bounded, and a FIFO or a device refused, so that a wrong
+		// path fails at once instead of filling memory or blocking.
+		what := "spec file"
+		if varFile {
+			what = "var file"
+		}
+		if src, err = regular.ReadFile(name, MaxSpecFile, what); err != nil {
 			return nil, err
 		}
 	}

@@ -219,6 +219,10 @@ func (l *loader) readVarFile(path string) {
 		l.errorf(nil, "Cannot read var file", "Reading %s: %s.", path, plainErr(err))
 		return
 	}
+	if d := checkText(src, path); d != nil {
+		l.diags = append(l.diags, d)
+		return
+	}
 	if d := checkNesting(src, path, hcl.InitialPos); d != nil {
 		l.diags = append(l.diags, d)
 		return

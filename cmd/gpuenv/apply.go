@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,13 +10,13 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/internal/regular"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
@@ -63,6 +62,7 @@ type applyOptions struct {
 	planFlags
 	autoApprove bool
 	noRevert    bool
+	lockTimeout time.Duration
 	// given are the planning flags given on the command line ("--var"),
 	// which a saved plan does not take: it keeps its own.
 	given []string
@@ -82,8 +82,8 @@ and carries it out. PLANFILE, a plan saved by "gpuenv plan --out", is applied
 exactly as saved, after two checks: the facts it was made from have not
 changed ("stale plan": plan again), and planning again from the spec and
 flags the file keeps (not the spec on disk now, nor apply's own --var,
---var-file, --python, --interrupt-gpu-processes or --root-boots, which it
-refuses) makes
+--var-file, --python, --interrupt-gpu-processes, --root-boots or --target,
+which it refuses) makes
 the very same plan; the first difference is named. It is applied to the
 --root and --state-dir it was planned for.
 
@@ -99,6 +99,11 @@ modules after the package transaction when nothing stops it (see "gpuenv plan":
 the plan shows the reload's operations, or why a reboot is required instead);
 where a reboot remains, apply writes /var/run/reboot-required and
 /var/run/reboot-required.pkgs as Debian's packages do.
+
+--target ADDRESS applies only that resource and what it depends on (see
+"gpuenv plan"); afterwards apply says what the whole spec still needs.
+--lock-timeout DURATION waits that long for another gpuenv to release the
+state directory's lock instead of refusing at once.
 
 Exit status: 0 applied (or nothing to do); 1 error, refused (lock held,
 unfinished generation, stale plan, declined, not root) or failed and fully
@@ -125,6 +130,7 @@ reverted; 3 failed and the revert is incomplete: run "gpuenv rollback".`,
 	o.planFlags.register(cmd)
 	cmd.Flags().BoolVar(&o.autoApprove, "auto-approve", false, "apply without asking for confirmation")
 	cmd.Flags().BoolVar(&o.noRevert, "no-revert", false, "on failure, leave the operations already done in place (gpuenv rollback undoes them)")
+	addLockTimeoutFlag(cmd, &o.lockTimeout)
 	addJSONFlag(cmd, g)
 	return cmd
 }
@@ -180,7 +186,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	// and confirmed: a state directory that cannot be trusted, another
 	// gpuenv running (who), an unfinished generation (until rollback
 	// finishes it, no plan, saved or new, is applied).
-	if err := apply.CheckReady(h, g.stateDir()); err != nil {
+	if err := waitForStateLock(ctx, g, h, o.lockTimeout); err != nil {
 		return err
 	}
 	var pl *planned
@@ -223,7 +229,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 	}
 	if pl.spec != nil {
 		opts.Recheck = func(ctx context.Context) (*apply.Recheck, error) {
-			again, diags := observeThenPlan(ctx, h, pl.spec, pl.pythns, configured(&o.planFlags))
+			again, diags := observeThenPlan(ctx, h, pl.spec, pl.pythns, configured(o.planFlags.untargeted()))
 			p := again.plan
 			if diags.HasErrors() || p == nil {
 				return nil, fmt.Errorf("planning again: %s", diags.Error())
@@ -245,35 +251,6 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 		return err
 	}
 	return v.Result(res, pl.spec != nil)
-}
-
-// readSavedFile reads target when it is a saved plan; nil when it is not
-// one (a spec), and an error for a plan document without the marker.
-func readSavedFile(target string) (*savedFile, error) {
-	fi, err := os.Stat(target)
-	if err != nil || fi.IsDir() {
-		// A spec directory, or a spec that cannot be read, which
-		// loading the spec reports.
-		return nil, nil
-	}
-	// A saved plan is read bounded, and a FIFO or a device is refused
-	// at once rather than blocking apply or filling its memory.
-	data, err := regular.ReadFile(target, planner.MaxSavedPlan, "saved plan or spec file")
-	if err != nil {
-		return nil, err
-	}
-	if planner.IsPlanDocument(data) {
-		// Read as a spec, it would only get HCL's syntax errors.
-		return nil, fmt.Errorf("%s is a plan document, not a saved plan: it lacks the %q marker of a plan saved with the fingerprint of the facts it was made from, so apply cannot tell whether it still fits the host. Save a plan to apply with `gpuenv plan --out FILE`, or apply the spec itself", target, "gpuenv_saved_plan")
-	}
-	if !planner.IsSavedPlan(data) {
-		return nil, nil
-	}
-	sp, err := planner.ReadSavedPlan(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", target, err)
-	}
-	return &savedFile{name: target, data: data, plan: sp}, nil
 }
 
 // savedHooks are test-only entry points, set by test commands, never by a
@@ -357,7 +334,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 	}
 
 	from := sp.From
-	o.pythons, o.interrupt, o.rootBoots = from.Pythons, from.InterruptGPUProcesses, from.RootBoots
+	o.pythons, o.interrupt, o.rootBoots, o.targets = from.Pythons, from.InterruptGPUProcesses, from.RootBoots, from.Targets
 	s, diags := spec.Load(from.Spec.Path, from.Spec.LoadOptions())
 	if diags.HasErrors() {
 		v.Diagnostics(s.Files, diags)
@@ -400,6 +377,9 @@ func loadPlanned(ctx context.Context, g *globalOptions, o *applyOptions, h *host
 		}
 		v.Diagnostics(files, diags)
 		return nil, &exitCodeError{code: exitError}
+	}
+	if err := checkPrograms(h, "--python", o.pythons); err != nil {
+		return nil, err
 	}
 	pd, more := observeThenPlan(ctx, h, s, o.pythons, configured(&o.planFlags))
 	diags = append(diags, more...)

@@ -66,6 +66,12 @@ doctor could not run.`,
 			if err != nil {
 				return err
 			}
+			if err := checkPrograms(h, "--python", pythons); err != nil {
+				return err
+			}
+			if err := checkPrograms(h, "--program", programs); err != nil {
+				return err
+			}
 			r, obs, err := runDoctor(cmd.Context(), g, h, pythons, programs)
 			if err != nil {
 				return err
@@ -163,7 +169,7 @@ func newDoctorView(g *globalOptions) doctorView {
 	if g.JSON {
 		return &doctorJSON{g: g}
 	}
-	return &doctorHuman{w: g.Stdout, root: g.Root}
+	return &doctorHuman{w: g.Stdout, root: g.Root, color: g.Color()}
 }
 
 // doctorJSON prints the report as a JSON document.
@@ -182,6 +188,8 @@ type doctorHuman struct {
 	w io.Writer
 	// root is --root as the user wrote it.
 	root string
+	// color marks ✗ red and ! yellow, on a terminal.
+	color bool
 }
 
 var _ doctorView = (*doctorHuman)(nil)
@@ -201,14 +209,14 @@ func (v *doctorHuman) Report(r *doctor.Report) error {
 			group = c.Group.Number
 			p.printf("\n%d. %s\n", c.Group.Number, c.Group.Name)
 		}
-		writeCheck(p, c)
+		writeCheck(p, c, v.color)
 	}
 	p.printf("\n%s\n", countsText(r.Counts))
 	return p.err
 }
 
-func writeCheck(p *printer, c doctor.Check) {
-	p.printf("  %s %s\n", c.Status.Mark(), c.Summary)
+func writeCheck(p *printer, c doctor.Check, color bool) {
+	p.printfEscaped("  %s %s\n", markStyle(c.Status, color), esc(c.Summary))
 	if c.Status != doctor.Warning && c.Status != doctor.Problem {
 		return
 	}

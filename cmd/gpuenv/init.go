@@ -47,6 +47,9 @@ inside --root), which must not exist yet.`,
 			if err != nil {
 				return err
 			}
+			if err := checkPrograms(h, "--python", pythons); err != nil {
+				return err
+			}
 			obs := providers.Observe(cmd.Context(), h, providers.ObserveOptions{Pythons: pythons})
 			src := capture.Spec(obs)
 			// The spec must read back as written: a capture that gpuenv

@@ -21,7 +21,15 @@ var hostOptions []host.Option
 
 // openHost opens the host at --root.
 func openHost(g *globalOptions) (*host.Host, error) {
-	return host.New(g.Root, hostOptions...)
+	opts := hostOptions
+	if g.debugging() {
+		opts = append(slices.Clone(opts), host.WithCommandLog(g.logCommand))
+	}
+	h, err := host.New(g.Root, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return h, checkRoot(h)
 }
 
 func newObserveCmd(g *globalOptions) *cobra.Command {
@@ -45,6 +53,18 @@ apply and doctor work from.`,
 			h, err := openHost(g)
 			if err != nil {
 				return err
+			}
+			// An interpreter not there yet is a fact of the host, which
+			// the document records (a fleet's collector observes hosts
+			// before their environments are made, and plan --facts
+			// plans making them); anything else that is no interpreter
+			// is refused.
+			missing, err := missingPrograms(h, "--python", pythons)
+			if err != nil {
+				return err
+			}
+			for _, p := range missing {
+				fmt.Fprintf(g.Stderr, "Warning: --python %s: no such file%s; the observation records that it is missing.\n", esc(p), insideRoot(h))
 			}
 			opts := providers.ObserveOptions{Pythons: pythons}
 			if h.Live() {

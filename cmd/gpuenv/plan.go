@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -29,21 +31,33 @@ type planFlags struct {
 	pythons   []string
 	interrupt bool
 	rootBoots bool
+	// targets are -target's addresses.
+	targets []string
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
 	f.vars.register(cmd)
 	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().BoolVar(&f.interrupt, "interrupt-gpu-processes", false, "let a driver change stop the GPU processes that keep the nvidia modules from being reloaded (the plan names them), instead of asking for a reboot")
+	repeatable(cmd.Flags(), &f.targets, "target", "plan only the resource at `ADDRESS` (driver, cuda, framework.pytorch, group.video; a kind alone: all of it) and what it depends on, with a warning that the plan is partial (repeatable)")
 	cmd.Flags().BoolVar(&f.rootBoots, "root-boots", false, "the root is a machine's that will boot (a disk image prepared for a host): plan its kernel-side steps (modules, DKMS, initramfs, blacklist) even where its files say container, or gpuenv runs in a chroot")
 }
 
 // configure gives the planner the flags' choices.
 func (f *planFlags) configure(pl *planner.Planner) {
 	pl.InterruptGPUProcesses = f.interrupt
+	pl.Targets = f.targets
 	if f.rootBoots {
 		pl.Resolve = planner.ResolveBootingRoot
 	}
+}
+
+// untargeted are the flags without -target: what the whole spec still
+// needs after a targeted apply is planned with them.
+func (f *planFlags) untargeted() *planFlags {
+	c := *f
+	c.targets = nil
+	return &c
 }
 
 // planOptions are plan's own flags.
@@ -97,11 +111,18 @@ module; the driver step's reason says which and why.
 
 --out FILE saves the plan for "gpuenv apply FILE", with a copy of the spec's
 files and var files and the flags that changed the plan (--var, GPUENV_VAR_
-values, --python, --interrupt-gpu-processes, --root-boots, --root,
---state-dir). Apply
+values, --python, --interrupt-gpu-processes, --root-boots, --target, --root,
+--state-dir); "gpuenv show FILE" prints it again. Apply
 plans again from those, applies exactly that plan when it is the same, and
 refuses it once the facts it was made from have changed or when it differs
 in any way.
+
+--target ADDRESS (repeatable) limits the plan to the steps at ADDRESS (as the
+plan prints them: driver, cuda, framework.pytorch, group.video; a kind alone,
+such as framework, means all of its resources) and the steps they depend on,
+as Terraform's -target does; the plan then carries a warning that it is
+partial. Long flags may be written with one dash, as Terraform's are typed:
+-out FILE, -target=driver.
 
 Exit status: 0 success (with or without changes), 1 error; with
 --detailed-exitcode, 0 no changes, 1 error, 2 changes present.`,
@@ -148,6 +169,9 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		defer func() { err = recordDrift(g, specPath, s, p, diags, err) }()
 	}
 	if !diags.HasErrors() {
+		diags = append(diags, notASpec(specPath)...)
+	}
+	if !diags.HasErrors() {
 		s, diags = loadSpec(specPath, opts, diags)
 		files = s.Files
 	}
@@ -160,6 +184,9 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 
 	h, err := openHost(g)
 	if err != nil {
+		return err
+	}
+	if err := checkPrograms(h, "--python", o.pythons); err != nil {
 		return err
 	}
 	pd, more := observeThenPlan(ctx, h, s, o.pythons, planPreparation(g, h, &o.planFlags))
@@ -180,12 +207,28 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 		if err := savePlan(o.out, p, obs, from); err != nil {
 			return err
 		}
-		if err := view.Saved(o.out); err != nil {
+		if err := view.Saved(o.out, from); err != nil {
 			return err
 		}
 	}
 	if o.detailedExitcode && !p.Empty() {
 		return &exitCodeError{code: exitChanges}
+	}
+	return nil
+}
+
+// notASpec is an error diagnostic when the file at specPath is a saved
+// plan, or meant as one, rather than a spec: HCL would only say that
+// JSON is not HCL, and an empty plan file would plan as an empty spec.
+func notASpec(specPath string) hcl.Diagnostics {
+	sf, err := readSavedFile(specPath)
+	switch {
+	case err != nil:
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Not a spec", Detail: err.Error() + "."}}
+	case sf != nil:
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "A saved plan, not a spec",
+			Detail: fmt.Sprintf("%s is a plan saved by gpuenv plan --out. Print it with: gpuenv show %s. Apply exactly that plan with: %s.",
+				specPath, shellWord(specPath), strings.Join(shellWords(applyArgv(specPath, sf.plan.From)), " "))}}
 	}
 	return nil
 }
@@ -253,7 +296,7 @@ func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner
 
 // planningFlags are the flags that change what a plan says; a saved plan
 // keeps their values (plannedFrom), and apply takes them from it.
-var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots"}
+var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots", "target"}
 
 // plannedFrom is what a plan saved with --out keeps besides the plan:
 // the spec at specPath as it was loaded (s, with opts), and the flags that
@@ -274,6 +317,7 @@ func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, 
 		Pythons:               slices.Clone(f.pythons),
 		InterruptGPUProcesses: f.interrupt,
 		RootBoots:             f.rootBoots,
+		Targets:               slices.Clone(f.targets),
 	}, nil
 }
 
@@ -300,14 +344,23 @@ func savePlan(name string, p *planner.Plan, obs *facts.Observation, from *planne
 // it the state directory's status); its diagnostics come before the
 // planner's. The plan is nil when planning failed.
 func observeThenPlan(ctx context.Context, h *host.Host, s *spec.Spec, flagPythons []string, prepare func(*planner.Planner) hcl.Diagnostics) (*planned, hcl.Diagnostics) {
+	debugf := debugFrom(ctx)
 	pythons := pythonsToObserve(s, flagPythons)
+	start := time.Now()
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
+	debugf("observed %s in %s", h.Root(), tookText(time.Since(start)))
 	pl := newPlanner(h)
 	var diags hcl.Diagnostics
 	if prepare != nil {
 		diags = prepare(pl)
 	}
+	start = time.Now()
 	p, more := pl.Plan(ctx, s, obs)
+	if p != nil {
+		debugf("planned in %s: %d steps, %d diagnostics", tookText(time.Since(start)), len(p.Steps), len(more))
+	} else {
+		debugf("planning failed in %s: %d diagnostics", tookText(time.Since(start)), len(more))
+	}
 	return &planned{plan: p, obs: obs, spec: s, files: s.Files, pythns: pythons}, append(diags, more...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,12 +15,17 @@ import (
 func newRollbackCmd(g *globalOptions) *cobra.Command {
 	var to int
 	var autoApprove bool
+	var lockTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "rollback [--to N]",
 		Short: "Undo the newest apply, or return to the host as it was after generation N",
 		Long: `Rollback undoes the newest apply that is not undone yet; run again, it walks
 further back. With --to N it restores the host as it was right after generation
-N finished (--to 0: before the first apply). It shows what it will undo and asks
+N finished (--to 0: before the first apply); N may also be an apply that a
+rollback undid, to go forward again, as NixOS switches to any generation:
+its recorded plan is applied again, as a new generation, once the host is
+what the plan was made from (checked as a saved plan is) and no apply made
+after it is in effect. It shows what it will undo and asks
 for "yes" on a terminal (without one it needs --auto-approve), then runs the
 inverses journaled by the applies, newest first: package versions reinstalled
 from the package files saved in the generations (offline), files restored
@@ -51,6 +57,12 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 			var confirmErr error
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
+			if err := waitForLockOnly(ctx, g, h, lockTimeout); err != nil {
+				return v.Failed(err)
+			}
+			if forwardTarget(h, g.stateDir(), to) {
+				return rollForward(ctx, g, h, to, autoApprove, v)
+			}
 			res, err := apply.Rollback(ctx, h, apply.RollbackOptions{
 				StateDir: g.stateDir(),
 				To:       to,
@@ -82,6 +94,7 @@ failed and the host needs attention (rollback again after fixing the cause).`,
 	}
 	cmd.Flags().IntVar(&to, "to", 0, "restore the host as it was right after generation `N` (0: before the first apply)")
 	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "roll back without asking for confirmation")
+	addLockTimeoutFlag(cmd, &lockTimeout)
 	addJSONFlag(cmd, g)
 	return cmd
 }

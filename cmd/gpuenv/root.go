@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,6 +37,10 @@ type globalOptions struct {
 	StateDir string // inside the root
 	NoColor  bool
 	JSON     bool
+	// Debug is --debug: the debug log on stderr (also GPUENV_LOG=debug).
+	Debug bool
+	// started is when the command started, for the debug log's times.
+	started time.Time
 
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -58,6 +65,53 @@ func (g *globalOptions) Getenv(name string) string {
 		}
 	}
 	return ""
+}
+
+// debugging reports whether the debug log is on: --debug, or
+// GPUENV_LOG=debug as Terraform's TF_LOG is set.
+func (g *globalOptions) debugging() bool {
+	return g.Debug || strings.EqualFold(g.Getenv("GPUENV_LOG"), "debug")
+}
+
+// debugf writes a line of the debug log to stderr, with the time since
+// the command started; nothing when the log is off.
+func (g *globalOptions) debugf(format string, args ...any) {
+	if !g.debugging() {
+		return
+	}
+	fmt.Fprintf(g.Stderr, "[debug %7.3fs] %s\n", time.Since(g.started).Seconds(), esc(fmt.Sprintf(format, args...)))
+}
+
+// tookText is a duration for the debug log: to the millisecond, or to
+// the microsecond under one.
+func tookText(d time.Duration) string {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+type debugKey struct{}
+
+// debugFrom is the debug log of the command ctx belongs to: a function
+// that writes nothing when the log is off.
+func debugFrom(ctx context.Context) func(format string, args ...any) {
+	if g, ok := ctx.Value(debugKey{}).(*globalOptions); ok {
+		return g.debugf
+	}
+	return func(string, ...any) {}
+}
+
+// logCommand is the debug log's line for a command the host ran.
+func (g *globalOptions) logCommand(argv []string, took time.Duration, err error) {
+	outcome := "exit 0"
+	if err != nil {
+		outcome = err.Error()
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			outcome = fmt.Sprintf("exit %d", ee.ExitCode())
+		}
+	}
+	g.debugf("ran %s (%s, %s)", strings.Join(shellWords(argv), " "), outcome, tookText(took))
 }
 
 // stateDir is the state directory inside the root.
@@ -94,7 +148,7 @@ func terminalWidth(w io.Writer) int {
 // commands are the constructors of every subcommand.
 var commands = []func(g *globalOptions) *cobra.Command{
 	newApplyCmd, newCUDACheckCmd, newDoctorCmd, newFmtCmd, newHistoryCmd, newInitCmd, newObserveCmd, newPlanCmd,
-	newRollbackCmd, newUnlockCmd, newValidateCmd, newVerifyCmd, newVersionCmd, newManCmd,
+	newRollbackCmd, newShowCmd, newUnlockCmd, newValidateCmd, newVerifyCmd, newVersionCmd, newManCmd,
 	newSlurmHealthCmd,
 }
 
@@ -116,6 +170,7 @@ match a spec written in HCL, and explains every change it would make.
 Exit codes: 0 success or nothing to do; 1 error or refused; 2 something to do
 (changes planned, problems found, files to format); 3 the host needs
 attention (a failed apply or rollback whose revert is incomplete).`,
+		Version:           buildVersion().Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		DisableAutoGenTag: true,
@@ -127,13 +182,23 @@ attention (a failed apply or rollback whose revert is incomplete).`,
 	pf.StringVar(&g.Root, "root", "/", "the host's root directory; every host path is read and written under it")
 	pf.StringVar(&g.StateDir, "state-dir", defaultStateDir, "where generations are kept, as a path inside --root")
 	pf.BoolVar(&g.NoColor, "no-color", false, "never colour the output (also when NO_COLOR is set)")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+	pf.BoolVar(&g.Debug, "debug", false, "write a debug log to stderr: each step of the command and every command run on the host, with timings (also GPUENV_LOG=debug)")
+	// --version prints what "gpuenv version" prints; the template is
+	// the text itself, as it has no field cobra would fill.
+	var version strings.Builder
+	(&versionHuman{w: &version}).Version(buildVersion())
+	root.SetVersionTemplate(strings.ReplaceAll(version.String(), "{{", "{{`{{`}}"))
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		g.debugf("gpuenv %s: %s %s (--root %s, --state-dir %s)", buildVersion().Version, cmd.CommandPath(), strings.Join(shellWords(args), " "), g.Root, g.stateDir())
+		if g.debugging() {
+			cmd.SetContext(context.WithValue(cmd.Context(), debugKey{}, g))
+		}
 		if !path.IsAbs(g.StateDir) {
 			return fmt.Errorf("--state-dir %q must be an absolute path inside the root", g.StateDir)
 		}
 		fi, err := os.Stat(g.Root)
 		if err != nil {
-			return fmt.Errorf("--root: %w", err)
+			return fmt.Errorf("--root %s: %s", esc(g.Root), plainError(err))
 		}
 		if !fi.IsDir() {
 			return fmt.Errorf("--root %s is not a directory", g.Root)
@@ -141,7 +206,7 @@ attention (a failed apply or rollback whose revert is incomplete).`,
 		return nil
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return fmt.Errorf("%w\nRun '%s --help' for usage", err, cmd.CommandPath())
+		return fmt.Errorf("%w\nRun '%s --help' for usage", plainFlagError(err), cmd.CommandPath())
 	})
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(g))
@@ -183,10 +248,19 @@ func addJSONFlag(cmd *cobra.Command, g *globalOptions) {
 
 // run executes one gpuenv invocation and returns its exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
-	g := &globalOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env}
+	g := &globalOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env, started: time.Now()}
 	root := newRootCmd(g)
-	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	root.SetArgs(singleDashLongFlags(root, args))
+	code := exitCode(g, root.ExecuteContext(ctx))
+	g.debugf("exit status %d", code)
+	return code
+}
+
+// exitCode is the exit status of a command that returned err, which it
+// reports when the command has not said it already: on stderr, or with
+// --json as an error document on stdout, so that a program reading the
+// output always gets JSON.
+func exitCode(g *globalOptions, err error) int {
 	if err == nil {
 		return exitOK
 	}
@@ -194,6 +268,34 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ec) {
 		return ec.code
 	}
-	fmt.Fprintf(stderr, "Error: %v\n", err)
+	if g.JSON {
+		if werr := writeJSON(g, newErrorDocument(err, exitError)); werr == nil {
+			return exitError
+		}
+	}
+	fmt.Fprintf(g.Stderr, "Error: %v\n", err)
 	return exitError
+}
+
+// plainFlagError says what is wrong with a flag's value in the flag's
+// terms: pflag passes on the error of the Go function that parsed it
+// ("strconv.ParseInt: parsing "x": invalid syntax").
+func plainFlagError(err error) error {
+	ive, ok := errors.AsType[*pflag.InvalidValueError](err)
+	if !ok {
+		return err
+	}
+	f := ive.GetFlag()
+	var want string
+	switch f.Value.Type() {
+	case "int", "int64", "int32", "uint", "uint64":
+		want = "a whole number"
+	case "duration":
+		want = "a duration such as 90s, 5m or 1h30m"
+	case "bool":
+		want = "true or false"
+	default:
+		return err
+	}
+	return fmt.Errorf("--%s %s: not %s", f.Name, esc(strconv.Quote(ive.GetValue())), want)
 }

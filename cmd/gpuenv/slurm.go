@@ -83,13 +83,14 @@ const scontrolShare = 10 * time.Second
 
 // slurmResult is what slurm-health did, as --json prints it.
 type slurmResult struct {
-	Node     string               `json:"node"`
-	Healthy  bool                 `json:"healthy"`
-	TimedOut bool                 `json:"timed_out,omitempty"`
-	Problems int                  `json:"problems"`
-	State    string               `json:"state_before"`
-	Reason   string               `json:"reason_before,omitempty"`
-	Decision health.SlurmDecision `json:"decision"`
+	FormatVersion string               `json:"format_version"`
+	Node          string               `json:"node"`
+	Healthy       bool                 `json:"healthy"`
+	TimedOut      bool                 `json:"timed_out,omitempty"`
+	Problems      int                  `json:"problems"`
+	State         string               `json:"state_before"`
+	Reason        string               `json:"reason_before,omitempty"`
+	Decision      health.SlurmDecision `json:"decision"`
 	// Checks are the checks that found a problem.
 	Checks []doctor.Check `json:"problem_checks,omitempty"`
 	Took   float64        `json:"took_seconds"`
@@ -153,7 +154,7 @@ func runSlurmHealth(ctx context.Context, g *globalOptions, o *slurmOptions) erro
 		return err
 	}
 
-	res := &slurmResult{Node: node, State: n.State, Reason: n.Reason}
+	res := &slurmResult{FormatVersion: slurmFormatVersion, Node: node, State: n.State, Reason: n.Reason}
 	var reason string
 	select {
 	case d := <-ch:
@@ -223,7 +224,7 @@ func showSlurmResult(g *globalOptions, res *slurmResult) error {
 	}
 	p.printf("Node %s (%s): %s\n", res.Node, res.State, verdict)
 	for _, c := range res.Checks {
-		p.printf("  %s %s\n", c.Status.Mark(), c.Summary)
+		p.printfEscaped("  %s %s\n", markStyle(c.Status, g.Color()), esc(c.Summary))
 	}
 	switch d := res.Decision; d.Action {
 	case health.SlurmDrain:

@@ -102,11 +102,18 @@ func fakeScontrolOnPath(t *testing.T, script string) []string {
 }
 
 // runSlurmHealthProcess runs gpuenv slurm-health as a process of its own
-// on an empty root, and returns what it printed on stderr, its exit code
+// on a root with nothing but its os-release, and returns what it printed on stderr, its exit code
 // and its peak resident memory.
 func runSlurmHealthProcess(t *testing.T, env []string) (stderr string, code int, maxRSS int64) {
 	t.Helper()
-	cmd := exec.Command("gpuenv", "--root", t.TempDir(), "slurm-health", "--node", "gpu07")
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "os-release"), []byte("ID=debian\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("gpuenv", "--root", root, "slurm-health", "--node", "gpu07")
 	cmd.Env = env
 	var errb strings.Builder
 	cmd.Stderr = &errb

@@ -254,6 +254,9 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 	if err != nil {
 		return err
 	}
+	if err := checkPrograms(h, "--python", o.pythons); err != nil {
+		return err
+	}
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
 	u, err := verifyUser(g, h, obs, o.user)
 	if err != nil {
@@ -302,6 +305,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 	var viewErr error
 	opts.Checked = func(c *cudacheck.Report) { viewErr = cmp.Or(viewErr, v.Checked(c)) }
 	opts.Done = func(rs []verify.Result) { viewErr = cmp.Or(viewErr, v.Result(rs)) }
+	opts.Running, opts.Finished = v.Running, v.Finished
 	nodesBefore := deviceNodes(h)
 	rep := &verifyReport{FormatVersion: verifyFormatVersion, Root: obs.Root, Report: verify.Verify(ctx, opts)}
 	if viewErr != nil {

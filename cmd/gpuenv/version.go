@@ -9,17 +9,21 @@ import (
 )
 
 type versionInfo struct {
-	Version   string `json:"version"`
-	GoVersion string `json:"go_version"`
-	Platform  string `json:"platform"`
-	Revision  string `json:"vcs_revision,omitempty"`
+	FormatVersion string `json:"format_version"`
+	Version       string `json:"version"`
+	GoVersion     string `json:"go_version"`
+	Platform      string `json:"platform"`
+	Revision      string `json:"vcs_revision,omitempty"`
+	// Formats are the versions of the JSON documents this gpuenv
+	// prints, by document (jsonFormats).
+	Formats map[string]string `json:"formats"`
 }
 
 // buildVersion describes the running binary. Its Version is the version of
 // the package that installed it (deploy/package reads it from the binary).
 func buildVersion() versionInfo {
 	b := release.Current()
-	return versionInfo{Version: b.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Revision: b.Revision}
+	return versionInfo{FormatVersion: versionFormatVersion, Formats: formatVersions(), Version: b.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Revision: b.Revision}
 }
 
 func newVersionCmd(g *globalOptions) *cobra.Command {

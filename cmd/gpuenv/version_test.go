@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -22,8 +23,8 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	want := versionInfo{Version: release.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if v != want {
+	want := versionInfo{FormatVersion: versionFormatVersion, Formats: formatVersions(), Version: release.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if !reflect.DeepEqual(v, want) {
 		t.Errorf("version --json: %+v, want %+v", v, want)
 	}
 	out.Reset()

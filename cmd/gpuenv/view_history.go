@@ -94,7 +94,28 @@ func (v *historyHuman) Generations(gens []apply.Meta) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if id := currentGeneration(gens); id != 0 {
+		fmt.Fprintf(sw, "\nThe host is as generation %d left it.\n", id)
+	}
 	return sw.err
+}
+
+// currentGeneration is the generation the host is at, as NixOS marks its
+// current one: the newest that finished what it set out to do (an apply
+// applied, a rollback done). A failed or unfinished one after it left
+// the host where it was, or needs rollback, which history says by its
+// status. 0 when none finished.
+func currentGeneration(gens []apply.Meta) int {
+	for i := len(gens) - 1; i >= 0; i-- {
+		switch gens[i].Status {
+		case apply.StatusApplied, apply.StatusDone:
+			return gens[i].ID
+		case apply.StatusRunning, apply.StatusFailed, apply.StatusDamaged:
+			// Unfinished or damaged: the host is between states.
+			return 0
+		}
+	}
+	return 0
 }
 
 // historyJSON writes the generations as one JSON document on stdout.
@@ -113,6 +134,10 @@ func (v *historyJSON) Generations(gens []apply.Meta) error {
 		gens = []apply.Meta{}
 	}
 	return writeJSON(v.g, struct {
-		Generations []apply.Meta `json:"generations"`
-	}{gens})
+		FormatVersion string       `json:"format_version"`
+		Generations   []apply.Meta `json:"generations"`
+		// Current is the generation the host is at (0: none, or the
+		// host between two).
+		Current int `json:"current"`
+	}{historyFormatVersion, gens, currentGeneration(gens)})
 }

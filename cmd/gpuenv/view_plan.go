@@ -18,8 +18,9 @@ type planView interface {
 	// files are the spec's sources, for the source lines diagnostics cite.
 	// p is nil when the spec or planning failed and only diags are shown.
 	Plan(files map[string]*hcl.File, p *planner.Plan, diags hcl.Diagnostics) error
-	// Saved says that the plan was saved to path for gpuenv apply.
-	Saved(path string) error
+	// Saved says that the plan was saved to path for gpuenv apply, made
+	// from from.
+	Saved(path string, from *planner.PlannedFrom) error
 }
 
 // newPlanView returns the view the flags ask for.
@@ -52,9 +53,11 @@ func (v *planHuman) Plan(files map[string]*hcl.File, p *planner.Plan, diags hcl.
 	return (&humanPlan{w: v.w, color: v.color}).render(p)
 }
 
-func (v *planHuman) Saved(path string) error {
-	_, err := fmt.Fprintf(v.w, "\nSaved the plan to %s. Apply exactly this plan with:\n    gpuenv apply %s\n", path, path)
-	return err
+func (v *planHuman) Saved(path string, from *planner.PlannedFrom) error {
+	sw := &stickyWriter{w: v.w}
+	fmt.Fprintf(sw, "\nSaved the plan to %s; gpuenv show %s prints it again.\n", esc(path), esc(shellWord(path)))
+	writeApplyHint(sw, path, from)
+	return sw.err
 }
 
 // planJSON writes the plan as one planDocument on stdout, with the
@@ -76,4 +79,4 @@ func (v *planJSON) Plan(_ map[string]*hcl.File, p *planner.Plan, diags hcl.Diagn
 
 // Saved writes nothing: the document is the plan, and a program that asked
 // for --out knows where it is.
-func (v *planJSON) Saved(string) error { return nil }
+func (v *planJSON) Saved(string, *planner.PlannedFrom) error { return nil }

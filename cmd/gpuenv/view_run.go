@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -45,6 +46,11 @@ type runView interface {
 	// Failed ends a command that err refused, or stopped before the
 	// engine had a result.
 	Failed(err error) error
+	// Forward shows the recorded plan of generation to, which rollback
+	// --to applies again (rolling forward).
+	Forward(to int, p *planner.Plan) error
+	// Forwarded ends a roll forward the engine carried out.
+	Forwarded(to int, res *apply.Result) error
 }
 
 // newRunView returns the view the flags ask for, of a run of kind.
@@ -82,6 +88,7 @@ const defaultStillRunning = 30 * time.Second
 // long operation says every stillRunning that it is still running.
 type runHuman struct {
 	kind        apply.Kind
+	forward     bool // rollback --to rolls forward: an apply's plan again
 	out, errw   io.Writer
 	color       bool
 	diagnostics func(files map[string]*hcl.File) hcl.DiagnosticWriter
@@ -245,8 +252,42 @@ func (v *runHuman) RollbackPlan(p *apply.RollbackPlan) {
 }
 
 func (v *runHuman) Cancelled() error {
-	fmt.Fprintf(v.errw, "%s cancelled: nothing was changed.\n", titleKind[v.kind])
+	what := titleKind[v.kind]
+	if v.forward {
+		what = "Roll forward"
+	}
+	fmt.Fprintf(v.errw, "%s cancelled: nothing was changed.\n", what)
 	return &exitCodeError{code: exitError}
+}
+
+func (v *runHuman) Forward(to int, p *planner.Plan) error {
+	v.forward = true
+	fmt.Fprintf(v.out, "%s\n\n", forwardLine(to))
+	return v.Plan(p)
+}
+
+func (v *runHuman) Forwarded(to int, res *apply.Result) error {
+	v.stopStillRunning()
+	w := v.out
+	switch {
+	case res.Generation != 0 && res.Status == apply.StatusApplied:
+		fmt.Fprintf(w, "\nRolled forward to generation %d: %d operations done, %d skipped (generation %d).\n", to, len(res.Done), len(res.Skipped), res.Generation)
+		if res.NeedsReboot {
+			fmt.Fprintln(w, "A reboot is needed for the changes to take effect.")
+		}
+		fmt.Fprintf(w, "Log: %s\n", res.LogPath)
+	case res.Generation != 0:
+		reportApply(w, res, false)
+	}
+	if code := res.ExitCode(); code != 0 {
+		return &exitCodeError{code: code}
+	}
+	return nil
+}
+
+// forwardLine says what a roll forward does.
+func forwardLine(to int) string {
+	return fmt.Sprintf("Rolling forward to generation %d: its plan, applied again; the host is as it was planned from.", to)
 }
 
 // titleKind is a kind of run at the start of a sentence.
@@ -321,7 +362,7 @@ func reportRollback(w io.Writer, res *apply.Result) {
 	if res.Status == apply.StatusDone {
 		fmt.Fprintf(w, "Rollback complete: %d inverses run (generation %d).\n", len(res.Reverted), res.Generation)
 		if res.NeedsReboot {
-			fmt.Fprintln(w, "A reboot is needed for the restored kernel configuration to take effect.")
+			fmt.Fprintln(w, "A reboot is needed for the restored driver or kernel configuration to take effect.")
 		}
 	} else {
 		reportReverted(w, res)
@@ -359,8 +400,9 @@ func joinInts(ids []int) string {
 // runJSON is the event stream (stream.go): the engine's events as JSON
 // Lines, between the plan and the summary, in the stream's format 1.1.
 type runJSON struct {
-	kind apply.Kind
-	st   *eventStream
+	kind    apply.Kind
+	st      *eventStream
+	forward bool // rollback --to rolls forward: an apply's plan again
 }
 
 var _ runView = (*runJSON)(nil)
@@ -404,7 +446,21 @@ func (v *runJSON) RollbackPlan(p *apply.RollbackPlan) {
 
 // Cancelled is an error that Failed makes a diagnostic of.
 func (v *runJSON) Cancelled() error {
+	if v.forward {
+		return errors.New("roll forward cancelled: nothing was changed")
+	}
 	return fmt.Errorf("%s cancelled: nothing was changed", v.kind)
+}
+
+func (v *runJSON) Forward(to int, p *planner.Plan) error {
+	v.forward = true
+	v.st.write(map[string]any{"type": "message", "line": forwardLine(to)})
+	v.st.plan(p)
+	return nil
+}
+
+func (v *runJSON) Forwarded(_ int, res *apply.Result) error {
+	return v.st.end(res, res.ExitCode())
 }
 
 func (v *runJSON) Result(res *apply.Result, _ bool) error {

@@ -44,7 +44,7 @@ func TestHumanViewsReportWriteErrors(t *testing.T) {
 		{ID: 2, Status: apply.StatusDamaged, Damaged: "meta.json is missing"},
 	}
 	for name, write := range map[string]func(g *globalOptions) error{
-		"plan saved":     func(g *globalOptions) error { return newPlanView(g).Saved("tonight.plan") },
+		"plan saved":     func(g *globalOptions) error { return newPlanView(g).Saved("tonight.plan", nil) },
 		"validate valid": func(g *globalOptions) error { return newValidateView(g).Valid(false) },
 		"history pruned": func(g *globalOptions) error { return newHistoryView(g).Pruned(&apply.Pruned{}) },
 		"history table":  func(g *globalOptions) error { return newHistoryView(g).Generations(gens) },

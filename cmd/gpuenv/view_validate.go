@@ -54,10 +54,11 @@ func (v *validateHuman) Valid(warnings bool) error {
 
 // validateDocument is what validate --json prints.
 type validateDocument struct {
-	Valid       bool                  `json:"valid"`
-	ErrorCount  int                   `json:"error_count"`
-	WarnCount   int                   `json:"warning_count"`
-	Diagnostics []spec.JSONDiagnostic `json:"diagnostics"`
+	FormatVersion string                `json:"format_version"`
+	Valid         bool                  `json:"valid"`
+	ErrorCount    int                   `json:"error_count"`
+	WarnCount     int                   `json:"warning_count"`
+	Diagnostics   []spec.JSONDiagnostic `json:"diagnostics"`
 }
 
 // validateJSON writes one validateDocument on stdout, which also says
@@ -71,10 +72,11 @@ var _ validateView = (*validateJSON)(nil)
 func (v *validateJSON) Diagnostics(_ map[string]*hcl.File, diags hcl.Diagnostics) error {
 	errs := len(diags.Errs())
 	return writeJSON(v.g, validateDocument{
-		Valid:       errs == 0,
-		ErrorCount:  errs,
-		WarnCount:   len(diags) - errs,
-		Diagnostics: spec.DiagnosticsJSON(diags),
+		FormatVersion: validateFormatVersion,
+		Valid:         errs == 0,
+		ErrorCount:    errs,
+		WarnCount:     len(diags) - errs,
+		Diagnostics:   spec.DiagnosticsJSON(diags),
 	})
 }
 

@@ -38,6 +38,11 @@ type verifyView interface {
 	Start(s verifyStart) error
 	// Checked comes after the framework-free check.
 	Checked(c *cudacheck.Report) error
+	// Running says what starts: the framework-free check (w nil) or a
+	// workload, on targets; Finished says that the run on targets[i]
+	// ended. A live view shows them; the others ignore them.
+	Running(w *verify.Workload, targets []*verify.Target)
+	Finished(i int, r verify.Result)
 	// Result comes after each workload, with its results on every GPU.
 	Result(rs []verify.Result) error
 	// Report comes last, with the whole report.
@@ -51,7 +56,17 @@ func newVerifyView(g *globalOptions) verifyView {
 	if g.JSON {
 		return &verifyJSON{g: g}
 	}
-	return &verifyHuman{out: printer{w: g.Stdout}, errw: g.Stderr}
+	v := &verifyHuman{out: printer{w: g.Stdout}, errw: g.Stderr, color: g.Color()}
+	if v.color {
+		// The results' ✗ are in table cells whose widths are counted
+		// without escapes: coloured as they are written, the columns
+		// stay aligned.
+		v.out.w = &crossColor{w: g.Stdout}
+	}
+	if g.Live() {
+		v.live = newVerifyLive(g.Stdout, func() int { return terminalWidth(g.Stdout) })
+	}
+	return v
 }
 
 // verifyJSON prints the report, and nothing before it.
@@ -60,6 +75,9 @@ type verifyJSON struct {
 }
 
 var _ verifyView = (*verifyJSON)(nil)
+
+func (v *verifyJSON) Running(*verify.Workload, []*verify.Target) {}
+func (v *verifyJSON) Finished(int, verify.Result)                {}
 
 func (v *verifyJSON) NothingToVerify(rep *verifyReport, _ []string) error {
 	return writeJSON(v.g, rep)
@@ -77,6 +95,22 @@ type verifyHuman struct {
 	out printer
 	// errw is stderr, for saying that there is nothing to verify.
 	errw io.Writer
+	// color marks ✗ in red; live, on a terminal, is the line that says
+	// what runs while it runs.
+	color bool
+	live  *verifyLive
+}
+
+func (v *verifyHuman) Running(w *verify.Workload, targets []*verify.Target) {
+	if v.live != nil {
+		v.live.running(w, targets)
+	}
+}
+
+func (v *verifyHuman) Finished(i int, r verify.Result) {
+	if v.live != nil {
+		v.live.finished(i, r)
+	}
 }
 
 var _ verifyView = (*verifyHuman)(nil)
@@ -111,6 +145,7 @@ func (v *verifyHuman) Start(s verifyStart) error {
 }
 
 func (v *verifyHuman) Checked(c *cudacheck.Report) error {
+	v.live.clear()
 	ok := 0
 	for _, d := range c.Devices {
 		if d.OK() {
@@ -133,6 +168,7 @@ func (v *verifyHuman) Checked(c *cudacheck.Report) error {
 }
 
 func (v *verifyHuman) Result(rs []verify.Result) error {
+	v.live.clear()
 	if len(rs) == 0 {
 		return nil
 	}
@@ -164,6 +200,7 @@ func (v *verifyHuman) Result(rs []verify.Result) error {
 }
 
 func (v *verifyHuman) Report(rep *verifyReport) error {
+	v.live.clear()
 	if rep.Report == nil {
 		return v.out.err
 	}
@@ -182,7 +219,7 @@ func (v *verifyHuman) Report(rep *verifyReport) error {
 	} else {
 		v.out.printf("\nWhy, according to gpuenv doctor:\n")
 		for _, c := range rep.Explanation {
-			writeCheck(&v.out, c)
+			writeCheck(&v.out, c, v.color)
 		}
 	}
 	return v.out.err

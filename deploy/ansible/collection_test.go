@@ -225,6 +225,11 @@ func TestModuleOnRoot(t *testing.T) {
 	if err := os.WriteFile(spec, []byte(environmentSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A root file system says what it is; gpuenv refuses a --root that
+	// does not.
+	if err := os.WriteFile(filepath.Join(root, "etc", "os-release"), []byte("ID=debian\nVERSION_ID=\"12\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	l := &localRun{t: t, dir: dir, gpuenv: bin, root: root, env: append(os.Environ(),
 		"ANSIBLE_COLLECTIONS_PATH="+collections(t),
 		"ANSIBLE_STDOUT_CALLBACK=ansible.posix.json",

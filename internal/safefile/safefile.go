@@ -85,7 +85,9 @@ func create(name string, perm fs.FileMode, o Options, checkDirs bool) (*File, er
 	// checked.
 	dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+		// The message names the file asked for: the directory is
+		// where it went wrong, and no Go operation says more.
+		return nil, &WriteError{Name: abs, Problem: "its directory " + dir + " cannot be opened", Err: err}
 	}
 	for range 100 {
 		tmp := "." + base + ".gpuenv-" + strconv.FormatUint(rand.Uint64(), 36)
@@ -97,7 +99,9 @@ func create(name string, perm fs.FileMode, o Options, checkDirs bool) (*File, er
 		}
 		if err != nil {
 			unix.Close(dirfd)
-			return nil, &fs.PathError{Op: "create", Path: filepath.Join(dir, tmp), Err: err}
+			// Not the temporary file's name, which the user never
+			// gave and will not find.
+			return nil, &WriteError{Name: abs, Problem: "a new file cannot be created in " + dir, Err: err}
 		}
 		return &File{f: os.NewFile(uintptr(fd), filepath.Join(dir, tmp)), dirfd: dirfd, dir: dir, tmp: tmp, base: base, perm: perm, o: o}, nil
 	}
@@ -151,11 +155,11 @@ func (f *File) commit() error {
 	}
 	if f.o.NoReplace {
 		if err := unix.Linkat(f.dirfd, f.tmp, f.dirfd, f.base, 0); err != nil {
-			return &fs.PathError{Op: "link", Path: name, Err: err}
+			return &WriteError{Name: name, Problem: "it cannot be put in place", Err: err}
 		}
 		unix.Unlinkat(f.dirfd, f.tmp, 0)
 	} else if err := unix.Renameat(f.dirfd, f.tmp, f.dirfd, f.base); err != nil {
-		return &fs.PathError{Op: "rename", Path: name, Err: err}
+		return &WriteError{Name: name, Problem: "it cannot be put in place", Err: err}
 	}
 	if err := unix.Fsync(f.dirfd); err != nil {
 		return &fs.PathError{Op: "fsync", Path: f.dir, Err: err}
@@ -174,3 +178,18 @@ func (f *File) Close() error {
 	unix.Unlinkat(f.dirfd, f.tmp, 0)
 	return unix.Close(f.dirfd)
 }
+
+// WriteError says which file could not be written and why, in words:
+// "cannot write /etc/x.hcl: a new file cannot be created in /etc/: no
+// such file or directory". It wraps the system's error for errors.Is.
+type WriteError struct {
+	Name    string
+	Problem string
+	Err     error
+}
+
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("cannot write %s: %s: %v", e.Name, e.Problem, e.Err)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }

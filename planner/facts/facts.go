@@ -1,5 +1,7 @@
 package facts
 
+import "fmt"
+
 // SchemaVersion is the major version of the JSON document. Consumers
 // refuse a document of another major version: its fields may have been
 // renamed or removed.
@@ -10,12 +12,20 @@ const SchemaVersion = 1
 // lacks the facts added since (Additions), one of a higher minor has facts
 // the reader ignores. Documents written before minors were counted carry
 // no schema_minor, and read as minor 0.
-const SchemaMinor = 2
+const SchemaMinor = 3
+
+// FormatVersion is SchemaVersion and SchemaMinor as every other JSON
+// document of gpuenv gives its version: "MAJOR.MINOR" under
+// "format_version".
+func FormatVersion() string { return fmt.Sprintf("%d.%d", SchemaVersion, SchemaMinor) }
 
 // Observation is everything gpuenv knows about one host at one moment.
 type Observation struct {
-	SchemaVersion int `json:"schema_version"`
-	SchemaMinor   int `json:"schema_minor"`
+	// FormatVersion is FormatVersion(), the field by which a program
+	// finds the version of any gpuenv document. Added in minor 2.
+	FormatVersion string `json:"format_version,omitempty"`
+	SchemaVersion int    `json:"schema_version"`
+	SchemaMinor   int    `json:"schema_minor"`
 	// Hostname is the host's name: the kernel's for the running system,
 	// else the root's /etc/hostname; "" when neither says. Added in
 	// minor 1.
@@ -56,7 +66,7 @@ type Observation struct {
 	// Loader is which library file each GPU program loads.
 	Loader Loader `json:"loader"`
 	// Health is each GPU's health counters, PCIe link and the last
-	// verify. Added in minor 2.
+	// verify. Added in minor 3.
 	Health Health `json:"health"`
 
 	// Problems are what the observation shows to be wrong with the GPU

@@ -15,6 +15,9 @@ type Addition struct {
 	// Planned is set for facts the planner decides steps from: a plan
 	// made without one would take the host for empty where it is not.
 	Planned bool
+	// Label is set for a key that labels the document rather than
+	// stating a fact: a document without it lacks nothing.
+	Label bool
 }
 
 // Additions are the facts added to major version 1, in the order they
@@ -30,5 +33,6 @@ var Additions = []Addition{
 	{Key: "loader", What: "the dynamic loader's resolution"},
 	{Key: "containers", What: "the container toolkit and engines", Planned: true},
 	{Key: "hostname", Minor: 1, What: "the host's name"},
-	{Key: "health", Minor: 2, What: "the GPUs' health counters and links"},
+	{Key: "format_version", Minor: 2, What: "the document's version under the name every gpuenv document gives it", Label: true},
+	{Key: "health", Minor: 3, What: "the GPUs' health counters and links"},
 }

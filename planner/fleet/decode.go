@@ -53,7 +53,7 @@ func Decode(data []byte) (*facts.Observation, []facts.Addition, error) {
 	}
 	var lacks []facts.Addition
 	for _, a := range facts.Additions {
-		if _, ok := keys[a.Key]; !ok {
+		if _, ok := keys[a.Key]; !ok && !a.Label {
 			lacks = append(lacks, a)
 		}
 	}

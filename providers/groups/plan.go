@@ -22,6 +22,7 @@ func (Provider) Name() string { return "group" }
 // Plan compares each group block with /etc/group as observed.
 func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response {
 	resp := &planner.Response{}
+	resp.Warnings = unknownMembers(req)
 	for _, g := range req.Spec.Groups {
 		var cur *facts.Group
 		for i := range req.Facts.Groups {
@@ -100,6 +101,52 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 		})
 	}
 	return resp
+}
+
+// UnknownUserCheck names the warning about a member who is no user of
+// the root.
+const UnknownUserCheck = "unknown-user"
+
+// unknownMembers warns of each user the spec lists as a member who is
+// not in the root's /etc/passwd: added to the group, the name gives no
+// one access. Users of a directory service (LDAP, SSSD) are not in the
+// file, so this is a warning, not an error. The users are those whose
+// primary group /etc/group lists; when no group has any, /etc/passwd was
+// not read and nothing is said.
+func unknownMembers(req *planner.Request) []planner.Warning {
+	users := map[string]bool{}
+	for _, g := range req.Facts.Groups {
+		for _, u := range g.PrimaryOf {
+			users[u] = true
+		}
+	}
+	if len(users) == 0 {
+		return nil
+	}
+	var out []planner.Warning
+	for _, g := range req.Spec.Groups {
+		if g.IsAbsent() {
+			continue
+		}
+		var unknown []string
+		for _, u := range g.Members.Value {
+			if !users[u] {
+				unknown = append(unknown, u)
+			}
+		}
+		if len(unknown) == 0 {
+			continue
+		}
+		out = append(out, planner.Warning{
+			Check:   UnknownUserCheck,
+			Summary: fmt.Sprintf("No such user: %s", and(unknown)),
+			Detail: fmt.Sprintf("The group %s lists %s, whom %s does not know: added to the group, the name gives no one access to the GPU. "+
+				"Check the spelling; a user from a directory service (LDAP, SSSD) is not in the file, and this warning can then be ignored.",
+				g.Name, and(unknown), PasswdPath),
+			Evidence: []string{PasswdPath + " has no entry for " + strings.Join(unknown, ", ")},
+		})
+	}
+	return out
 }
 
 // and joins names as a sentence does.

@@ -107,3 +107,31 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// A member whom /etc/passwd does not know is named in a warning, once per
+// group; known users, and a host whose /etc/passwd was not read, get none.
+func TestPlanWarnsOfUnknownMembers(t *testing.T) {
+	src := "group \"video\" {\n  members = [\"alice\", \"alcie\", \"bob\"]\n}\ngroup \"render\" {\n  members = [\"alice\"]\n}\n"
+	obs := &facts.Observation{Groups: []facts.Group{
+		{Name: "video", GID: 44, Members: []string{"alice"}},
+		{Name: "render", GID: 105},
+		{Name: "alice", GID: 1000, PrimaryOf: []string{"alice"}},
+	}}
+	plan := plantest.Plan(t, planner.New(groups.Provider{}), plantest.LoadSpec(t, src), obs)
+	var got []string
+	for _, w := range plan.Warnings {
+		if w.Check == groups.UnknownUserCheck {
+			got = append(got, w.Summary+" | "+w.Detail[:len("The group video lists alcie and bob")])
+		}
+	}
+	want := []string{"No such user: alcie and bob | The group video lists alcie and bob"}
+	if !slices.Equal(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
+	}
+
+	obs.Groups[2].PrimaryOf = nil
+	plan = plantest.Plan(t, planner.New(groups.Provider{}), plantest.LoadSpec(t, src), obs)
+	if len(plan.Warnings) != 0 {
+		t.Errorf("without /etc/passwd's users: %v", plan.Warnings)
+	}
+}

@@ -44,6 +44,9 @@ type Host struct {
 	// running makes a root other than "/" stand for the running
 	// system (AsRunningSystem).
 	running bool
+	// commandLog, when set, hears of every command Run ran
+	// (WithCommandLog).
+	commandLog func(argv []string, took time.Duration, err error)
 }
 
 // dirCache holds, per directory on this machine, what listing it gave.
@@ -162,6 +165,12 @@ type Option func(*Host)
 
 // WithRunner replaces the runner used for commands (tests use a recorder).
 func WithRunner(r Runner) Option { return func(h *Host) { h.runner = r } }
+
+// WithCommandLog has log told of every command the host runs, with how
+// long it took and how it ended, for gpuenv's debug log.
+func WithCommandLog(log func(argv []string, took time.Duration, err error)) Option {
+	return func(h *Host) { h.commandLog = log }
+}
 
 // New returns a Host for root, which must be an existing directory.
 func New(root string, opts ...Option) (*Host, error) {
@@ -809,5 +818,11 @@ func (h *Host) Run(ctx context.Context, c Command) error {
 	if !h.Live() {
 		c.Argv = append([]string{"chroot", h.root}, c.Argv...)
 	}
-	return h.runner.Run(ctx, c)
+	if h.commandLog == nil {
+		return h.runner.Run(ctx, c)
+	}
+	start := time.Now()
+	err := h.runner.Run(ctx, c)
+	h.commandLog(c.Argv, time.Since(start), err)
+	return err
 }

@@ -36,6 +36,14 @@ type Options struct {
 	// Done after each workload with its results on every GPU, narrowed.
 	Checked func(c *cudacheck.Report)
 	Done    func(rs []Result)
+	// Running, when set, is told what runs now, for a live view: the
+	// framework-free check (w nil), then each workload, on targets
+	// (nil: the one process that sees what the environment shows);
+	// Finished, when set, is told each target's end, with its index
+	// in targets. Finished may be called from several goroutines at
+	// once.
+	Running  func(w *Workload, targets []*Target)
+	Finished func(i int, r Result)
 }
 
 // Report is the whole verification.
@@ -81,6 +89,9 @@ func Verify(ctx context.Context, o Options) *Report {
 		if timeout <= 0 {
 			timeout = DefaultTimeout
 		}
+		if o.Running != nil {
+			o.Running(nil, nil)
+		}
 		rep.CUDACheck = cudacheck.Run(ctx, o.CUDACheck, timeout)
 		if o.Checked != nil {
 			o.Checked(rep.CUDACheck)
@@ -111,6 +122,9 @@ func Verify(ctx context.Context, o Options) *Report {
 	}
 	for _, w := range o.Workloads {
 		rs := make([]Result, len(targets))
+		if o.Running != nil {
+			o.Running(&w, targets)
+		}
 		var wg sync.WaitGroup
 		for i, t := range targets {
 			wg.Go(func() {
@@ -121,6 +135,9 @@ func Verify(ctx context.Context, o Options) *Report {
 					r.OutOfMemory = outOfMemory(r, o.Obs, o.Files)
 				}
 				rs[i] = r
+				if o.Finished != nil {
+					o.Finished(i, r)
+				}
 			})
 		}
 		wg.Wait()
