@@ -126,7 +126,15 @@ func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *planner.FileOp
 			// the journal has it before the file does.
 			return fmt.Errorf("%s: its content, made at apply, was not made before the write", op.Path)
 		}
-		if err := x.writeFile(op.Path, []byte(op.Content), mode, op.UID, op.GID); err != nil {
+		content := []byte(op.Content)
+		if op.Key != nil {
+			key, err := x.fetchKey(ctx, op.Key)
+			if err != nil {
+				return err
+			}
+			content = key
+		}
+		if err := x.writeFile(op.Path, content, mode, op.UID, op.GID); err != nil {
 			return err
 		}
 	}

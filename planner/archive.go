@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -34,6 +35,9 @@ type Archive struct {
 	// what they offer is known only after an update.
 	unfetched map[spec.Source][]string
 	byName    map[string]*facts.IndexedPackage
+	// host names, by source, a sources file of the host's own (not one
+	// gpuenv wrote for the NVIDIA repository it adds) that configures it.
+	host map[spec.Source]string
 }
 
 // Offer is one version of a package that a source's indexes list.
@@ -65,6 +69,7 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 		listed:    map[spec.Source]int{},
 		unfetched: map[spec.Source][]string{},
 		byName:    make(map[string]*facts.IndexedPackage, len(ix.Packages)),
+		host:      map[spec.Source]string{},
 	}
 	var repoURLs []string
 	if s != nil {
@@ -74,6 +79,12 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 			}
 		}
 	}
+	// The repository gpuenv's table names for the host is NVIDIA's
+	// wherever it is (a test's copy of it too), configured or not.
+	var tableURL string
+	if repo, err := nvidiarepo.CUDA(nvidiaHost(obs)); err == nil {
+		tableURL = strings.TrimSuffix(repo.URL, "/")
+	}
 	fetched := map[string]bool{}
 	for i := range ix.Indexes {
 		x := &ix.Indexes[i]
@@ -82,13 +93,21 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 			site = siteOf(x.Source.URI)
 		}
 		src := classify(obs.OS, x.Source, site, x.Release, repoURLs)
+		if tableURL != "" && strings.TrimSuffix(x.Source.URI, "/") == tableURL {
+			src = spec.SourceNVIDIA
+		}
 		a.source[x.Path] = src
 		a.listed[src]++
+		a.noteHost(src, x.Source.File)
 		fetched[strings.TrimSuffix(x.Source.URI, "/")] = true
 	}
 	for _, m := range ix.Missing {
 		src := classify(obs.OS, m, siteOf(m.URI), nil, repoURLs)
+		if tableURL != "" && strings.TrimSuffix(m.URI, "/") == tableURL {
+			src = spec.SourceNVIDIA
+		}
 		a.unfetched[src] = append(a.unfetched[src], m.URI)
+		a.noteHost(src, m.File)
 	}
 	if obs.OS.ID == "debian" {
 		// Debian's GPU packages live in contrib and non-free, which a
@@ -116,6 +135,24 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 		a.byName[ix.Packages[i].Name] = &ix.Packages[i]
 	}
 	return a
+}
+
+// noteHost records that a sources file of the host's configures src.
+func (a *Archive) noteHost(src spec.Source, file string) {
+	if _, ok := a.host[src]; !ok && file != "" && !nvidiarepo.OwnFile(file) {
+		a.host[src] = file
+	}
+}
+
+// ConfiguredByHost names a sources file of the host's own that configures
+// src, fetched or not, by its URL or by what its Release file says (a
+// mirror of NVIDIA's repository under another name); "" when none does.
+// The files gpuenv writes for the NVIDIA repository it adds do not count.
+func (a *Archive) ConfiguredByHost(src spec.Source) string {
+	if a == nil {
+		return ""
+	}
+	return a.host[src]
 }
 
 // classify tells which source an index belongs to: NVIDIA's by its site,

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -46,6 +47,19 @@ type Desired struct {
 	// when it is. No provider plans a kernel-side step while it is set:
 	// no module, DKMS build, headers, initramfs, blacklist or reload.
 	NoKernel string
+
+	// NVIDIARepository is NVIDIA's repository for the host that the plan
+	// adds, because a block's packages come from it and no package source
+	// of the host or repository block of the spec configures it; nil
+	// when none is needed.
+	NVIDIARepository *NVIDIARepository
+}
+
+// NVIDIARepository is NVIDIA's CUDA repository from gpuenv's table
+// (nvidiarepo), added for the blocks For ("cuda", "cudnn").
+type NVIDIARepository struct {
+	nvidiarepo.Repository
+	For []string
 }
 
 // PackageName is a package a resource installs, named by the package

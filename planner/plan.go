@@ -307,6 +307,24 @@ type FileOp struct {
 	// steps before it left them: GenerateCDI, the CDI spec of a driver
 	// this plan installs.
 	Generate string `json:"generate,omitempty"`
+	// Key, instead of Content, is a repository's signing key that apply
+	// fetches when the operation runs and writes only when its
+	// fingerprint is the pinned one; otherwise the operation fails, naming
+	// both, before any package manager reads the repository.
+	Key *KeyFetch `json:"key,omitempty"`
+}
+
+// KeyFetch is a signing key to fetch and check (FileOp.Key).
+type KeyFetch struct {
+	// URL is where the key file is: https, http or file (a path inside
+	// the root). The fingerprint, not the transport, is what is trusted.
+	URL string `json:"url"`
+	// Fingerprint is the primary key's full fingerprint, upper-case hex;
+	// the file must hold that key and no other.
+	Fingerprint string `json:"fingerprint"`
+	// Armored writes the key ASCII-armored, as rpm imports it; else in
+	// binary, as apt's Signed-By reads a .gpg keyring.
+	Armored bool `json:"armored,omitempty"`
 }
 
 // GenerateCDI is FileOp.Generate for the CDI spec.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -71,7 +72,61 @@ func (r *resolver) chooseSource(c sourceCase, dst *spec.Source) (keep, ok bool) 
 	if ok {
 		*dst = src
 	}
+	if ok && src == spec.SourceNVIDIA && !keep {
+		ok = r.ensureNVIDIA(c)
+	}
 	return keep, ok
+}
+
+// ensureNVIDIA makes sure that NVIDIA's repository, which the block's
+// packages come from, is configured: by the host, by a repository block of
+// the spec, or by the plan, which adds the one gpuenv's table names for the
+// host. A plan never installs from NVIDIA's repository without one: where
+// the table cannot give it, that is an error that says why.
+func (r *resolver) ensureNVIDIA(c sourceCase) bool {
+	if r.specOnly || r.os.Manager == "" {
+		return true
+	}
+	if _, configured := r.configured(spec.SourceNVIDIA); configured {
+		return true
+	}
+	repo, err := r.nvidiaTable()
+	if err != nil {
+		r.errorf(c.def, "NVIDIA's repository cannot be added",
+			"The %s block's packages come from NVIDIA's repository, which no package source of this host and no repository block of the spec configures, and gpuenv does not add it: %s. Add a repository block for it (a mirror's URL and its keyring), or configure it on the host.", c.block, err)
+		return false
+	}
+	if r.d.NVIDIARepository == nil {
+		r.d.NVIDIARepository = &NVIDIARepository{Repository: repo}
+	}
+	if !slices.Contains(r.d.NVIDIARepository.For, c.block) {
+		r.d.NVIDIARepository.For = append(r.d.NVIDIARepository.For, c.block)
+	}
+	return true
+}
+
+// nvidiaTable is NVIDIA's CUDA repository for the host from gpuenv's
+// table, or why gpuenv may not add it.
+func (r *resolver) nvidiaTable() (nvidiarepo.Repository, error) {
+	repo, err := nvidiarepo.CUDA(nvidiaHost(r.obs))
+	if err != nil {
+		return repo, err
+	}
+	if err := repo.Usable(); err != nil {
+		return repo, fmt.Errorf("NVIDIA's repository for %s is %s, but %w", r.os.Title, repo.URL, err)
+	}
+	if repo.OS == "sles" {
+		return repo, fmt.Errorf("NVIDIA's repository for %s is %s, which is for zypper, and gpuenv installs packages with apt and dnf only", r.os.Title, repo.URL)
+	}
+	if want := map[string]Manager{"deb": ManagerApt, "rpm": ManagerDnf}[repo.Family]; want != r.os.Manager {
+		return repo, fmt.Errorf("NVIDIA's repository for %s is %s, a %s repository, and the host's package manager is %s", r.os.Title, repo.URL, want, r.os.Manager)
+	}
+	return repo, nil
+}
+
+// nvidiaHost is the host as the repository table looks it up.
+func nvidiaHost(obs *facts.Observation) nvidiarepo.Host {
+	return nvidiarepo.Host{ID: obs.OS.ID, IDLike: obs.OS.IDLike, VersionID: obs.OS.VersionID, Arch: obs.OS.Arch, WSL: obs.Context.WSL != nil}
 }
 
 func (r *resolver) inferSource(c sourceCase) (src spec.Source, keep, ok bool) {
@@ -122,6 +177,11 @@ func (r *resolver) inferSource(c sourceCase) (src spec.Source, keep, ok bool) {
 			r.inferText(c.block, "source", string(s), fmt.Sprintf("%s is configured (%s) and its lists are not on disk, so what it offers is known after apply", a.Describe(s), where))
 			return s, false, true
 		}
+		if repo, err := r.nvidiaTable(); err == nil && s == spec.SourceNVIDIA {
+			r.inferText(c.block, "source", string(s), fmt.Sprintf("NVIDIA's repository for %s (%s), which the plan adds as gpuenv's table of NVIDIA's repositories gives it (%s), as nothing installed or configured offers %s; what it offers is known after apply%s",
+				r.os.Title, repo.URL, repo.Source, c.what, strings.Join(passed, "")))
+			return s, false, true
+		}
 	}
 	r.errorf(c.def, "No package source offers "+c.what, "The %s block leaves source out, and no package source offers %s. %s", c.block, c.what, r.sourcesText(c))
 	return "", false, false
@@ -161,7 +221,11 @@ func (r *resolver) sourcesText(c sourceCase) string {
 			_, _, why := c.tables()
 			parts = append(parts, why)
 		default:
-			parts = append(parts, "NVIDIA's repository is not configured: add a repository block for it, and source = \"nvidia\" to the block.")
+			// Where the table gives the repository, inferSource chose
+			// it and this error is not reached.
+			if _, err := r.nvidiaTable(); err != nil {
+				parts = append(parts, fmt.Sprintf("NVIDIA's repository is not configured, and gpuenv does not add it: %s. Add a repository block for it, and source = \"nvidia\" to the block.", err))
+			}
 		}
 	}
 	return strings.Join(parts, " ")
@@ -178,7 +242,15 @@ func (r *resolver) configured(s spec.Source) (string, bool) {
 			return fmt.Sprintf("the repository block %q at %s", rp.Name, at(rp.DefRange)), true
 		}
 	}
+	if f := r.archive.ConfiguredByHost(s); f != "" {
+		return f, true
+	}
 	for _, rp := range r.obs.Repositories {
+		if nvidiarepo.OwnFile(rp.File) {
+			// The repository gpuenv added itself is planned again
+			// (ensureNVIDIA), so that its files are checked.
+			continue
+		}
 		for _, u := range rp.URIs {
 			if site := siteOf(u); site == "nvidia.com" || strings.HasSuffix(site, ".nvidia.com") {
 				return rp.File, true
@@ -428,6 +500,19 @@ func (r *resolver) cudnnSource(dn *DesiredCuDNN) (keep, ok bool) {
 			names, err := r.cudnnNames(dn, spec.SourceDistro)
 			if err != nil || len(names) == 0 {
 				return false, compat.Source{}, fmt.Sprintf("gpuenv's package tables name no cuDNN package for CUDA %d in %s's own archive.", dn.CUDAMajor, r.os.Title)
+			}
+			// Where the tables know the archive's versions of the
+			// package, one of them must be the cuDNN the spec asks for.
+			known := compat.DistroPackages(r.obs.OS.ID, r.obs.OS.VersionID, names[0].Name)
+			var have []string
+			for _, p := range known {
+				if v, err := version.FromDebian(p.Version); err == nil && dn.Versions.Check(v) {
+					return true, names[0].row, ""
+				}
+				have = append(have, p.Version)
+			}
+			if len(known) > 0 {
+				return false, names[0].row, fmt.Sprintf("%s's archive has %s %s only (%s).", r.os.Title, names[0].Name, strings.Join(have, ", "), known[0].Source.Cited())
 			}
 			return true, names[0].row, ""
 		},

@@ -34,9 +34,9 @@ func loadSpec(t testing.TB, src string) *spec.Spec {
 }
 
 var (
-	debian12   = facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Family: "deb", Name: "Debian GNU/Linux 12 (bookworm)"}
-	ubuntu2204 = facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}
-	rhel9      = facts.OS{ID: "rhel", VersionID: "9.4", IDLike: []string{"fedora"}, Family: "rpm"}
+	debian12   = facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Family: "deb", Arch: "x86_64", Name: "Debian GNU/Linux 12 (bookworm)"}
+	ubuntu2204 = facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb", Arch: "x86_64"}
+	rhel9      = facts.OS{ID: "rhel", VersionID: "9.4", IDLike: []string{"fedora"}, Family: "rpm", Arch: "x86_64"}
 )
 
 // Device ids of the GPU table.
@@ -49,6 +49,13 @@ const (
 )
 
 // machine is an observation of a host with GPUs of the given device ids.
+// ppc64le is o on a POWER machine, which NVIDIA's CUDA repositories do
+// not serve.
+func ppc64le(o facts.OS) facts.OS {
+	o.Arch = "ppc64le"
+	return o
+}
+
 func machine(o facts.OS, ids ...uint16) *facts.Observation {
 	obs := &facts.Observation{OS: o}
 	for i, id := range ids {
@@ -252,14 +259,25 @@ framework "tensorflow" {
 				"Debian 12's archive has CUDA 11.8 only (nvidia-cuda-toolkit 11.8); the spec asks for CUDA \"12.4\" with source = \"distro\" (gpuenv.hcl:3). Use source = \"nvidia\" for other versions.", 2}},
 		},
 		{
-			name: "driver branch the distribution does not ship",
+			name: "driver branch the distribution does not ship, on a machine NVIDIA's repositories do not serve",
 			src: `driver {
   version = "550.*"
 }
 `,
-			obs: machine(debian12),
+			obs: machine(ppc64le(debian12)),
 			want: []shown{{"error", "No package source offers the driver (\"550.*\")",
-				"The driver block leaves source out, and no package source offers the driver (\"550.*\"). Debian 12's archive has the 535 driver branch only (nvidia-driver, {pkg:debian/distro/driver/nvidia-driver}). NVIDIA's repository is not configured: add a repository block for it, and source = \"nvidia\" to the block.", 2}},
+				"The driver block leaves source out, and no package source offers the driver (\"550.*\"). Debian 12's archive has the 535 driver branch only (nvidia-driver, {pkg:debian/distro/driver/nvidia-driver}). NVIDIA's repository is not configured, and gpuenv does not add it: NVIDIA publishes its CUDA repository for debian 12 on x86_64 and aarch64 only, not on ppc64le. Add a repository block for it, and source = \"nvidia\" to the block.", 2}},
+		},
+		{
+			name: "NVIDIA's packages asked for where gpuenv's table has no confirmed key",
+			src: `cuda {
+  version = "12.4"
+  source  = "nvidia"
+}
+`,
+			obs: machine(facts.OS{ID: "rocky", IDLike: []string{"rhel", "centos", "fedora"}, VersionID: "10.0", Family: "rpm", Arch: "x86_64"}),
+			want: []shown{{"error", "NVIDIA's repository cannot be added",
+				"The cuda block's packages come from NVIDIA's repository, which no package source of this host and no repository block of the spec configures, and gpuenv does not add it: NVIDIA's repository for rocky 10.0 is https://developer.download.nvidia.com/compute/cuda/repos/rhel10/x86_64/, but gpuenv's table has no confirmed fingerprint for its signing key CDF6BA43.pub (public cuda-rhel10.repo copies name gpgkey=…/rhel10/x86_64/CDF6BA43.pub, a key other than D42D0685; no source states its full fingerprint), and gpuenv trusts no key it cannot check. Add a repository block for it (a mirror's URL and its keyring), or configure it on the host.", 2}},
 		},
 		{
 			name: "driver branch the distribution does not ship, source set",

@@ -3,10 +3,12 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -63,6 +65,9 @@ var managedDirs = []managedDir{
 	{dir: "/etc/containerd", names: []string{"config.toml"}, merged: true},
 	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}, merged: true},
 	{dir: "/etc/cdi", names: []string{"nvidia.yaml"}},
+	// The keyrings of the NVIDIA repository gpuenv adds itself.
+	{dir: "/etc/apt/keyrings", names: []string{path.Base(nvidiarepo.CUDAFiles.AptKeyring), path.Base(nvidiarepo.ToolkitFiles.AptKeyring)}},
+	{dir: "/etc/pki/rpm-gpg", names: []string{path.Base(nvidiarepo.CUDAFiles.DnfKey), path.Base(nvidiarepo.ToolkitFiles.DnfKey)}},
 }
 
 // followUps are the commands a file operation may run after the file
@@ -317,6 +322,9 @@ func checkFile(f *FileOp) error {
 	if err := checkGenerate(f); err != nil {
 		return fmt.Errorf("file operation: %w", err)
 	}
+	if err := checkKeyFetch(f); err != nil {
+		return fmt.Errorf("file operation: %w", err)
+	}
 	if mergedFile(f.Path) {
 		// The file's own mode and owner, kept as they are.
 		if f.Mode&^0o777 != 0 || f.UID < 0 || f.GID < 0 {
@@ -352,6 +360,30 @@ func checkGenerate(f *FileOp) error {
 		return fmt.Errorf("%s: %s content is written only to %s", f.Path, f.Generate, want)
 	case f.Remove || f.Content != "":
 		return fmt.Errorf("%s: generated content with content of its own, or a removal", f.Path)
+	}
+	return nil
+}
+
+// checkKeyFetch checks a key to fetch (FileOp.Key): written only to a
+// keyring gpuenv owns, from an http, https or file URL, checked against a
+// full fingerprint.
+func checkKeyFetch(f *FileOp) error {
+	k := f.Key
+	if k == nil {
+		return nil
+	}
+	if !slices.Contains(nvidiarepo.Keyrings(), f.Path) {
+		return fmt.Errorf("%s: a fetched key is written only to %s", f.Path, strings.Join(nvidiarepo.Keyrings(), ", "))
+	}
+	if f.Remove || f.Content != "" || f.Generate != "" {
+		return fmt.Errorf("%s: a fetched key with content of its own, or a removal", f.Path)
+	}
+	u, err := url.Parse(k.URL)
+	if err != nil || u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file" || u.Scheme == "file" && u.Host != "" || strings.ContainsAny(k.URL, " \t\n") {
+		return fmt.Errorf("%s: key URL %q is not an https, http or file URL", f.Path, k.URL)
+	}
+	if err := nvidiarepo.CheckFingerprint(k.Fingerprint); err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
 	}
 	return nil
 }

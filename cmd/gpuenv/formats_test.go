@@ -61,7 +61,7 @@ func TestEveryJSONDocumentCarriesFormatVersion(t *testing.T) {
 		{"validate", []string{"validate", "--json", spec}, false},
 		{"history", []string{"--root", root, "history", "--json"}, false},
 		{"version", []string{"version", "--json"}, false},
-		{"error", []string{"--root", root, "observe", "--json", "--python", "/nowhere"}, false},
+		{"error", []string{"--root", root, "observe", "--json", "--python", "/etc"}, false},
 		{"error", []string{"show", "--json", spec}, false},
 		{"events", []string{"--root", root, "apply", "--json", "--auto-approve", spec}, true},
 		{"events", []string{"--root", root, "rollback", "--json", "--auto-approve"}, true},

@@ -211,6 +211,12 @@ var planCases = []planCase{
 	{root: "debian12-lists", spec: "cmd/gpuenv/testdata/plan/apt-no-lists/userspace.hcl", indexes: true},
 	{root: "containers-host", spec: "cmd/gpuenv/testdata/plan/containers-host/podman.hcl"},
 	{root: "containers-host", spec: "cmd/gpuenv/testdata/plan/containers-host/driver-upgrade.hcl"},
+	// Fresh hosts as their installers leave them: a whole stack with no
+	// source and no repository block (repos_test.go says what must hold).
+	{root: "ubuntu2204-h100-fresh", spec: "cmd/gpuenv/testdata/plan/fresh", indexes: true},
+	{root: "fresh-ubuntu2404", spec: "cmd/gpuenv/testdata/plan/fresh", indexes: true},
+	{root: "fresh-debian12", spec: "cmd/gpuenv/testdata/plan/fresh", indexes: true},
+	{root: "fresh-rhel9", spec: "cmd/gpuenv/testdata/plan/fresh"},
 }
 
 // runPlan runs gpuenv plan in this process against a built fixture root.
@@ -342,6 +348,9 @@ func TestPlanOutIsReadable(t *testing.T) {
 func benchmarkPlan(b *testing.B, c planCase) {
 	root := hosttest.Build(b, c.root)
 	withPlanHost(b, loadCandidates(b, c.root), runnerFor(b, c.root))
+	if c.indexes {
+		newCandidates = func(h *host.Host) planner.Candidates { return providers.Candidates(h) }
+	}
 	args := []string{"--root", root, "plan", filepath.Join("..", "..", c.spec)}
 	b.ReportAllocs()
 	cpu := hosttest.CPUTime(b)
@@ -366,6 +375,18 @@ func BenchmarkPlanConverged(b *testing.B) {
 // package indexes: BenchmarkPlanIndexes measures those.
 func BenchmarkPlanFresh(b *testing.B) {
 	benchmarkPlan(b, planCase{root: "ubuntu2204-h100-fresh", spec: "examples/pytorch-workstation"})
+}
+
+// BenchmarkPlanFreshRepository is gpuenv plan's command on fresh hosts as
+// their installers leave them (no package list fetched), with a whole
+// stack and no repository block: the plan adds NVIDIA's repository from
+// gpuenv's table. Compare with BenchmarkPlanConverged, run beside it.
+func BenchmarkPlanFreshRepository(b *testing.B) {
+	for _, c := range planCases {
+		if c.spec == "cmd/gpuenv/testdata/plan/fresh" {
+			b.Run(strings.TrimPrefix(c.root, "fresh-"), func(b *testing.B) { benchmarkPlan(b, c) })
+		}
+	}
 }
 
 // BenchmarkPlanIndexes is gpuenv plan end to end on the fixture whose

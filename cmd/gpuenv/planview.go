@@ -234,9 +234,12 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 	case op.File != nil:
 		f := op.File
 		var s string
-		if f.Remove {
+		switch {
+		case f.Remove:
 			s = "remove " + f.Path
-		} else {
+		case f.Key != nil:
+			s = fmt.Sprintf("fetch the key %s, check that its fingerprint is %s, then write it to %s (mode %04o)", f.Key.URL, f.Key.Fingerprint, f.Path, f.Mode)
+		default:
 			owner := ""
 			if f.UID != 0 || f.GID != 0 {
 				// Root's is what gpuenv writes unless it keeps a

@@ -1,20 +1,10 @@
 # Targets: Debian 12 (x86_64), with NVIDIA's CUDA repository for
 # debian12/x86_64 and the libnvidia-container repository.
 
-# NVIDIA's libnvidia-container repository, which carries the container
-# toolkit for every Debian and Ubuntu release (a flat repository). Its key,
-# as NVIDIA's instructions put it in place:
-#   curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey |
-#     gpg --dearmor -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
-repository "nvidia-container-toolkit" {
-  url     = "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/"
-  keyring = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
-}
-
-repository "cuda" {
-  url     = "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
-  keyring = "/usr/share/keyrings/cuda-archive-keyring.gpg"
-}
+# No repository block: the container toolkit comes from NVIDIA's
+# libnvidia-container repository, and the driver from NVIDIA's CUDA
+# repository for debian12/x86_64. plan adds both from gpuenv's table, each
+# key checked against the fingerprint gpuenv pins before apt trusts it.
 
 driver {
   version        = "570.*"

@@ -1,5 +1,5 @@
 # Targets: Ubuntu 22.04 (x86_64), with NVIDIA's CUDA repository for
-# ubuntu2204/x86_64.
+# ubuntu2204/x86_64, which plan adds from gpuenv's table.
 
 locals {
   # What goes with each CUDA version: the driver that CUDA release shipped
@@ -19,12 +19,6 @@ locals {
   }
   stack = local.stacks[var.cuda]
   tag   = "cu${replace(var.cuda, ".", "")}"
-}
-
-repository "cuda" {
-  url      = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
-  keyring  = "/usr/share/keyrings/cuda-archive-keyring.gpg"
-  priority = 600
 }
 
 driver {

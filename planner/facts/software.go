@@ -226,8 +226,9 @@ type FileDigest struct {
 	// not be read (a directory, a dangling link, no permission).
 	SHA256 string `json:"sha256,omitempty"`
 	// Fingerprints are, for a keyring, the fingerprints of the primary
-	// keys it holds (upper-case hex, in the keyring's order); KeyError
-	// says why none could be read from it.
+	// keys it holds (upper-case hex, in the keyring's order), so that a
+	// plan can tell the pinned key from another; KeyError says why none
+	// could be read from it.
 	Fingerprints []string `json:"fingerprints,omitempty"`
 	KeyError     string   `json:"key_error,omitempty"`
 }

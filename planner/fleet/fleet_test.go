@@ -48,7 +48,9 @@ func TestFleetOutcomes(t *testing.T) {
 		{"unknown-gpu", fleet.Unchanged, nil, ""},
 		{"working", fleet.Unchanged, nil, ""},
 		{"mismatch", fleet.Unchanged, nil, ""},
-		{"fresh-h100", fleet.Refused, nil, `No package source offers CUDA "12.4"`},
+		// plan adds NVIDIA's repository, from gpuenv's table, for the
+		// fresh Ubuntu host.
+		{"fresh-h100", fleet.Reboot, []string{"repository.nvidia-cuda create", "driver create", "cuda create", "cudnn create"}, ""},
 		{"debian-lists", fleet.Refused, nil, `No package source offers CUDA "12.4"`},
 		{"no-lists", fleet.Refused, nil, `No package source offers CUDA "12.4"`},
 	}
@@ -86,13 +88,13 @@ func TestFleetOutcomes(t *testing.T) {
 		t.Errorf("summary %+v, want %v", sum, counts)
 	}
 	wantReboots := []fleet.Group{
-		{Key: "driver", Hosts: 2, First: []string{"host-1-older-driver", "host-2-other-branch"}},
+		{Key: "driver", Hosts: 3, First: []string{"host-1-older-driver", "host-2-other-branch", "host-7-fresh-h100"}},
 		{Key: "driver.purge", Hosts: 2, First: []string{"host-1-older-driver", "host-2-other-branch"}},
 	}
 	if diff := cmp.Diff(wantReboots, sum.Reboots); diff != "" {
 		t.Errorf("reboots (-want +got):\n%s", diff)
 	}
-	if len(sum.Refusals) != 1 || sum.Refusals[0].Hosts != 3 || !strings.Contains(sum.Refusals[0].Error, "NVIDIA's repository is not configured") {
+	if len(sum.Refusals) != 1 || sum.Refusals[0].Hosts != 2 || !strings.Contains(sum.Refusals[0].Error, "NVIDIA's repository is not configured") {
 		t.Errorf("refusals %+v", sum.Refusals)
 	}
 }
@@ -235,7 +237,8 @@ func TestLackingFacts(t *testing.T) {
 func TestVersionsOnlyFromTheDocument(t *testing.T) {
 	o := *corpus(t)["no-cuda"]
 	o.PackageIndexes = facts.PackageIndexes{Indexes: []facts.PackageIndex{}, Packages: []facts.IndexedPackage{}}
-	o.Repositories = nil
+	// NVIDIA's repository configured, its index not in the document.
+	o.Repositories = []facts.Repository{{File: "/etc/apt/sources.list.d/cuda.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}}}
 	rows, _ := planStream(t, "cuda {\n  version = \"12.4\"\n  source = \"nvidia\"\n}\n", stream(document(t, &o, "gpu-9")), true)
 	r := rows[0]
 	if r.Outcome != fleet.Refused || !strings.Contains(r.Error, "the versions of cuda-toolkit-12-4 that apt can install are not in the observation: it holds no package index") {

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -133,10 +134,29 @@ func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToo
 		}
 	}
 	pkgs := toolkitPackages()
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
-		Manager: manager, Packages: pkgs, Versions: c.Version.Value,
-		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: offersToolkit(req.Spec),
-	})
+	deps := repositoryDeps(req)
+	var picked repository.Picked
+	var err error
+	switch add, ok := toolkitRepository(ctx, req, manager); {
+	case !ok:
+		resp.Diagnostics = append(resp.Diagnostics, missingRepository(obs, c))
+		return nil
+	case add != nil:
+		// NVIDIA's libnvidia-container repository, from gpuenv's table:
+		// the toolkit's version is known once apply has fetched its
+		// index.
+		if s := repository.AddStep(obs.RepositoryFiles, *add, nvidiarepo.ToolkitFiles, "The container toolkit's packages"); s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
+		deps = append(deps, nvidiarepo.ToolkitFiles.Address)
+		picked = repository.Picked{Constraint: c.Version.Value.String(),
+			Note: fmt.Sprintf("NVIDIA's libnvidia-container repository, which the plan adds, has no index on disk yet, so the toolkit's version is known after apply: the newest its index lists that satisfies %s", c.Version.Value.Quoted())}
+	default:
+		picked, err = repository.Pick(ctx, req.Candidates, repository.PickQuery{
+			Manager: manager, Packages: pkgs, Versions: c.Version.Value,
+			OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: offersToolkit(req.Spec),
+		})
+	}
 	if err != nil {
 		if !offersToolkit(req.Spec) {
 			resp.Diagnostics = append(resp.Diagnostics, missingRepository(obs, c))
@@ -156,7 +176,7 @@ func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToo
 		ReasonCode: planner.ReasonMissing,
 		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", ")},
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  repositoryDeps(req),
+		DependsOn:  deps,
 	}
 	why := []string{"the NVIDIA container toolkit is not installed"}
 	if installed != "" {
@@ -179,6 +199,37 @@ func packageNames(pkgs []facts.Package) []string {
 		out[i] = p.Name
 	}
 	return out
+}
+
+// toolkitRepository says where the toolkit comes from when the spec
+// names no repository that carries it: add is the libnvidia-container
+// repository from gpuenv's table, which the plan adds, where neither the
+// host's package sources nor the package manager's lists offer the
+// toolkit; nil where they do (or the spec's repository blocks may). ok is
+// false where the toolkit has no source at all: the table has no
+// repository for the host, and a plan never installs it without one.
+func toolkitRepository(ctx context.Context, req *planner.Request, manager planner.Manager) (add *nvidiarepo.Repository, ok bool) {
+	obs := req.Facts
+	if offersToolkit(req.Spec) {
+		return nil, true
+	}
+	for _, r := range obs.Repositories {
+		for _, u := range r.URIs {
+			if strings.Contains(u, "libnvidia-container") && !nvidiarepo.OwnFile(r.File) {
+				return nil, true
+			}
+		}
+	}
+	if req.Candidates != nil {
+		if listed, err := req.Candidates.Versions(ctx, manager, ToolkitPackages[0]); err == nil && len(listed) > 0 {
+			return nil, true
+		}
+	}
+	repo, found := nvidiarepo.ContainerToolkit(obs.OS.Family, obs.OS.Arch)
+	if !found || repo.Usable() != nil {
+		return nil, false
+	}
+	return &repo, true
 }
 
 // offersToolkit reports whether the spec configures a repository that can

@@ -83,7 +83,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			return up
 		},
 		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source,
+		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
 	})
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("CUDA toolkit", err, d.Block.Version.RangeOr(d.Block.DefRange)))

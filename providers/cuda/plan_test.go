@@ -71,6 +71,10 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &facts.Observation{OS: tt.os, CUDA: facts.CUDA{Toolkits: tt.toolkits}}
+			if tt.os.ID == "ubuntu" {
+				// The candidates list NVIDIA's packages: the host has its repository.
+				obs.Repositories = []facts.Repository{{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}}}
+			}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(cuda.Provider{})
 			pl.Candidates = cands

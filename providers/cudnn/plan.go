@@ -81,7 +81,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(raw string, _ version.Version) bool { return buildFits(raw, d.CUDA) },
 		OS:     repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source,
+		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
 	})
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("cuDNN", err, d.Block.Version.RangeOr(d.Block.DefRange)))

@@ -59,7 +59,9 @@ func TestPlan(t *testing.T) {
 			if strings.Contains(tt.src, "8.9") {
 				tk = toolkit("12.2.2")
 			}
-			obs := &facts.Observation{OS: ubuntu, CUDA: facts.CUDA{Toolkits: tk, Default: tk[0].Path}, CuDNN: facts.CuDNN{Installs: tt.installs}}
+			// The candidates list NVIDIA's packages: the host has its repository.
+			obs := &facts.Observation{OS: ubuntu, CUDA: facts.CUDA{Toolkits: tk, Default: tk[0].Path}, CuDNN: facts.CuDNN{Installs: tt.installs},
+				Repositories: []facts.Repository{{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}}}}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(cudnn.Provider{})
 			pl.Candidates = cands

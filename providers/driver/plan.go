@@ -129,7 +129,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source,
+		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
 	})
 	if err != nil {
 		return nil, err

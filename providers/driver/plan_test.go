@@ -192,6 +192,11 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, obs := planObserve(t, tt.fixture, tt.pkgs...)
+			if strings.Contains(tt.src, `source = "nvidia"`) {
+				// The candidates list NVIDIA's packages: the host has its
+				// repository.
+				obs.Repositories = append(obs.Repositories, facts.Repository{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}})
+			}
 			versions := map[string][]string{"nvidia-driver-550-open": {"550.127.05-0ubuntu1", "550.54.15-0ubuntu1"}}
 			for k, v := range planDebianVersions {
 				versions[k] = v

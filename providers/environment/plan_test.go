@@ -116,7 +116,7 @@ func TestPlan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			h, _ := host.New(root)
-			obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb"}, Init: tt.init}
+			obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb"}, Init: tt.init, Repositories: []facts.Repository{{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}}}}
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(environment.Provider{})
 			plan := plantest.Plan(t, pl, s, obs)

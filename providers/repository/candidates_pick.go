@@ -51,6 +51,10 @@ type PickQuery struct {
 	// what they do not list is an error that says what they do.
 	Archive *planner.Archive
 	Source  spec.Source
+	// Adds is set when the plan adds Source's repository itself
+	// (Desired.NVIDIARepository): until apply has fetched its index,
+	// the version is known after apply.
+	Adds bool
 }
 
 // Picked is the version chosen.
@@ -88,6 +92,13 @@ func Pick(ctx context.Context, cands planner.Candidates, q PickQuery) (Picked, e
 		return pickOffered(q)
 	}
 	first := q.Packages[0].Name
+	if q.Adds {
+		note := fmt.Sprintf("NVIDIA's repository, which the plan adds, has no index on disk yet, so the version of %s is known after apply: the newest its index lists", first)
+		if !q.Versions.IsZero() {
+			note += " that satisfies " + q.Versions.Quoted()
+		}
+		return Picked{Constraint: q.Versions.String(), Note: note}, nil
+	}
 	var missing []facts.IndexSource
 	if u, ok := cands.(unfetched); ok {
 		missing = u.Unfetched(q.Manager)
@@ -248,7 +259,7 @@ const KnownAfterApply = planner.KnownAfterApply
 // Pending reports whether a plan configures package repositories: the
 // spec's repository blocks, or archive components it enables.
 func Pending(req *planner.Request) bool {
-	if req.Desired != nil && len(req.Desired.Components) > 0 {
+	if req.Desired != nil && (len(req.Desired.Components) > 0 || req.Desired.NVIDIARepository != nil) {
 		return true
 	}
 	for _, r := range req.Spec.Repositories {
@@ -257,6 +268,12 @@ func Pending(req *planner.Request) bool {
 		}
 	}
 	return false
+}
+
+// Adds reports whether the plan adds the repository that src's packages
+// come from (Desired.NVIDIARepository).
+func Adds(req *planner.Request, src spec.Source) bool {
+	return req.Desired != nil && req.Desired.NVIDIARepository != nil && src == spec.SourceNVIDIA
 }
 
 // ShownVersion is a picked version as a step shows it.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -94,6 +95,11 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	}
 	if s := p.componentsStep(req); s != nil {
 		resp.Steps = append(resp.Steps, *s)
+	}
+	if req.Desired != nil {
+		if s := nvidiaStep(req); s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
 	}
 	return resp
 }
@@ -548,6 +554,9 @@ func Deps(req *planner.Request) []string {
 	}
 	if len(req.Desired.Components) > 0 {
 		out = append(out, ComponentsAddress)
+	}
+	if req.Desired.NVIDIARepository != nil {
+		out = append(out, nvidiarepo.Address)
 	}
 	return out
 }

@@ -36,8 +36,8 @@ func TestObserveFixtures(t *testing.T) {
 		sb      string
 		pid1    string
 	}{
-		{"ubuntu2204-h100-fresh", facts.OS{ID: "ubuntu", IDLike: []string{"debian"}, VersionID: "22.04", Codename: "jammy", Name: "Ubuntu 22.04.4 LTS", Family: "deb"}, "5.15.0-105-generic", "enabled", "systemd"},
-		{"debian12-distro", facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Name: "Debian GNU/Linux 12 (bookworm)", Family: "deb"}, "6.1.0-28-amd64", "disabled", "systemd"},
+		{"ubuntu2204-h100-fresh", facts.OS{ID: "ubuntu", IDLike: []string{"debian"}, VersionID: "22.04", Codename: "jammy", Name: "Ubuntu 22.04.4 LTS", Family: "deb", Arch: "x86_64"}, "5.15.0-105-generic", "enabled", "systemd"},
+		{"debian12-distro", facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Name: "Debian GNU/Linux 12 (bookworm)", Family: "deb", Arch: "x86_64"}, "6.1.0-28-amd64", "disabled", "systemd"},
 		{"rhel9", facts.OS{ID: "rhel", IDLike: []string{"fedora"}, VersionID: "9.4", Name: "Red Hat Enterprise Linux 9.4 (Plow)", Family: "rpm"}, "5.14.0-427.13.1.el9_4.x86_64", "unknown", "systemd"},
 		// A container: process 1 is its shell, and /proc is the host's
 		// kernel's otherwise.

@@ -134,7 +134,16 @@ func NewHarness(dir, repo string) (*Harness, error) {
 
 // build builds gpuenv from the module into out, with the given build tags.
 func (h *Harness) build(out string, tags ...string) error {
+	return h.buildLinked(out, "", tags...)
+}
+
+// buildLinked is build with linker flags (-X settings of a tagged
+// build's test hooks).
+func (h *Harness) buildLinked(out, ldflags string, tags ...string) error {
 	args := []string{"build", "-o", out}
+	if ldflags != "" {
+		args = append(args, "-ldflags", ldflags)
+	}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
