@@ -18,6 +18,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/environment"
 	"github.com/gpuenv/gpuenv/providers/framework"
 	"github.com/gpuenv/gpuenv/providers/groups"
+	"github.com/gpuenv/gpuenv/providers/health"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgindex"
 	"github.com/gpuenv/gpuenv/providers/kernellog"
@@ -74,6 +75,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	system.Observe(ctx, h, obs)
 	driver.Observe(ctx, h, n, obs)
 	obs.Kernel.Log = kernellog.Observe(ctx, h, kernellog.DefaultLimits)
+	health.Observe(h, obs)
 
 	var warns []facts.Warning
 	add := func(w []facts.Warning) { obs.Warnings = append(obs.Warnings, w...) }

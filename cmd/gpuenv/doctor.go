@@ -122,6 +122,7 @@ func runDoctorPID(ctx context.Context, g *globalOptions, h *host.Host, pythons, 
 	if p := obs.Session.Process; p != nil && p.Error != "" {
 		return nil, nil, fmt.Errorf("--pid %d: %s", pid, p.Error)
 	}
+	attachVerified(g, h, obs)
 	r, err := doctorReportPID(g, h, obs, pid)
 	return r, obs, err
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,8 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/health"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/verify"
+	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -157,4 +161,41 @@ func recordDrift(g *globalOptions, specPath string, s *spec.Spec, p *planner.Pla
 		return fmt.Errorf("%w; recording drift: %v", err, encErr)
 	}
 	return fmt.Errorf("recording drift: %w", encErr)
+}
+
+// attachVerified puts the last verify's record into obs, for doctor to
+// re-admit the GPUs it passed on after their Xids. A record gpuenv may
+// not read (a user other than root, a state directory of 0700) is as
+// none: nothing is re-admitted, which is the safe side.
+func attachVerified(g *globalOptions, h *host.Host, obs *facts.Observation) {
+	data, err := apply.ReadVerified(h, g.stateDir())
+	if errors.Is(err, fs.ErrPermission) {
+		return
+	}
+	if err == nil && data != nil {
+		obs.Health.Verified, err = health.ReadVerified(data)
+	}
+	if err != nil {
+		fmt.Fprintf(g.Stderr, "Warning: the verify record is not used: %v\n", err)
+	}
+}
+
+// recordVerified keeps what the framework-free check c found on each GPU
+// (see verify.Record). A record that cannot be written is a warning: the
+// check itself stands.
+func recordVerified(g *globalOptions, h *host.Host, obs *facts.Observation, c *cudacheck.Report) {
+	if obs.Health.BootID == "" {
+		return
+	}
+	var prev *facts.VerifyRecord
+	if data, err := apply.ReadVerified(h, g.stateDir()); err == nil && data != nil {
+		prev, _ = health.ReadVerified(data)
+	}
+	data, err := json.MarshalIndent(verify.Record(obs, c, prev, time.Now()), "", "  ")
+	if err == nil {
+		err = apply.WriteVerified(h, g.stateDir(), append(data, '\n'))
+	}
+	if err != nil {
+		fmt.Fprintf(g.Stderr, "Warning: the verify record was not kept (GPUs failed by an Xid stay failed): %v\n", err)
+	}
 }

@@ -71,6 +71,7 @@ apply and doctor work from.`,
 				opts.Session = sessionVariables(g)
 			}
 			obs := providers.Observe(cmd.Context(), h, opts)
+			attachVerified(g, h, obs)
 			return v.Observation(obs)
 		},
 	}

@@ -202,6 +202,7 @@ var slurmDoctor = nodeDoctor
 
 func nodeDoctor(ctx context.Context, g *globalOptions, h *host.Host) (*doctor.Report, error) {
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{})
+	attachVerified(g, h, obs)
 	u, err := invokingUser(g, h)
 	if err != nil {
 		return nil, err

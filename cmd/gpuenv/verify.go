@@ -167,6 +167,42 @@ type verifyReport struct {
 	// when they run as root. verify, unlike the commands that only look,
 	// may do that, and says so.
 	CreatedDeviceNodes []string `json:"created_device_nodes,omitempty"`
+	// Links are the framework-free check's copy bandwidth of each GPU
+	// judged against its PCIe link; a direction below half of what the
+	// link allows is Slow.
+	Links []linkReport `json:"links,omitempty"`
+}
+
+// linkReport is one GPU's copies judged against its link.
+type linkReport struct {
+	Ordinal    int                     `json:"ordinal"`
+	UUID       string                  `json:"uuid,omitempty"`
+	PCIAddress string                  `json:"pci_address,omitempty"`
+	Verdicts   []cudacheck.LinkVerdict `json:"verdicts"`
+}
+
+// judgeLinks judges each GPU's measured copies against the PCIe link
+// observation found for it (through NVML's UUID and bus id).
+func judgeLinks(obs *facts.Observation, c *cudacheck.Report) []linkReport {
+	if c == nil {
+		return nil
+	}
+	addr := map[string]string{}
+	for _, d := range obs.NVML.Devices {
+		addr[strings.ToLower(d.UUID)] = d.PCIBusID
+	}
+	links := map[string]*facts.PCIeLink{}
+	for _, g := range obs.Health.GPUs {
+		links[g.PCIAddress] = g.Link
+	}
+	var out []linkReport
+	for _, d := range c.Devices {
+		a := addr[strings.ToLower(d.UUID)]
+		if v := cudacheck.JudgeLink(d.Bandwidth, links[a]); v != nil {
+			out = append(out, linkReport{Ordinal: d.Ordinal, UUID: d.UUID, PCIAddress: a, Verdicts: v})
+		}
+	}
+	return out
 }
 
 // verifyFormatVersion is the version of verify's JSON document: 2.0 has
@@ -288,6 +324,10 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 			return err
 		}
 		explainVerify(rep, dr)
+	}
+	rep.Links = judgeLinks(obs, rep.CUDACheck)
+	if c := rep.CUDACheck; c != nil && h.Live() && os.Geteuid() == 0 {
+		recordVerified(g, h, obs, c)
 	}
 	if err := v.Report(rep); err != nil {
 		return err

@@ -207,6 +207,7 @@ func (v *verifyHuman) Report(rep *verifyReport) error {
 	v.out.printf("\n")
 	writeVerifyTable(&v.out, rep)
 	writeVerifyFailures(&v.out, rep)
+	writeLinks(&v.out, rep.Links)
 	if len(rep.CreatedDeviceNodes) > 0 {
 		v.out.printf("\nThe workloads created device files that were not there: %s (the driver's libraries make them when they run as root).\n", strings.Join(rep.CreatedDeviceNodes, ", "))
 	}
@@ -540,4 +541,25 @@ func nonEmptyLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// writeLinks shows each GPU's copy bandwidth against its link, and a
+// finding for each direction below half of what the link allows.
+func writeLinks(out *printer, links []linkReport) {
+	if len(links) == 0 {
+		return
+	}
+	out.printf("\nCopy bandwidth against each GPU's PCIe link:\n")
+	for _, l := range links {
+		var dirs []string
+		for _, v := range l.Verdicts {
+			dirs = append(dirs, fmt.Sprintf("%s %.1f GB/s", strings.ReplaceAll(v.Direction, "_", " "), v.Measured))
+		}
+		out.printf("  GPU %d (%s): %s of %.1f GB/s each way\n", l.Ordinal, escape(l.PCIAddress, false), strings.Join(dirs, ", "), l.Verdicts[0].Expected)
+		for _, v := range l.Verdicts {
+			if v.Slow {
+				out.printf("    ! %s is below half of what the link allows: %s\n", strings.ReplaceAll(v.Direction, "_", " "), v.Why)
+			}
+		}
+	}
 }

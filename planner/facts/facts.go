@@ -12,7 +12,7 @@ const SchemaVersion = 1
 // lacks the facts added since (Additions), one of a higher minor has facts
 // the reader ignores. Documents written before minors were counted carry
 // no schema_minor, and read as minor 0.
-const SchemaMinor = 3
+const SchemaMinor = 4
 
 // FormatVersion is SchemaVersion and SchemaMinor as every other JSON
 // document of gpuenv gives its version: "MAJOR.MINOR" under
@@ -71,6 +71,9 @@ type Observation struct {
 	Context RuntimeContext `json:"context"`
 	// Loader is which library file each GPU program loads.
 	Loader Loader `json:"loader"`
+	// Health is each GPU's health counters, PCIe link and the last
+	// verify. Added in minor 3.
+	Health Health `json:"health"`
 
 	// Problems are what the observation shows to be wrong with the GPU
 	// stack as it stands, each found from facts above.

@@ -36,4 +36,5 @@ var Additions = []Addition{
 	{Key: "format_version", Minor: 2, What: "the document's version under the name every gpuenv document gives it", Label: true},
 	{Key: "session", Minor: 3, What: "the invoking user's and a job's environment"},
 	{Key: "device_access", Minor: 3, What: "the /dev/char links, cgroup drivers and device rules"},
+	{Key: "health", Minor: 4, What: "the GPUs' health counters and links"},
 }

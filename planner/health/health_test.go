@@ -22,6 +22,10 @@ func snapshot() *Snapshot {
 	obs.NVML.DriverVersion, obs.NVML.CUDADriverVersion = "550.54.15", "12.4"
 	obs.Driver.ModuleVersion, obs.Driver.LibraryVersion = "550.54.15", "550.54.15"
 	obs.PCI = make([]facts.PCIDevice, 8)
+	for i := range obs.PCI {
+		obs.PCI[i].Address = fmt.Sprintf("0000:%02x:00.0", 0x18+i)
+		obs.Health.GPUs = append(obs.Health.GPUs, facts.GPUHealth{PCIAddress: obs.PCI[i].Address})
+	}
 	obs.CUDA.Toolkits = []facts.Toolkit{{Path: "/usr/local/cuda-11.8", Version: "11.8.0"}, {Path: "/usr/local/cuda-12.4", Version: "12.4.1"}, {Path: "/usr/lib/nvidia-cuda-toolkit", Version: "12.4.1"}}
 	r := &doctor.Report{Checks: []doctor.Check{
 		{ID: "pci.gpus", Group: doctor.GroupPCI, Status: doctor.OK, Summary: "8 GPUs"},
@@ -151,27 +155,32 @@ func TestPrometheus(t *testing.T) {
 		"gpuenv_doctor_timestamp_seconds":                                         "1796119200.5",
 		// Toolkits newest first, each once.
 		"gpuenv_driver_info{driver=550.54.15,module=550.54.15,library=550.54.15,cuda_driver=12.4,cuda_toolkits=12.4.1,11.8.0}": "1",
-		"gpuenv_gpus":                                  "8",
-		"gpuenv_drift_record_present":                  "1",
-		"gpuenv_drift_record_error":                    "0",
-		"gpuenv_drift_outcome{outcome=no-changes}":     "0",
-		"gpuenv_drift_outcome{outcome=changes}":        "1",
-		"gpuenv_drift_outcome{outcome=error}":          "0",
-		"gpuenv_drift_timestamp_seconds":               "1796115600",
-		"gpuenv_drift_changes{action=add}":             "2",
-		"gpuenv_drift_changes{action=change}":          "1",
-		"gpuenv_drift_changes{action=remove}":          "0",
-		"gpuenv_drift_needs_reboot":                    "1",
-		"gpuenv_generation{kind=apply,status=applied}": "7",
-		"gpuenv_generation_timestamp_seconds":          "1796025600",
-		"gpuenv_generation_unfinished":                 "0",
+		"gpuenv_gpus":                                                       "8",
+		"gpuenv_drift_record_present":                                       "1",
+		"gpuenv_drift_record_error":                                         "0",
+		"gpuenv_drift_outcome{outcome=no-changes}":                          "0",
+		"gpuenv_drift_outcome{outcome=changes}":                             "1",
+		"gpuenv_drift_outcome{outcome=error}":                               "0",
+		"gpuenv_drift_timestamp_seconds":                                    "1796115600",
+		"gpuenv_drift_changes{action=add}":                                  "2",
+		"gpuenv_drift_changes{action=change}":                               "1",
+		"gpuenv_drift_changes{action=remove}":                               "0",
+		"gpuenv_drift_needs_reboot":                                         "1",
+		"gpuenv_generation{kind=apply,status=applied}":                      "7",
+		"gpuenv_generation_timestamp_seconds":                               "1796025600",
+		"gpuenv_generation_unfinished":                                      "0",
+		"gpuenv_gpus_healthy":                                               "8",
+		"gpuenv_gpus_unhealthy":                                             "0",
+		"gpuenv_gpu_health{gpu=,UUID=,pci_bus_id=0000:1f:00.0,model_name=}": "0",
 	} {
 		if got[key] != want {
 			t.Errorf("%s = %q, want %q", key, got[key], want)
 		}
 	}
-	if len(got) != 25 {
-		t.Errorf("%d series, want 25:\n%s", len(got), b.String())
+	// 25 of the host, 2 GPU counts, and health, missing_from_bus and
+	// xid_errors of each of the 8 GPUs.
+	if len(got) != 25+2+3*8 {
+		t.Errorf("%d series, want %d:\n%s", len(got), 25+2+3*8, b.String())
 	}
 }
 
@@ -227,6 +236,8 @@ feature.node.kubernetes.io/gpuenv-healthy=false
 feature.node.kubernetes.io/gpuenv-problems=1
 feature.node.kubernetes.io/gpuenv-warnings=1
 feature.node.kubernetes.io/gpuenv-gpus=8
+feature.node.kubernetes.io/gpuenv-gpus-healthy=8
+feature.node.kubernetes.io/gpuenv-gpus-unhealthy=0
 feature.node.kubernetes.io/gpuenv-driver=550.54.15
 feature.node.kubernetes.io/gpuenv-cuda-driver=12.4
 feature.node.kubernetes.io/gpuenv-cuda-toolkit=12.4.1

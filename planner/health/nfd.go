@@ -47,6 +47,8 @@ func (s *Snapshot) NFDLabels() []Label {
 	}
 	v := s.Versions()
 	out = append(out, Label{"gpus", strconv.Itoa(v.GPUs)})
+	healthy, unhealthy := s.GPUCounts()
+	out = append(out, Label{"gpus-healthy", strconv.Itoa(healthy)}, Label{"gpus-unhealthy", strconv.Itoa(unhealthy)})
 	toolkit := ""
 	if len(v.Toolkits) > 0 {
 		toolkit = v.Toolkits[0]

@@ -109,7 +109,10 @@ func (s *Snapshot) metrics() []*metric {
 	}
 	family("generation_unfinished", "1 when a generation is unfinished and the host may be between two states (gpuenv rollback finishes it).").
 		add(boolValue(unfinished))
-	return out
+	healthy, unhealthy := s.GPUCounts()
+	family("gpus_healthy", "GPUs gpuenv doctor's GPU state checks find no problem with.").add(float64(healthy))
+	family("gpus_unhealthy", "GPUs gpuenv doctor's GPU state checks find a problem with.").add(float64(unhealthy))
+	return append(out, s.gpuMetrics()...)
 }
 
 // WritePrometheus writes s's metrics in the text exposition format.

@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -137,13 +138,24 @@ func orNone(s string) string {
 }
 
 // SlurmReason is the drain reason for an unhealthy report: the first
-// problem, and how many more there are.
+// problem of a GPU's health when there is one (a failing GPU is what
+// whoever reads the reason must act on: a software problem is mended on
+// the node, a GPU's is sent for repair), else the first problem; and how
+// many more there are.
 func SlurmReason(r *doctor.Report) string {
 	first := ""
 	for _, c := range r.Checks {
-		if c.Status == doctor.Problem {
+		if c.Status == doctor.Problem && slices.Contains(doctor.HealthChecks, c.ID) {
 			first = c.Summary
 			break
+		}
+	}
+	for _, c := range r.Checks {
+		if first != "" {
+			break
+		}
+		if c.Status == doctor.Problem {
+			first = c.Summary
 		}
 	}
 	s := SlurmReasonPrefix + " " + first

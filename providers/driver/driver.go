@@ -562,4 +562,18 @@ func (o *observer) nvml(n host.NVML) {
 		}
 		r.Devices = append(r.Devices, g)
 	}
+	// The health counters are read in the same NVML session: starting
+	// NVML is most of what reading them costs.
+	if hr, ok := n.(host.NVMLHealthReader); ok {
+		hs, err := hr.Health()
+		if err != nil {
+			o.warn("", err)
+		}
+		for _, d := range hs {
+			idx := d.Index
+			o.obs.Health.GPUs = append(o.obs.Health.GPUs, facts.GPUHealth{
+				PCIAddress: d.PCIBusID, Index: &idx, UUID: d.UUID, Name: d.Name, NVML: &d.NVMLHealth,
+			})
+		}
+	}
 }

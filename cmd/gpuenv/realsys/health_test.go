@@ -128,6 +128,38 @@ func TestHealthPrometheus(t *testing.T) {
 	}
 }
 
+// The per-GPU health series pass promtool too: a node whose GPU 1
+// logged Xid 79 and whose GPU 3 trained at x8, read from the root's
+// kern.log and sysfs (NVML is not asked of a root that is not this
+// machine's).
+func TestHealthPrometheusGPUs(t *testing.T) {
+	r := h.NewRoot(t, Health, Mounts{Proc: true})
+	healthyNode(t, r)
+	r.WriteFile("/srv/node/var/log/kern.log", "Sep 09 15:53:19 saturn kernel: NVRM: Xid (PCI:0000:2a:00): 79, pid=0, GPU has fallen off the bus.\n")
+	for f, v := range map[string]string{"current_link_width": "8", "max_link_width": "16", "current_link_speed": "32.0 GT/s PCIe", "max_link_speed": "32.0 GT/s PCIe"} {
+		r.WriteFile("/srv/node/sys/bus/pci/devices/0000:5d:00.0/"+f, v+"\n")
+	}
+	res := r.Gpuenv("--root", "/srv/node", "doctor", "--prometheus", "/tmp/gpuenv.prom")
+	if res.Code != 2 {
+		t.Fatalf("doctor: want exit 2; %s", res)
+	}
+	check := r.Sh("promtool check metrics < /tmp/gpuenv.prom")
+	if check.Code != 0 || strings.TrimSpace(check.Stdout+check.Stderr) != "" {
+		t.Errorf("promtool check metrics: %s", check)
+	}
+	prom := r.MustSh("cat /tmp/gpuenv.prom")
+	for _, want := range []string{
+		`gpuenv_gpu_xid_errors{gpu="",UUID="",pci_bus_id="0000:2a:00.0",model_name="H100 SXM5 80GB HBM3"} 79`,
+		`gpuenv_gpu_xid_events{gpu="",UUID="",pci_bus_id="0000:2a:00.0",model_name="H100 SXM5 80GB HBM3",xid="79"} 1`,
+		`gpuenv_gpu_pcie_link_width{gpu="",UUID="",pci_bus_id="0000:5d:00.0",model_name="H100 SXM5 80GB HBM3"} 8`,
+		`gpuenv_gpus_unhealthy 2`,
+	} {
+		if !strings.Contains(prom, "\n"+want+"\n") {
+			t.Errorf("the file lacks %q:\n%s", want, prom)
+		}
+	}
+}
+
 // slurm.conf for one controller and one node on loopback. No systemd runs
 // as PID 1 and the machine has cgroup v1, so processes are tracked from
 // /proc and tasks are not bound; everything runs as root. The last line is

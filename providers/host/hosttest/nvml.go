@@ -53,7 +53,7 @@ func NVMLServer(name string) *server.Server {
 // Complete sets the device queries go-nvml's server mock leaves unset, so
 // that observing the device does not panic, and makes its PCI info carry
 // the bus id as the real library does (NVML's eight-digit domain, upper
-// case hex).
+// case hex). Its health counters are those of Healthy.
 func Complete(dev *server.Device) {
 	dev.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
 		var p nvml.PciInfo
@@ -82,6 +82,7 @@ func Complete(dev *server.Device) {
 	dev.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
 		return nil, nvml.ERROR_NOT_FOUND
 	}
+	SetHealth(dev, Healthy())
 }
 
 // FailingNVML is a library whose Init fails with ret. Every other function

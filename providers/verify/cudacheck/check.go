@@ -121,6 +121,9 @@ type Device struct {
 	Failure  *Failure `json:"failure,omitempty"`
 	Crashed  string   `json:"crashed,omitempty"`
 	TimedOut bool     `json:"timed_out,omitempty"`
+	// Bandwidth is what copies to and from the device carried, measured
+	// once every step passed; nil otherwise.
+	Bandwidth *Bandwidth `json:"bandwidth,omitempty"`
 }
 
 // OK reports whether every step passed on the device.
@@ -306,6 +309,7 @@ func checkDevice(d *driver, i int, begin func(Step), known func(Device)) Device 
 		return out
 	}
 	pass(StepCompare)
+	out.Bandwidth = measureBandwidth(d)
 	return out
 }
 

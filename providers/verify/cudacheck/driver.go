@@ -45,6 +45,8 @@ typedef struct {
 		unsigned int, unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
 	CUresult (*cuGetErrorName)(CUresult, const char **);
 	CUresult (*cuGetErrorString)(CUresult, const char **);
+	CUresult (*cuMemAllocHost)(void **, size_t);
+	CUresult (*cuMemFreeHost)(void *);
 } gpuenv_cu;
 
 // gpuenv_cu_open loads lib and resolves every entry point the check
@@ -92,6 +94,10 @@ static gpuenv_cu *gpuenv_cu_open(const char *lib, const char **missing, char **f
 #undef SYM
 	// Drivers before CUDA 9.2 have no UUIDs to give.
 	*(void **)(&c->cuDeviceGetUuid) = dlsym(h, "cuDeviceGetUuid");
+	// Page-locked host memory, for the copy bandwidth: without it the
+	// copies are measured from pageable memory.
+	*(void **)(&c->cuMemAllocHost) = dlsym(h, "cuMemAllocHost_v2");
+	*(void **)(&c->cuMemFreeHost) = dlsym(h, "cuMemFreeHost");
 	return c;
 fail:
 	dlclose(h);
@@ -127,6 +133,9 @@ static CUresult gpuenv_cuMemAlloc(gpuenv_cu *c, CUdeviceptr *p, size_t n) { retu
 static CUresult gpuenv_cuMemFree(gpuenv_cu *c, CUdeviceptr p) { return c->cuMemFree(p); }
 static CUresult gpuenv_cuMemcpyHtoD(gpuenv_cu *c, CUdeviceptr d, const void *h, size_t n) { return c->cuMemcpyHtoD(d, h, n); }
 static CUresult gpuenv_cuMemcpyDtoH(gpuenv_cu *c, void *h, CUdeviceptr d, size_t n) { return c->cuMemcpyDtoH(h, d, n); }
+static int gpuenv_has_pinned(gpuenv_cu *c) { return c->cuMemAllocHost != NULL && c->cuMemFreeHost != NULL; }
+static CUresult gpuenv_cuMemAllocHost(gpuenv_cu *c, void **p, size_t n) { return c->cuMemAllocHost(p, n); }
+static CUresult gpuenv_cuMemFreeHost(gpuenv_cu *c, void *p) { return c->cuMemFreeHost(p); }
 static CUresult gpuenv_cuModuleGetFunction(gpuenv_cu *c, CUfunction *f, CUmodule m, const char *name) { return c->cuModuleGetFunction(f, m, name); }
 static CUresult gpuenv_cuModuleUnload(gpuenv_cu *c, CUmodule m) { return c->cuModuleUnload(m); }
 
@@ -339,3 +348,34 @@ func (d *driver) launchAdd(fn C.CUfunction, a, b, out C.CUdeviceptr, n, block in
 }
 
 func (d *driver) synchronize() C.CUresult { return C.gpuenv_cuCtxSynchronize(d.c) }
+
+// hostBuffer is n bytes of host memory for copies: page-locked when the
+// driver offers it (free with freeHost), else allocated by C.
+func (d *driver) hostBuffer(n int) (p unsafe.Pointer, pinned bool, r C.CUresult) {
+	if C.gpuenv_has_pinned(d.c) != 0 {
+		if r = C.gpuenv_cuMemAllocHost(d.c, &p, C.size_t(n)); r == 0 {
+			return p, true, 0
+		}
+	}
+	p = C.calloc(C.size_t(n), 1)
+	if p == nil {
+		return nil, false, 2 // CUDA_ERROR_OUT_OF_MEMORY
+	}
+	return p, false, 0
+}
+
+func (d *driver) freeHost(p unsafe.Pointer, pinned bool) {
+	if pinned {
+		C.gpuenv_cuMemFreeHost(d.c, p)
+		return
+	}
+	C.free(p)
+}
+
+func (d *driver) copyInRaw(dst C.CUdeviceptr, src unsafe.Pointer, n int) C.CUresult {
+	return C.gpuenv_cuMemcpyHtoD(d.c, dst, src, C.size_t(n))
+}
+
+func (d *driver) copyOutRaw(dst unsafe.Pointer, src C.CUdeviceptr, n int) C.CUresult {
+	return C.gpuenv_cuMemcpyDtoH(d.c, dst, src, C.size_t(n))
+}
