@@ -88,6 +88,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	obs.Environment, warns = environment.Observe(h)
 	add(warns)
 	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
+	driver.ObserveFabric(h, obs)
 	obs.Containers, warns = containers.Observe(ctx, h, obs.Packages, obs.Driver)
 	add(warns)
 

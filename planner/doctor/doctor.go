@@ -183,6 +183,7 @@ var checks = []func(*doctor){
 	(*doctor).gpuState,
 	(*doctor).programs,
 	(*doctor).containers,
+	(*doctor).fabricManager,
 }
 
 // doctor carries the input and the checks made so far.

@@ -10,7 +10,7 @@ const SchemaVersion = 1
 // lacks the facts added since (Additions), one of a higher minor has facts
 // the reader ignores. Documents written before minors were counted carry
 // no schema_minor, and read as minor 0.
-const SchemaMinor = 1
+const SchemaMinor = 2
 
 // Observation is everything gpuenv knows about one host at one moment.
 type Observation struct {
@@ -29,6 +29,8 @@ type Observation struct {
 	NVML        NVML         `json:"nvml"`
 	Driver      Driver       `json:"driver"`
 	DeviceNodes []DeviceNode `json:"device_nodes"`
+	// Fabric is the NVSwitches and the Fabric Manager. Added in minor 2.
+	Fabric Fabric `json:"fabric"`
 
 	Packages     Packages     `json:"packages"`
 	Repositories []Repository `json:"repositories"`

@@ -30,4 +30,5 @@ var Additions = []Addition{
 	{Key: "loader", What: "the dynamic loader's resolution"},
 	{Key: "containers", What: "the container toolkit and engines", Planned: true},
 	{Key: "hostname", Minor: 1, What: "the host's name"},
+	{Key: "fabric", Minor: 2, What: "the NVSwitches and the Fabric Manager"},
 }
