@@ -219,6 +219,7 @@ var checks = []func(*doctor){
 	(*doctor).gpuHealth,
 	(*doctor).programs,
 	(*doctor).containers,
+	(*doctor).fabricManager,
 }
 
 // doctor carries the input and the checks made so far.

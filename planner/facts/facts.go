@@ -12,7 +12,7 @@ const SchemaVersion = 1
 // lacks the facts added since (Additions), one of a higher minor has facts
 // the reader ignores. Documents written before minors were counted carry
 // no schema_minor, and read as minor 0.
-const SchemaMinor = 4
+const SchemaMinor = 5
 
 // FormatVersion is SchemaVersion and SchemaMinor as every other JSON
 // document of gpuenv gives its version: "MAJOR.MINOR" under
@@ -39,6 +39,8 @@ type Observation struct {
 	NVML        NVML         `json:"nvml"`
 	Driver      Driver       `json:"driver"`
 	DeviceNodes []DeviceNode `json:"device_nodes"`
+	// Fabric is the NVSwitches and the Fabric Manager. Added in minor 2.
+	Fabric Fabric `json:"fabric"`
 
 	Packages     Packages     `json:"packages"`
 	Repositories []Repository `json:"repositories"`

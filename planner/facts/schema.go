@@ -37,4 +37,5 @@ var Additions = []Addition{
 	{Key: "session", Minor: 3, What: "the invoking user's and a job's environment"},
 	{Key: "device_access", Minor: 3, What: "the /dev/char links, cgroup drivers and device rules"},
 	{Key: "health", Minor: 4, What: "the GPUs' health counters and links"},
+	{Key: "fabric", Minor: 5, What: "the NVSwitches and the Fabric Manager"},
 }

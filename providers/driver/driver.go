@@ -108,6 +108,10 @@ func (o *observer) pci() {
 		if !ok {
 			d, ok = o.attributes(dir)
 		}
+		if ok && d.VendorID == NVIDIAVendorID && d.Class == compat.NVSwitchClass {
+			o.nvswitch(e.Name(), d)
+			continue
+		}
 		// 0x03xxxx is a display controller (VGA 0x0300, 3D 0x0302): the
 		// GPU itself, not its HDMI audio, USB-C controller or an NVSwitch.
 		if !ok || d.VendorID != NVIDIAVendorID || d.Class>>16 != 0x03 {
@@ -160,7 +164,7 @@ func (o *observer) attributes(dir string) (facts.PCIDevice, bool) {
 		return facts.PCIDevice{}, false
 	}
 	class, ok := o.hexFile(dir+"/class", 32)
-	if !ok || class>>16 != 0x03 {
+	if !ok || class>>16 != 0x03 && class != compat.NVSwitchClass {
 		return facts.PCIDevice{}, false
 	}
 	dev, _ := o.hexFile(dir+"/device", 16)

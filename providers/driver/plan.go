@@ -60,6 +60,14 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
+	fabric, err := planFabric(ctx, req, install)
+	if err != nil {
+		resp.Diagnostics = append(resp.Diagnostics, noFabric(err, d.Block.Version.RangeOr(d.Block.DefRange)))
+		return resp
+	}
+	if fabric != nil {
+		resp.Steps = append(resp.Steps, *fabric)
+	}
 	if install != nil {
 		resp.Warnings = append(resp.Warnings, kernelsWithoutModule(req, install)...)
 		resp.Steps = append(resp.Steps, *install)
