@@ -23,6 +23,11 @@ func noKernel(obs *facts.Observation) string {
 			// machine's, and the image's own boots elsewhere, later.
 			return chrootReason
 		}
+		if obs.Init.Chroot == "image" {
+			// An image built from outside it (gpuenv --root on a disk
+			// image's tree): it boots elsewhere, later.
+			return imageReason
+		}
 		return ""
 	}
 	what := "the root is a container's"
@@ -45,8 +50,12 @@ var engineNames = map[string]string{
 // chrootReason is NoKernel for a root that is a chroot's.
 const chrootReason = "the root is a chroot's, as an image being built is (/proc/1/root: process 1 runs in another root, or no /proc is mounted), and the kernel running is the building machine's"
 
-// inChroot reports whether NoKernel is set for a chroot, not a container.
-func inChroot(d *Desired) bool { return d.NoKernel == chrootReason }
+// imageReason is NoKernel for a root no system runs from.
+const imageReason = "the root is an image no system runs from, as an image being built is (its /proc is an empty directory), and the kernel that will boot it is not running here"
+
+// inChroot reports whether NoKernel is set for an image being built (in a
+// chroot, or from outside it), not a container.
+func inChroot(d *Desired) bool { return d.NoKernel == chrootReason || d.NoKernel == imageReason }
 
 // containerDriver resolves the driver block on a root whose kernel is the
 // host's. A setting that asks for work on the kernel or the host's
@@ -64,7 +73,11 @@ func (r *resolver) containerDriver(dd *DesiredDriver) (asOnHost bool) {
 	refuse := func(rng hcl.Range, asks string) {
 		refused = true
 		if inChroot(r.d) {
-			r.errorf(rng, "Kernel-side setting in a chroot",
+			title := "Kernel-side setting in a chroot"
+			if r.d.NoKernel == imageReason {
+				title = "Kernel-side setting in an image being built"
+			}
+			r.errorf(rng, title,
 				"%s, and %s: nothing planned here can load a module or change how a machine boots. Plan with --root-boots if this root is a machine's that will boot (a disk image), which gets its kernel-side steps; leave the setting out for an image that runs as a container.",
 				asks, r.d.NoKernel)
 			return

@@ -87,7 +87,9 @@ type Init struct {
 	// at all, "unknown" when gpuenv,
 	// run as root, may not look at process 1's root (a sandbox that
 	// hides it); "" when "/" is process 1's root, when gpuenv is not root
-	// (which may never look), and on a root that is not this machine's.
+	// (which may never look). Of a root that is not this machine's, it is
+	// "image" when the root's /proc is an empty directory (an image no
+	// system runs from, built from outside it), and "" otherwise.
 	Chroot string `json:"chroot,omitempty"`
 }
 

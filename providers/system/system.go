@@ -78,6 +78,14 @@ func observeInit(h *host.Host, warns *[]facts.Warning) facts.Init {
 	}
 	in.Systemd = in.Live && in.PID1 == "systemd"
 	in.Chroot = inChroot(h)
+	if !in.Live {
+		// An image's /proc is the empty directory a system mounts its
+		// proc on when it boots; a recorded machine's root holds what
+		// its /proc showed.
+		if ents, err := h.ReadDir("/proc"); err == nil && len(ents) == 0 {
+			in.Chroot = "image"
+		}
+	}
 	return in
 }
 
