@@ -10,6 +10,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/spec"
+	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -85,6 +86,7 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 	if repo, err := nvidiarepo.CUDA(nvidiaHost(obs)); err == nil {
 		tableURL = strings.TrimSuffix(repo.URL, "/")
 	}
+	mirrors := nvidiaMirrors(ix)
 	fetched := map[string]bool{}
 	for i := range ix.Indexes {
 		x := &ix.Indexes[i]
@@ -93,7 +95,10 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 			site = siteOf(x.Source.URI)
 		}
 		src := classify(obs.OS, x.Source, site, x.Release, repoURLs)
-		if tableURL != "" && strings.TrimSuffix(x.Source.URI, "/") == tableURL {
+		// An index the distribution's own Release signs stays the
+		// distribution's, whatever it lists.
+		own := x.Release != nil && x.Release.Origin != "" && strings.EqualFold(x.Release.Origin, obs.OS.ID)
+		if tableURL != "" && strings.TrimSuffix(x.Source.URI, "/") == tableURL || mirrors[x.Path] && !own {
 			src = spec.SourceNVIDIA
 		}
 		a.source[x.Path] = src
@@ -135,6 +140,33 @@ func NewArchive(obs *facts.Observation, s *spec.Spec) *Archive {
 		a.byName[ix.Packages[i].Name] = &ix.Packages[i]
 	}
 	return a
+}
+
+// nvidiaOnly are package names only NVIDIA's CUDA repository publishes
+// (compat-facts.md §6 and §7: the toolkit's per-release packages, the
+// driver's meta packages and pins, RHEL's DKMS kmods, cuDNN 9's per-CUDA
+// packages); no distribution's archive ships them.
+var nvidiaOnly = lazyregexp.New(`^(cuda-toolkit-[0-9]+-[0-9]+|cuda-drivers(-[0-9]+)?|nvidia-driver-pinning-[0-9]+|kmod-nvidia-(latest|open)-dkms|libcudnn[0-9]+-cuda-[0-9]+)$`)
+
+// nvidiaMirrors names the indexes that list packages only NVIDIA's
+// repository publishes: a mirror of it under another name (an
+// air-gapped site's, a file:// tree, a dnf repository of another id),
+// which is NVIDIA's repository for planning, so that the plan does not
+// add the one on the internet beside it.
+func nvidiaMirrors(ix *facts.PackageIndexes) map[string]bool {
+	out := map[string]bool{}
+	for i := range ix.Packages {
+		p := &ix.Packages[i]
+		if !nvidiaOnly.MatchString(p.Name) {
+			continue
+		}
+		for _, v := range p.Versions {
+			for _, o := range v.Origins {
+				out[o] = true
+			}
+		}
+	}
+	return out
 }
 
 // noteHost records that a sources file of the host's configures src.

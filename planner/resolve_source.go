@@ -90,6 +90,15 @@ func (r *resolver) ensureNVIDIA(c sourceCase) bool {
 	if _, configured := r.configured(spec.SourceNVIDIA); configured {
 		return true
 	}
+	if r.awaitsThirdParty() {
+		// A source of the host's that is neither the distribution's nor
+		// NVIDIA's by name has no lists on disk yet: it may be a mirror
+		// of NVIDIA's repository (an air-gapped site's, a file:// tree),
+		// which its lists, fetched first at apply, will tell. What it
+		// offers is known after apply; adding NVIDIA's repository from
+		// the internet beside it is not the plan's to decide.
+		return true
+	}
 	repo, err := r.nvidiaTable()
 	if err != nil {
 		r.errorf(c.def, "NVIDIA's repository cannot be added",
@@ -103,6 +112,20 @@ func (r *resolver) ensureNVIDIA(c sourceCase) bool {
 		r.d.NVIDIARepository.For = append(r.d.NVIDIARepository.For, c.block)
 	}
 	return true
+}
+
+// awaitsThirdParty reports whether a configured source that is neither
+// the distribution's nor NVIDIA's awaits its lists.
+func (r *resolver) awaitsThirdParty() bool {
+	for _, m := range r.obs.PackageIndexes.Missing {
+		if nvidiarepo.OwnFile(m.File) {
+			continue
+		}
+		if classify(r.obs.OS, m, siteOf(m.URI), nil, nil) == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // nvidiaTable is NVIDIA's CUDA repository for the host from gpuenv's
