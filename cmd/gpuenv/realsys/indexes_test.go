@@ -115,8 +115,11 @@ func TestNvidiaRepositoryFromIndexes(t *testing.T) {
 
 	// Versions the archive lacks: each error names what it has.
 	for _, tc := range []struct{ spec, want string }{
-		{nvidiaSpec("550.100.*", "12.4", true), `no version of cuda-drivers-550 fits "550.100.*": apt-cache lists ` + nvidiaDriverNew + ", " + nvidiaDriverOld},
-		{nvidiaSpec("550.54.*", "12.6.2", true), `no version of cuda-toolkit-12-6 fits "12.6.2": apt-cache lists 12.6.3-1`},
+		// The local repository lists packages only NVIDIA publishes, so
+		// it is NVIDIA's repository for planning (a mirror under another
+		// name), and the error names what it offers.
+		{nvidiaSpec("550.100.*", "12.4", true), `from NVIDIA's repository (file:///srv/cuda-repo), which offers cuda-drivers-550 ` + nvidiaDriverNew + ", " + nvidiaDriverOld + "."},
+		{nvidiaSpec("550.54.*", "12.6.2", true), `from NVIDIA's repository (file:///srv/cuda-repo), which offers cuda-toolkit-12-4 12.4.1-1, 12.4.0-1; cuda-toolkit-12-6 12.6.3-1.`},
 	} {
 		r.WriteFile("/root/lacking/gpuenv.hcl", tc.spec)
 		res, started := r.execs("plan", "/root/lacking")

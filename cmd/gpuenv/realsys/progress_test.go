@@ -120,10 +120,18 @@ func TestProgressOfRealApt(t *testing.T) {
 	if len(named) == 0 {
 		t.Error("no progress event named a package")
 	}
-	if phases["downloading"] == 0 || fetched <= 0 {
-		t.Errorf("want the download's progress with its bytes; phases %v, %d bytes", phases, fetched)
-	}
 	log := string(r.readFile("/var/lib/gpuenv/generations/1/log"))
+	// A download sampled more than once has bytes by its second sample.
+	// One from a mirror next door can end within the first 250 ms, before
+	// any sample: then apt's log must show that it fetched.
+	switch {
+	case phases["downloading"] > 1 && fetched <= 0:
+		t.Errorf("want the download's progress with its bytes; phases %v, %d bytes", phases, fetched)
+	case phases["downloading"] == 0 && !strings.Contains(log, "\nGet:"):
+		t.Errorf("no download progress, and apt's log shows no fetch; phases %v", phases)
+	case phases["downloading"] <= 1:
+		t.Logf("the download ended within one sampling period (%d downloading events)", phases["downloading"])
+	}
 	if !strings.Contains(log, "$ apt-get -o APT::Status-Fd=3 ") || strings.Contains(log, "pmstatus:") {
 		t.Errorf("the log does not show apt run with its status descriptor, or has its status lines:\n%s", log)
 	}
