@@ -129,6 +129,13 @@ Oct  1 10:00:00 host kernel: [    6.000000] NVRM:   information.  The 610.43.02 
 			"xid", "Aug 14 10:00:00 host kernel: NVRM: Xid (PCI:000f:01:00): 169, fd8cd000 94000000\n",
 			facts.KernelEvent{Kind: facts.EventXid, PCIAddress: "000f:01:00.0", Code: "169"},
 		},
+		{
+			// The MIG form of the line, as NVIDIA's Xid catalogue gives
+			// it (docs.nvidia.com/deploy/xid-errors): the GPU instance
+			// follows the address.
+			"xid of a GPU instance", "Aug 14 10:00:00 host kernel: NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=4242, Contained: CE User Channel\n",
+			facts.KernelEvent{Kind: facts.EventXid, PCIAddress: "0000:01:00.0", Code: "94"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := Observe(context.Background(), root(t, map[string]string{"var/log/syslog": tc.log}), DefaultLimits)

@@ -47,7 +47,10 @@ var (
 	reNova    = regexp.MustCompile(`GPU (\S+?)\.? is already bound to NovaCore`)
 	reGSPInit = regexp.MustCompile(`RmInitAdapter: Cannot initialize GSP firmware RM`)
 	reRmInit  = regexp.MustCompile(`(?:GPU (\S+): )?RmInitAdapter failed! \((0x[0-9a-fA-F]+:0x[0-9a-fA-F]+:[0-9]+)\)`)
-	reXid     = regexp.MustCompile(`Xid \(PCI:([0-9a-fA-F:.]+)\): ([0-9]+),?\s*(.*)`)
+	// With MIG on, the driver names the GPU instance after the address
+	// ("Xid (PCI:0000:01:00 GPU-I:05): 94, …", NVIDIA's Xid catalogue,
+	// docs.nvidia.com/deploy/xid-errors).
+	reXid     = regexp.MustCompile(`Xid \(PCI:([0-9a-fA-F:.]+)(?: GPU-I:([0-9]+))?\): ([0-9]+),?\s*(.*)`)
 	reLoading = regexp.MustCompile(`loading NVIDIA UNIX (?:(Open) Kernel Module for \S+|\S+ Kernel Module)\s+([0-9]+\.[0-9.]*[0-9])`)
 	reNVRM    = regexp.MustCompile(`NVRM:?\s*`)
 	reSpace   = regexp.MustCompile(`\s+`)
@@ -157,7 +160,11 @@ func events(lines []line) ([]facts.KernelEvent, *facts.KernelLogModule) {
 			pend(facts.KernelEvent{Kind: facts.EventRmInitFailed, PCIAddress: m[1], Code: m[2], Message: m[0], Source: l.source})
 		}
 		if m := reXid.FindStringSubmatch(b); m != nil {
-			pend(facts.KernelEvent{Kind: facts.EventXid, PCIAddress: m[1], Code: m[2], Detail: strings.TrimSpace(m[3]), Message: m[0], Source: l.source})
+			detail := strings.TrimSpace(m[4])
+			if m[2] != "" {
+				detail = "GPU instance " + m[2] + ": " + detail
+			}
+			pend(facts.KernelEvent{Kind: facts.EventXid, PCIAddress: m[1], Code: m[3], Detail: detail, Message: m[0], Source: l.source})
 		}
 		if m := reLoading.FindStringSubmatch(b); m != nil {
 			flavor := "proprietary"
