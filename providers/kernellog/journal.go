@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
@@ -59,22 +60,21 @@ func readJournal(ctx context.Context, h *host.Host, lim Limits, deadline time.Ti
 		"--lines="+strconv.Itoa(lim.Lines*4), "_TRANSPORT=kernel")
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	out := &capped{max: maxJournalOutput}
-	var stderr capped
-	stderr.max = 4096
-	err := h.RunTool(ctx, host.Command{Argv: argv, Stdout: out, Stderr: &stderr, ExtraFiles: files})
-	src.Bytes = int64(out.buf.Len())
-	src.Truncated = out.over || errors.Is(ctx.Err(), context.DeadlineExceeded)
+	out := &childproc.Head{Max: maxJournalOutput}
+	stderr := &childproc.Head{Max: 4096}
+	err := h.RunTool(ctx, host.Command{Argv: argv, Stdout: out, Stderr: stderr, ExtraFiles: files})
+	data := out.Bytes()
+	src.Bytes = int64(len(data))
+	src.Truncated = out.Truncated() || errors.Is(ctx.Err(), context.DeadlineExceeded)
 	if err != nil {
 		msg := err.Error()
-		if s := bytes.TrimSpace(stderr.buf.Bytes()); len(s) > 0 {
+		if s := bytes.TrimSpace(stderr.Bytes()); len(s) > 0 {
 			msg += ": " + string(s)
 		}
 		src.Error, src.BootStart = msg, false
 		return src, nil, true
 	}
 	var lines []line // newest first
-	data := out.buf.Bytes()
 	for end := len(data); end > 0 && len(lines) < lim.Lines; {
 		start := bytes.LastIndexByte(data[:end], '\n') + 1
 		if l := data[start:end]; bytes.Contains(l, nvrm) {
@@ -116,22 +116,4 @@ func journalFiles(h *host.Host) []string {
 		out = out[len(out)-maxJournalFiles:]
 	}
 	return out
-}
-
-// capped keeps what is written to it up to max bytes and drops the rest.
-type capped struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); len(p) > room {
-		c.over = true
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return c.buf.Write(p)
 }
