@@ -161,4 +161,5 @@ func (d *doctor) visibleDeviceUUIDs() {
 			d.add(c)
 		}
 	}
+	d.vllmVisibleUUIDs(withUUID)
 }

@@ -42,9 +42,9 @@ type StubLibrary struct {
 }
 
 // PythonLibrary is a GPU library other than the frameworks, installed in
-// a Python environment: onnxruntime's wheels, CuPy's, numba's.
+// a Python environment: onnxruntime's wheels, CuPy's, numba's, vLLM's.
 type PythonLibrary struct {
-	// Name is the family ("onnxruntime", "cupy", "numba"); Distribution
+	// Name is the family ("onnxruntime", "cupy", "numba", "vllm"); Distribution
 	// the installed project ("onnxruntime-gpu", "cupy-cuda12x").
 	Name         string `json:"name"`
 	Distribution string `json:"distribution"`

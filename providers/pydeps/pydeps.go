@@ -1,7 +1,7 @@
 // Package pydeps reads, for each observed Python environment, what the
 // framework observer does not: the GPU libraries besides the frameworks
-// (onnxruntime's CPU and GPU wheels, CuPy's CUDA-specific wheels, numba)
-// and the GPU requirements of the installed distributions
+// (onnxruntime's CPU and GPU wheels, CuPy's CUDA-specific wheels, numba,
+// vLLM) and the GPU requirements of the installed distributions
 // (Requires-Dist in each METADATA) that what is installed does not meet,
 // judged as pip check judges them, with PEP 440 versions and PEP 508
 // markers. Only the distributions that bring GPU code are read, and only
@@ -29,7 +29,7 @@ var (
 	cupyDist = regexp.MustCompile(`^cupy(_cuda(\d+?)(\d|x)?)?$`)
 	// gpuProject names the distributions whose requirements are read and
 	// which are judged as requirements.
-	gpuProject = regexp.MustCompile(`^(nvidia_.*|torch|torchvision|torchaudio|triton|tensorflow.*|tf_nightly.*|jax|jaxlib|jax_cuda\d+_(plugin|pjrt)|onnxruntime.*|cupy.*|numba|numba_cuda|tensorrt.*)$`)
+	gpuProject = regexp.MustCompile(`^(nvidia_.*|torch|torchvision|torchaudio|triton|tensorflow.*|tf_nightly.*|jax|jaxlib|jax_cuda\d+_(plugin|pjrt)|onnxruntime.*|cupy.*|numba|numba_cuda|tensorrt.*|vllm)$`)
 )
 
 type dist struct {
@@ -120,6 +120,10 @@ func library(d dist) (facts.PythonLibrary, bool) {
 		l.Name = "onnxruntime"
 	case d.project == "numba" || d.project == "numba_cuda":
 		l.Name = "numba"
+	case d.project == "vllm":
+		// vLLM reads CUDA_VISIBLE_DEVICES itself, apart from CUDA: what
+		// it accepts there is judged against the session.
+		l.Name = "vllm"
 	default:
 		m := cupyDist.FindStringSubmatch(d.project)
 		if m == nil {

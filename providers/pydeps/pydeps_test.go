@@ -110,6 +110,7 @@ func TestUnmet(t *testing.T) {
 		"onnxruntime-1.16.1.dist-info/METADATA":         "Name: onnxruntime\n",
 		"onnxruntime_gpu-1.16.1.dist-info/METADATA":     "Name: onnxruntime-gpu\n",
 		"cupy_cuda12x-13.3.0.dist-info/METADATA":        "Name: cupy-cuda12x\n",
+		"vllm-0.9.2.dist-info/METADATA":                 "Name: vllm\n",
 	}
 	for p, c := range files {
 		full := filepath.Join(site, p)
@@ -138,7 +139,7 @@ func TestUnmet(t *testing.T) {
 	for _, l := range env.Libraries {
 		libs = append(libs, l.Name+":"+l.Distribution+":"+l.CUDA)
 	}
-	want := []string{"cupy:cupy-cuda12x:12", "onnxruntime:onnxruntime:", "onnxruntime:onnxruntime-gpu:"}
+	want := []string{"cupy:cupy-cuda12x:12", "onnxruntime:onnxruntime:", "onnxruntime:onnxruntime-gpu:", "vllm:vllm:"}
 	if len(libs) != len(want) {
 		t.Fatalf("libraries %v, want %v", libs, want)
 	}
