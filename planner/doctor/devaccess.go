@@ -39,8 +39,11 @@ func (d *doctor) charLinks() {
 			continue
 		}
 		s := fmt.Sprintf("%s: %s uses the systemd cgroup driver", cd.File, cd.Engine)
-		if cd.Default {
+		switch {
+		case cd.Default && cd.Engine == "docker":
 			s += fmt.Sprintf(" (its default under cgroup %s)", a.CgroupVersion)
+		case cd.Default:
+			s += " (its default)"
 		}
 		systemd = append(systemd, s)
 	}

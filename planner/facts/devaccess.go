@@ -10,7 +10,8 @@ type DeviceAccess struct {
 	CharLinks        []string `json:"char_links"`
 	MissingCharLinks []string `json:"missing_char_links"`
 	// CgroupDrivers are the engines' cgroup drivers as their
-	// configuration says.
+	// configuration says, and those of the kubelet and CRI-O (engine
+	// "kubelet", "cri-o") where a node has them.
 	CgroupDrivers []CgroupDriver `json:"cgroup_drivers"`
 	// CgroupVersion is "v1" or "v2" (/sys/fs/cgroup's layout), "" when
 	// neither shows.

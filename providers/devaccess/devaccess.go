@@ -58,6 +58,12 @@ func Observe(h *host.Host, obs *facts.Observation) facts.DeviceAccess {
 			out.CgroupDrivers = append(out.CgroupDrivers, d)
 		}
 	}
+	if d, ok := kubeletDriver(h); ok {
+		out.CgroupDrivers = append(out.CgroupDrivers, d)
+	}
+	if d, ok := crioDriver(h); ok {
+		out.CgroupDrivers = append(out.CgroupDrivers, d)
+	}
 	if out.CgroupVersion == "v1" {
 		if data, err := h.ReadFileLimit(DevicesList, devicesListLimit); err == nil {
 			out.DeviceRulesFile = DevicesList
@@ -80,7 +86,8 @@ func exists(h *host.Host, p string) bool {
 // cgroupDriver reads an engine's cgroup driver from its configuration:
 // Docker's exec-opts native.cgroupdriver (by default systemd under cgroup
 // v2 since Docker 20.10, cgroupfs under v1), containerd's runc option
-// SystemdCgroup (false unless set). CRI-O's is not judged.
+// SystemdCgroup (false unless set). CRI-O's and the kubelet's are read
+// from their own files (orchestrator.go).
 func cgroupDriver(e facts.EngineConfig, cgroupVersion string) (facts.CgroupDriver, bool) {
 	d := facts.CgroupDriver{Engine: e.Engine, File: e.Path}
 	switch e.Engine {
