@@ -45,12 +45,15 @@ type corpusCase struct {
 	elfs []elfSpec
 }
 
-// elfSpec is "elf: PATH soname=S needs=a,b runpath=D rpath=D exe".
+// elfSpec is "elf: PATH soname=S needs=a,b runpath=D rpath=D exe
+// fatbin=sm_80,compute_90": fatbin gives the object a .nv_fatbin section
+// with one container of those targets, as a CUDA library has.
 type elfSpec struct {
 	path, soname   string
 	needs          []string
 	runpath, rpath string
 	exe            bool
+	fatbin         []string
 }
 
 func readCase(t *testing.T, dir string) corpusCase {
@@ -131,6 +134,8 @@ func parseELF(t *testing.T, v string) elfSpec {
 			e.rpath = val
 		case "exe":
 			e.exe = true
+		case "fatbin":
+			e.fatbin = strings.Split(val, ",")
 		default:
 			t.Fatalf("elf: unknown field %q", k)
 		}
@@ -141,6 +146,19 @@ func parseELF(t *testing.T, v string) elfSpec {
 // buildELF compiles e into root with gcc (hosttest.BuildELF).
 func buildELF(t *testing.T, root string, e elfSpec) {
 	t.Helper()
+	if len(e.fatbin) > 0 {
+		var c []hosttest.FatbinEntry
+		for _, a := range e.fatbin {
+			kind, n, _ := strings.Cut(a, "_")
+			sm, err := strconv.ParseUint(n, 10, 32)
+			if err != nil || kind != "sm" && kind != "compute" {
+				t.Fatalf("elf: fatbin target %q is not sm_N or compute_N", a)
+			}
+			c = append(c, hosttest.FatbinEntry{PTX: kind == "compute", SM: uint32(sm), Payload: 256})
+		}
+		hosttest.BuildFatbinELF(t, filepath.Join(root, e.path), e.soname, hosttest.Fatbin(c))
+		return
+	}
 	var flags []string
 	switch {
 	case e.runpath != "":

@@ -136,6 +136,14 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 		}
 		ok, how := true, ""
 		switch {
+		case len(fw.CUDAArchs) > 0:
+			// The build's own files beat the release table: they hold
+			// for builds the table does not know (a distribution's, Nix's,
+			// one from source).
+			ok = archsCover(fw.CUDAArchs, cc)
+			if !ok {
+				how = fmt.Sprintf("the build carries %s", strings.Join(fw.CUDAArchs, ", "))
+			}
 		case fw.Name == "pytorch":
 			rel, err := version.Parse(fw.Version)
 			if err != nil {
@@ -159,11 +167,6 @@ func (d *doctor) frameworkArch(c Check, fw facts.Framework, what string) (Check,
 			}
 			if cc.Compare(row.MinCC) < 0 {
 				ok, how = false, fmt.Sprintf("JAX's CUDA %d plugin needs compute capability %s or newer (%s)", row.CUDAMajor, row.MinCC, row.Source)
-			}
-		case len(fw.CUDAArchs) > 0:
-			ok = archsCover(fw.CUDAArchs, cc)
-			if !ok {
-				how = fmt.Sprintf("the build carries %s", strings.Join(fw.CUDAArchs, ", "))
 			}
 		default:
 			continue
@@ -351,7 +354,17 @@ func (d *doctor) gpuBuildFix(env facts.PythonEnv, fw facts.Framework) *Fix {
 	text := fmt.Sprintf("Install a CUDA build of %s in %s; with gpuenv:", fw.Name, env.Interpreter)
 	if !env.Virtual || fw.Installer == "debian" || fw.Installer == "rpm" {
 		where = fmt.Sprintf("  venv    = %q", "/opt/"+fw.Name)
-		text = fmt.Sprintf("The %s build of the system's Python has no CUDA support; install a CUDA build with pip into a virtual environment; with gpuenv:", fw.Name)
+		owner := "the system's Python"
+		if !env.System {
+			owner = env.Interpreter
+		}
+		// A CUDA build reaches here when it lacks the GPUs' code or
+		// needs a newer driver: it has CUDA support, just not this one.
+		lacks := "has no CUDA support"
+		if fw.CUDA != "" && !fw.CPUOnly {
+			lacks = "cannot run on these GPUs"
+		}
+		text = fmt.Sprintf("The %s build of %s %s; install a CUDA build with pip into a virtual environment; with gpuenv:", fw.Name, owner, lacks)
 	}
 	v, err := version.Parse(fw.Version)
 	if err != nil {

@@ -168,7 +168,8 @@ type Framework struct {
 	CuDNN   string `json:"cudnn,omitempty"`
 	CPUOnly bool   `json:"cpu_only"`
 	// CUDAArchs are the compute capabilities the build carries, when its
-	// files say ("sm_80", "compute_90").
+	// files say ("sm_80", "compute_90"): TensorFlow's build_info.py, the
+	// GPU code embedded in PyTorch's libtorch_cuda.so (.nv_fatbin).
 	CUDAArchs []string `json:"cuda_archs,omitempty"`
 	// Plugins are companion packages: jax's jax-cuda12-plugin and pjrt;
 	// the NVIDIA wheels (nvidia-cudnn-cu12 …) TensorFlow's [and-cuda]

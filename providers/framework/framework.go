@@ -395,6 +395,7 @@ func (o *observer) torch(dir string, dists map[string]dist, distro bool) facts.F
 	}
 	if fw.CUDA != "" {
 		fw.CuDNN = pipCuDNN(dists)
+		o.torchArchs(&fw, dir)
 	}
 	o.provenance(&fw, dir, d, haveDist, distro, "python3-torch", "python3-torch-cuda", "python3-torch-rocm")
 	return fw
