@@ -33,14 +33,16 @@ const (
 	fatbinPTX     = 1
 	fatbinCubin   = 2
 	entryFixed    = 32
-	// A build compiles every unit for the same targets, so the first
-	// containers name them all; reading stops once this many in a row
-	// add nothing, or after maxContainers, so that a library of a
-	// gigabyte costs a few thousand small reads at most.
-	quietContainers = 32
-	maxContainers   = 4096
-	maxPadding      = 4096
+	maxPadding    = 4096
 )
+
+// maxContainers bounds the walk: PyTorch's CUDA library holds a few
+// thousand containers, each read with a handful of small reads. Every
+// container is read, because kernels built for fewer targets (attention
+// kernels for sm_80 and later only) can come first; a walk cut short
+// gives no answer rather than a partial one, which would call GPUs
+// unsupported that a later container serves.
+var maxContainers = 1 << 15
 
 // FatbinArchs lists the GPU targets of the ELF object at p ("sm_80",
 // "compute_90"), sorted; none when it carries no CUDA code.
@@ -63,11 +65,17 @@ func FatbinArchs(h *host.Host, p string) ([]string, error) {
 
 // fatbinArchs walks the containers of a .nv_fatbin section of size n.
 func fatbinArchs(r io.ReaderAt, n int64) ([]string, error) {
-	seen := map[string]bool{}
+	type target struct {
+		kind uint16
+		sm   uint32
+	}
+	seen := map[target]bool{}
 	var buf [entryFixed]byte
-	quiet := 0
 	off, skipped := int64(0), int64(0)
-	for c := 0; c < maxContainers && quiet < quietContainers && off+16 <= n; {
+	for c := 0; off+16 <= n; {
+		if c == maxContainers {
+			return nil, nil
+		}
 		if _, err := r.ReadAt(buf[:16], off); err != nil {
 			return nil, err
 		}
@@ -88,7 +96,6 @@ func fatbinArchs(r io.ReaderAt, n int64) ([]string, error) {
 		if hdr < 16 || size < 0 || end > n || end <= off {
 			return nil, fmt.Errorf("%s: container at %d runs past the section", fatbinSection, off)
 		}
-		added := false
 		for e := off + hdr; e+entryFixed <= end; {
 			if _, err := r.ReadAt(buf[:], e); err != nil {
 				return nil, err
@@ -100,29 +107,20 @@ func fatbinArchs(r io.ReaderAt, n int64) ([]string, error) {
 			if ehdr < entryFixed || payload < 0 {
 				return nil, fmt.Errorf("%s: entry at %d is malformed", fatbinSection, e)
 			}
-			var name string
-			switch kind {
-			case fatbinCubin:
-				name = "sm_" + strconv.FormatUint(uint64(sm), 10)
-			case fatbinPTX:
-				name = "compute_" + strconv.FormatUint(uint64(sm), 10)
-			}
-			if name != "" && sm >= 10 && !seen[name] {
-				seen[name] = true
-				added = true
+			if (kind == fatbinCubin || kind == fatbinPTX) && sm >= 10 {
+				seen[target{kind, sm}] = true
 			}
 			e += ehdr + payload
-		}
-		if added {
-			quiet = 0
-		} else {
-			quiet++
 		}
 		off = end
 	}
 	out := make([]string, 0, len(seen))
-	for a := range seen {
-		out = append(out, a)
+	for t := range seen {
+		prefix := "sm_"
+		if t.kind == fatbinPTX {
+			prefix = "compute_"
+		}
+		out = append(out, prefix+strconv.FormatUint(uint64(t.sm), 10))
 	}
 	slices.SortFunc(out, compareArch)
 	return out, nil

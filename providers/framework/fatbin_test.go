@@ -48,8 +48,9 @@ func TestFatbinArchs(t *testing.T) {
 }
 
 // TestFatbinBounded: a container whose size runs past the section is an
-// error, not a read beyond it; reading stops once containers keep naming
-// the same targets.
+// error, not a read beyond it; every container counts, the last one too;
+// a section with more containers than the walk reads gives no answer,
+// not a partial one.
 func TestFatbinBounded(t *testing.T) {
 	bad := hosttest.Fatbin([]hosttest.FatbinEntry{{SM: 80, Payload: 64}})
 	bad = bad[:len(bad)-8]
@@ -57,15 +58,19 @@ func TestFatbinBounded(t *testing.T) {
 		t.Error("a truncated container was read")
 	}
 	var cs [][]hosttest.FatbinEntry
-	for i := 0; i < quietContainers+1; i++ {
+	for i := 0; i < 40; i++ {
 		cs = append(cs, []hosttest.FatbinEntry{{SM: 80, Payload: 8}})
 	}
-	// A target only after the quiet run is not reached.
-	cs = append(cs, []hosttest.FatbinEntry{{SM: 90, Payload: 8}})
+	cs = append(cs, []hosttest.FatbinEntry{{SM: 75, Payload: 8}})
 	data := hosttest.Fatbin(cs...)
 	got, err := fatbinArchs(bytes.NewReader(data), int64(len(data)))
-	if err != nil || !slices.Equal(got, []string{"sm_80"}) {
+	if err != nil || !slices.Equal(got, []string{"sm_75", "sm_80"}) {
 		t.Errorf("got %v, %v", got, err)
+	}
+	defer func(n int) { maxContainers = n }(maxContainers)
+	maxContainers = 40
+	if got, err := fatbinArchs(bytes.NewReader(data), int64(len(data))); err != nil || got != nil {
+		t.Errorf("a walk cut short answered %v, %v", got, err)
 	}
 }
 
@@ -105,5 +110,36 @@ func TestTorchArchsFromFiles(t *testing.T) {
 	}
 	if want := []string{"sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"}; !slices.Equal(fw.CUDAArchs, want) {
 		t.Errorf("archs %v", fw.CUDAArchs)
+	}
+}
+
+// BenchmarkFatbinArchs walks a section shaped like PyTorch's CUDA
+// library's (4000 containers of ten targets), read from a file with one
+// positioned read per header as on a host.
+func BenchmarkFatbinArchs(b *testing.B) {
+	var cs [][]hosttest.FatbinEntry
+	for i := 0; i < 4000; i++ {
+		var c []hosttest.FatbinEntry
+		for _, sm := range []uint32{50, 60, 70, 75, 80, 86, 90, 100, 120} {
+			c = append(c, hosttest.FatbinEntry{SM: sm, Payload: 4096})
+		}
+		cs = append(cs, append(c, hosttest.FatbinEntry{PTX: true, SM: 120, Payload: 4096}))
+	}
+	data := hosttest.Fatbin(cs...)
+	p := filepath.Join(b.TempDir(), "nv_fatbin")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		archs, err := fatbinArchs(f, int64(len(data)))
+		if err != nil || len(archs) != 10 {
+			b.Fatalf("%v, %v", archs, err)
+		}
 	}
 }
