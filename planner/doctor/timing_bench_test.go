@@ -23,6 +23,7 @@ func benchWorking(b *testing.B, judge bool) {
 	srv := dgx(nil)()
 	opts := providers.ObserveOptions{Pythons: []string{"/opt/venv/bin/python"}, NVML: host.NewNVML(srv)}
 	b.ResetTimer()
+	cpu := hosttest.CPUTime(b)
 	for i := 0; i < b.N; i++ {
 		obs := providers.Observe(context.Background(), h, opts)
 		if judge {
@@ -31,6 +32,7 @@ func benchWorking(b *testing.B, judge bool) {
 			}
 		}
 	}
+	cpu.Report(b)
 }
 
 // BenchmarkJudgeWorking is doctor's judgement alone, on one observation.
@@ -40,7 +42,9 @@ func BenchmarkJudgeWorking(b *testing.B) {
 	opts := providers.ObserveOptions{Pythons: []string{"/opt/venv/bin/python"}, NVML: host.NewNVML(dgx(nil)())}
 	obs := providers.Observe(context.Background(), h, opts)
 	b.ResetTimer()
+	cpu := hosttest.CPUTime(b)
 	for i := 0; i < b.N; i++ {
 		doctor.Run(doctor.Input{Obs: obs, User: ml})
 	}
+	cpu.Report(b)
 }
