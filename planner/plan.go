@@ -223,6 +223,11 @@ type PackagesOp struct {
 	Unhold []string `json:"unhold,omitempty"`
 	// AllowDowngrade is set when a pin is older than what is installed.
 	AllowDowngrade bool `json:"allow_downgrade,omitempty"`
+	// Reinstall installs the pins again at the versions installed now
+	// (-replace): apt-get install --reinstall, dnf reinstall, pip's
+	// --force-reinstall --no-deps. It removes, holds and releases
+	// nothing, and joins no other transaction.
+	Reinstall bool `json:"reinstall,omitempty"`
 	// For pip: Python is the interpreter pip runs with; when Venv is set,
 	// pip runs the venv's own bin/python and Python is the interpreter that
 	// creates the venv first if it does not exist. IndexURL is the index to

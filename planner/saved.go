@@ -58,6 +58,8 @@ type PlannedFrom struct {
 	RootBoots bool `json:"root_boots,omitempty"`
 	// Targets are -target's addresses: the plan is limited to them.
 	Targets []string `json:"target,omitempty"`
+	// Replace are -replace's addresses: what the plan reinstalls.
+	Replace []string `json:"replace,omitempty"`
 }
 
 // SavedSpec is a spec as plan loaded it: its files' bytes and the values

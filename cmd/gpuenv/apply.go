@@ -334,7 +334,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 	}
 
 	from := sp.From
-	o.pythons, o.interrupt, o.rootBoots, o.targets = from.Pythons, from.InterruptGPUProcesses, from.RootBoots, from.Targets
+	o.pythons, o.interrupt, o.rootBoots, o.targets, o.replace = from.Pythons, from.InterruptGPUProcesses, from.RootBoots, from.Targets, from.Replace
 	s, diags := spec.Load(from.Spec.Path, from.Spec.LoadOptions())
 	if diags.HasErrors() {
 		v.Diagnostics(s.Files, diags)

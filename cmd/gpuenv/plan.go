@@ -33,6 +33,8 @@ type planFlags struct {
 	rootBoots bool
 	// targets are -target's addresses.
 	targets []string
+	// replace are -replace's addresses.
+	replace []string
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -40,6 +42,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().BoolVar(&f.interrupt, "interrupt-gpu-processes", false, "let a driver change stop the GPU processes that keep the nvidia modules from being reloaded (the plan names them), instead of asking for a reboot")
 	repeatable(cmd.Flags(), &f.targets, "target", "plan only the resource at `ADDRESS` (driver, cuda, framework.pytorch, group.video; a kind alone: all of it) and what it depends on, with a warning that the plan is partial (repeatable)")
+	repeatable(cmd.Flags(), &f.replace, "replace", "reinstall the resource at `ADDRESS` (driver, cuda, cudnn, framework.pytorch; framework: every framework) at the version installed now, as Terraform's -replace: for the driver its packages and then its kernel module (repeatable)")
 	cmd.Flags().BoolVar(&f.rootBoots, "root-boots", false, "the root is a machine's that will boot (a disk image prepared for a host): plan its kernel-side steps (modules, DKMS, initramfs, blacklist) even where its files say container, or gpuenv runs in a chroot")
 }
 
@@ -47,6 +50,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 func (f *planFlags) configure(pl *planner.Planner) {
 	pl.InterruptGPUProcesses = f.interrupt
 	pl.Targets = f.targets
+	pl.Replace = f.replace
 	if f.rootBoots {
 		pl.Resolve = planner.ResolveBootingRoot
 	}
@@ -57,6 +61,9 @@ func (f *planFlags) configure(pl *planner.Planner) {
 func (f *planFlags) untargeted() *planFlags {
 	c := *f
 	c.targets = nil
+	// What -replace reinstalled matches the spec, and asked again it
+	// would be reinstalled again: the whole spec is planned without it.
+	c.replace = nil
 	return &c
 }
 
@@ -116,7 +123,7 @@ module; the driver step's reason says which and why.
 
 --out FILE saves the plan for "gpuenv apply FILE", with a copy of the spec's
 files and var files and the flags that changed the plan (--var, GPUENV_VAR_
-values, --python, --interrupt-gpu-processes, --root-boots, --target, --root,
+values, --python, --interrupt-gpu-processes, --root-boots, --target, --replace, --root,
 --state-dir); "gpuenv show FILE" prints it again. Apply
 plans again from those, applies exactly that plan when it is the same, and
 refuses it once the facts it was made from have changed or when it differs
@@ -126,7 +133,18 @@ in any way.
 plan prints them: driver, cuda, framework.pytorch, group.video; a kind alone,
 such as framework, means all of its resources) and the steps they depend on,
 as Terraform's -target does; the plan then carries a warning that it is
-partial. Long flags may be written with one dash, as Terraform's are typed:
+partial.
+
+--replace ADDRESS (repeatable) reinstalls a resource that matches the spec
+at the version installed now, as Terraform's -replace does, for files that
+were damaged or deleted: driver (its packages, apt-get install --reinstall or
+dnf reinstall of the exact versions, then the kernel module reload a driver
+change gets, or a reboot where the modules cannot be reloaded), cuda, cudnn,
+framework.NAME (pip install --force-reinstall --no-deps of the installed
+version, or the distribution's package). The plan shows the step as "-/+"
+with the reason "requested with -replace". An address that names nothing
+gpuenv can reinstall, a resource the spec does not declare, and one that is
+not installed are errors naming it. Long flags may be written with one dash, as Terraform's are typed:
 -out FILE, -target=driver.
 
 Exit status: 0 success (with or without changes), 1 error; with
@@ -308,7 +326,7 @@ func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner
 
 // planningFlags are the flags that change what a plan says; a saved plan
 // keeps their values (plannedFrom), and apply takes them from it.
-var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots", "target"}
+var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots", "target", "replace"}
 
 // plannedFrom is what a plan saved with --out keeps besides the plan:
 // the spec at specPath as it was loaded (s, with opts), and the flags that
@@ -330,6 +348,7 @@ func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, 
 		InterruptGPUProcesses: f.interrupt,
 		RootBoots:             f.rootBoots,
 		Targets:               slices.Clone(f.targets),
+		Replace:               slices.Clone(f.replace),
 	}, nil
 }
 
