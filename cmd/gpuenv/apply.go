@@ -234,7 +234,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 			if diags.HasErrors() || p == nil {
 				return nil, fmt.Errorf("planning again: %s", diags.Error())
 			}
-			rc := &apply.Recheck{Remaining: len(p.Steps), NeedsReboot: p.NeedsReboot}
+			rc := &apply.Recheck{Remaining: len(p.Steps), NeedsReboot: p.NeedsReboot, After: again.obs}
 			for _, s := range p.Steps {
 				rc.Steps = append(rc.Steps, s.Address)
 			}

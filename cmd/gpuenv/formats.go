@@ -46,6 +46,7 @@ func jsonFormats() []jsonFormat {
 		{"slurm-health", "slurm-health --json", slurmFormatVersion},
 		{"error", "any command with --json that fails before its own document", errorFormatVersion},
 		{"drift", "the state directory's drift.json (plan --record-drift)", health.DriftFormatVersion},
+		{"refresh", "plan --refresh-only --json", refreshFormatVersion},
 	}
 }
 

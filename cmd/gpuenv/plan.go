@@ -73,6 +73,8 @@ type planOptions struct {
 	out              string
 	detailedExitcode bool
 	recordDrift      bool
+	// refreshOnly reports drift since the last apply instead of planning.
+	refreshOnly bool
 	// facts are the saved observations to plan instead of this host.
 	facts []string
 	// hosts adds each host's row to --facts --json.
@@ -147,12 +149,23 @@ gpuenv can reinstall, a resource the spec does not declare, and one that is
 not installed are errors naming it. Long flags may be written with one dash, as Terraform's are typed:
 -out FILE, -target=driver.
 
+--refresh-only plans nothing and changes nothing: it observes the host and
+reports what changed since the newest generation recorded its observation
+(after a successful apply; else the one its plan was made from), section by
+section (packages, driver, cuda, python …), each value as "~ path: before →
+after", "+ path = value" or "- path = value", as Terraform's -refresh-only
+reports drift. The spec is not read. With --json it prints a document with
+"drift"; with --detailed-exitcode it exits 2 when anything drifted.
+
 Exit status: 0 success (with or without changes), 1 error; with
---detailed-exitcode, 0 no changes, 1 error, 2 changes present.`,
+--detailed-exitcode, 0 no changes, 1 error, 2 changes present (or drift,
+with --refresh-only).`,
 		Example: `  gpuenv plan examples/pytorch-workstation
   gpuenv plan --json --var cuda=12.6 examples/variables
   gpuenv plan --out tonight.plan && sudo gpuenv apply tonight.plan
   gpuenv plan --detailed-exitcode || [ $? -eq 2 ]
+  gpuenv plan -refresh-only
+  gpuenv plan -replace driver examples/debian12-distro
   gpuenv plan --facts /srv/gpuenv/facts/ --detailed-exitcode fleet.hcl`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(o.facts) > 0 && len(args) > 1 {
@@ -164,6 +177,9 @@ Exit status: 0 success (with or without changes), 1 error; with
 			specPath := "."
 			if len(args) == 1 {
 				specPath = args[0]
+			}
+			if o.refreshOnly {
+				return runRefreshOnly(cmd, g, &o)
 			}
 			if len(o.facts) > 0 {
 				return runPlanFacts(cmd, g, &o, specPath)
@@ -180,6 +196,7 @@ Exit status: 0 success (with or without changes), 1 error; with
 	o.planFlags.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
+	cmd.Flags().BoolVar(&o.refreshOnly, "refresh-only", false, "plan nothing: report what changed on the host since the last apply observed it (drift), section by section; with --detailed-exitcode exit 2 when anything did")
 	cmd.Flags().BoolVar(&o.recordDrift, "record-drift", false, "also record the outcome (time, spec digest, change counts, or the error) in the state directory's world-readable drift.json, for doctor --prometheus")
 	repeatable(cmd.Flags(), &o.facts, "facts", "plan saved observations instead of this host: a document `FILE` (.json, .json.gz, or an archive .tar, .tar.gz), a directory (its *.json and *.json.gz, below too), or - for JSON lines or a tar archive on stdin (repeatable)")
 	cmd.Flags().BoolVar(&o.hosts, "hosts", false, "with --facts --json, also write each host's row, after the groups")
