@@ -9,12 +9,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers"
 )
 
 // refreshFormatVersion versions refreshDocument.
-const refreshFormatVersion = "1.0"
+const refreshFormatVersion = jsonformat.Version
 
 // refreshDocument is what plan -refresh-only --json prints.
 type refreshDocument struct {
