@@ -305,7 +305,9 @@ func (d *dnfPrior) direct(op *planner.PackagesOp) (affected, changes []string, e
 		cur := evrs(d.before[p.Name])
 		if len(cur) > 0 && (op.Reinstall || !(len(cur) == 1 && normEVR(cur[0]) == normEVR(p.Version))) {
 			changes = append(changes, p.Name)
-			if d.locks.locked(d.before[p.Name], p.Name) {
+			// A versionlock admits the locked version, which is all a
+			// reinstall puts back.
+			if !op.Reinstall && d.locks.locked(d.before[p.Name], p.Name) {
 				if !slices.Contains(op.Unhold, p.Name) && !slices.Contains(op.Hold, p.Name) {
 					return nil, nil, fmt.Errorf("package %s is locked at %s (dnf versionlock) and the plan does not release it", p.Name, strings.Join(cur, ", "))
 				}

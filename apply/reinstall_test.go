@@ -112,3 +112,38 @@ func TestApplyReinstallFailureReverts(t *testing.T) {
 	}
 	fx.same(before, "after a failed reinstall")
 }
+
+// dnf reinstall puts a package's files back at its installed EVR, its
+// versionlock left as it was; rolled back, the package set is the same.
+func TestDnfReinstallRepairsFiles(t *testing.T) {
+	fx := newRPMFixture(t)
+	before := fx.packages()
+	smi := filepath.Join(fx.Root, "usr/bin/nvidia-smi")
+	want, err := os.ReadFile(smi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(smi, []byte("damaged\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fx.applies(oneStep("driver", planner.Replace, applytest.DnfOp(planner.PackagesOp{Reinstall: true, Install: []planner.PackagePin{
+		{Name: "libnvidia-ml", Version: applytest.DnfDriverOld}, {Name: "nvidia-driver-cuda", Version: applytest.DnfDriverOld}}})))
+	if got, _ := os.ReadFile(smi); string(got) != string(want) {
+		t.Errorf("nvidia-smi after dnf reinstall: %q, want %q", got, want)
+	}
+	after := fx.packages()
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("package %s: %q after the reinstall, %q before", k, after[k], v)
+		}
+	}
+	if rb := fx.rollback(-1); rb.Status != apply.StatusDone {
+		t.Fatalf("rollback: %s\n%s", rb.Status, fx.out.String())
+	}
+	back := fx.packages()
+	for k, v := range before {
+		if back[k] != v {
+			t.Errorf("package %s: %q after the rollback, %q before", k, back[k], v)
+		}
+	}
+}
