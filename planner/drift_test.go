@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -73,5 +75,29 @@ func TestDriftBounded(t *testing.T) {
 	d := Drift(before, now)
 	if len(d) != 1 || len(d[0].Changes) != MaxDriftChanges || d[0].More == 0 {
 		t.Fatalf("drift of %d changes, %d more; want %d listed and the rest counted", len(d[0].Changes), d[0].More, MaxDriftChanges)
+	}
+}
+
+// BenchmarkDrift compares the observation of the DGX H100 fixture (eight
+// GPUs, its whole package database) with itself after one package moved,
+// as plan -refresh-only does once per run.
+func BenchmarkDrift(b *testing.B) {
+	data, err := os.ReadFile("../providers/testdata/golden/ubuntu2204-working+dgxh100.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var before, now facts.Observation
+	if err := json.Unmarshal(data, &before); err != nil {
+		b.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &now); err != nil {
+		b.Fatal(err)
+	}
+	now.Packages.Packages[0].Version += "+drift"
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := Drift(&before, &now); len(d) != 1 {
+			b.Fatalf("drift %+v", d)
+		}
 	}
 }
