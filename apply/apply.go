@@ -49,6 +49,10 @@ type Recheck struct {
 	Remaining   int      `json:"remaining"`
 	Steps       []string `json:"steps,omitempty"`
 	NeedsReboot bool     `json:"needs_reboot"`
+	// After is the observation the new plan was made from, saved in the
+	// generation as observation-after.json: what plan -refresh-only
+	// compares the host with later.
+	After any `json:"-"`
 }
 
 // Result is what an apply or rollback did.
@@ -460,6 +464,11 @@ func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) 
 		} else {
 			res.Recheck = rc
 			res.NeedsReboot = res.NeedsReboot || rc.NeedsReboot
+			if rc.After != nil {
+				if err := gen.writeJSON(observeAfterName, rc.After); err != nil {
+					e.say("Warning: the observation after the apply could not be saved (plan -refresh-only compares with the one before it): %v", err)
+				}
+			}
 		}
 	}
 	return res, nil

@@ -33,7 +33,10 @@ func Describe(op planner.Operation) string {
 				}
 			}
 			verb := "installing "
-			if p.AllowDowngrade {
+			switch {
+			case p.Reinstall:
+				verb = "reinstalling "
+			case p.AllowDowngrade:
 				verb = "installing (downgrading) "
 			}
 			parts = append(parts, verb+strings.Join(pins, ", "))

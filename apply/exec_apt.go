@@ -254,6 +254,11 @@ func aptTransaction(op *planner.PackagesOp, simulate bool) []string {
 		argv = append(argv, "-y", "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold")
 	}
 	argv = append(argv, "install", "--no-install-recommends")
+	if op.Reinstall {
+		// Without it apt leaves a package at its pinned version alone,
+		// damaged files and all.
+		argv = append(argv, "--reinstall")
+	}
 	if op.AllowDowngrade {
 		argv = append(argv, "--allow-downgrades")
 	}
@@ -297,10 +302,10 @@ func (a *aptPrior) direct(op *planner.PackagesOp) (affected, changes []string, e
 	}
 	affected = append(affected, slices.Concat(op.Remove, op.Hold, op.Unhold)...)
 	for _, p := range op.Install {
-		if s, ok := a.before[p.Name]; ok && s.installed() && s.Version != p.Version {
+		if s, ok := a.before[p.Name]; ok && s.installed() && (s.Version != p.Version || op.Reinstall) {
 			changes = append(changes, p.Name)
 		}
-		if s := a.before[p.Name]; s.held() && !slices.Contains(op.Unhold, p.Name) && !slices.Contains(op.Hold, p.Name) {
+		if s := a.before[p.Name]; s.held() && !op.Reinstall && !slices.Contains(op.Unhold, p.Name) && !slices.Contains(op.Hold, p.Name) {
 			return nil, nil, fmt.Errorf("package %s is held at %s and the plan does not release it", p.Name, s.Version)
 		}
 	}
@@ -570,8 +575,13 @@ func (x aptManager) run(ctx context.Context, ws *Workspace, op *planner.Packages
 			return err
 		}
 	}
-	if len(op.Hold) > 0 {
-		return x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, op.Hold...)...)
+	hold := op.Hold
+	if op.Reinstall {
+		// A reinstall leaves the package as it was, hold included.
+		hold = unhold
+	}
+	if len(hold) > 0 {
+		return x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, hold...)...)
 	}
 	return nil
 }

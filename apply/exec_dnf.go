@@ -215,6 +215,16 @@ func (x dnfManager) dnfDryRun(ctx context.Context, ws *Workspace, args []string)
 	return nil, fmt.Errorf("dnf cannot carry out the transaction (dry run failed; see %s): %w", ws.Dir+"/"+logName, err)
 }
 
+// installCommand is dnf's command for op's pins: install moves a package
+// to the pinned version; reinstall (-replace) puts the installed version
+// back, which install would leave alone.
+func installCommand(op *planner.PackagesOp) string {
+	if op.Reinstall {
+		return "reinstall"
+	}
+	return "install"
+}
+
 func pinSpecs(op *planner.PackagesOp) []string {
 	var s []string
 	for _, p := range op.Install {
@@ -293,9 +303,11 @@ func (d *dnfPrior) direct(op *planner.PackagesOp) (affected, changes []string, e
 	for _, p := range op.Install {
 		affected = append(affected, p.Name)
 		cur := evrs(d.before[p.Name])
-		if len(cur) > 0 && !(len(cur) == 1 && normEVR(cur[0]) == normEVR(p.Version)) {
+		if len(cur) > 0 && (op.Reinstall || !(len(cur) == 1 && normEVR(cur[0]) == normEVR(p.Version))) {
 			changes = append(changes, p.Name)
-			if d.locks.locked(d.before[p.Name], p.Name) {
+			// A versionlock admits the locked version, which is all a
+			// reinstall puts back.
+			if !op.Reinstall && d.locks.locked(d.before[p.Name], p.Name) {
 				if !slices.Contains(op.Unhold, p.Name) && !slices.Contains(op.Hold, p.Name) {
 					return nil, nil, fmt.Errorf("package %s is locked at %s (dnf versionlock) and the plan does not release it", p.Name, strings.Join(cur, ", "))
 				}
@@ -321,12 +333,13 @@ func (d *dnfPrior) simulate(ctx context.Context, ws *Workspace, op *planner.Pack
 		listed = append(listed, l...)
 	}
 	if len(op.Install) > 0 {
-		args := []string{"install", "--"}
+		sub := installCommand(op)
+		args := []string{sub, "--"}
 		if d.releasing {
 			// The locks the plan releases are released before the real
 			// transaction; with them in place dnf would not see the
 			// pinned version at all.
-			args = []string{"--disableplugin=versionlock", "install", "--"}
+			args = []string{"--disableplugin=versionlock", sub, "--"}
 		}
 		l, err := d.x.dnfDryRun(ctx, ws, slices.Concat(args, pinSpecs(op)))
 		if err != nil {
@@ -590,7 +603,8 @@ func (x dnfManager) run(ctx context.Context, ws *Workspace, op *planner.Packages
 		for _, p := range op.Install {
 			cur := evrs(before[p.Name])
 			if len(cur) == 1 && normEVR(cur[0]) == normEVR(p.Version) {
-				// Already at the pin: dnf leaves it alone, so does its lock.
+				// Already at the pin: dnf leaves it alone, so does its
+				// lock, which admits the version a reinstall puts back.
 				continue
 			}
 			if locks.present && locks.locked(before[p.Name], p.Name) && !slices.Contains(unlock, p.Name) {
@@ -609,7 +623,7 @@ func (x dnfManager) run(ctx context.Context, ws *Workspace, op *planner.Packages
 	}
 	// dnf install moves an installed package to the pinned version
 	// whichever way it lies: upgrade or downgrade.
-	if err := x.dnfOn(ctx, ws, deadline, pinSpecs(op), "install"); err != nil {
+	if err := x.dnfOn(ctx, ws, deadline, pinSpecs(op), installCommand(op)); err != nil {
 		return err
 	}
 	return x.dnfOn(ctx, ws, deadline, op.Hold, dnfOffline, "versionlock", "add")

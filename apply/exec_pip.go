@@ -151,7 +151,7 @@ func (p *pipPrior) simulate(ctx context.Context, ws *Workspace, op *planner.Pack
 	// pip's dry-run report names every distribution the install
 	// would bring in or change, dependencies included.
 	argv := []string{p.python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-"}
-	argv = append(append(argv, pipQuiet...), pipIndex(op)...)
+	argv = append(append(append(argv, pipQuiet...), pipReinstall(op)...), pipIndex(op)...)
 	argv = append(argv, "--")
 	for _, i := range op.Install {
 		argv = append(argv, pipRequirement(i))
@@ -178,7 +178,18 @@ func (p *pipPrior) simulate(ctx context.Context, ws *Workspace, op *planner.Pack
 // changes: a package installed at another version than the transaction
 // installs, or removed.
 func (p *pipPrior) changes(name string) bool {
-	return p.before[name] != "" && p.want[name] != p.before[name]
+	_, pinned := p.want[name]
+	return p.before[name] != "" && (p.want[name] != p.before[name] || pinned && p.op.Reinstall)
+}
+
+// pipReinstall are the options of a reinstall (-replace): the pinned
+// version over itself, its dependencies left as they are, since pip
+// would otherwise reinstall every one of them too.
+func pipReinstall(op *planner.PackagesOp) []string {
+	if op.Reinstall {
+		return []string{"--force-reinstall", "--no-deps"}
+	}
+	return nil
 }
 
 func (p *pipPrior) prior(ctx context.Context, ws *Workspace, seq int, name string, changed bool) ([]PriorPackage, error) {
@@ -256,7 +267,7 @@ func (x pipManager) run(ctx context.Context, ws *Workspace, op *planner.Packages
 	}
 	if len(op.Install) > 0 {
 		argv := append([]string{python, "-m", "pip", "install"}, pipQuiet...)
-		argv = append(append(argv, pipIndex(op)...), "--")
+		argv = append(append(append(argv, pipReinstall(op)...), pipIndex(op)...), "--")
 		for _, p := range op.Install {
 			argv = append(argv, pipRequirement(p))
 		}

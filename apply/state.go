@@ -90,10 +90,12 @@ const (
 	metaName       = "meta.json"
 	planName       = "plan.json"
 	observeName    = "observation-before.json"
-	journalName    = "journal"
-	logName        = "log"
-	filesDir       = "files"
-	packagesDir    = "packages"
+	// observeAfterName is the observation made once an apply succeeded.
+	observeAfterName = "observation-after.json"
+	journalName      = "journal"
+	logName          = "log"
+	filesDir         = "files"
+	packagesDir      = "packages"
 )
 
 // stateDirMode lets every user reach status.json and list nothing.

@@ -49,7 +49,7 @@ func Batch(steps []Step) []Transaction {
 
 // mergeable reports whether b can join the transaction a.
 func mergeable(a, b *PackagesOp) bool {
-	if a.Manager != b.Manager {
+	if a.Manager != b.Manager || a.Reinstall != b.Reinstall {
 		return false
 	}
 	if Manager(a.Manager) == ManagerPip && (a.Python != b.Python || a.Venv != b.Venv || a.IndexURL != b.IndexURL) {
@@ -89,7 +89,7 @@ func mergeable(a, b *PackagesOp) bool {
 // merge adds b's changes to a, which mergeable allowed.
 func merge(a, b *PackagesOp) {
 	if a.Manager == "" {
-		a.Manager, a.Python, a.Venv, a.IndexURL = b.Manager, b.Python, b.Venv, b.IndexURL
+		a.Manager, a.Python, a.Venv, a.IndexURL, a.Reinstall = b.Manager, b.Python, b.Venv, b.IndexURL, b.Reinstall
 	}
 	for _, p := range b.Install {
 		if !slices.ContainsFunc(a.Install, func(q PackagePin) bool { return q.Name == p.Name }) {

@@ -196,7 +196,7 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 		{"a plain JSON plan", func(m map[string]any) { delete(m, "gpuenv_saved_plan") }, "not a saved plan"},
 		{"a newer layout", func(m map[string]any) { m["gpuenv_saved_plan"] = 3 }, "layout 3"},
 		{"layout 1", func(m map[string]any) { m["gpuenv_saved_plan"] = 1 }, "saved plan layout 1 keeps no copy of the spec"},
-		{"a newer format", func(m map[string]any) { m["format_version"] = "2.0" }, "plan format 2.0 is not known to this gpuenv (it reads 1.x, writes " + FormatVersion + ")"},
+		{"a newer format", func(m map[string]any) { m["format_version"] = "2.0" }, "plan format 2.0 is not known to this gpuenv (it reads 3.x and 1.x, writes " + FormatVersion + ")"},
 		{"a format that is no version", func(m map[string]any) { m["format_version"] = "one" }, `plan format version "one" is not a version`},
 		{"no fingerprint", func(m map[string]any) { delete(m, "facts_fingerprint") }, "no sha256 facts fingerprint"},
 		{"a broken step", func(m map[string]any) {

@@ -4,13 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 )
 
-// FormatVersion is the version of the JSON plan document. A reader refuses
-// a document whose major version it does not know. 1.2 writes a version
-// known only after apply as "version": null with "known_after_apply":
-// true, and adds the refresh operation.
-const FormatVersion = "1.2"
+// FormatVersion is the version of the JSON plan document: gpuenv's one
+// JSON format version (jsonformat.Version). A reader refuses a document
+// whose major version it does not know, and reads the 1.x plans written
+// before the documents shared one version (1.2 wrote a version known only
+// after apply as "version": null with "known_after_apply": true, and added
+// the refresh operation).
+const FormatVersion = jsonformat.Version
 
 // Action is what a step does to its resource, as Terraform says it. The
 // zero value is NoOp, so an unset Action can never change a host.
@@ -223,6 +227,11 @@ type PackagesOp struct {
 	Unhold []string `json:"unhold,omitempty"`
 	// AllowDowngrade is set when a pin is older than what is installed.
 	AllowDowngrade bool `json:"allow_downgrade,omitempty"`
+	// Reinstall installs the pins again at the versions installed now
+	// (-replace): apt-get install --reinstall, dnf reinstall, pip's
+	// --force-reinstall --no-deps. It removes, holds and releases
+	// nothing, and joins no other transaction.
+	Reinstall bool `json:"reinstall,omitempty"`
 	// For pip: Python is the interpreter pip runs with; when Venv is set,
 	// pip runs the venv's own bin/python and Python is the interpreter that
 	// creates the venv first if it does not exist. IndexURL is the index to

@@ -37,6 +37,8 @@ type Planner struct {
 	// Targets, when set, limit the plan to the steps at these addresses
 	// and those they depend on (Target), as Terraform's -target does.
 	Targets []string
+	// Replace are -replace's addresses (Request.Replace).
+	Replace []string
 }
 
 // ResolveFunc computes the desired values of a spec on a host. Its
@@ -57,7 +59,7 @@ func New(providers ...Provider) *Planner {
 // provider. When they hold errors the plan is nil. Warnings that concern
 // the host rather than the spec are in the plan's Warnings.
 func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation) (*Plan, hcl.Diagnostics) {
-	diags := CheckTargets(p.Targets)
+	diags := append(CheckTargets(p.Targets), CheckReplace(p.Replace)...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -68,7 +70,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	if ic, ok := cands.(IndexCandidates); ok {
 		ic.UseIndexes(&obs.PackageIndexes)
 	}
-	req := &Request{Spec: s, Facts: obs, Candidates: cands, InterruptGPUProcesses: p.InterruptGPUProcesses}
+	req := &Request{Spec: s, Facts: obs, Candidates: cands, InterruptGPUProcesses: p.InterruptGPUProcesses, Replace: p.Replace}
 	if p.Resolve != nil {
 		d, more := p.Resolve(s, obs)
 		diags = append(diags, more...)
@@ -98,6 +100,10 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		steps = append(steps, resp.Steps...)
 		plan.Inferred = append(plan.Inferred, resp.Inferred...)
 		plan.Warnings = append(plan.Warnings, resp.Warnings...)
+	}
+	if !diags.HasErrors() {
+		// A provider that could not plan a reinstall said why.
+		diags = append(diags, checkReplaced(steps, p.Replace)...)
 	}
 	if diags.HasErrors() {
 		return nil, diags

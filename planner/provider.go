@@ -60,6 +60,10 @@ type Request struct {
 	// keep the nvidia modules from being reloaded
 	// (--interrupt-gpu-processes).
 	InterruptGPUProcesses bool
+	// Replace are the addresses -replace names: a provider reinstalls the
+	// resource at such an address at its installed versions when nothing
+	// else about it changes (Replacing).
+	Replace []string
 }
 
 // Response is what a provider returns; nil is the same as an empty one.

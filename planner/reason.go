@@ -44,6 +44,9 @@ const (
 	// headers for DKMS, a repository component the spec's packages are
 	// in, the package indexes a version is chosen from).
 	ReasonDependency ReasonCode = "dependency"
+	// ReasonReplaceRequested: nothing differs, and -replace asked for the
+	// resource to be reinstalled at the version it has.
+	ReasonReplaceRequested ReasonCode = "replace_requested"
 )
 
 // ReasonCodes lists every code, in the order docs/json.md documents them.
@@ -51,6 +54,7 @@ var ReasonCodes = []ReasonCode{
 	ReasonMissing, ReasonIncomplete, ReasonVersionMismatch, ReasonVariantMismatch,
 	ReasonAbsentRequested, ReasonNotRequested, ReasonHoldDiffers, ReasonContentDiffers,
 	ReasonMembersDiffer, ReasonSettingDiffers, ReasonStaleInitramfs, ReasonDependency,
+	ReasonReplaceRequested,
 }
 
 // Valid reports whether c is one of the codes; the empty code, which a

@@ -179,6 +179,18 @@ func checkPackages(op *PackagesOp) error {
 			return fmt.Errorf("%s operation both installs and removes %s", m, n)
 		}
 	}
+	if op.Reinstall {
+		// A reinstall puts back what is there: anything else in the
+		// same transaction would change the package set under it.
+		if len(op.Install) == 0 || len(op.Remove)+len(op.Hold)+len(op.Unhold) > 0 || op.Purge || op.AllowDowngrade {
+			return fmt.Errorf("%s reinstall must pin packages and do nothing else", m)
+		}
+		for _, p := range op.Install {
+			if p.KnownAfterApply() {
+				return fmt.Errorf("%s reinstall of %s has no version: it reinstalls the installed one", m, p.Name)
+			}
+		}
+	}
 	if m != ManagerPip {
 		if op.Python != "" || op.Venv != "" || op.IndexURL != "" {
 			return fmt.Errorf("%s operation names a Python environment or index, which only pip uses", m)

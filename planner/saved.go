@@ -14,10 +14,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -58,6 +57,8 @@ type PlannedFrom struct {
 	RootBoots bool `json:"root_boots,omitempty"`
 	// Targets are -target's addresses: the plan is limited to them.
 	Targets []string `json:"target,omitempty"`
+	// Replace are -replace's addresses: what the plan reinstalls.
+	Replace []string `json:"replace,omitempty"`
 }
 
 // SavedSpec is a spec as plan loaded it: its files' bytes and the values
@@ -287,19 +288,11 @@ func jsonKind(t reflect.Type) string {
 }
 
 // CheckFormatVersion accepts a plan document's format_version when this
-// gpuenv can read it: any minor version of its own major, since minor
-// versions only add fields. Format versions are semantic versions (unlike
-// the versions of what gpuenv installs), so Masterminds/semver reads them.
+// gpuenv can read it: any minor version of the shared JSON format's major,
+// since minor versions only add fields, and the 1.x of plan files saved
+// before the documents shared one version, which differ in nothing else.
 func CheckFormatVersion(v string) error {
-	got, err := semver.NewVersion(v)
-	if err != nil {
-		return fmt.Errorf("plan format version %q is not a version such as %s", v, FormatVersion)
-	}
-	own := semver.MustParse(FormatVersion)
-	if got.Major() != own.Major() || got.Prerelease() != "" {
-		return fmt.Errorf("plan format %s is not known to this gpuenv (it reads %d.x, writes %s)", v, own.Major(), FormatVersion)
-	}
-	return nil
+	return jsonformat.Check("plan", v, jsonformat.LegacyMajor)
 }
 
 // StaleError says that the host changed after a saved plan was made.

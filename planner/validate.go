@@ -160,7 +160,7 @@ func (p *Plan) validateTransactions() error {
 }
 
 func samePackagesOp(a, b *PackagesOp) bool {
-	return a.Manager == b.Manager && a.Purge == b.Purge && a.AllowDowngrade == b.AllowDowngrade &&
+	return a.Manager == b.Manager && a.Purge == b.Purge && a.AllowDowngrade == b.AllowDowngrade && a.Reinstall == b.Reinstall &&
 		a.Python == b.Python && a.Venv == b.Venv && a.IndexURL == b.IndexURL &&
 		slices.EqualFunc(a.Install, b.Install, func(x, y PackagePin) bool {
 			return x.Name == y.Name && x.Version == y.Version && x.Constraint == y.Constraint && slices.Equal(x.Extras, y.Extras)

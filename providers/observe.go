@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/cuda"
@@ -65,7 +66,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	// may be remembered for the length of this pass.
 	h = h.ForObservation()
 	defer h.Close()
-	obs := &facts.Observation{FormatVersion: facts.FormatVersion(), SchemaVersion: facts.SchemaVersion, SchemaMinor: facts.SchemaMinor, Root: h.Root()}
+	obs := &facts.Observation{FormatVersion: jsonformat.Version, SchemaVersion: facts.SchemaVersion, SchemaMinor: facts.SchemaMinor, Root: h.Root()}
 	n := opts.NVML
 	if n == nil {
 		n = h.NVML()

@@ -513,6 +513,11 @@ func fakeAptGet(c *Call) int {
 			return c.errorf(100, "E: Trivial Only specified but this is not a trivial operation.")
 		}
 	}
+	// same is a package already at the version the change installs,
+	// which apt leaves alone unless --reinstall names it.
+	same := func(ch change) bool {
+		return d.installedVersion(ch.name) == ch.deb.control.get("Version") && !(opts["--reinstall"] && explicit[ch.name] != nil)
+	}
 	if opts["-s"] || opts["--simulate"] || opts["--dry-run"] {
 		for _, ch := range changes {
 			cur := d.installedVersion(ch.name)
@@ -524,7 +529,7 @@ func fakeAptGet(c *Call) int {
 				fmt.Fprintf(c.Stdout, "Remv %s %s\n", ch.name, strings.TrimSpace(old))
 				continue
 			}
-			if cur == ch.deb.control.get("Version") {
+			if same(ch) {
 				continue
 			}
 			fmt.Fprintf(c.Stdout, "Inst %s %s(%s fake [amd64])\n", ch.name, old, ch.deb.control.get("Version"))
@@ -551,7 +556,7 @@ func fakeAptGet(c *Call) int {
 		switch {
 		case ch.deb == nil:
 			steps.total += 3
-		case d.installedVersion(ch.name) != ch.deb.control.get("Version"):
+		case !same(ch):
 			steps.total += 6
 			trigger = trigger || strings.HasSuffix(ch.name, "-dkms")
 			if !local[ch.name] {
@@ -585,7 +590,7 @@ func fakeAptGet(c *Call) int {
 			d.remove(ch.name)
 			continue
 		}
-		if d.installedVersion(ch.name) == ch.deb.control.get("Version") {
+		if same(ch) {
 			continue
 		}
 		steps.report(ch.name, "Preparing "+pkg)

@@ -238,8 +238,9 @@ func fakePip(c *Call, args []string) int {
 			Version string `json:"version"`
 			Install []item `json:"install"`
 		}{Version: "1", Install: []item{}}
+		force := opts["--force-reinstall"] != ""
 		for _, p := range picks {
-			if d, ok := have[normName(p.name)]; ok && d.version == p.version {
+			if d, ok := have[normName(p.name)]; ok && d.version == p.version && !force {
 				continue
 			}
 			var it item
@@ -253,7 +254,7 @@ func fakePip(c *Call, args []string) int {
 	}
 	for _, p := range picks {
 		if d, ok := have[normName(p.name)]; ok {
-			if d.version == p.version {
+			if d.version == p.version && opts["--force-reinstall"] == "" {
 				fmt.Fprintf(c.Stdout, "Requirement already satisfied: %s==%s\n", p.name, p.version)
 				continue
 			}

@@ -82,8 +82,8 @@ and carries it out. PLANFILE, a plan saved by "gpuenv plan --out", is applied
 exactly as saved, after two checks: the facts it was made from have not
 changed ("stale plan": plan again), and planning again from the spec and
 flags the file keeps (not the spec on disk now, nor apply's own --var,
---var-file, --python, --interrupt-gpu-processes, --root-boots or --target,
-which it refuses) makes
+--var-file, --python, --interrupt-gpu-processes, --root-boots, --target or
+--replace, which it refuses) makes
 the very same plan; the first difference is named. It is applied to the
 --root and --state-dir it was planned for.
 
@@ -102,6 +102,10 @@ where a reboot remains, apply writes /var/run/reboot-required and
 
 --target ADDRESS applies only that resource and what it depends on (see
 "gpuenv plan"); afterwards apply says what the whole spec still needs.
+--replace ADDRESS reinstalls that resource at the version installed now (the
+driver's packages and then its module, cuda, cudnn, framework.NAME; see
+"gpuenv plan"), for files that were damaged; a failed reinstall is reverted
+as any step is.
 --lock-timeout DURATION waits that long for another gpuenv to release the
 state directory's lock instead of refusing at once.
 
@@ -109,7 +113,8 @@ Exit status: 0 applied (or nothing to do); 1 error, refused (lock held,
 unfinished generation, stale plan, declined, not root) or failed and fully
 reverted; 3 failed and the revert is incomplete: run "gpuenv rollback".`,
 		Example: `  sudo gpuenv apply examples/pytorch-workstation
-  gpuenv plan --out tonight.plan && sudo gpuenv apply --auto-approve tonight.plan`,
+  gpuenv plan --out tonight.plan && sudo gpuenv apply --auto-approve tonight.plan
+  sudo gpuenv apply -replace driver examples/pytorch-workstation`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target := "."
@@ -234,7 +239,7 @@ func applyWith(ctx context.Context, g *globalOptions, o *applyOptions, target st
 			if diags.HasErrors() || p == nil {
 				return nil, fmt.Errorf("planning again: %s", diags.Error())
 			}
-			rc := &apply.Recheck{Remaining: len(p.Steps), NeedsReboot: p.NeedsReboot}
+			rc := &apply.Recheck{Remaining: len(p.Steps), NeedsReboot: p.NeedsReboot, After: again.obs}
 			for _, s := range p.Steps {
 				rc.Steps = append(rc.Steps, s.Address)
 			}
@@ -334,7 +339,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 	}
 
 	from := sp.From
-	o.pythons, o.interrupt, o.rootBoots, o.targets = from.Pythons, from.InterruptGPUProcesses, from.RootBoots, from.Targets
+	o.pythons, o.interrupt, o.rootBoots, o.targets, o.replace = from.Pythons, from.InterruptGPUProcesses, from.RootBoots, from.Targets, from.Replace
 	s, diags := spec.Load(from.Spec.Path, from.Spec.LoadOptions())
 	if diags.HasErrors() {
 		v.Diagnostics(s.Files, diags)

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
-	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/fleet"
 	"github.com/gpuenv/gpuenv/planner/health"
 )
@@ -11,10 +11,10 @@ import (
 // The versions of the documents whose format is kept here; the others'
 // are kept with the types they describe (jsonFormats names them all).
 const (
-	validateFormatVersion = "1.0"
-	historyFormatVersion  = "1.0"
-	versionFormatVersion  = "1.0"
-	slurmFormatVersion    = "1.0"
+	validateFormatVersion = jsonformat.Version
+	historyFormatVersion  = jsonformat.Version
+	versionFormatVersion  = jsonformat.Version
+	slurmFormatVersion    = jsonformat.Version
 )
 
 // jsonFormat is one JSON document or stream gpuenv prints.
@@ -36,7 +36,7 @@ func jsonFormats() []jsonFormat {
 	return []jsonFormat{
 		{"plan", "plan --json, show --json, the plan in apply --json", planner.FormatVersion},
 		{"fleet-plan", "plan --facts --json", fleet.FormatVersion},
-		{"observation", "observe --json (also schema_version, schema_minor)", facts.FormatVersion()},
+		{"observation", "observe --json (also schema_version, schema_minor)", jsonformat.Version},
 		{"events", "apply --json, rollback --json (the first event)", streamFormatVersion},
 		{"doctor", "doctor --json", doctor.FormatVersion},
 		{"verify", "verify --json", verifyFormatVersion},
@@ -46,6 +46,7 @@ func jsonFormats() []jsonFormat {
 		{"slurm-health", "slurm-health --json", slurmFormatVersion},
 		{"error", "any command with --json that fails before its own document", errorFormatVersion},
 		{"drift", "the state directory's drift.json (plan --record-drift)", health.DriftFormatVersion},
+		{"refresh", "plan --refresh-only --json", refreshFormatVersion},
 	}
 }
 

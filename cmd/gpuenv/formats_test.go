@@ -65,6 +65,7 @@ func TestEveryJSONDocumentCarriesFormatVersion(t *testing.T) {
 		{"error", []string{"show", "--json", spec}, false},
 		{"events", []string{"--root", root, "apply", "--json", "--auto-approve", spec}, true},
 		{"events", []string{"--root", root, "rollback", "--json", "--auto-approve"}, true},
+		{"refresh", []string{"--root", root, "plan", "--refresh-only", "--json"}, false},
 	} {
 		out := gpuenv(tc.args...)
 		if tc.stream {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -37,7 +38,7 @@ func writeJSON(g *globalOptions, v any) error {
 }
 
 // errorFormatVersion versions errorDocument.
-const errorFormatVersion = "1.0"
+const errorFormatVersion = jsonformat.Version
 
 // errorDocument is what a command run with --json prints on stdout when it
 // fails before it has a document of its own to print: the error, as a

@@ -33,6 +33,8 @@ type planFlags struct {
 	rootBoots bool
 	// targets are -target's addresses.
 	targets []string
+	// replace are -replace's addresses.
+	replace []string
 }
 
 func (f *planFlags) register(cmd *cobra.Command) {
@@ -40,6 +42,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 	repeatable(cmd.Flags(), &f.pythons, "python", "also observe the Python environment of `INTERPRETER`, a path inside the root (repeatable)")
 	cmd.Flags().BoolVar(&f.interrupt, "interrupt-gpu-processes", false, "let a driver change stop the GPU processes that keep the nvidia modules from being reloaded (the plan names them), instead of asking for a reboot")
 	repeatable(cmd.Flags(), &f.targets, "target", "plan only the resource at `ADDRESS` (driver, cuda, framework.pytorch, group.video; a kind alone: all of it) and what it depends on, with a warning that the plan is partial (repeatable)")
+	repeatable(cmd.Flags(), &f.replace, "replace", "reinstall the resource at `ADDRESS` (driver, cuda, cudnn, framework.pytorch; framework: every framework) at the version installed now, as Terraform's -replace: for the driver its packages and then its kernel module (repeatable)")
 	cmd.Flags().BoolVar(&f.rootBoots, "root-boots", false, "the root is a machine's that will boot (a disk image prepared for a host): plan its kernel-side steps (modules, DKMS, initramfs, blacklist) even where its files say container, or gpuenv runs in a chroot")
 }
 
@@ -47,6 +50,7 @@ func (f *planFlags) register(cmd *cobra.Command) {
 func (f *planFlags) configure(pl *planner.Planner) {
 	pl.InterruptGPUProcesses = f.interrupt
 	pl.Targets = f.targets
+	pl.Replace = f.replace
 	if f.rootBoots {
 		pl.Resolve = planner.ResolveBootingRoot
 	}
@@ -57,6 +61,9 @@ func (f *planFlags) configure(pl *planner.Planner) {
 func (f *planFlags) untargeted() *planFlags {
 	c := *f
 	c.targets = nil
+	// What -replace reinstalled matches the spec, and asked again it
+	// would be reinstalled again: the whole spec is planned without it.
+	c.replace = nil
 	return &c
 }
 
@@ -66,6 +73,8 @@ type planOptions struct {
 	out              string
 	detailedExitcode bool
 	recordDrift      bool
+	// refreshOnly reports drift since the last apply instead of planning.
+	refreshOnly bool
 	// facts are the saved observations to plan instead of this host.
 	facts []string
 	// hosts adds each host's row to --facts --json.
@@ -116,7 +125,7 @@ module; the driver step's reason says which and why.
 
 --out FILE saves the plan for "gpuenv apply FILE", with a copy of the spec's
 files and var files and the flags that changed the plan (--var, GPUENV_VAR_
-values, --python, --interrupt-gpu-processes, --root-boots, --target, --root,
+values, --python, --interrupt-gpu-processes, --root-boots, --target, --replace, --root,
 --state-dir); "gpuenv show FILE" prints it again. Apply
 plans again from those, applies exactly that plan when it is the same, and
 refuses it once the facts it was made from have changed or when it differs
@@ -126,15 +135,37 @@ in any way.
 plan prints them: driver, cuda, framework.pytorch, group.video; a kind alone,
 such as framework, means all of its resources) and the steps they depend on,
 as Terraform's -target does; the plan then carries a warning that it is
-partial. Long flags may be written with one dash, as Terraform's are typed:
+partial.
+
+--replace ADDRESS (repeatable) reinstalls a resource that matches the spec
+at the version installed now, as Terraform's -replace does, for files that
+were damaged or deleted: driver (its packages, apt-get install --reinstall or
+dnf reinstall of the exact versions, then the kernel module reload a driver
+change gets, or a reboot where the modules cannot be reloaded), cuda, cudnn,
+framework.NAME (pip install --force-reinstall --no-deps of the installed
+version, or the distribution's package). The plan shows the step as "-/+"
+with the reason "requested with -replace". An address that names nothing
+gpuenv can reinstall, a resource the spec does not declare, and one that is
+not installed are errors naming it. Long flags may be written with one dash, as Terraform's are typed:
 -out FILE, -target=driver.
 
+--refresh-only plans nothing and changes nothing: it observes the host and
+reports what changed since the newest generation recorded its observation
+(after a successful apply; else the one its plan was made from), section by
+section (packages, driver, cuda, python …), each value as "~ path: before →
+after", "+ path = value" or "- path = value", as Terraform's -refresh-only
+reports drift. The spec is not read. With --json it prints a document with
+"drift"; with --detailed-exitcode it exits 2 when anything drifted.
+
 Exit status: 0 success (with or without changes), 1 error; with
---detailed-exitcode, 0 no changes, 1 error, 2 changes present.`,
+--detailed-exitcode, 0 no changes, 1 error, 2 changes present (or drift,
+with --refresh-only).`,
 		Example: `  gpuenv plan examples/pytorch-workstation
   gpuenv plan --json --var cuda=12.6 examples/variables
   gpuenv plan --out tonight.plan && sudo gpuenv apply tonight.plan
   gpuenv plan --detailed-exitcode || [ $? -eq 2 ]
+  gpuenv plan -refresh-only
+  gpuenv plan -replace driver examples/debian12-distro
   gpuenv plan --facts /srv/gpuenv/facts/ --detailed-exitcode fleet.hcl`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(o.facts) > 0 && len(args) > 1 {
@@ -146,6 +177,9 @@ Exit status: 0 success (with or without changes), 1 error; with
 			specPath := "."
 			if len(args) == 1 {
 				specPath = args[0]
+			}
+			if o.refreshOnly {
+				return runRefreshOnly(cmd, g, &o)
 			}
 			if len(o.facts) > 0 {
 				return runPlanFacts(cmd, g, &o, specPath)
@@ -162,6 +196,7 @@ Exit status: 0 success (with or without changes), 1 error; with
 	o.planFlags.register(cmd)
 	cmd.Flags().StringVar(&o.out, "out", "", "save the plan to `FILE` (on this machine, not inside --root) for gpuenv apply")
 	cmd.Flags().BoolVar(&o.detailedExitcode, "detailed-exitcode", false, "exit 2 when the plan has changes, 0 when it has none")
+	cmd.Flags().BoolVar(&o.refreshOnly, "refresh-only", false, "plan nothing: report what changed on the host since the last apply observed it (drift), section by section; with --detailed-exitcode exit 2 when anything did")
 	cmd.Flags().BoolVar(&o.recordDrift, "record-drift", false, "also record the outcome (time, spec digest, change counts, or the error) in the state directory's world-readable drift.json, for doctor --prometheus")
 	repeatable(cmd.Flags(), &o.facts, "facts", "plan saved observations instead of this host: a document `FILE` (.json, .json.gz, or an archive .tar, .tar.gz), a directory (its *.json and *.json.gz, below too), or - for JSON lines or a tar archive on stdin (repeatable)")
 	cmd.Flags().BoolVar(&o.hosts, "hosts", false, "with --facts --json, also write each host's row, after the groups")
@@ -308,7 +343,7 @@ func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner
 
 // planningFlags are the flags that change what a plan says; a saved plan
 // keeps their values (plannedFrom), and apply takes them from it.
-var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots", "target"}
+var planningFlags = []string{"var", "var-file", "python", "interrupt-gpu-processes", "root-boots", "target", "replace"}
 
 // plannedFrom is what a plan saved with --out keeps besides the plan:
 // the spec at specPath as it was loaded (s, with opts), and the flags that
@@ -330,6 +365,7 @@ func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, 
 		InterruptGPUProcesses: f.interrupt,
 		RootBoots:             f.rootBoots,
 		Targets:               slices.Clone(f.targets),
+		Replace:               slices.Clone(f.replace),
 	}, nil
 }
 

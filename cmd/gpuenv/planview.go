@@ -326,7 +326,11 @@ func packagesText(p *planner.PackagesOp) string {
 			}
 			pins[i] = name + sep + v
 		}
-		parts = append(parts, "install "+strings.Join(pins, " "))
+		verb := "install "
+		if p.Reinstall {
+			verb = "reinstall "
+		}
+		parts = append(parts, verb+strings.Join(pins, " "))
 	}
 	if len(p.Remove) > 0 {
 		verb := "remove "

@@ -259,7 +259,7 @@ func TestSavedPlanKeepsPlanningFlags(t *testing.T) {
 
 	root, specPath := envHost(t)
 	plan := savePlanFile(t, root, specPath, nil)
-	for _, flags := range [][]string{{"--var", "devices=[\"7\"]"}, {"--python", "/opt/venv/bin/python"}, {"--interrupt-gpu-processes"}, {"--root-boots"}} {
+	for _, flags := range [][]string{{"--var", "devices=[\"7\"]"}, {"--python", "/opt/venv/bin/python"}, {"--interrupt-gpu-processes"}, {"--root-boots"}, {"--replace", "driver"}} {
 		args := append([]string{"--root", root, "apply", "--auto-approve"}, flags...)
 		code, stdout, stderr := gpuenv(t, nil, append(args, plan)...)
 		if code != exitError || !strings.Contains(stderr, flags[0]+" cannot be given with a saved plan") {

@@ -149,6 +149,9 @@ func keptFlags(from *planner.PlannedFrom) []string {
 	for _, t := range from.Targets {
 		flags = append(flags, "--target "+shellWord(t))
 	}
+	for _, r := range from.Replace {
+		flags = append(flags, "--replace "+shellWord(r))
+	}
 	return flags
 }
 

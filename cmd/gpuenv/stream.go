@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/apply"
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -17,7 +18,7 @@ import (
 // streamFormatVersion versions the event stream of `apply --json` and
 // `rollback --json` as the plan format is versioned: a minor version adds
 // events or fields, a major one changes what is there.
-const streamFormatVersion = "1.1"
+const streamFormatVersion = jsonformat.Version
 
 // eventStream is the JSON view of apply and rollback: JSON Lines on
 // stdout, one object per event, each with "type" and "@timestamp", the

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
@@ -207,7 +208,7 @@ func judgeLinks(obs *facts.Observation, c *cudacheck.Report) []linkReport {
 
 // verifyFormatVersion is the version of verify's JSON document: 2.0 has
 // the framework-free check, a result per GPU, and the user.
-const verifyFormatVersion = "2.0"
+const verifyFormatVersion = jsonformat.Version
 
 // deviceNodes lists the root's NVIDIA device files.
 func deviceNodes(h *host.Host) map[string]bool {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/internal/release"
 )
 
@@ -14,8 +15,11 @@ type versionInfo struct {
 	GoVersion     string `json:"go_version"`
 	Platform      string `json:"platform"`
 	Revision      string `json:"vcs_revision,omitempty"`
+	// JSONFormatVersion is the one format version every JSON document
+	// and stream of this gpuenv carries (docs/json.md).
+	JSONFormatVersion string `json:"json_format_version"`
 	// Formats are the versions of the JSON documents this gpuenv
-	// prints, by document (jsonFormats).
+	// prints, by document (jsonFormats): each is JSONFormatVersion.
 	Formats map[string]string `json:"formats"`
 }
 
@@ -23,7 +27,7 @@ type versionInfo struct {
 // the package that installed it (deploy/package reads it from the binary).
 func buildVersion() versionInfo {
 	b := release.Current()
-	return versionInfo{FormatVersion: versionFormatVersion, Formats: formatVersions(), Version: b.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Revision: b.Revision}
+	return versionInfo{FormatVersion: versionFormatVersion, JSONFormatVersion: jsonformat.Version, Formats: formatVersions(), Version: b.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Revision: b.Revision}
 }
 
 func newVersionCmd(g *globalOptions) *cobra.Command {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/internal/release"
 )
 
@@ -23,7 +24,7 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	want := versionInfo{FormatVersion: versionFormatVersion, Formats: formatVersions(), Version: release.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	want := versionInfo{FormatVersion: versionFormatVersion, JSONFormatVersion: jsonformat.Version, Formats: formatVersions(), Version: release.Version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("version --json: %+v, want %+v", v, want)
 	}

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
 // FormatVersion is the version of the JSON report.
-const FormatVersion = "1.0"
+const FormatVersion = jsonformat.Version
 
 // Status is a check's verdict.
 type Status string

@@ -1,7 +1,5 @@
 package facts
 
-import "fmt"
-
 // SchemaVersion is the major version of the JSON document. Consumers
 // refuse a document of another major version: its fields may have been
 // renamed or removed.
@@ -14,15 +12,12 @@ const SchemaVersion = 1
 // no schema_minor, and read as minor 0.
 const SchemaMinor = 5
 
-// FormatVersion is SchemaVersion and SchemaMinor as every other JSON
-// document of gpuenv gives its version: "MAJOR.MINOR" under
-// "format_version".
-func FormatVersion() string { return fmt.Sprintf("%d.%d", SchemaVersion, SchemaMinor) }
-
 // Observation is everything gpuenv knows about one host at one moment.
 type Observation struct {
-	// FormatVersion is FormatVersion(), the field by which a program
-	// finds the version of any gpuenv document. Added in minor 2.
+	// FormatVersion is gpuenv's one JSON format version (internal/
+	// jsonformat), which every document carries: "3.0" and on. Observers
+	// of schema minors 2 to 5 wrote "1.2" to "1.5" here, their schema
+	// version and minor joined. Added in minor 2.
 	FormatVersion string `json:"format_version,omitempty"`
 	SchemaVersion int    `json:"schema_version"`
 	SchemaMinor   int    `json:"schema_minor"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/spec"
@@ -19,7 +20,7 @@ import (
 // FormatVersion is the version of plan --facts --json's document: its
 // rows (Host) and its summary (Summary). A reader refuses a major version
 // it does not know.
-const FormatVersion = "2.0"
+const FormatVersion = jsonformat.Version
 
 // Outcome is what the spec would do to one host.
 type Outcome int

@@ -11,8 +11,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
+
+	"github.com/gpuenv/gpuenv/internal/jsonformat"
 )
 
 // DriftFile is the drift record's name in the state directory. plan
@@ -23,7 +24,7 @@ const DriftFile = "drift.json"
 
 // DriftFormatVersion is the drift record's format version: the major
 // number changes when a reader of an older format would misread it.
-const DriftFormatVersion = "1.0"
+const DriftFormatVersion = jsonformat.Version
 
 // Outcome is how the drift timer's plan ended.
 type Outcome string
@@ -81,10 +82,10 @@ func ReadDrift(r io.Reader) (*DriftRecord, error) {
 	if err := dec.Decode(&rec); err != nil {
 		return nil, fmt.Errorf("reading the drift record: %w", err)
 	}
-	major, _, _ := strings.Cut(rec.FormatVersion, ".")
-	want, _, _ := strings.Cut(DriftFormatVersion, ".")
-	if major != want {
-		return nil, fmt.Errorf("the drift record has format version %q; this gpuenv reads %s.x", rec.FormatVersion, want)
+	// A record written before the documents shared one version is 1.x,
+	// and says the same.
+	if err := jsonformat.Check("drift record", rec.FormatVersion, jsonformat.LegacyMajor); err != nil {
+		return nil, err
 	}
 	switch rec.Outcome {
 	case NoChanges, Changes, Error:

@@ -330,7 +330,7 @@ func TestDriftRoundTrip(t *testing.T) {
 		t.Errorf("read back %+v, want %+v", back, rec)
 	}
 	for in, want := range map[string]string{
-		`{"format_version": "2.0", "outcome": "changes"}`: `format version "2.0"; this gpuenv reads 1.x`,
+		`{"format_version": "2.0", "outcome": "changes"}`: `drift record format 2.0 is not known to this gpuenv (it reads 3.x and 1.x, writes 3.0)`,
 		`{"format_version": "1.3", "outcome": "drifted"}`: `unknown outcome "drifted"`,
 		`{"format_version": "1.0", "outcome": "changes"`:  "reading the drift record: unexpected EOF",
 		`{"outcome": "changes"}`:                          `format version ""`,

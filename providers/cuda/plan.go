@@ -3,8 +3,11 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -61,6 +64,14 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		// Any installed release the constraint admits matches: gpuenv
 		// does not upgrade what already satisfies the spec.
 		if d.Versions.Check(v) {
+			if req.Replacing("cuda") {
+				step, diag := reinstall(ctx, req, t)
+				if diag != nil {
+					resp.Diagnostics = append(resp.Diagnostics, diag)
+				} else {
+					resp.Steps = append(resp.Steps, *step)
+				}
+			}
 			return resp
 		}
 		if current == nil {
@@ -132,4 +143,43 @@ func describe(c version.Constraint, minor version.Version) string {
 		return "CUDA " + minor.String()
 	}
 	return fmt.Sprintf("%q", c.String())
+}
+
+// reinstall is the "cuda" step -replace plans when the installed toolkit t
+// satisfies the spec: the packages it came from reinstalled at the
+// version installed now. A toolkit no package installed (a runfile's) is
+// an error: there is nothing gpuenv could reinstall it from.
+func reinstall(ctx context.Context, req *planner.Request, t facts.Toolkit) (*planner.Step, *hcl.Diagnostic) {
+	d := req.Desired.CUDA
+	subject := d.Block.Version.RangeOr(d.Block.DefRange)
+	names := repository.Names(d.Packages)
+	if t.Package != "" && !slices.Contains(names, t.Package) {
+		names = append([]string{t.Package}, names...)
+	}
+	op := repository.Reinstall(req.Facts, req.Desired.Manager, names)
+	if op == nil {
+		return nil, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Nothing to replace",
+			Detail:   fmt.Sprintf("-replace cuda: the CUDA %s toolkit at %s was installed by no package gpuenv knows (%s), so there is nothing to reinstall it from.", t.Version, t.Path, strings.Join(names, ", ")),
+			Subject:  subject.Ptr(),
+		}
+	}
+	// One step shows one version: the toolkit's packages share it.
+	main := op.Install[0]
+	op.Install = slices.DeleteFunc(op.Install, func(p planner.PackagePin) bool { return p.Version != main.Version })
+	if diag := repository.Reinstallable(ctx, req.Candidates, "cuda", op, subject); diag != nil {
+		return nil, diag
+	}
+	shown := map[string]string{"version": t.Version, "package": main.Name + "=" + main.Version, "path": t.Path, "source": string(d.Source)}
+	return &planner.Step{
+		Address:    "cuda",
+		Action:     planner.Replace,
+		Before:     shown,
+		After:      maps.Clone(shown),
+		Reason:     repository.ReinstallReason(op, "into "+t.Path),
+		ReasonCode: planner.ReasonReplaceRequested,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  append(repository.Deps(req), "driver"),
+	}, nil
 }

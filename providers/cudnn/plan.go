@@ -3,8 +3,11 @@ package cudnn
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -71,6 +74,14 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		}
 		sameCUDA := in.CUDAMajor == "" || in.CUDAMajor == fmt.Sprint(d.CUDAMajor)
 		if d.Versions.Check(v) && sameCUDA {
+			if req.Replacing("cudnn") {
+				step, diag := reinstall(ctx, req, in)
+				if diag != nil {
+					resp.Diagnostics = append(resp.Diagnostics, diag)
+				} else {
+					resp.Steps = append(resp.Steps, *step)
+				}
+			}
 			return resp
 		}
 		if current == nil {
@@ -139,4 +150,46 @@ func buildFits(raw string, cuda version.Version) bool {
 		return false
 	}
 	return v.Major() == cuda.Major() && v.Minor() <= cuda.Minor()
+}
+
+// reinstall is the "cudnn" step -replace plans when the installed cuDNN
+// in satisfies the spec: its packages reinstalled at the version
+// installed now. A cuDNN no package installed (a tarball's) is an error:
+// there is nothing gpuenv could reinstall it from.
+func reinstall(ctx context.Context, req *planner.Request, in facts.CuDNNInstall) (*planner.Step, *hcl.Diagnostic) {
+	d := req.Desired.CuDNN
+	subject := d.Block.Version.RangeOr(d.Block.DefRange)
+	names := repository.Names(d.Packages)
+	if in.Package != "" && !slices.Contains(names, in.Package) {
+		names = append([]string{in.Package}, names...)
+	}
+	op := repository.Reinstall(req.Facts, req.Desired.Manager, names)
+	if op == nil {
+		return nil, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Nothing to replace",
+			Detail:   fmt.Sprintf("-replace cudnn: cuDNN %s was installed by no package gpuenv knows (%s), so there is nothing to reinstall it from.", in.Version, strings.Join(names, ", ")),
+			Subject:  subject.Ptr(),
+		}
+	}
+	main := op.Install[0]
+	op.Install = slices.DeleteFunc(op.Install, func(p planner.PackagePin) bool { return p.Version != main.Version })
+	if diag := repository.Reinstallable(ctx, req.Candidates, "cudnn", op, subject); diag != nil {
+		return nil, diag
+	}
+	pkgs := make([]string, len(op.Install))
+	for i, p := range op.Install {
+		pkgs[i] = p.Name
+	}
+	shown := map[string]string{"version": main.Version, "packages": strings.Join(pkgs, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)}
+	return &planner.Step{
+		Address:    "cudnn",
+		Action:     planner.Replace,
+		Before:     shown,
+		After:      maps.Clone(shown),
+		Reason:     repository.ReinstallReason(op),
+		ReasonCode: planner.ReasonReplaceRequested,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  append(repository.Deps(req), "cuda"),
+	}, nil
 }

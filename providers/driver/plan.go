@@ -2,11 +2,14 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -56,6 +59,11 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 		return resp
 	}
 	install, err := planPackages(ctx, req)
+	var re replaceError
+	if errors.As(err, &re) {
+		resp.Diagnostics = append(resp.Diagnostics, re.diag)
+		return resp
+	}
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
@@ -68,7 +76,12 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 	if fabric != nil {
 		resp.Steps = append(resp.Steps, *fabric)
 	}
-	if install != nil {
+	if install != nil && install.ReasonCode == planner.ReasonReplaceRequested {
+		// A reinstall leaves the driver as the spec has it: what is
+		// planned around a driver that changes (purge, holds) is not.
+		resp.Steps = append(resp.Steps, *install)
+		install = nil
+	} else if install != nil {
 		resp.Warnings = append(resp.Warnings, kernelsWithoutModule(req, install)...)
 		resp.Steps = append(resp.Steps, *install)
 		if purge := purgeStep(obs, d, req.Desired.Manager); purge != nil {
@@ -128,6 +141,9 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		}
 		up, err := pkgdb.UpstreamVersion(string(manager), mainPkg.Version)
 		if same && err == nil && d.Versions.Check(up) {
+			if req.Replacing("driver") {
+				return reinstallDriver(ctx, req, names, mainPkg, before)
+			}
 			return nil, nil
 		}
 	}
@@ -230,6 +246,79 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	}
 	return step, nil
 }
+
+// reinstallDriver is the "driver" step -replace plans when the installed
+// driver matches the spec: its packages reinstalled at their installed
+// versions (with Ubuntu's signed modules where installed), then the module
+// reload a driver change gets, so that the module loaded is the one
+// reinstalled; where the modules cannot be reloaded the step needs a
+// reboot and says why.
+func reinstallDriver(ctx context.Context, req *planner.Request, names []string, mainPkg facts.Package, before map[string]string) (*planner.Step, error) {
+	d := req.Desired.Driver
+	obs := req.Facts
+	manager := req.Desired.Manager
+	// The packages the spec names may be metapackages; the module comes
+	// from the driver packages beside them (nvidia-dkms-550-open), which
+	// a reinstall must rewrite too: those at the same version.
+	all := slices.Clone(names)
+	for _, p := range obs.Packages.Packages {
+		if p.State != facts.StateInstalled || !planner.DriverPackage(p.Name) || slices.Contains(all, p.Name) {
+			continue
+		}
+		if _, ok := pkgdb.Match(string(manager), mainPkg.Version, []string{p.Version}); ok {
+			all = append(all, p.Name)
+		}
+	}
+	op := repository.Reinstall(obs, manager, all)
+	var signed []planner.SignedPackage
+	for _, p := range d.Signed.Pins() {
+		if inst, ok := pkgdb.Installed(obs.Packages, p.Name, pkgdb.Configured); ok && inst.Version == p.Version {
+			signed = append(signed, p)
+			op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: p.Version})
+		}
+	}
+	if diag := repository.Reinstallable(ctx, req.Candidates, "driver", op, d.Block.Version.RangeOr(d.Block.DefRange)); diag != nil {
+		return nil, replaceError{diag}
+	}
+	shown := make([]string, 0, len(op.Install))
+	for _, p := range op.Install {
+		if !slices.ContainsFunc(signed, func(s planner.SignedPackage) bool { return s.Name == p.Name }) {
+			shown = append(shown, p.Name)
+		}
+	}
+	before = maps.Clone(before)
+	before["packages"] = strings.Join(shown, ", ")
+	after := maps.Clone(before)
+	step := &planner.Step{
+		Address:    "driver",
+		Action:     planner.Replace,
+		Before:     before,
+		After:      after,
+		Reason:     repository.ReinstallReason(op),
+		ReasonCode: planner.ReasonReplaceRequested,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  append(repository.Deps(req), "kernel.nouveau", "kernel.headers"),
+	}
+	if len(signed) > 0 {
+		step.After[planner.AfterSignedModules] = planner.ShownPins(signed)
+	}
+	if d.KernelModules != spec.KernelModulesNone {
+		step.Flags.NeedsReboot = true
+		step.Flags.BuildsKernelModule = len(signed) == 0
+		if obs.Driver.ModuleVersion != "" {
+			step.Flags.NeedsModuleReload = true
+			step.Flags.InterruptsGPUProcesses = gpuBusy(obs)
+			planReload(step, obs, manager, mainPkg.Version, req.InterruptGPUProcesses)
+		}
+	}
+	return step, nil
+}
+
+// replaceError carries the diagnostic of a -replace that cannot be
+// carried out, which the driver's Plan reports as it is.
+type replaceError struct{ diag *hcl.Diagnostic }
+
+func (e replaceError) Error() string { return e.diag.Detail }
 
 // planReload adds to a driver step that changes the loaded module the
 // reload that puts the new module in its place, after the package

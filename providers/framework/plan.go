@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -38,6 +39,9 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			s, diag = planDistroFramework(ctx, req, df)
 		} else {
 			s = planPipFramework(req.Facts, df)
+			if s == nil && req.Replacing(df.Address) {
+				s = reinstallPip(req.Facts, df)
+			}
 		}
 		if diag != nil {
 			resp.Diagnostics = append(resp.Diagnostics, diag)
@@ -207,6 +211,9 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 	}
 	if installed {
 		if up, err := pkgdb.UpstreamVersion(string(manager), inst.Version); err == nil && df.Versions.Check(up) {
+			if req.Replacing(df.Address) {
+				return reinstallDistro(ctx, req, df, inst)
+			}
 			return nil, nil
 		}
 	}
@@ -236,6 +243,67 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		After:      map[string]string{"package": df.Package + "=" + repository.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
 		Reason:     picked.Reason(why),
 		ReasonCode: code,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  repository.Deps(req),
+	}, nil
+}
+
+// reinstallPip is the step -replace plans for a pip framework that
+// matches the spec: the installed version installed again over itself
+// (pip install --force-reinstall --no-deps), which rewrites its files and
+// leaves what it depends on as it is. Nil when it is not installed, which
+// the planner reports.
+func reinstallPip(obs *facts.Observation, df *planner.DesiredFramework) *planner.Step {
+	env := planEnvironment(obs, df)
+	inst := planInstalled(env, df.Name)
+	if inst == nil || df.Absent {
+		return nil
+	}
+	where := df.Python
+	python := df.Python
+	if df.Venv != "" {
+		where = "the venv " + df.Venv
+		python = df.BasePython
+	}
+	op := &planner.PackagesOp{
+		Manager:   planner.ManagerPip,
+		Install:   []planner.PackagePin{{Name: df.Package, Version: inst.Version}},
+		Python:    python,
+		Venv:      df.Venv,
+		IndexURL:  df.IndexURL,
+		Reinstall: true,
+	}
+	shown := map[string]string{"version": inst.Version, "environment": where, "index_url": df.IndexURL}
+	return &planner.Step{
+		Address:    df.Address,
+		Action:     planner.Replace,
+		Before:     shown,
+		After:      maps.Clone(shown),
+		Reason:     repository.ReinstallReason(op, "in "+where+" from "+df.IndexURL+", without its dependencies"),
+		ReasonCode: planner.ReasonReplaceRequested,
+		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		DependsOn:  []string{"driver"},
+	}
+}
+
+// reinstallDistro is the step -replace plans for the distribution's
+// framework package inst, which matches the spec.
+func reinstallDistro(ctx context.Context, req *planner.Request, df *planner.DesiredFramework, inst facts.Package) (*planner.Step, *hcl.Diagnostic) {
+	op := repository.Reinstall(req.Facts, req.Desired.Manager, []string{df.Package})
+	if op == nil {
+		return nil, nil
+	}
+	if diag := repository.Reinstallable(ctx, req.Candidates, df.Address, op, df.Block.DefRange); diag != nil {
+		return nil, diag
+	}
+	shown := map[string]string{"package": df.Package + "=" + inst.Version, "source": string(spec.SourceDistro)}
+	return &planner.Step{
+		Address:    df.Address,
+		Action:     planner.Replace,
+		Before:     shown,
+		After:      maps.Clone(shown),
+		Reason:     repository.ReinstallReason(op),
+		ReasonCode: planner.ReasonReplaceRequested,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  repository.Deps(req),
 	}, nil

@@ -250,8 +250,10 @@ import subprocess
 from ansible.module_utils.basic import AnsibleModule
 
 # The major versions of gpuenv's formats this module reads.
-PLAN_FORMAT_MAJOR = "1"
-STREAM_FORMAT_MAJOR = "1"
+# gpuenv's one JSON format version is 3.x; a gpuenv from before the
+# documents shared one version wrote the plan and the stream as 1.x.
+PLAN_FORMAT_MAJOR = ("3", "1")
+STREAM_FORMAT_MAJOR = ("3", "1")
 
 # Event types kept out of the result's events list: the package managers'
 # lines have a list of their own, progress is for a live view, and the
@@ -323,10 +325,10 @@ def first_line(text):
     return text.splitlines()[0] if text else "(no output)"
 
 
-def check_major(version, major, what):
-    if not isinstance(version, str) or version.split(".")[0] != major:
-        raise GpuenvError("%s has format version %r; this module reads version %s.x: install the collection that "
-                          "matches the hosts' gpuenv" % (what, version, major))
+def check_major(version, majors, what):
+    if not isinstance(version, str) or version.split(".")[0] not in majors:
+        raise GpuenvError("%s has format version %r; this module reads version %s: install the collection that "
+                          "matches the hosts' gpuenv" % (what, version, " and ".join(m + ".x" for m in majors)))
 
 
 def describe_diagnostic(d):
