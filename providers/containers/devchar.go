@@ -44,25 +44,7 @@ func planDevChar(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *pl
 	if !c.EffectiveDevCharLinks() || req.Desired != nil && req.Desired.NoKernel != "" || obs.Context.Kind == "container" || obs.Context.Container != nil {
 		return nil
 	}
-	nodes := map[string]facts.DeviceNode{}
-	for _, n := range obs.DeviceNodes {
-		nodes[n.Path] = n
-	}
-	var ops []planner.Operation
-	var made []string
-	for _, p := range obs.DeviceAccess.MissingCharLinks {
-		n, ok := nodes[p]
-		if !ok || !n.Char || !devaccess.NeedsCharLink(p) {
-			continue
-		}
-		link := devaccess.CharLink(n)
-		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: link, Symlink: p}})
-		made = append(made, fmt.Sprintf("%s → %s", link, p))
-	}
-	rule := devCharRuleState(obs.Containers.DevCharRules)
-	if rule != "in place" {
-		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: DevCharRulePath, Content: DevCharRule, Mode: 0o644}})
-	}
+	ops, made, rule := devCharOps(obs)
 	if len(ops) == 0 {
 		return nil
 	}
@@ -103,6 +85,37 @@ func planDevChar(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *pl
 	}
 	step.Reason = planner.Sentence(why)
 	return step
+}
+
+// devCharOps are the operations that make the links obs lacks and the
+// rule, with the links as "link → node" and the rule's state.
+func devCharOps(obs *facts.Observation) (ops []planner.Operation, made []string, rule string) {
+	nodes := map[string]facts.DeviceNode{}
+	for _, n := range obs.DeviceNodes {
+		nodes[n.Path] = n
+	}
+	for _, p := range obs.DeviceAccess.MissingCharLinks {
+		n, ok := nodes[p]
+		if !ok || !n.Char || !devaccess.NeedsCharLink(p) {
+			continue
+		}
+		link := devaccess.CharLink(n)
+		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: link, Symlink: p}})
+		made = append(made, fmt.Sprintf("%s → %s", link, p))
+	}
+	rule = devCharRuleState(obs.Containers.DevCharRules)
+	if rule != "in place" {
+		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: DevCharRulePath, Content: DevCharRule, Mode: 0o644}})
+	}
+	return ops, made, rule
+}
+
+// DevCharInPlace reports whether the host has every /dev/char link the
+// block makes and a rule that makes them again: a spec captured from it
+// keeps dev_char_links on only then, so that its plan changes nothing.
+func DevCharInPlace(obs *facts.Observation) bool {
+	ops, _, _ := devCharOps(obs)
+	return len(ops) == 0
 }
 
 // devCharRuleState says whether gpuenv's rule is "in place" (its own in
