@@ -56,6 +56,9 @@ func Describe(op planner.Operation) string {
 		if op.File.Remove {
 			return "removing " + op.File.Path
 		}
+		if op.File.Symlink != "" {
+			return "linking " + op.File.Path + " to " + op.File.Symlink
+		}
 		if op.File.Key != nil {
 			return "fetching and checking the key " + op.File.Key.URL + " for " + op.File.Path
 		}

@@ -126,6 +126,9 @@ func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *planner.FileOp
 			// the journal has it before the file does.
 			return fmt.Errorf("%s: its content, made at apply, was not made before the write", op.Path)
 		}
+		if op.Symlink != "" {
+			return x.writeSymlink(op.Path, op.Symlink)
+		}
 		content := []byte(op.Content)
 		if op.Key != nil {
 			key, err := x.fetchKey(ctx, op.Key)
@@ -147,7 +150,19 @@ func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *planner.FileOp
 // writeFile writes p inside the root atomically with mode and owner,
 // creating missing parent directories (0755).
 func (x fileExecutor) writeFile(p string, data []byte, mode os.FileMode, uid, gid int) error {
-	dirs, err := x.missingDirs(path.Dir(p))
+	if err := x.makeDirs(path.Dir(p)); err != nil {
+		return err
+	}
+	rp, err := x.real(p)
+	if err != nil {
+		return err
+	}
+	return writeOwned(rp, data, mode, uid, gid)
+}
+
+// makeDirs creates dir inside the root and its missing parents (0755).
+func (x fileExecutor) makeDirs(dir string) error {
+	dirs, err := x.missingDirs(dir)
 	if err != nil {
 		return err
 	}
@@ -163,11 +178,37 @@ func (x fileExecutor) writeFile(p string, data []byte, mode os.FileMode, uid, gi
 			return err
 		}
 	}
+	return nil
+}
+
+// writeSymlink makes p inside the root a symbolic link to target,
+// owned by root, creating missing parent directories (0755): a link
+// made beside it and renamed over p, so that p is never missing when it
+// was there.
+func (x fileExecutor) writeSymlink(p, target string) error {
+	if err := x.makeDirs(path.Dir(p)); err != nil {
+		return err
+	}
 	rp, err := x.real(p)
 	if err != nil {
 		return err
 	}
-	return writeOwned(rp, data, mode, uid, gid)
+	tmp := filepath.Join(filepath.Dir(rp), "."+filepath.Base(rp)+".gpuenv-link")
+	os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(tmp, 0, 0); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, rp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(rp))
 }
 
 // fileMode turns Unix permission bits (setuid, setgid, sticky included)

@@ -316,6 +316,10 @@ type FileOp struct {
 	// steps before it left them: GenerateCDI, the CDI spec of a driver
 	// this plan installs.
 	Generate string `json:"generate,omitempty"`
+	// Symlink, instead of Content, makes the file a symbolic link to
+	// this path (a /dev/char link to an NVIDIA device node). Its inverse
+	// removes the link, or puts back what was there.
+	Symlink string `json:"symlink,omitempty"`
 	// Key, instead of Content, is a repository's signing key that apply
 	// fetches when the operation runs and writes only when its
 	// fingerprint is the pinned one; otherwise the operation fails, naming

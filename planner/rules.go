@@ -31,7 +31,16 @@ var (
 	// driverVersion is an NVIDIA driver version: 535.261.03, 550.54.15.
 	driverVersion = lazyregexp.New(`^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$`)
 	pipName       = lazyregexp.New(`^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$`)
+	// devCharName is a /dev/char link's name, MAJOR:MINOR in decimal.
+	devCharName = lazyregexp.New(`^[0-9]{1,4}:[0-9]{1,7}$`)
+	// nvidiaNode is an NVIDIA device node a /dev/char link may point at.
+	nvidiaNode = lazyregexp.New(`^/dev/(nvidia[a-z0-9-]*|nvidia-caps/nvidia-cap[0-9]+)$`)
 )
+
+// DevCharDir holds the links runc names character devices by,
+// MAJOR:MINOR, when systemd rewrites a container's device rules; gpuenv
+// makes them only for NVIDIA device nodes, and only as symbolic links.
+const DevCharDir = "/dev/char"
 
 // managedDir is a directory gpuenv writes its files into.
 type managedDir struct {
@@ -65,6 +74,8 @@ var managedDirs = []managedDir{
 	{dir: "/etc/containerd", names: []string{"config.toml"}, merged: true},
 	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}, merged: true},
 	{dir: "/etc/cdi", names: []string{"nvidia.yaml"}},
+	// The rule that makes the /dev/char links when the driver binds.
+	{dir: "/etc/udev/rules.d", names: []string{"71-nvidia-dev-char.rules"}},
 	// The keyrings of the NVIDIA repository gpuenv adds itself.
 	{dir: "/etc/apt/keyrings", names: []string{path.Base(nvidiarepo.CUDAFiles.AptKeyring), path.Base(nvidiarepo.ToolkitFiles.AptKeyring)}},
 	{dir: "/etc/pki/rpm-gpg", names: []string{path.Base(nvidiarepo.CUDAFiles.DnfKey), path.Base(nvidiarepo.ToolkitFiles.DnfKey)}},
@@ -291,6 +302,13 @@ func checkPlanPath(p string) error {
 // clean absolute path inside the root, directly inside a directory gpuenv
 // manages.
 func CheckManagedFile(p string) error {
+	if dir, name := path.Split(p); dir == DevCharDir+"/" {
+		// The name has a colon, which no path of a spec may have.
+		if !devCharName.MatchString(name) {
+			return fmt.Errorf("%s is not a file gpuenv manages: a link in %s is named MAJOR:MINOR", p, DevCharDir)
+		}
+		return nil
+	}
 	if err := checkPlanPath(p); err != nil {
 		return err
 	}
@@ -335,6 +353,9 @@ func checkFile(f *FileOp) error {
 		return fmt.Errorf("file operation: %w", err)
 	}
 	if err := checkKeyFetch(f); err != nil {
+		return fmt.Errorf("file operation: %w", err)
+	}
+	if err := checkSymlink(f); err != nil {
 		return fmt.Errorf("file operation: %w", err)
 	}
 	if mergedFile(f.Path) {
@@ -396,6 +417,26 @@ func checkKeyFetch(f *FileOp) error {
 	}
 	if err := nvidiarepo.CheckFingerprint(k.Fingerprint); err != nil {
 		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// checkSymlink checks a link to make (FileOp.Symlink): only in
+// /dev/char, only to an NVIDIA device node, and nothing else is made
+// there.
+func checkSymlink(f *FileOp) error {
+	inDevChar := path.Dir(f.Path) == DevCharDir
+	switch {
+	case f.Symlink == "" && inDevChar && !f.Remove:
+		return fmt.Errorf("%s: gpuenv makes only symbolic links in %s", f.Path, DevCharDir)
+	case f.Symlink == "":
+		return nil
+	case !inDevChar:
+		return fmt.Errorf("%s: gpuenv makes symbolic links only in %s", f.Path, DevCharDir)
+	case f.Remove || f.Content != "" || f.Generate != "" || f.Key != nil || f.Mode != 0 || len(f.After) > 0:
+		return fmt.Errorf("%s: a symbolic link with content, a mode, a follow-up or a removal", f.Path)
+	case !nvidiaNode.MatchString(f.Symlink):
+		return fmt.Errorf("%s: a link in %s points at an NVIDIA device node (/dev/nvidia*), not %q", f.Path, DevCharDir, f.Symlink)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func (l *loader) decodeContainerToolkit(blk *hcl.Block) *ContainerToolkit {
-	b := l.openBlock(blk, "version", "engines", "cdi", "default_runtime")
+	b := l.openBlock(blk, "version", "engines", "cdi", "default_runtime", "dev_char_links")
 	c := &ContainerToolkit{Block: Block{DefRange: blk.DefRange, Absent: b.boolean("absent")}}
 	c.Version = b.constraint("version")
 	engines, ranges := b.list("engines", "Invalid engine", func(s string) string {
@@ -36,6 +36,7 @@ func (l *loader) decodeContainerToolkit(blk *hcl.Block) *ContainerToolkit {
 	}
 	c.CDI = b.boolean("cdi")
 	c.DefaultRuntime = b.boolean("default_runtime")
+	c.DevCharLinks = b.boolean("dev_char_links")
 	b.checkAbsent(c.Absent, "the NVIDIA container toolkit")
 	if c.Absent.Value {
 		return c
@@ -67,6 +68,12 @@ func runtimeEngines() []string {
 		}
 	}
 	return out
+}
+
+// EffectiveDevCharLinks reports whether the block makes the /dev/char
+// links: unless dev_char_links = false.
+func (c *ContainerToolkit) EffectiveDevCharLinks() bool {
+	return !c.DevCharLinks.Set || c.DevCharLinks.Value
 }
 
 // EffectiveCDI reports whether the block writes the CDI spec: as the spec

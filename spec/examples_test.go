@@ -130,6 +130,19 @@ func TestExamples(t *testing.T) {
 		},
 	}
 
+	checks["hgx-8gpu"] = func(t *testing.T, s *Spec) {
+		wantDriver(t, s, "550.54.15")
+		if !s.Driver.PersistenceMode.Value || !s.Driver.Hold.Value || s.Driver.KernelModules.Value != KernelModulesOpen {
+			t.Errorf("driver = %+v", s.Driver)
+		}
+		c := s.ContainerToolkit
+		if c == nil || !c.EffectiveCDI() || !c.EffectiveDevCharLinks() || !c.HasEngine(EngineDocker) || !c.HasEngine(EngineContainerd) {
+			t.Errorf("container_toolkit = %+v", c)
+		}
+		if s.Environment == nil || s.Environment.CUDADeviceOrder.Value != DeviceOrderPCIBusID {
+			t.Errorf("environment = %+v", s.Environment)
+		}
+	}
 	dirs, err := filepath.Glob("../examples/*")
 	if err != nil {
 		t.Fatal(err)

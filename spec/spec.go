@@ -262,6 +262,10 @@ type ContainerToolkit struct {
 	// DefaultRuntime makes the NVIDIA runtime the engines' default, as
 	// nvidia-ctk runtime configure --set-as-default does.
 	DefaultRuntime Attr[bool]
+	// DevCharLinks makes the /dev/char links of the NVIDIA device nodes,
+	// now and whenever the driver binds, so that containers keep their
+	// GPUs when systemd reloads (on unless set to false).
+	DevCharLinks Attr[bool]
 }
 
 // HasEngine reports whether the block configures engine e.

@@ -23,6 +23,11 @@ var targetRoots = map[string]string{
 	"any":          "debian12-distro",
 }
 
+// exampleRoots are the fixture machines of examples written for one kind
+// of board: the HGX example plans on the working DGX H100 (eight GPUs,
+// four NVSwitches, Fabric Manager).
+var exampleRoots = map[string]string{"hgx-8gpu": "ubuntu2204-working"}
+
 // Every example says which system it targets, in its spec and in the
 // spec reference's table (docs/spec-reference.md), and plans on a fixture machine of that system. On
 // Debian 12, one written for another system plans too, or fails only
@@ -62,16 +67,29 @@ func TestExamplesPlanOnTheirSystem(t *testing.T) {
 				return runPlanCase(hosttest.Build(t, root), planCase{root: root, spec: "examples/" + name, args: args}, false)
 			}
 			root := targetRoots[target]
+			if r, ok := exampleRoots[name]; ok {
+				root = r
+			}
 			if root == "" {
 				t.Fatalf("no fixture machine for %s", target)
 			}
-			if code, stdout, stderr := plan(root); code != exitOK {
+			code, stdout, stderr := plan(root)
+			if code != exitOK {
 				t.Errorf("plan on %s (%s): exit %d\n%s%s", root, target, code, stdout, stderr)
+			}
+			if name == "hgx-8gpu" {
+				// The board's eight GPUs get their /dev/char links, the
+				// MIG capabilities included; the NVSwitches' nodes not.
+				for _, want := range []string{"→ link /dev/char/195:0 to /dev/nvidia0\n", "→ link /dev/char/195:7 to /dev/nvidia7\n", "→ link /dev/char/511:2 to /dev/nvidia-caps/nvidia-cap2\n"} {
+					if !strings.Contains(stdout, want) {
+						t.Errorf("plan on %s lacks %q:\n%s", root, want, stdout)
+					}
+				}
 			}
 			if root == "debian12-distro" {
 				return
 			}
-			code, stdout, stderr := plan("debian12-distro")
+			code, stdout, stderr = plan("debian12-distro")
 			if code == exitOK {
 				return
 			}

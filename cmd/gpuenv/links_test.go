@@ -47,3 +47,44 @@ func TestJudgeLinks(t *testing.T) {
 		t.Errorf("one finding expected:\n%s", out)
 	}
 }
+
+// verify judges each pair's copy against the links observed for its two
+// GPUs, shows a slow pair as a finding, and names the pairs without peer
+// access without failing them.
+func TestJudgePeers(t *testing.T) {
+	obs := &facts.Observation{}
+	obs.NVML.Devices = []facts.GPUDevice{{UUID: "GPU-aa", PCIBusID: "0000:18:00.0"}, {UUID: "GPU-bb", PCIBusID: "0000:2a:00.0"}, {UUID: "GPU-cc", PCIBusID: "0000:3a:00.0"}}
+	links := func() []facts.NVLinkHealth {
+		out := make([]facts.NVLinkHealth, 18)
+		for i := range out {
+			out[i] = facts.NVLinkHealth{Link: i, State: "active", Version: "4.0", Remote: "0000:05:00.0", RemoteType: "switch"}
+		}
+		return out
+	}
+	for _, a := range []string{"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0"} {
+		obs.Health.GPUs = append(obs.Health.GPUs, facts.GPUHealth{PCIAddress: a, NVML: &facts.NVMLHealth{NVLinks: links()}})
+	}
+	c := &cudacheck.Report{Peers: []cudacheck.PeerCopy{
+		{From: 0, To: 1, FromUUID: "GPU-AA", ToUUID: "GPU-bb", Access: true, GBs: 390},
+		{From: 1, To: 0, FromUUID: "GPU-bb", ToUUID: "GPU-aa", Access: true, GBs: 41.5},
+		{From: 0, To: 2, FromUUID: "GPU-aa", ToUUID: "GPU-cc"},
+		{From: 2, To: 0, FromUUID: "GPU-cc", ToUUID: "GPU-aa"},
+	}}
+	peers := judgePeers(obs, c)
+	if len(peers) != 4 || peers[0].Slow || peers[0].Expected != 450 || !peers[1].Slow || peers[2].Slow || peers[2].Expected != 0 {
+		t.Fatalf("peers %+v", peers)
+	}
+	var b bytes.Buffer
+	p := printer{w: &b}
+	writePeers(&p, peers)
+	want := `
+Peer-to-peer copies between GPUs:
+  GPU 0 → GPU 1: 390.0 GB/s of 450.0 GB/s (NVLink 4.0 × 18 links through NVSwitch)
+  GPU 1 → GPU 0: 41.5 GB/s
+    ! below half of what the link allows: 41.5 GB/s of the 450.0 GB/s that NVLink 4.0 × 18 links through NVSwitch allow
+  no peer access (copies go through host memory; not a failure): GPU 0 → GPU 2, GPU 2 → GPU 0
+`
+	if b.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -163,6 +164,7 @@ func (v *observeHuman) Observation(obs *facts.Observation) error {
 		{"NVML", v.nvml, []string{"nvml"}},
 		{"Driver", v.driver, []string{"driver"}},
 		{"Device nodes", v.devices, []string{"devices"}},
+		{"GPU health", v.health, nil},
 		{"Packages", v.packages, []string{"packages"}},
 		{"Package repositories", v.repositories, []string{"repositories"}},
 		{"CUDA toolkits", v.cuda, []string{"cuda"}},
@@ -342,6 +344,30 @@ func (v *observeHuman) nvml(obs *facts.Observation) {
 			v.item("   process %d %s  %s", p.PID, p.Name, bytesText(p.UsedMemory))
 		}
 	}
+}
+
+// health shows each GPU's states in a line, and under it what doctor's
+// GPU state checks find wrong with it, in their words.
+func (v *observeHuman) health(obs *facts.Observation) {
+	states := doctor.GPUStates(obs)
+	each(v, states, "no GPU to judge", func(s doctor.GPUState) {
+		name := s.Name
+		if s.Model != "" {
+			name += " " + s.Model
+		}
+		v.item("%s: %s", name, strings.Join(s.States, "; "))
+		for _, f := range s.Findings {
+			mark := "!"
+			if f.Status == doctor.Warning {
+				mark = "~"
+			}
+			line := mark + " " + esc(f.Text)
+			if v.color && f.Status == doctor.Problem {
+				line = "\x1b[31m" + line + "\x1b[0m"
+			}
+			v.printfEscaped("    %s\n", line)
+		}
+	})
 }
 
 func bytesText(b uint64) string {

@@ -237,6 +237,8 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 		switch {
 		case f.Remove:
 			s = "remove " + f.Path
+		case f.Symlink != "":
+			s = fmt.Sprintf("link %s to %s", f.Path, f.Symlink)
 		case f.Key != nil:
 			s = fmt.Sprintf("fetch the key %s, check that its fingerprint is %s, then write it to %s (mode %04o)", f.Key.URL, f.Key.Fingerprint, f.Path, f.Mode)
 		default:

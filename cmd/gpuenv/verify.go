@@ -172,6 +172,11 @@ type verifyReport struct {
 	// judged against its PCIe link; a direction below half of what the
 	// link allows is Slow.
 	Links []linkReport `json:"links,omitempty"`
+	// Peers are the framework-free check's copies between pairs of GPUs,
+	// each judged against the NVLinks or PCIe links between them; a pair
+	// below half of what they allow is Slow, one without peer access is
+	// said so and not judged.
+	Peers []cudacheck.PeerVerdict `json:"peers,omitempty"`
 }
 
 // linkReport is one GPU's copies judged against its link.
@@ -202,6 +207,29 @@ func judgeLinks(obs *facts.Observation, c *cudacheck.Report) []linkReport {
 		if v := cudacheck.JudgeLink(d.Bandwidth, links[a]); v != nil {
 			out = append(out, linkReport{Ordinal: d.Ordinal, UUID: d.UUID, PCIAddress: a, Verdicts: v})
 		}
+	}
+	return out
+}
+
+// judgePeers judges each pair's copies against the links observation
+// found for its two GPUs (through NVML's UUID and bus id).
+func judgePeers(obs *facts.Observation, c *cudacheck.Report) []cudacheck.PeerVerdict {
+	if c == nil {
+		return nil
+	}
+	addr := map[string]string{}
+	for _, d := range obs.NVML.Devices {
+		addr[strings.ToLower(d.UUID)] = d.PCIBusID
+	}
+	gpus := map[string]*facts.GPUHealth{}
+	for i := range obs.Health.GPUs {
+		g := &obs.Health.GPUs[i]
+		gpus[g.PCIAddress] = g
+	}
+	var out []cudacheck.PeerVerdict
+	for _, p := range c.Peers {
+		a, b := gpus[addr[strings.ToLower(p.FromUUID)]], gpus[addr[strings.ToLower(p.ToUUID)]]
+		out = append(out, cudacheck.JudgePeer(p, a, b))
 	}
 	return out
 }
@@ -327,6 +355,7 @@ func runVerify(cmd *cobra.Command, g *globalOptions, o *verifyOptions, args []st
 		explainVerify(rep, dr)
 	}
 	rep.Links = judgeLinks(obs, rep.CUDACheck)
+	rep.Peers = judgePeers(obs, rep.CUDACheck)
 	if c := rep.CUDACheck; c != nil && h.Live() && os.Geteuid() == 0 {
 		recordVerified(g, h, obs, c)
 	}

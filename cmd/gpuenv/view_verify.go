@@ -208,6 +208,7 @@ func (v *verifyHuman) Report(rep *verifyReport) error {
 	writeVerifyTable(&v.out, rep)
 	writeVerifyFailures(&v.out, rep)
 	writeLinks(&v.out, rep.Links)
+	writePeers(&v.out, rep.Peers)
 	if len(rep.CreatedDeviceNodes) > 0 {
 		v.out.printf("\nThe workloads created device files that were not there: %s (the driver's libraries make them when they run as root).\n", strings.Join(rep.CreatedDeviceNodes, ", "))
 	}
@@ -561,5 +562,34 @@ func writeLinks(out *printer, links []linkReport) {
 				out.printf("    ! %s is below half of what the link allows: %s\n", strings.ReplaceAll(v.Direction, "_", " "), v.Why)
 			}
 		}
+	}
+}
+
+// writePeers shows the copies between pairs of GPUs against what their
+// links allow, a finding for each pair below half of it, and the pairs
+// that cannot reach each other's memory.
+func writePeers(out *printer, peers []cudacheck.PeerVerdict) {
+	if len(peers) == 0 {
+		return
+	}
+	out.printf("\nPeer-to-peer copies between GPUs:\n")
+	var none []string
+	for _, p := range peers {
+		pair := fmt.Sprintf("GPU %d → GPU %d", p.From, p.To)
+		switch {
+		case !p.OK():
+			out.printf("  ! %s: the copy failed: %s\n", pair, p.Error)
+		case !p.Access:
+			none = append(none, pair)
+		case p.Slow:
+			out.printf("  %s: %.1f GB/s\n    ! below half of what the link allows: %s\n", pair, p.GBs, p.Why)
+		case p.Expected > 0:
+			out.printf("  %s: %.1f GB/s of %.1f GB/s (%s)\n", pair, p.GBs, p.Expected, p.Basis)
+		default:
+			out.printf("  %s: %.1f GB/s (the link between them is not known)\n", pair, p.GBs)
+		}
+	}
+	if len(none) > 0 {
+		out.printf("  no peer access (copies go through host memory; not a failure): %s\n", strings.Join(none, ", "))
 	}
 }

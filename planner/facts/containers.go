@@ -27,6 +27,12 @@ type Containers struct {
 	DriverFiles []string `json:"driver_files,omitempty"`
 	// DriverVersion is the version of those files.
 	DriverVersion string `json:"driver_version,omitempty"`
+	// DevCharRules are the udev rules named 71-nvidia-dev-char.rules
+	// that exist, in /etc/udev/rules.d, /usr/lib/udev/rules.d and
+	// /lib/udev/rules.d, by digest: the rule NVIDIA's container toolkit
+	// documentation gives to make the /dev/char links when the driver
+	// binds.
+	DevCharRules []FileDigest `json:"dev_char_rules,omitempty"`
 }
 
 // ContainerGPU is one GPU as /proc/driver/nvidia/gpus/<bus>/information

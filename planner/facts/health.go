@@ -130,9 +130,18 @@ type RowRemapHistogram struct {
 
 // NVLinkHealth is one NVLink.
 type NVLinkHealth struct {
-	Link   int    `json:"link"`
-	State  string `json:"state"` // "active", "inactive"
-	Replay uint64 `json:"replay_errors"`
+	Link  int    `json:"link"`
+	State string `json:"state"` // "active", "inactive"
+	// Version is the link's NVLink version ("4.0"), as NVML's
+	// nvmlNvlinkVersion_t numbers them; "" where NVML does not say.
+	Version string `json:"version,omitempty"`
+	// Remote is the PCI address of what the link reaches and RemoteType
+	// what that is: "gpu" (a bridge between two GPUs), "switch" (an
+	// NVSwitch, which reaches every GPU of the board), "ibmnpu"; "" where
+	// NVML does not say.
+	Remote     string `json:"remote_pci_address,omitempty"`
+	RemoteType string `json:"remote_type,omitempty"`
+	Replay     uint64 `json:"replay_errors"`
 	// Recovery counts link recoveries; CRCFlit and CRCData CRC errors.
 	Recovery uint64 `json:"recovery_errors"`
 	CRCFlit  uint64 `json:"crc_flit_errors"`

@@ -269,12 +269,27 @@ func TestCaptureContainerToolkit(t *testing.T) {
 	// CRI-O's entry is not its default: default_runtime, which is every
 	// engine's or none's, stays unset, and the comment says why.
 	for _, want := range []string{
-		"container_toolkit {\n  version = \"1.17.8\"\n  engines = [\"docker\", \"containerd\", \"crio\"]\n}",
+		"container_toolkit {\n  version        = \"1.17.8\"\n  engines        = [\"docker\", \"containerd\", \"crio\"]\n  dev_char_links = false\n}",
 		"# The NVIDIA runtime is the default of docker, containerd only;",
+		"# The NVIDIA device nodes lack /dev/char links",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("spec lacks %q:\n%s", want, got)
 		}
+	}
+	// With the links and the rule in place, dev_char_links stays on.
+	for _, l := range [][2]string{{"195:0", "/dev/nvidia0"}, {"195:1", "/dev/nvidia1"}, {"195:255", "/dev/nvidiactl"}, {"508:0", "/dev/nvidia-uvm"}, {"508:1", "/dev/nvidia-uvm-tools"}} {
+		if err := os.MkdirAll(filepath.Join(root, "dev/char"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(l[1], filepath.Join(root, "dev/char", l[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosttest.WriteFile(t, root, containers.DevCharRulePath, containers.DevCharRule)
+	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	if got := roundTrip(t, obs); strings.Contains(got, "dev_char_links") {
+		t.Errorf("links and rule in place, yet dev_char_links is set:\n%s", got)
 	}
 	if strings.Contains(got, "cdi") {
 		t.Errorf("without a CDI spec, cdi is left unset:\n%s", got)

@@ -49,6 +49,10 @@ func (w *writer) containerToolkit(obs *facts.Observation) {
 			notes = append(notes, fmt.Sprintf("%s is not the CDI spec gpuenv would write from this host (%s), so cdi is left unset and it stays as it is.", s.Path, why))
 		}
 	}
+	devChar := containers.DevCharInPlace(obs)
+	if !devChar {
+		notes = append(notes, fmt.Sprintf("The NVIDIA device nodes lack /dev/char links, or no udev rule (%s) makes them when the driver loads, so dev_char_links = false leaves the host as it is; without it gpuenv makes them, and containers keep their GPUs when systemd reloads.", containers.DevCharRulePath))
+	}
 	comment := []string{fmt.Sprintf("NVIDIA's container toolkit %s (%s).", c.Toolkit.Version, strings.Join(packageNames(c.Toolkit.Packages), ", "))}
 	b := w.block("container_toolkit", nil, append(comment, notes...)...)
 	b.SetAttributeValue("version", cty.StringVal(c.Toolkit.Version))
@@ -60,6 +64,9 @@ func (w *writer) containerToolkit(obs *facts.Observation) {
 	}
 	if allDefault {
 		b.SetAttributeValue("default_runtime", cty.True)
+	}
+	if !devChar {
+		b.SetAttributeValue("dev_char_links", cty.False)
 	}
 }
 

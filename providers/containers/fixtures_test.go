@@ -159,7 +159,16 @@ func apply(t *testing.T, dir string, p *planner.Plan) {
 	t.Helper()
 	for _, s := range p.Steps {
 		for _, op := range s.Operations {
-			if op.File != nil {
+			switch {
+			case op.File != nil && op.File.Symlink != "":
+				link := filepath.Join(dir, op.File.Path)
+				if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(op.File.Symlink, link); err != nil {
+					t.Fatal(err)
+				}
+			case op.File != nil:
 				hosttest.WriteFile(t, dir, op.File.Path, op.File.Content)
 			}
 		}
@@ -190,6 +199,7 @@ func TestGoldenPlans(t *testing.T) {
 		steps: []string{
 			"container_toolkit create",
 			"container_toolkit.cdi create",
+			"container_toolkit.dev_char create",
 			"container_toolkit.engine.containerd create",
 			"container_toolkit.engine.docker create",
 		},
@@ -200,6 +210,7 @@ func TestGoldenPlans(t *testing.T) {
 		spec:     repo + "container_toolkit {\n  engines = [\"docker\", \"containerd\"]\n  cdi     = true\n}\n",
 		steps: []string{
 			"container_toolkit.cdi create",
+			"container_toolkit.dev_char create",
 			"container_toolkit.engine.containerd update",
 		},
 	}, {
@@ -207,30 +218,30 @@ func TestGoldenPlans(t *testing.T) {
 		toolkit:  true,
 		variants: []string{"containerd-v3"},
 		spec:     repo + "container_toolkit {\n  engines         = [\"containerd\"]\n  default_runtime = true\n}\n",
-		steps:    []string{"container_toolkit.engine.containerd update"},
+		steps:    []string{"container_toolkit.dev_char create", "container_toolkit.engine.containerd update"},
 	}, {
 		name:    "crio",
 		toolkit: true,
 		spec:    repo + "container_toolkit {\n  engines = [\"crio\"]\n}\n",
-		steps:   []string{"container_toolkit.engine.crio create"},
+		steps:   []string{"container_toolkit.dev_char create", "container_toolkit.engine.crio create"},
 	}, {
 		name:     "stale-cdi",
 		toolkit:  true,
 		variants: []string{"stale-cdi"},
 		spec:     repo + "container_toolkit {\n  engines = [\"podman\"]\n}\n",
-		steps:    []string{"container_toolkit.cdi update"},
+		steps:    []string{"container_toolkit.cdi update", "container_toolkit.dev_char create"},
 	}, {
 		name:     "cdi-refresh",
 		toolkit:  true,
 		variants: []string{"cdi-refresh"},
 		spec:     repo + "container_toolkit {\n  engines = [\"podman\"]\n}\n",
-		steps:    []string{"container_toolkit.cdi create"},
+		steps:    []string{"container_toolkit.cdi create", "container_toolkit.dev_char create"},
 	}, {
 		name:       "driver-upgrade",
 		toolkit:    true,
 		variants:   []string{"stale-cdi"},
 		spec:       repo + "repository \"cuda\" {\n  url = \"https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/\"\n}\ndriver {\n  version = \"570.*\"\n  source  = \"nvidia\"\n}\ncontainer_toolkit {\n  engines = [\"podman\"]\n}\n",
-		steps:      []string{"container_toolkit.cdi update"},
+		steps:      []string{"container_toolkit.cdi update", "container_toolkit.dev_char create"},
 		driverStep: true,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,7 +261,7 @@ func TestGoldenPlans(t *testing.T) {
 				// The planner drops the dependency on a step its plan does
 				// not have; the provider's own step names the driver.
 				resp := containers.Provider{}.Plan(context.Background(), &planner.Request{Spec: s, Facts: observe(t, dir), Candidates: candidates})
-				if len(resp.Steps) != 1 || !slices.Contains(resp.Steps[0].DependsOn, "driver") {
+				if i := slices.IndexFunc(resp.Steps, func(s planner.Step) bool { return s.Address == containers.CDIAddress }); i < 0 || !slices.Contains(resp.Steps[i].DependsOn, "driver") {
 					t.Errorf("the CDI step does not wait for the driver: %+v", resp.Steps)
 				}
 				return
@@ -425,7 +436,7 @@ func TestCDIAfterToolkitKnownAtApply(t *testing.T) {
 	pl := planner.New(containers.Provider{})
 	pl.Candidates = plantest.Candidates{}
 	p := plantest.Plan(t, pl, s, observe(t, dir))
-	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.cdi create"}; !slices.Equal(got, want) {
+	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.cdi create", "container_toolkit.dev_char create"}; !slices.Equal(got, want) {
 		t.Fatalf("steps %q, want %q", got, want)
 	}
 	cdiStep := p.Steps[2]
@@ -638,7 +649,7 @@ func TestCDINotPlannedWithoutGPU(t *testing.T) {
 	pl := planner.New(containers.Provider{})
 	pl.Candidates = plantest.Candidates{}
 	p := plantest.Plan(t, pl, s, observe(t, dir))
-	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create"}; !slices.Equal(got, want) {
+	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.dev_char create"}; !slices.Equal(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}
 	if !slices.ContainsFunc(p.Warnings, func(w planner.Warning) bool { return w.Check == containers.CheckCDIUnplanned }) {

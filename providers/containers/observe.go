@@ -63,7 +63,33 @@ func Observe(ctx context.Context, h *host.Host, pkgs facts.Packages, drv facts.D
 	out.DriverVersion = driverVersion(drv)
 	files, w := driverFiles(ctx, h, pkgs, out.DriverVersion)
 	out.DriverFiles = files
+	out.DevCharRules = observeDevCharRules(h)
 	return out, append(warns, w...)
+}
+
+// DevCharRuleDirs are where udev reads a rule named DevCharRuleName
+// from, the first outranking the others.
+var DevCharRuleDirs = []string{"/etc/udev/rules.d", "/usr/lib/udev/rules.d", "/lib/udev/rules.d"}
+
+// DevCharRuleName is the rule's name in NVIDIA's advice (NVIDIA/nvidia-
+// container-toolkit#48), which gpuenv keeps so that its rule and one
+// installed by hand replace each other rather than both running.
+const DevCharRuleName = "71-nvidia-dev-char.rules"
+
+func observeDevCharRules(h *host.Host) []facts.FileDigest {
+	var out []facts.FileDigest
+	for _, dir := range DevCharRuleDirs {
+		p := path.Join(dir, DevCharRuleName)
+		if _, err := h.Lstat(p); err != nil {
+			continue
+		}
+		d := facts.FileDigest{Path: p}
+		if data, err := h.ReadFileLimit(p, MaxConfigSize); err == nil {
+			d.SHA256 = host.SHA256Of(data)
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 func observeToolkit(h *host.Host, pkgs facts.Packages) facts.ContainerToolkit {

@@ -86,6 +86,9 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			resp.Steps = append(resp.Steps, *s)
 		}
 	}
+	if s := planDevChar(req, c, toolkitStep); s != nil {
+		resp.Steps = append(resp.Steps, *s)
+	}
 	return resp
 }
 

@@ -34,10 +34,10 @@ const (
 func Observe(h *host.Host, obs *facts.Observation) facts.DeviceAccess {
 	out := facts.DeviceAccess{CharLinks: []string{}, MissingCharLinks: []string{}, CgroupDrivers: []facts.CgroupDriver{}}
 	for _, n := range obs.DeviceNodes {
-		if !n.Char || !strings.HasPrefix(n.Path, "/dev/nvidia") {
+		if !n.Char || !NeedsCharLink(n.Path) {
 			continue
 		}
-		link := path.Join(CharDir, fmt.Sprintf("%d:%d", n.Major, n.Minor))
+		link := CharLink(n)
 		if _, err := h.Lstat(link); err == nil {
 			out.CharLinks = append(out.CharLinks, link)
 		} else {
@@ -76,6 +76,30 @@ func Observe(h *host.Host, obs *facts.Observation) facts.DeviceAccess {
 		}
 	}
 	return out
+}
+
+// NeedsCharLink reports whether device node p is one containers are
+// given, and so needs its /dev/char link: every /dev/nvidia* node but
+// those the container toolkit leaves out of its links as no container
+// gets them (GPUDirect Storage's nvidia-fs*, the NVSwitches' and NVLinks'
+// nodes, which only Fabric Manager opens; nvidia-ctk system
+// create-dev-char-symlinks, NVIDIA/nvidia-container-toolkit).
+func NeedsCharLink(p string) bool {
+	if !strings.HasPrefix(p, "/dev/nvidia") {
+		return false
+	}
+	base := path.Base(p)
+	for _, skip := range []string{"nvidia-fs", "nvidia-nvswitch", "nvidia-nvlink"} {
+		if strings.HasPrefix(base, skip) {
+			return false
+		}
+	}
+	return true
+}
+
+// CharLink is node n's link, /dev/char/MAJOR:MINOR, as runc looks it up.
+func CharLink(n facts.DeviceNode) string {
+	return path.Join(CharDir, fmt.Sprintf("%d:%d", n.Major, n.Minor))
 }
 
 func exists(h *host.Host, p string) bool {

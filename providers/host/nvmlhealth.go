@@ -214,6 +214,7 @@ func nvlinks(h nvml.Device, hl *facts.NVMLHealth) {
 		link := facts.NVLinkHealth{Link: l, State: "inactive"}
 		if st == nvml.FEATURE_ENABLED {
 			link.State = "active"
+			nvlinkPeer(h, l, &link, hl)
 		}
 		for _, c := range []struct {
 			counter nvml.NvLinkErrorCounter
@@ -230,6 +231,29 @@ func nvlinks(h nvml.Device, hl *facts.NVMLHealth) {
 			}
 		}
 		hl.NVLinks = append(hl.NVLinks, link)
+	}
+}
+
+// nvlinkVersions name NVML's nvmlNvlinkVersion_t values (nvml.h, as
+// go-nvml's NVLINK_VERSION_* constants carry them): 3 is 2.2 and 5 is
+// 3.1, so the number is not the version.
+var nvlinkVersions = map[nvml.NvlinkVersion]string{
+	nvml.NVLINK_VERSION_1_0: "1.0", nvml.NVLINK_VERSION_2_0: "2.0", nvml.NVLINK_VERSION_2_2: "2.2",
+	nvml.NVLINK_VERSION_3_0: "3.0", nvml.NVLINK_VERSION_3_1: "3.1", nvml.NVLINK_VERSION_4_0: "4.0",
+	nvml.NVLINK_VERSION_5_0: "5.0", nvml.NVLINK_VERSION_6_0: "6.0",
+}
+
+// nvlinkPeer reads what an active link is and reaches: the peer-to-peer
+// bandwidth verify expects between two GPUs follows from it.
+func nvlinkPeer(h nvml.Device, l int, link *facts.NVLinkHealth, hl *facts.NVMLHealth) {
+	if v, ret := h.GetNvLinkVersion(l); healthRet(hl, fmt.Sprintf("NVLink %d version", l), ret) {
+		link.Version = nvlinkVersions[nvml.NvlinkVersion(v)]
+	}
+	if p, ret := h.GetNvLinkRemotePciInfo(l); healthRet(hl, fmt.Sprintf("NVLink %d remote", l), ret) {
+		link.Remote = busID(p)
+	}
+	if t, ret := h.GetNvLinkRemoteDeviceType(l); healthRet(hl, fmt.Sprintf("NVLink %d remote type", l), ret) {
+		link.RemoteType = map[nvml.IntNvLinkDeviceType]string{nvml.NVLINK_DEVICE_TYPE_GPU: "gpu", nvml.NVLINK_DEVICE_TYPE_SWITCH: "switch", nvml.NVLINK_DEVICE_TYPE_IBMNPU: "ibmnpu"}[t]
 	}
 }
 

@@ -55,7 +55,7 @@ func TestNVMLHealthHealthy(t *testing.T) {
 	if diff := cmp.Diff(want, h); diff != "" {
 		t.Errorf("healthy GPU (-want +got):\n%s", diff)
 	}
-	if len(d.NVLinks) != 18 || d.NVLinks[17] != (facts.NVLinkHealth{Link: 17, State: "active"}) {
+	if len(d.NVLinks) != 18 || d.NVLinks[17] != (facts.NVLinkHealth{Link: 17, State: "active", Version: "4.0", Remote: "0000:06:00.0", RemoteType: "switch"}) {
 		t.Errorf("NVLinks %+v", d.NVLinks)
 	}
 }
@@ -103,7 +103,12 @@ func TestNVMLHealthFaults(t *testing.T) {
 			g.NVLinks[5] = false
 			g.NVLinkErrors = map[[2]int]uint64{{2, int(nvml.NVLINK_ERROR_DL_RECOVERY)}: 4, {2, int(nvml.NVLINK_ERROR_DL_CRC_FLIT)}: 100, {2, int(nvml.NVLINK_ERROR_DL_REPLAY)}: 3, {2, int(nvml.NVLINK_ERROR_DL_CRC_DATA)}: 1}
 		}, func(h facts.NVMLHealth) bool {
-			return h.NVLinks[5].State == "inactive" && h.NVLinks[2] == facts.NVLinkHealth{Link: 2, State: "active", Replay: 3, Recovery: 4, CRCFlit: 100, CRCData: 1}
+			return h.NVLinks[5].State == "inactive" && h.NVLinks[2] == facts.NVLinkHealth{Link: 2, State: "active", Version: "4.0", Remote: "0000:07:00.0", RemoteType: "switch", Replay: 3, Recovery: 4, CRCFlit: 100, CRCData: 1}
+		}},
+		{"NVLink bridge to another GPU, version 3.0", func(g *hosttest.GPUHealth) {
+			g.NVLinks, g.NVLinkRemotes, g.NVLinkToGPU, g.NVLinkVersion = g.NVLinks[:4], []string{"0000:2a:00.0", "0000:2a:00.0", "0000:2a:00.0", "0000:2a:00.0"}, true, nvml.NVLINK_VERSION_3_0
+		}, func(h facts.NVMLHealth) bool {
+			return len(h.NVLinks) == 4 && h.NVLinks[3] == facts.NVLinkHealth{Link: 3, State: "active", Version: "3.0", Remote: "0000:2a:00.0", RemoteType: "gpu"}
 		}},
 		{"recovery action: node reboot", func(g *hosttest.GPUHealth) { g.Recovery = nvml.GPU_RECOVERY_ACTION_NODE_REBOOT },
 			func(h facts.NVMLHealth) bool { return h.RecoveryAction == "node_reboot" && h.ResetRequired }},

@@ -254,12 +254,15 @@ esac`
 	l := live(30 * time.Second)
 	l.Env = append(l.Env, "FAKE_CUDA_DEVICES=3")
 	start := cudaChild(t, l, "wrong:1")
-	began := time.Now()
+	// The workloads start once the check is done: their time is from
+	// then, whatever the check's copies took.
+	var began time.Time
 	rep := Verify(context.Background(), Options{
 		Launcher:  l,
 		Workloads: []Workload{{Interpreter: fake(t, script), Framework: "pytorch"}},
 		Device:    GPU,
 		CUDACheck: start,
+		Checked:   func(*cudacheck.Report) { began = time.Now() },
 		Steps:     2,
 		Batch:     8,
 	})

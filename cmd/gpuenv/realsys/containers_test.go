@@ -158,6 +158,16 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 			t.Errorf("dpkg: %s %+v, want %s installed", name, p, toolkitVersion)
 		}
 	}
+	// The device nodes have their /dev/char links, and NVIDIA's udev rule
+	// makes them again whenever the driver loads.
+	for link, node := range map[string]string{"/dev/char/195:0": gpu, "/dev/char/195:255": "/dev/nvidiactl"} {
+		if got, err := os.Readlink(r.Path(link)); err != nil || got != node {
+			t.Errorf("%s -> %q (%v), want %s", link, got, err, node)
+		}
+	}
+	if got := string(r.readFile(containers.DevCharRulePath)); got != containers.DevCharRule {
+		t.Errorf("%s holds:\n%s", containers.DevCharRulePath, got)
+	}
 
 	// containerd reads the merged file: the nvidia runtime is there with
 	// runc's options, and every setting the old file made is unchanged.
@@ -265,6 +275,11 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 	}
 
 	r.rollbackRestores(originals, "the original")
+	for _, p := range []string{"/dev/char/195:0", "/dev/char/195:255", containers.DevCharRulePath} {
+		if _, err := os.Lstat(r.Path(p)); err == nil {
+			t.Errorf("%s is still there after rollback", p)
+		}
+	}
 	pkgs = r.Dpkg()
 	for _, name := range containers.ToolkitPackages {
 		if p, ok := pkgs[name]; ok && p.Status != "not-installed" && p.Status != "config-files" {

@@ -30,7 +30,12 @@ type GPUHealth struct {
 	// error counters by link and counter.
 	NVLinks      []bool
 	NVLinkErrors map[[2]int]uint64
-	PCIeReplays  uint64
+	// NVLinkVersion is every link's version; NVLinkRemotes what each
+	// link reaches by PCI address, a switch unless NVLinkToGPU.
+	NVLinkVersion nvml.NvlinkVersion
+	NVLinkRemotes []string
+	NVLinkToGPU   bool
+	PCIeReplays   uint64
 	// Recovery is the driver's recovery action; RecoveryRet its field's
 	// return (NOT_SUPPORTED on drivers before R565).
 	Recovery    nvml.DeviceGpuRecoveryAction
@@ -40,12 +45,15 @@ type GPUHealth struct {
 }
 
 // Healthy is an idle, healthy H100 SXM: ECC on and clean, all 18 NVLinks
-// up, 35 °C against thresholds of 87 and 92 °C, 70 W of 700 W, only the
+// (version 4.0) up and reaching the board's four NVSwitches, 35 °C against thresholds of 87 and 92 °C, 70 W of 700 W, only the
 // idle clock reason.
 func Healthy() GPUHealth {
 	links := make([]bool, 18)
+	remotes := make([]string, 18)
 	for i := range links {
 		links[i] = true
+		// The NVSwitches of the ubuntu2204-working fixture's board.
+		remotes[i] = NVSwitchAddresses[i%len(NVSwitchAddresses)]
 	}
 	return GPUHealth{
 		ECC: true, ECCPending: true, RowRemap: true,
@@ -53,10 +61,14 @@ func Healthy() GPUHealth {
 		Throttle:  nvml.ClocksEventReasonGpuIdle,
 		Temp:      35, Slowdown: 87, Shutdown: 92,
 		PowerMW: 70000, PowerLimitMW: 700000,
-		Persistence: true, NVLinks: links,
+		Persistence: true, NVLinks: links, NVLinkVersion: nvml.NVLINK_VERSION_4_0, NVLinkRemotes: remotes,
 		Recovery: nvml.GPU_RECOVERY_ACTION_NONE, RecoveryRet: nvml.SUCCESS,
 	}
 }
+
+// NVSwitchAddresses are the PCI addresses the healthy GPUs' NVLinks
+// reach: four NVSwitches, as an HGX H100 board has.
+var NVSwitchAddresses = []string{"0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"}
 
 func state(b bool) nvml.EnableState {
 	if b {
@@ -122,6 +134,31 @@ func SetHealth(dev *server.Device, g GPUHealth) {
 			return 0, nvml.ERROR_INVALID_ARGUMENT
 		}
 		return state(g.NVLinks[l]), nvml.SUCCESS
+	}
+	dev.GetNvLinkVersionFunc = func(l int) (uint32, nvml.Return) {
+		if l >= len(g.NVLinks) {
+			return 0, nvml.ERROR_INVALID_ARGUMENT
+		}
+		return uint32(g.NVLinkVersion), nvml.SUCCESS
+	}
+	dev.GetNvLinkRemotePciInfoFunc = func(l int) (nvml.PciInfo, nvml.Return) {
+		if l >= len(g.NVLinkRemotes) {
+			return nvml.PciInfo{}, nvml.ERROR_NOT_SUPPORTED
+		}
+		var p nvml.PciInfo
+		for i, c := range g.NVLinkRemotes[l] {
+			p.BusId[i] = int8(c)
+		}
+		return p, nvml.SUCCESS
+	}
+	dev.GetNvLinkRemoteDeviceTypeFunc = func(l int) (nvml.IntNvLinkDeviceType, nvml.Return) {
+		if l >= len(g.NVLinkRemotes) {
+			return 0, nvml.ERROR_NOT_SUPPORTED
+		}
+		if g.NVLinkToGPU {
+			return nvml.NVLINK_DEVICE_TYPE_GPU, nvml.SUCCESS
+		}
+		return nvml.NVLINK_DEVICE_TYPE_SWITCH, nvml.SUCCESS
 	}
 	dev.GetNvLinkErrorCounterFunc = func(l int, c nvml.NvLinkErrorCounter) (uint64, nvml.Return) {
 		return g.NVLinkErrors[[2]int{l, int(c)}], nvml.SUCCESS

@@ -143,6 +143,11 @@ type line struct {
 	Known   *Device  `json:"known,omitempty"`
 	Device  *Device  `json:"device,omitempty"`
 	Failure *Failure `json:"failure,omitempty"`
+	// Pair is the devices of a peer step Begin names; Peer a pair's
+	// copy, PeersSkipped why no pair was copied.
+	Pair         *[2]int   `json:"pair,omitempty"`
+	Peer         *PeerCopy `json:"peer,omitempty"`
+	PeersSkipped string    `json:"peers_skipped,omitempty"`
 }
 
 type driverV struct {
@@ -183,9 +188,21 @@ func Child(w io.Writer, from int) int {
 		return 1
 	}
 	emit(line{Driver: &driverV{Version: v, Count: n}})
+	var passed []int
 	for i := from; i < n; i++ {
 		dev := checkDevice(d, i, func(s Step) { begin(s, &i) }, func(k Device) { emit(line{Known: &k}) })
 		emit(line{Device: &dev})
+		if dev.OK() {
+			passed = append(passed, i)
+		}
+	}
+	// Pairs are copied by a child that checked every device: after a
+	// crash the driver's state is not to be trusted with more.
+	if from == 0 {
+		why := measurePeers(d, passed, func(a, b int) { emit(line{Begin: StepPeer, Pair: &[2]int{a, b}}) }, func(p PeerCopy) { emit(line{Peer: &p}) })
+		if why != "" {
+			emit(line{PeersSkipped: why})
+		}
 	}
 	return 0
 }

@@ -146,6 +146,17 @@ func TestRun(t *testing.T) {
 				}
 				d.Bandwidth = nil
 			}
+			// Both devices passed only in the first case, whose two
+			// ordered pairs are copied; a pair needs two devices that
+			// passed in one child.
+			if tt.env == nil {
+				if len(got.Peers) != 2 || !got.Peers[0].Access || got.Peers[0].From != 0 || got.Peers[0].To != 1 || got.Peers[0].GBs <= 0 || got.Peers[1].From != 1 || got.Peers[1].ToUUID != uuid0 {
+					t.Errorf("peers %+v", got.Peers)
+				}
+			} else if len(got.Peers) != 0 || got.PeersSkipped != "" {
+				t.Errorf("peers %+v (%s)", got.Peers, got.PeersSkipped)
+			}
+			got.Peers = nil
 			got.Stderr = ""
 			if d := cmp.Diff(&tt.want, got); d != "" {
 				t.Errorf("report (-want +got):\n%s", d)

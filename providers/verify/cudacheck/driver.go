@@ -47,6 +47,10 @@ typedef struct {
 	CUresult (*cuGetErrorString)(CUresult, const char **);
 	CUresult (*cuMemAllocHost)(void **, size_t);
 	CUresult (*cuMemFreeHost)(void *);
+	CUresult (*cuDeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+	CUresult (*cuCtxSetCurrent)(CUcontext);
+	CUresult (*cuCtxEnablePeerAccess)(CUcontext, unsigned int);
+	CUresult (*cuMemcpyPeer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
 } gpuenv_cu;
 
 // gpuenv_cu_open loads lib and resolves every entry point the check
@@ -98,6 +102,12 @@ static gpuenv_cu *gpuenv_cu_open(const char *lib, const char **missing, char **f
 	// copies are measured from pageable memory.
 	*(void **)(&c->cuMemAllocHost) = dlsym(h, "cuMemAllocHost_v2");
 	*(void **)(&c->cuMemFreeHost) = dlsym(h, "cuMemFreeHost");
+	// Peer-to-peer copies between GPUs (CUDA 4.0): without them the
+	// check measures no pair.
+	*(void **)(&c->cuDeviceCanAccessPeer) = dlsym(h, "cuDeviceCanAccessPeer");
+	*(void **)(&c->cuCtxSetCurrent) = dlsym(h, "cuCtxSetCurrent");
+	*(void **)(&c->cuCtxEnablePeerAccess) = dlsym(h, "cuCtxEnablePeerAccess");
+	*(void **)(&c->cuMemcpyPeer) = dlsym(h, "cuMemcpyPeer");
 	return c;
 fail:
 	dlclose(h);
@@ -136,6 +146,13 @@ static CUresult gpuenv_cuMemcpyDtoH(gpuenv_cu *c, void *h, CUdeviceptr d, size_t
 static int gpuenv_has_pinned(gpuenv_cu *c) { return c->cuMemAllocHost != NULL && c->cuMemFreeHost != NULL; }
 static CUresult gpuenv_cuMemAllocHost(gpuenv_cu *c, void **p, size_t n) { return c->cuMemAllocHost(p, n); }
 static CUresult gpuenv_cuMemFreeHost(gpuenv_cu *c, void *p) { return c->cuMemFreeHost(p); }
+static int gpuenv_has_peer(gpuenv_cu *c) {
+	return c->cuDeviceCanAccessPeer != NULL && c->cuCtxSetCurrent != NULL && c->cuCtxEnablePeerAccess != NULL && c->cuMemcpyPeer != NULL;
+}
+static CUresult gpuenv_cuDeviceCanAccessPeer(gpuenv_cu *c, int *can, CUdevice d, CUdevice peer) { return c->cuDeviceCanAccessPeer(can, d, peer); }
+static CUresult gpuenv_cuCtxSetCurrent(gpuenv_cu *c, CUcontext ctx) { return c->cuCtxSetCurrent(ctx); }
+static CUresult gpuenv_cuCtxEnablePeerAccess(gpuenv_cu *c, CUcontext peer) { return c->cuCtxEnablePeerAccess(peer, 0); }
+static CUresult gpuenv_cuMemcpyPeer(gpuenv_cu *c, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) { return c->cuMemcpyPeer(dst, dctx, src, sctx, n); }
 static CUresult gpuenv_cuModuleGetFunction(gpuenv_cu *c, CUfunction *f, CUmodule m, const char *name) { return c->cuModuleGetFunction(f, m, name); }
 static CUresult gpuenv_cuModuleUnload(gpuenv_cu *c, CUmodule m) { return c->cuModuleUnload(m); }
 
@@ -186,8 +203,13 @@ type driver struct {
 	c *C.gpuenv_cu
 }
 
-// devPtr is a device address.
-type devPtr = C.CUdeviceptr
+// devPtr is a device address; cuDevice and cuContext the driver's
+// handles.
+type (
+	devPtr    = C.CUdeviceptr
+	cuDevice  = C.CUdevice
+	cuContext = C.CUcontext
+)
 
 // The device attributes the check reads (CUdevice_attribute).
 const (
@@ -378,4 +400,26 @@ func (d *driver) copyInRaw(dst C.CUdeviceptr, src unsafe.Pointer, n int) C.CUres
 
 func (d *driver) copyOutRaw(dst unsafe.Pointer, src C.CUdeviceptr, n int) C.CUresult {
 	return C.gpuenv_cuMemcpyDtoH(d.c, dst, src, C.size_t(n))
+}
+
+// hasPeer reports whether the driver offers the peer-to-peer entry points.
+func (d *driver) hasPeer() bool { return C.gpuenv_has_peer(d.c) != 0 }
+
+// canAccessPeer reports whether dev can address peer's memory directly
+// (NVLink, or PCIe through a switch or root port that allows it).
+func (d *driver) canAccessPeer(dev, peer C.CUdevice) (bool, C.CUresult) {
+	var can C.int
+	r := C.gpuenv_cuDeviceCanAccessPeer(d.c, &can, dev, peer)
+	return can != 0, r
+}
+
+func (d *driver) setCurrent(ctx C.CUcontext) C.CUresult { return C.gpuenv_cuCtxSetCurrent(d.c, ctx) }
+
+// enablePeerAccess lets the current context address peer's memory.
+func (d *driver) enablePeerAccess(peer C.CUcontext) C.CUresult {
+	return C.gpuenv_cuCtxEnablePeerAccess(d.c, peer)
+}
+
+func (d *driver) copyPeer(dst C.CUdeviceptr, dctx C.CUcontext, src C.CUdeviceptr, sctx C.CUcontext, n int) C.CUresult {
+	return C.gpuenv_cuMemcpyPeer(d.c, dst, dctx, src, sctx, C.size_t(n))
 }

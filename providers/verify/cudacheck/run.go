@@ -42,6 +42,11 @@ type Report struct {
 	// NotStarted is why the child could not be started.
 	NotStarted string   `json:"not_started,omitempty"`
 	Devices    []Device `json:"devices"`
+	// Peers are the copies between each ordered pair of devices that
+	// passed, made when one child checked every device; PeersSkipped
+	// says why none was made when the pairs could not be tried.
+	Peers        []PeerCopy `json:"peers,omitempty"`
+	PeersSkipped string     `json:"peers_skipped,omitempty"`
 	// Stderr is the end of what the children wrote to stderr.
 	Stderr string `json:"stderr,omitempty"`
 }
@@ -54,6 +59,11 @@ func (r *Report) OK() bool {
 	}
 	for _, d := range r.Devices {
 		if !d.OK() {
+			return false
+		}
+	}
+	for _, p := range r.Peers {
+		if !p.OK() {
 			return false
 		}
 	}
@@ -94,6 +104,16 @@ func Run(ctx context.Context, start Start, timeout time.Duration) *Report {
 			case timedOut:
 				how = fmt.Sprintf("killed after %s without finishing", timeout)
 			}
+			if cur.pair != nil {
+				// The devices passed; the copy between two of them is
+				// what failed.
+				p := PeerCopy{From: cur.pair[0], To: cur.pair[1], Access: true, Error: "the check's process " + how, TimedOut: timedOut}
+				if !timedOut {
+					p.Crashed = how
+				}
+				rep.Peers = append(rep.Peers, p)
+				break
+			}
 			if cur.ordinal < 0 {
 				rep.Crashed, rep.TimedOut = how, timedOut
 				if rep.Failure == nil {
@@ -128,6 +148,8 @@ func Run(ctx context.Context, start Start, timeout time.Duration) *Report {
 type position struct {
 	step    Step
 	ordinal int
+	// pair is the two devices of a peer step.
+	pair *[2]int
 }
 
 // read takes a child's lines into rep and returns the step it began last
@@ -149,6 +171,7 @@ func (rep *Report) read(r io.Reader) (position, *Device) {
 			if l.Ordinal != nil {
 				cur.ordinal = *l.Ordinal
 			}
+			cur.pair = l.Pair
 		case l.Known != nil:
 			known = l.Known
 		case l.Driver != nil:
@@ -161,6 +184,11 @@ func (rep *Report) read(r io.Reader) (position, *Device) {
 		case l.Failure != nil:
 			rep.Failure = l.Failure
 			cur = position{step: StepExit, ordinal: -1}
+		case l.Peer != nil:
+			rep.Peers = append(rep.Peers, *l.Peer)
+			cur = position{step: StepExit, ordinal: -1}
+		case l.PeersSkipped != "":
+			rep.PeersSkipped = l.PeersSkipped
 		}
 	}
 	return cur, known

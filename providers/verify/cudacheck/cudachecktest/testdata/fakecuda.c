@@ -11,6 +11,11 @@
 //   wrong:K        the kernel on device K subtracts instead of adding
 //   segv:K         the launch on device K dereferences a null pointer
 //   hang:K         the synchronisation on device K never returns
+//   slow-peer:K    each peer-to-peer copy into device K takes 250 ms
+//   segv-peer:K    a peer-to-peer copy into device K dereferences a null pointer
+//
+// FAKE_CUDA_NO_PEER lists pairs of devices that cannot access each other
+// ("0-2,1-3"), either way round.
 //
 // The PTX must be gpuenv's: .version 3.0, .target sm_30, an entry named
 // vector_add; anything else is CUDA_ERROR_INVALID_PTX (218).
@@ -119,12 +124,77 @@ CUresult cuDeviceGetUuid(unsigned char *uuid, int d) {
 	return 0;
 }
 
+// A context holds its device's ordinal.
 CUresult cuCtxCreate_v2(void **ctx, unsigned int flags, int d) {
 	if (!initialized) {
 		return 3;
 	}
 	current = d;
-	*ctx = malloc(1);
+	int *c = malloc(sizeof(int));
+	*c = d;
+	*ctx = c;
+	return 0;
+}
+
+CUresult cuCtxSetCurrent(void *ctx) {
+	current = ctx == NULL ? -1 : *(int *)ctx;
+	return 0;
+}
+
+CUresult cuDeviceCanAccessPeer(int *can, int d, int peer) {
+	if (d < 0 || d >= devices() || peer < 0 || peer >= devices() || d == peer) {
+		return 101;
+	}
+	*can = 1;
+	const char *no = getenv("FAKE_CUDA_NO_PEER");
+	for (const char *p = no; p != NULL && *p != 0;) {
+		int a, b, n;
+		if (sscanf(p, "%d-%d%n", &a, &b, &n) != 2) {
+			break;
+		}
+		if ((a == d && b == peer) || (a == peer && b == d)) {
+			*can = 0;
+		}
+		p += n;
+		if (*p == ',') {
+			p++;
+		}
+	}
+	return 0;
+}
+
+// enabled[a][b]: device a's context may address device b's memory.
+static int enabled[16][16];
+
+CUresult cuCtxEnablePeerAccess(void *peer, unsigned int flags) {
+	int p = *(int *)peer;
+	if (flags != 0 || current < 0 || current >= 16 || p >= 16) {
+		return 1;
+	}
+	if (enabled[current][p]) {
+		return 704;
+	}
+	enabled[current][p] = 1;
+	return 0;
+}
+
+CUresult cuMemcpyPeer(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n) {
+	int to = *(int *)dctx, from = *(int *)sctx;
+	if (from >= 16 || to >= 16 || !enabled[from][to]) {
+		// The real driver would stage the copy through host memory; the
+		// check enables access first, so this is its bug.
+		return 1;
+	}
+	int dev;
+	const char *m = mode(&dev);
+	if (strcmp(m, "segv-peer") == 0 && dev == to) {
+		volatile int *p = NULL;
+		*p = 1;
+	}
+	if (strcmp(m, "slow-peer") == 0 && dev == to) {
+		usleep(250000);
+	}
+	memcpy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
 	return 0;
 }
 
@@ -244,6 +314,7 @@ static const struct {
 	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
 	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
 	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{704, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
 	{218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
 	{222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
 	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},

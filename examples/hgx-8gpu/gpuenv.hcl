@@ -1,0 +1,48 @@
+# Targets: Ubuntu 22.04 (x86_64) on an HGX or DGX board of eight GPUs
+# joined by NVSwitches (H100 SXM), with NVIDIA's CUDA repository for
+# ubuntu2204/x86_64 and the libnvidia-container repository.
+
+# NVIDIA's CUDA repository for Ubuntu 22.04, which carries the driver and
+# the Fabric Manager of each driver version, and NVIDIA's
+# libnvidia-container repository for the toolkit.
+repository "cuda" {
+  url      = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+  keyring  = "/usr/share/keyrings/cuda-archive-keyring.gpg"
+  priority = 600
+}
+
+repository "nvidia-container-toolkit" {
+  url     = "https://nvidia.github.io/libnvidia-container/stable/deb/amd64/"
+  keyring = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+}
+
+# The driver that is on the board, held. No Fabric Manager block: on a
+# board with NVSwitches the driver step installs, holds, upgrades and rolls
+# back nvidia-fabricmanager at exactly the driver's version, and restarts
+# its service, because CUDA fails with error 802 without it.
+driver {
+  version          = "550.54.15"
+  kernel_modules   = "open"
+  persistence_mode = true
+  hold             = true
+}
+
+# MIG: the layout of each GPU (GPU and compute instance profiles such as
+# 1g.10gb) goes here as a mig block once gpuenv has one.
+
+# Containers: the NVIDIA runtime in Docker's and containerd's
+# configuration, a CDI spec that names every GPU (nvidia.com/gpu=0 …
+# nvidia.com/gpu=7), and the /dev/char links (on by default) that keep
+# the containers' GPUs when systemd reloads.
+container_toolkit {
+  engines = ["docker", "containerd"]
+  cdi     = true
+}
+
+# Device 0 is the same GPU for CUDA as for nvidia-smi and the CDI spec.
+# Teams are given their GPUs per container, by CDI name (docker run
+# --device nvidia.com/gpu=4 --device nvidia.com/gpu=5): the environment
+# block sets CUDA_VISIBLE_DEVICES for the whole host only.
+environment {
+  cuda_device_order = "PCI_BUS_ID"
+}
