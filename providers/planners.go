@@ -1,6 +1,10 @@
 package providers
 
 import (
+	"cmp"
+	"slices"
+	"sync"
+
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/cuda"
@@ -12,27 +16,51 @@ import (
 	"github.com/gpuenv/gpuenv/providers/groups"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/kernel"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 )
 
-// Planners returns every provider, for planner.New, in the order they
-// plan (the planner orders their steps itself). They plan from the
-// request's facts alone: every file a step depends on is in the
-// observation, so that a saved plan's fingerprint sees it change.
-func Planners() []planner.Provider {
-	return []planner.Provider{
-		repository.Provider{},
-		kernel.Provider{},
-		driver.Provider{},
-		cuda.Provider{},
-		cudnn.Provider{},
-		framework.Provider{},
-		groups.Provider{},
-		environment.Provider{},
-		devices.Provider{},
-		containers.Provider{},
-	}
+// descriptors lists every package of providers/ that plans or observes,
+// each describing itself once (kind.Descriptor). Nothing else names them:
+// planning and observing take what they need from this list.
+var descriptors = []*kind.Descriptor{
+	repository.Kind,
+	kernel.Kind,
+	driver.Kind,
+	cuda.Kind,
+	cudnn.Kind,
+	framework.Kind,
+	groups.Kind,
+	environment.Kind,
+	devices.Kind,
+	containers.Kind,
 }
+
+// Planners returns every provider, for planner.New, in the order they
+// plan: by the layer of their kind's first step, the stack's order (the
+// planner orders their steps itself). They plan from the request's facts
+// alone: every file a step depends on is in the observation, so that a
+// saved plan's fingerprint sees it change.
+func Planners() []planner.Provider {
+	var ds []*kind.Descriptor
+	for _, d := range descriptors {
+		if d.Planner != nil {
+			ds = append(ds, d)
+		}
+	}
+	slices.SortStableFunc(ds, func(a, b *kind.Descriptor) int { return cmp.Compare(a.Steps[0].Layer, b.Steps[0].Layer) })
+	out := make([]planner.Provider, len(ds))
+	for i, d := range ds {
+		out[i] = d.Provider()
+	}
+	return out
+}
+
+// Kinds are the kinds of step the providers make, for what orders and
+// fingerprints a plan outside a planner (planner.Save, planner.Order).
+func Kinds() *planner.Kinds { return kinds() }
+
+var kinds = sync.OnceValue(func() *planner.Kinds { return planner.NewKinds(Planners()...) })
 
 // Candidates returns what answers the providers' questions about package
 // versions, for planner.Planner.Candidates: from the package indexes on
