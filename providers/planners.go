@@ -9,31 +9,53 @@ import (
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/cuda"
 	"github.com/gpuenv/gpuenv/providers/cudnn"
+	"github.com/gpuenv/gpuenv/providers/devaccess"
 	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/environment"
 	"github.com/gpuenv/gpuenv/providers/framework"
 	"github.com/gpuenv/gpuenv/providers/groups"
+	"github.com/gpuenv/gpuenv/providers/health"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/kernel"
+	"github.com/gpuenv/gpuenv/providers/kernellog"
 	"github.com/gpuenv/gpuenv/providers/kind"
+	"github.com/gpuenv/gpuenv/providers/loader"
+	"github.com/gpuenv/gpuenv/providers/packages"
+	"github.com/gpuenv/gpuenv/providers/pydeps"
 	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/runtime"
+	"github.com/gpuenv/gpuenv/providers/session"
+	"github.com/gpuenv/gpuenv/providers/system"
 )
 
 // descriptors lists every package of providers/ that plans or observes,
 // each describing itself once (kind.Descriptor). Nothing else names them:
 // planning and observing take what they need from this list.
+//
+// Where their facts leave observers free, they run in this order, which
+// is the order of the warnings in the document; planners plan in the
+// stack's order whatever their place here.
 var descriptors = []*kind.Descriptor{
-	repository.Kind,
-	kernel.Kind,
+	system.Kind,
 	driver.Kind,
+	kernellog.Kind,
+	health.Kind,
+	packages.Kind,
+	repository.Kind,
 	cuda.Kind,
 	cudnn.Kind,
 	framework.Kind,
+	pydeps.Kind,
 	groups.Kind,
 	environment.Kind,
+	session.Kind,
 	devices.Kind,
 	containers.Kind,
+	runtime.Kind,
+	devaccess.Kind,
+	loader.Kind,
+	kernel.Kind,
 }
 
 // Planners returns every provider, for planner.New, in the order they

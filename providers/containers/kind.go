@@ -1,7 +1,10 @@
 package containers
 
 import (
+	"context"
+
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
@@ -12,4 +15,13 @@ var Kind = &kind.Descriptor{
 		{Layer: planner.LayerContainers, Sections: []string{planner.FactsOS, planner.FactsDriver, planner.FactsDeviceNodes, planner.FactsPackages, planner.FactsInit, planner.FactsContainers}},
 	},
 	Planner: Provider{},
+	Observers: []kind.Observer{
+		{Name: "containers", Reads: []string{kind.Packages, kind.Driver}, Writes: []string{kind.Containers}, Observe: observe},
+	},
+}
+
+func observe(ctx context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+	var warns []facts.Warning
+	obs.Containers, warns = Observe(ctx, in.Host, obs.Packages, obs.Driver)
+	return warns
 }

@@ -1,7 +1,10 @@
 package devices
 
 import (
+	"context"
+
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
@@ -12,4 +15,12 @@ var Kind = &kind.Descriptor{
 		{Layer: planner.LayerDevices, Sections: []string{planner.FactsPCI, planner.FactsNVML, planner.FactsDevices, planner.FactsInit, planner.FactsUnits}},
 	},
 	Planner: Provider{},
+	Observers: []kind.Observer{
+		{Name: "devices.unit", Reads: []string{}, Writes: []string{kind.Units}, Observe: observeUnit},
+	},
+}
+
+func observeUnit(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+	obs.Units = append(obs.Units, ObserveUnit(in.Host))
+	return nil
 }

@@ -1,7 +1,10 @@
 package environment
 
 import (
+	"context"
+
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
@@ -12,4 +15,13 @@ var Kind = &kind.Descriptor{
 		{Layer: planner.LayerEnvironment, Sections: []string{planner.FactsCUDA, planner.FactsEnvironment, planner.FactsInit}},
 	},
 	Planner: Provider{},
+	Observers: []kind.Observer{
+		{Name: "environment", Reads: []string{}, Writes: []string{kind.Environment}, Observe: observe},
+	},
+}
+
+func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+	var warns []facts.Warning
+	obs.Environment, warns = Observe(in.Host)
+	return warns
 }

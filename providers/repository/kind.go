@@ -1,7 +1,10 @@
 package repository
 
 import (
+	"context"
+
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
@@ -12,4 +15,19 @@ var Kind = &kind.Descriptor{
 		{Layer: planner.LayerRepositories, Sections: []string{planner.FactsOS, planner.FactsPackages, planner.FactsRepos, planner.FactsRepoFiles}},
 	},
 	Planner: Provider{},
+	Observers: []kind.Observer{
+		{Name: "repository", Reads: []string{kind.OS}, Writes: []string{kind.Repositories}, Observe: observe},
+		{Name: "repository.files", Reads: []string{kind.OS, kind.Repositories}, Writes: []string{kind.RepositoryFiles}, Observe: observeFiles},
+	},
+}
+
+func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+	var warns []facts.Warning
+	obs.Repositories, warns = Observe(in.Host, obs.OS.Family)
+	return warns
+}
+
+func observeFiles(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+	obs.RepositoryFiles = ObserveFiles(in.Host, obs.OS.Family, obs.Repositories...)
+	return nil
 }
