@@ -91,8 +91,14 @@ const indexKind = "index"
 // dot; within a kind, the StepKind naming the whole address places it,
 // and the one with no address places the others.
 type Kinds struct {
-	byName map[string][]StepKind
-	err    error
+	// kinds are few: a list scanned beats a map built for every plan.
+	kinds []kindSteps
+	err   error
+}
+
+type kindSteps struct {
+	name  string
+	steps []StepKind
 }
 
 // NewKinds collects the kinds providers describe. Two providers of one
@@ -100,9 +106,8 @@ type Kinds struct {
 // twice, or a layer out of range are a programming error, kept for
 // Err.
 func NewKinds(providers ...Provider) *Kinds {
-	k := &Kinds{byName: map[string][]StepKind{
-		indexKind: {{Layer: LayerIndexes, Sections: allSections}},
-	}}
+	k := &Kinds{kinds: make([]kindSteps, 1, len(providers)+1)}
+	k.kinds[0] = kindSteps{indexKind, []StepKind{{Layer: LayerIndexes, Sections: allSections}}}
 	var errs []error
 	for _, p := range providers {
 		name := p.Name()
@@ -110,30 +115,41 @@ func NewKinds(providers ...Provider) *Kinds {
 			errs = append(errs, fmt.Errorf("a provider's kind %q is not a word of an address", name))
 			continue
 		}
-		if _, dup := k.byName[name]; dup {
+		if k.steps(name) != nil {
 			errs = append(errs, fmt.Errorf("two providers are of the kind %q", name))
 			continue
 		}
-		seen := map[string]bool{}
-		for _, sk := range p.Steps() {
+		steps := p.Steps()
+		described := false
+		for i, sk := range steps {
 			if sk.Address != "" && sk.Address != name && !strings.HasPrefix(sk.Address, name+".") {
 				errs = append(errs, fmt.Errorf("the %s provider describes the address %q, which is not of its kind", name, sk.Address))
 			}
-			if seen[sk.Address] {
+			if slices.ContainsFunc(steps[:i], func(o StepKind) bool { return o.Address == sk.Address }) {
 				errs = append(errs, fmt.Errorf("the %s provider describes the address %q twice", name, sk.Address))
 			}
-			seen[sk.Address] = true
 			if sk.Layer <= 0 || sk.Layer >= LayerOther {
 				errs = append(errs, fmt.Errorf("the %s provider places %q in no layer of the stack (%v)", name, sk.Address, sk.Layer))
 			}
+			described = described || sk.Address == "" || sk.Address == name
 		}
-		if !seen[""] && !seen[name] {
+		if !described {
 			errs = append(errs, fmt.Errorf("the %s provider describes neither its kind's other addresses nor %q", name, name))
 		}
-		k.byName[name] = p.Steps()
+		k.kinds = append(k.kinds, kindSteps{name, steps})
 	}
 	k.err = errors.Join(errs...)
 	return k
+}
+
+// steps returns what the kind of name describes; nil for no kind.
+func (k *Kinds) steps(name string) []StepKind {
+	for _, ks := range k.kinds {
+		if ks.name == name {
+			return ks.steps
+		}
+	}
+	return nil
 }
 
 // Err is what was wrong with the providers' descriptions, if anything.
@@ -143,7 +159,7 @@ func (k *Kinds) Err() error { return k.err }
 func (k *Kinds) find(address string) (StepKind, bool) {
 	name, _, _ := strings.Cut(address, ".")
 	var other *StepKind
-	sks := k.byName[name]
+	sks := k.steps(name)
 	for i := range sks {
 		switch sks[i].Address {
 		case address:

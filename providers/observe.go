@@ -34,7 +34,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	h = h.ForObservation()
 	defer h.Close()
 	obs := &facts.Observation{FormatVersion: facts.FormatVersion(), SchemaVersion: facts.SchemaVersion, SchemaMinor: facts.SchemaMinor, Root: h.Root()}
-	in := &kind.Input{Host: h, NVML: opts.NVML, Options: opts}
+	in := kind.Input{Host: h, NVML: opts.NVML, Options: opts}
 	if in.NVML == nil {
 		in.NVML = h.NVML()
 	}
@@ -55,7 +55,7 @@ func mustObservers() []*kind.Observer {
 	return obs
 }
 
-func run(ctx context.Context, in *kind.Input, obs *facts.Observation, list []*kind.Observer) {
+func run(ctx context.Context, in kind.Input, obs *facts.Observation, list []*kind.Observer) {
 	for _, o := range list {
 		obs.Warnings = append(obs.Warnings, o.Observe(ctx, in, obs)...)
 	}
@@ -101,7 +101,7 @@ func IndexesOf(h *host.Host) func(ctx context.Context) (*facts.PackageIndexes, e
 	list := observersFor(kind.PackageIndexes)
 	return func(ctx context.Context) (*facts.PackageIndexes, error) {
 		var obs facts.Observation
-		in := &kind.Input{Host: h}
+		in := kind.Input{Host: h}
 		var warns []facts.Warning
 		for _, o := range list {
 			w := o.Observe(ctx, in, &obs)

@@ -63,7 +63,9 @@ var descriptors = []*kind.Descriptor{
 // planner orders their steps itself). They plan from the request's facts
 // alone: every file a step depends on is in the observation, so that a
 // saved plan's fingerprint sees it change.
-func Planners() []planner.Provider {
+func Planners() []planner.Provider { return slices.Clone(planners()) }
+
+var planners = sync.OnceValue(func() []planner.Provider {
 	var ds []*kind.Descriptor
 	for _, d := range descriptors {
 		if d.Planner != nil {
@@ -76,7 +78,7 @@ func Planners() []planner.Provider {
 		out[i] = d.Provider()
 	}
 	return out
-}
+})
 
 // Kinds are the kinds of step the providers make, for what orders and
 // fingerprints a plan outside a planner (planner.Save, planner.Order).

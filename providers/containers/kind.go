@@ -8,7 +8,9 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the container toolkit, the engines' runtime entries and the CDI spec to gpuenv.
+// Kind describes, once, the container toolkit, the engines' runtime
+// entries and the CDI spec: the layer of each step and the facts it is
+// decided from, the planner, and the observers.
 var Kind = &kind.Descriptor{
 	Name: "container_toolkit",
 	Steps: []planner.StepKind{
@@ -20,7 +22,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(ctx context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(ctx context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.Containers, warns = Observe(ctx, in.Host, obs.Packages, obs.Driver)
 	return warns

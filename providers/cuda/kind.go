@@ -8,7 +8,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the CUDA toolkit to gpuenv.
+// Kind describes, once, the CUDA toolkit: the layer of each step and the
+// facts it is decided from, the planner, and the observers.
 var Kind = &kind.Descriptor{
 	Name: "cuda",
 	Steps: []planner.StepKind{
@@ -21,7 +22,7 @@ var Kind = &kind.Descriptor{
 }
 
 // observe takes the package list rather than read the database again.
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.CUDA, warns = Observe(in.Host, obs.Packages)
 	return warns

@@ -8,7 +8,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes cuDNN to gpuenv.
+// Kind describes, once, cuDNN: the layer of each step and the facts it is
+// decided from, the planner, and the observers.
 var Kind = &kind.Descriptor{
 	Name: "cudnn",
 	Steps: []planner.StepKind{
@@ -21,7 +22,7 @@ var Kind = &kind.Descriptor{
 }
 
 // observe takes the package list rather than read the database again.
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.CuDNN, warns = Observe(in.Host, obs.Packages)
 	return warns

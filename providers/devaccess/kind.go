@@ -7,7 +7,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes who may open the device nodes, and the containers' access to them to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of who may open the device nodes,
+// and the container engines' access to them. The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "devaccess",
 	Observers: []kind.Observer{
@@ -15,7 +16,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	obs.DeviceAccess = Observe(in.Host, obs)
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the GPUs' NVML settings to gpuenv.
+// Kind describes, once, the GPUs' NVML settings and their boot-time unit:
+// the layer of each step and the facts it is decided from, the planner,
+// and the observers.
 var Kind = &kind.Descriptor{
 	Name: "device",
 	Steps: []planner.StepKind{
@@ -20,7 +22,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observeUnit(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observeUnit(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	obs.Units = append(obs.Units, ObserveUnit(in.Host))
 	return nil
 }

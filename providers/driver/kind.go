@@ -8,13 +8,15 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the driver packages and the services that come with them to gpuenv.
+// Kind describes, once, the driver packages and the services that come
+// with them: the layer of each step and the facts it is decided from, the
+// planner, and the observers.
 var Kind = &kind.Descriptor{
 	Name: "driver",
 	Steps: []planner.StepKind{
-		{Address: "driver", Layer: planner.LayerDriver, Sections: driverSections},
-		{Address: "driver.purge", Layer: planner.LayerPurge, Sections: driverSections},
-		{Address: "driver.hold", Layer: planner.LayerHold, Sections: driverSections},
+		{Address: "driver", Layer: planner.LayerDriver, Sections: PlanSections},
+		{Address: "driver.purge", Layer: planner.LayerPurge, Sections: PlanSections},
+		{Address: "driver.hold", Layer: planner.LayerHold, Sections: PlanSections},
 		{Layer: planner.LayerDriverSettings, Sections: []string{planner.FactsOS, planner.FactsKernel, planner.FactsPCI, planner.FactsNVML, planner.FactsDriver, planner.FactsPackages, planner.FactsInit, planner.FactsUnits}},
 	},
 	Planner: Provider{},
@@ -25,21 +27,21 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-// driverSections decide the driver's packages, and with them the
-// kernel's steps (kernel.Kind).
-var driverSections = []string{planner.FactsOS, planner.FactsKernel, planner.FactsPCI, planner.FactsNVML, planner.FactsDriver, planner.FactsPackages}
+// PlanSections are the facts the driver's packages are decided from,
+// and with them the kernel's steps (kernel.Kind).
+var PlanSections = []string{planner.FactsOS, planner.FactsKernel, planner.FactsPCI, planner.FactsNVML, planner.FactsDriver, planner.FactsPackages}
 
-func observe(ctx context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(ctx context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	Observe(ctx, in.Host, in.NVML, obs)
 	return nil
 }
 
-func observeUnit(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observeUnit(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	obs.Units = append(obs.Units, ObserveUnit(in.Host))
 	return nil
 }
 
-func observeFabric(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observeFabric(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	ObserveFabric(in.Host, obs)
 	return nil
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the system environment: PATH, the loader's paths, CUDA_VISIBLE_DEVICES to gpuenv.
+// Kind describes, once, the system environment (PATH, the loader's paths,
+// CUDA_VISIBLE_DEVICES): the layer of each step and the facts it is
+// decided from, the planner, and the observers.
 var Kind = &kind.Descriptor{
 	Name: "environment",
 	Steps: []planner.StepKind{
@@ -20,7 +22,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.Environment, warns = Observe(in.Host)
 	return warns

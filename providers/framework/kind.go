@@ -8,7 +8,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the Python frameworks to gpuenv.
+// Kind describes, once, the Python frameworks: the layer of each step and
+// the facts it is decided from, the planner, and the observers.
 var Kind = &kind.Descriptor{
 	Name: "framework",
 	Steps: []planner.StepKind{
@@ -23,7 +24,7 @@ var Kind = &kind.Descriptor{
 // observe reads the system's Python environments and those of the
 // interpreters the options name, taking the package list rather than
 // reading the database again.
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.Python, warns = Observe(in.Host, obs.Packages, in.Options.Pythons)
 	return warns

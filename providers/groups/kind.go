@@ -8,7 +8,9 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes who may open the device nodes to gpuenv.
+// Kind describes, once, the groups that may open the device nodes: the
+// layer of each step and the facts it is decided from, the planner, and
+// the observers.
 var Kind = &kind.Descriptor{
 	Name: "group",
 	Steps: []planner.StepKind{
@@ -21,7 +23,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.Groups, warns = Observe(in.Host)
 	return warns
@@ -29,7 +31,7 @@ func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.
 
 // nameDeviceGroups gives each device node its group's name from the
 // groups already read, rather than reading /etc/group a second time.
-func nameDeviceGroups(_ context.Context, _ *kind.Input, obs *facts.Observation) []facts.Warning {
+func nameDeviceGroups(_ context.Context, _ kind.Input, obs *facts.Observation) []facts.Warning {
 	names := make(map[uint32]string, len(obs.Groups))
 	for _, g := range obs.Groups {
 		names[g.GID] = g.Name

@@ -7,7 +7,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the GPUs' health: those on the bus and missing from it, their links to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of the GPUs' health: those on the
+// bus and those gone from it, and their links. The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "health",
 	Observers: []kind.Observer{
@@ -15,7 +16,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	Observe(in.Host, obs)
 	return nil
 }

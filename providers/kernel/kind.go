@@ -6,15 +6,14 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the kernel's side of the driver: nouveau kept out, and the running kernel's headers for DKMS to gpuenv.
+// Kind describes, once, the kernel's side of the driver (nouveau kept out,
+// the running kernel's headers for DKMS): the layer of each step and the
+// facts it is decided from, and the planner.
 var Kind = &kind.Descriptor{
 	Name: "kernel",
 	Steps: []planner.StepKind{
-		{Address: "kernel.headers", Layer: planner.LayerKernelHeaders, Sections: driverSections},
-		{Layer: planner.LayerNouveau, Sections: driverSections},
+		{Address: "kernel.headers", Layer: planner.LayerKernelHeaders, Sections: driver.PlanSections},
+		{Layer: planner.LayerNouveau, Sections: driver.PlanSections},
 	},
 	Planner: Provider{},
 }
-
-// driverSections are the driver's: the kernel's steps are decided with it.
-var driverSections = driver.Kind.Steps[0].Sections

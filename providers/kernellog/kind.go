@@ -7,7 +7,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the kernel's log of the driver's messages to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of the kernel's log of the driver's
+// messages. The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "kernellog",
 	Observers: []kind.Observer{
@@ -15,7 +16,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(ctx context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(ctx context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	obs.Kernel.Log = Observe(ctx, in.Host, DefaultLimits)
 	return nil
 }

@@ -128,5 +128,5 @@ type Observer struct {
 	Name    string
 	Reads   []string
 	Writes  []string
-	Observe func(ctx context.Context, in *Input, obs *facts.Observation) []facts.Warning
+	Observe func(ctx context.Context, in Input, obs *facts.Observation) []facts.Warning
 }

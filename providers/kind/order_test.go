@@ -12,7 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 )
 
-func nothing(context.Context, *Input, *facts.Observation) []facts.Warning { return nil }
+func nothing(context.Context, Input, *facts.Observation) []facts.Warning { return nil }
 
 func observer(name string, reads, writes []string) Observer {
 	return Observer{Name: name, Reads: reads, Writes: writes, Observe: nothing}

@@ -7,7 +7,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the dynamic loader's view of the GPU libraries to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of the dynamic loader's view of the
+// GPU libraries. The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "loader",
 	Observers: []kind.Observer{
@@ -15,7 +16,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	// A named process's environment is the one its programs load
 	// libraries in, not gpuenv's own.
 	session := in.Options.Session

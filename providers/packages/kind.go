@@ -8,8 +8,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the package database, and the indexes of what can be
-// installed, to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of the package database and the
+// indexes of what can be installed. The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "packages",
 	Observers: []kind.Observer{
@@ -18,7 +18,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(ctx context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(ctx context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.Packages, warns = Observe(ctx, in.Host, obs.OS.Family)
 	return warns
@@ -27,7 +27,7 @@ func observe(ctx context.Context, in *kind.Input, obs *facts.Observation) []fact
 // observeIndexes reads the package indexes the sources name, with the
 // pins that apply to the installed packages: the versions the providers
 // plan come from them.
-func observeIndexes(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observeIndexes(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.PackageIndexes, warns = pkgindex.Read(in.Host, pkgindex.Options{Family: obs.OS.Family, Repositories: obs.Repositories, Installed: obs.Packages.Packages, Arch: obs.OS.Arch})
 	return warns

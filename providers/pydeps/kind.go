@@ -7,7 +7,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the Python environments' installed distributions and their unmet requirements to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of the Python environments'
+// distributions and their unmet requirements. The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "pydeps",
 	Observers: []kind.Observer{
@@ -15,6 +16,6 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	return Observe(in.Host, obs.Python, obs.OS.Arch)
 }

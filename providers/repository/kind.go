@@ -8,7 +8,9 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the package sources gpuenv writes to gpuenv.
+// Kind describes, once, the package sources gpuenv writes: the layer of
+// each step and the facts it is decided from, the planner, and the
+// observers.
 var Kind = &kind.Descriptor{
 	Name: "repository",
 	Steps: []planner.StepKind{
@@ -21,13 +23,13 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	obs.Repositories, warns = Observe(in.Host, obs.OS.Family)
 	return warns
 }
 
-func observeFiles(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observeFiles(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	obs.RepositoryFiles = ObserveFiles(in.Host, obs.OS.Family, obs.Repositories...)
 	return nil
 }

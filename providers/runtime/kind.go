@@ -7,7 +7,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the context GPU programs run in to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of the context GPU programs run in.
+// The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "runtime",
 	Observers: []kind.Observer{
@@ -15,7 +16,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	obs.Context = Observe(in.Host, obs)
 	return nil
 }

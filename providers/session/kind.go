@@ -7,7 +7,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the environment a user's GPU programs start in to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of the environment a user's GPU
+// programs start in. The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "session",
 	Observers: []kind.Observer{
@@ -15,7 +16,7 @@ var Kind = &kind.Descriptor{
 	},
 }
 
-func observe(_ context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	var warns []facts.Warning
 	o := in.Options
 	obs.Session, warns = Observe(in.Host, Options{Home: o.Home, PID: o.PID, Session: o.Session, System: obs.Environment.Variables, LoaderPaths: obs.Environment.LoaderPaths})

@@ -7,7 +7,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
-// Kind describes the operating system, the running kernel and process 1 to gpuenv: it observes, and plans nothing.
+// Kind describes, once, the observers of the operating system, the running
+// kernel and process 1. The package plans nothing.
 var Kind = &kind.Descriptor{
 	Name: "system",
 	Observers: []kind.Observer{
@@ -17,7 +18,7 @@ var Kind = &kind.Descriptor{
 
 // observe reads what decides what the others read: the package family
 // and the kernel release.
-func observe(ctx context.Context, in *kind.Input, obs *facts.Observation) []facts.Warning {
+func observe(ctx context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
 	Observe(ctx, in.Host, obs)
 	return nil
 }
