@@ -117,6 +117,7 @@ func TestKindsRefuseBadDescriptions(t *testing.T) {
 		want  string
 	}{
 		{"two providers of a kind", []Provider{&testProvider{name: "cuda"}, &testProvider{name: "cuda"}}, `two providers are of the kind "cuda"`},
+		{"two providers of a kind that describe nothing", []Provider{&testProvider{name: "x", steps: []StepKind{}}, &testProvider{name: "x", steps: []StepKind{}}}, `two providers are of the kind "x"`},
 		{"the planner's own kind", []Provider{&testProvider{name: "index"}}, `two providers are of the kind "index"`},
 		{"an address of another kind", []Provider{&testProvider{name: "cuda", steps: []StepKind{{Layer: LayerCUDA}, {Address: "cudnn", Layer: LayerCuDNN}}}}, `describes the address "cudnn", which is not of its kind`},
 		{"an address twice", []Provider{&testProvider{name: "cuda", steps: []StepKind{{Layer: LayerCUDA}, {Layer: LayerCUDA}}}}, `describes the address "" twice`},

@@ -106,7 +106,13 @@ type kindSteps struct {
 // twice, or a layer out of range are a programming error, kept for
 // Err.
 func NewKinds(providers ...Provider) *Kinds {
-	k := &Kinds{kinds: make([]kindSteps, 1, len(providers)+1)}
+	k := &Kinds{}
+	k.init(providers)
+	return k
+}
+
+func (k *Kinds) init(providers []Provider) {
+	k.kinds = make([]kindSteps, 1, len(providers)+1)
 	k.kinds[0] = kindSteps{indexKind, []StepKind{{Layer: LayerIndexes, Sections: allSections}}}
 	var errs []error
 	for _, p := range providers {
@@ -115,7 +121,7 @@ func NewKinds(providers ...Provider) *Kinds {
 			errs = append(errs, fmt.Errorf("a provider's kind %q is not a word of an address", name))
 			continue
 		}
-		if k.steps(name) != nil {
+		if slices.ContainsFunc(k.kinds, func(ks kindSteps) bool { return ks.name == name }) {
 			errs = append(errs, fmt.Errorf("two providers are of the kind %q", name))
 			continue
 		}
@@ -139,7 +145,6 @@ func NewKinds(providers ...Provider) *Kinds {
 		k.kinds = append(k.kinds, kindSteps{name, steps})
 	}
 	k.err = errors.Join(errs...)
-	return k
 }
 
 // steps returns what the kind of name describes; nil for no kind.

@@ -20,7 +20,9 @@ import (
 // of providers.
 type Planner struct {
 	providers []Provider
-	kinds     *Kinds
+	// kinds is kept in the planner itself: one allocation fewer for
+	// every plan.
+	kinds Kinds
 
 	// Candidates answers the providers' package-version questions; nil
 	// means no package manager can be asked (NoCandidates).
@@ -48,12 +50,14 @@ type ResolveFunc func(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagn
 // New returns a planner that resolves the spec with Resolve and asks
 // providers for steps, in this order.
 func New(providers ...Provider) *Planner {
-	return &Planner{providers: providers, kinds: NewKinds(providers...), Resolve: Resolve}
+	p := &Planner{providers: providers, Resolve: Resolve}
+	p.kinds.init(providers)
+	return p
 }
 
 // Kinds are the kinds of step the planner's providers make, for what
 // orders and fingerprints a plan (Order, Save, CheckTargets).
-func (p *Planner) Kinds() *Kinds { return p.kinds }
+func (p *Planner) Kinds() *Kinds { return &p.kinds }
 
 // Plan computes what must change on the host obs describes for it to
 // match s. The spec must have loaded without errors.
@@ -65,7 +69,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	if err := p.kinds.Err(); err != nil {
 		return nil, hcl.Diagnostics{programmingError(err)}
 	}
-	diags := CheckTargets(p.Targets, p.kinds)
+	diags := CheckTargets(p.Targets, &p.kinds)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -127,7 +131,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 			return nil, append(diags, programmingError(fmt.Errorf("step %s has no action_reason", st.Address)))
 		}
 	}
-	ordered, err := Order(steps, p.kinds)
+	ordered, err := Order(steps, &p.kinds)
 	if err != nil {
 		return nil, append(diags, programmingError(err))
 	}
