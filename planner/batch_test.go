@@ -155,7 +155,7 @@ func TestOrderKeepsTransactionsWhole(t *testing.T) {
 		withOps("driver.persistence", Operation{Kind: OpService, Service: &ServiceOp{Unit: "nvidia-persistenced.service", Enable: true}}),
 		withOps("driver", aptOp("nvidia-driver-550", "550.54.15-0ubuntu1")),
 		withOps("driver.hold", pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})),
-	})
+	}, stackKinds())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,29 +56,11 @@ var allSections = []string{
 	FactsUnits, FactsIndexes, FactsContainers,
 }
 
-// sectionsFor lists the sections a step's resource is decided from.
-func sectionsFor(address string) []string {
-	switch LayerOf(address) {
-	case LayerRepositories:
-		return []string{FactsOS, FactsPackages, FactsRepos, FactsRepoFiles}
-	case LayerPurge, LayerNouveau, LayerKernelHeaders, LayerDriver, LayerHold:
-		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages}
-	case LayerDriverSettings:
-		return []string{FactsOS, FactsKernel, FactsPCI, FactsNVML, FactsDriver, FactsPackages, FactsInit, FactsUnits}
-	case LayerCUDA:
-		return []string{FactsOS, FactsPCI, FactsNVML, FactsDriver, FactsPackages, FactsCUDA}
-	case LayerCuDNN:
-		return []string{FactsOS, FactsPackages, FactsCUDA, FactsCuDNN}
-	case LayerFrameworks:
-		return []string{FactsOS, FactsPCI, FactsDriver, FactsPackages, FactsCUDA, FactsCuDNN, FactsPython}
-	case LayerGroups:
-		return []string{FactsGroups, FactsDeviceNodes}
-	case LayerEnvironment:
-		return []string{FactsCUDA, FactsEnvironment, FactsInit}
-	case LayerDevices:
-		return []string{FactsPCI, FactsNVML, FactsDevices, FactsInit, FactsUnits}
-	case LayerContainers:
-		return []string{FactsOS, FactsDriver, FactsDeviceNodes, FactsPackages, FactsInit, FactsContainers}
+// Sections lists the sections a step's resource is decided from, as its
+// kind describes them: every section for an address of no kind known.
+func (k *Kinds) Sections(address string) []string {
+	if sk, ok := k.find(address); ok {
+		return sk.Sections
 	}
 	return allSections
 }
@@ -112,8 +94,8 @@ type SectionDigest struct {
 // fetched from them) when it installs or removes with apt or dnf, whose
 // candidate versions (and what a transaction pulls in with them) come
 // from the sources enabled when the plan was made.
-func stepSections(s *Step) []string {
-	secs := sectionsFor(s.Address)
+func stepSections(s *Step, kinds *Kinds) []string {
+	secs := kinds.Sections(s.Address)
 	for _, op := range s.Operations {
 		if op.Packages != nil && Manager(op.Packages.Manager) != ManagerPip {
 			for _, sec := range []string{FactsRepos, FactsRepoFiles, FactsIndexes} {
@@ -129,10 +111,10 @@ func stepSections(s *Step) []string {
 // Fingerprint digests the sections of obs that p's steps depend on. A plan
 // without steps depends on every section: it says the host matches the
 // spec, which any change to the host can make untrue.
-func Fingerprint(p *Plan, obs *facts.Observation) FactsDigest {
+func Fingerprint(p *Plan, obs *facts.Observation, kinds *Kinds) FactsDigest {
 	need := map[string]bool{}
 	for i := range p.Steps {
-		for _, sec := range stepSections(&p.Steps[i]) {
+		for _, sec := range stepSections(&p.Steps[i], kinds) {
 			need[sec] = true
 		}
 	}

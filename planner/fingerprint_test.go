@@ -122,7 +122,7 @@ func TestFingerprintStaleness(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := fingerprintFacts()
 			var buf bytes.Buffer
-			if err := WriteSavedPlan(&buf, tt.plan, before, nil); err != nil {
+			if err := WriteSavedPlan(&buf, tt.plan, before, nil, stackKinds()); err != nil {
 				t.Fatal(err)
 			}
 			sp, err := ReadSavedPlan(&buf)
@@ -132,7 +132,7 @@ func TestFingerprintStaleness(t *testing.T) {
 			after := fingerprintFacts()
 			tt.change(after)
 
-			same := Fingerprint(tt.plan, before).Digest == Fingerprint(tt.plan, after).Digest
+			same := Fingerprint(tt.plan, before, stackKinds()).Digest == Fingerprint(tt.plan, after, stackKinds()).Digest
 			err = sp.CheckFresh(after)
 			if tt.stale == nil {
 				if !same || err != nil {
@@ -157,7 +157,7 @@ func TestFingerprintStaleness(t *testing.T) {
 func TestFingerprintSections(t *testing.T) {
 	p := &Plan{Steps: []Step{{Address: "group.video"}, {Address: "environment"}}}
 	var got []string
-	for _, s := range Fingerprint(p, fingerprintFacts()).Sections {
+	for _, s := range Fingerprint(p, fingerprintFacts(), stackKinds()).Sections {
 		got = append(got, s.Name)
 	}
 	want := []string{FactsDeviceNodes, FactsCUDA, FactsGroups, FactsEnvironment, FactsInit}
@@ -173,7 +173,7 @@ func TestFingerprintSections(t *testing.T) {
 func savedSample(t *testing.T) ([]byte, map[string]any) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts(), nil); err != nil {
+	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts(), nil, stackKinds()); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -65,43 +66,130 @@ func (l Layer) String() string {
 	return layerNames[l]
 }
 
-// LayerOf places an address (see Step.Address) in its layer.
-func LayerOf(address string) Layer {
-	kind, rest, _ := strings.Cut(address, ".")
-	switch kind {
-	case "repository":
-		return LayerRepositories
-	case "index":
-		return LayerIndexes
-	case "kernel":
-		if rest == "headers" {
-			return LayerKernelHeaders
+// StepKind is what the planner needs to know of some of a kind's steps:
+// where they go in the order and which facts decide them. A provider
+// describes its steps with them (Provider.Steps), so that the planner
+// knows no kind by name but its own.
+type StepKind struct {
+	// Address is a step's whole address ("driver.hold"), or "" for every
+	// address of the kind that no other StepKind of it names, the kind's
+	// name alone included.
+	Address string
+	Layer   Layer
+	// Sections are the sections of the facts (FactsOS …) the steps are
+	// decided from: the saved plan's fingerprint covers them.
+	Sections []string
+}
+
+// indexKind is the planner's own kind: the refresh of a package
+// manager's indexes (RefreshAddress). It depends on every section, as an
+// address of no kind does.
+const indexKind = "index"
+
+// Kinds are the kinds of step a planner knows: those its providers
+// describe, and its own. An address's kind is its part before the first
+// dot; within a kind, the StepKind naming the whole address places it,
+// and the one with no address places the others.
+type Kinds struct {
+	// kinds are few: a list scanned beats a map built for every plan.
+	kinds []kindSteps
+	err   error
+}
+
+type kindSteps struct {
+	name  string
+	steps []StepKind
+}
+
+// NewKinds collects the kinds providers describe. Two providers of one
+// kind, a StepKind outside its provider's kind, one address described
+// twice, or a layer out of range are a programming error, kept for
+// Err.
+func NewKinds(providers ...Provider) *Kinds {
+	k := &Kinds{}
+	k.init(providers)
+	return k
+}
+
+func (k *Kinds) init(providers []Provider) {
+	k.kinds = make([]kindSteps, 1, len(providers)+1)
+	k.kinds[0] = kindSteps{indexKind, []StepKind{{Layer: LayerIndexes, Sections: allSections}}}
+	var errs []error
+	for _, p := range providers {
+		name := p.Name()
+		if name == "" || strings.ContainsAny(name, ".[") {
+			errs = append(errs, fmt.Errorf("a provider's kind %q is not a word of an address", name))
+			continue
 		}
-		return LayerNouveau
-	case "driver":
-		switch {
-		case rest == "":
-			return LayerDriver
-		case rest == "purge":
-			return LayerPurge
-		case rest == "hold":
-			return LayerHold
+		if slices.ContainsFunc(k.kinds, func(ks kindSteps) bool { return ks.name == name }) {
+			errs = append(errs, fmt.Errorf("two providers are of the kind %q", name))
+			continue
 		}
-		return LayerDriverSettings
-	case "cuda":
-		return LayerCUDA
-	case "cudnn":
-		return LayerCuDNN
-	case "framework":
-		return LayerFrameworks
-	case "group":
-		return LayerGroups
-	case "environment":
-		return LayerEnvironment
-	case "device":
-		return LayerDevices
-	case "container_toolkit":
-		return LayerContainers
+		steps := p.Steps()
+		described := false
+		for i, sk := range steps {
+			if sk.Address != "" && sk.Address != name && !strings.HasPrefix(sk.Address, name+".") {
+				errs = append(errs, fmt.Errorf("the %s provider describes the address %q, which is not of its kind", name, sk.Address))
+			}
+			if slices.ContainsFunc(steps[:i], func(o StepKind) bool { return o.Address == sk.Address }) {
+				errs = append(errs, fmt.Errorf("the %s provider describes the address %q twice", name, sk.Address))
+			}
+			if sk.Layer <= 0 || sk.Layer >= LayerOther {
+				errs = append(errs, fmt.Errorf("the %s provider places %q in no layer of the stack (%v)", name, sk.Address, sk.Layer))
+			}
+			described = described || sk.Address == "" || sk.Address == name
+		}
+		if !described {
+			errs = append(errs, fmt.Errorf("the %s provider describes neither its kind's other addresses nor %q", name, name))
+		}
+		k.kinds = append(k.kinds, kindSteps{name, steps})
+	}
+	k.err = errors.Join(errs...)
+}
+
+// steps returns what the kind of name describes; nil for no kind.
+func (k *Kinds) steps(name string) []StepKind {
+	for _, ks := range k.kinds {
+		if ks.name == name {
+			return ks.steps
+		}
+	}
+	return nil
+}
+
+// Err is what was wrong with the providers' descriptions, if anything.
+func (k *Kinds) Err() error { return k.err }
+
+// find returns the StepKind that places address, if any.
+func (k *Kinds) find(address string) (StepKind, bool) {
+	name, _, _ := strings.Cut(address, ".")
+	var other *StepKind
+	sks := k.steps(name)
+	for i := range sks {
+		switch sks[i].Address {
+		case address:
+			return sks[i], true
+		case "":
+			other = &sks[i]
+		}
+	}
+	if other == nil {
+		return StepKind{}, false
+	}
+	return *other, true
+}
+
+// Known reports whether address is of a kind the planner knows.
+func (k *Kinds) Known(address string) bool {
+	_, ok := k.find(address)
+	return ok
+}
+
+// Layer places an address (see Step.Address) in its layer: LayerOther
+// for one of no kind known.
+func (k *Kinds) Layer(address string) Layer {
+	if sk, ok := k.find(address); ok {
+		return sk.Layer
 	}
 	return LayerOther
 }
@@ -123,7 +211,7 @@ func (e *CycleError) Error() string {
 // result does not depend on the order of the input. Dependencies on
 // addresses that are not among steps are met already and ignored. Steps
 // that share an address, or a cycle, are an error.
-func Order(steps []Step) ([]Step, error) {
+func Order(steps []Step, kinds *Kinds) ([]Step, error) {
 	index := make(map[string]int, len(steps))
 	for i, s := range steps {
 		if _, dup := index[s.Address]; dup {
@@ -150,7 +238,11 @@ func Order(steps []Step) ([]Step, error) {
 			next[j] = append(next[j], i)
 		}
 	}
-	ready := &stepQueue{steps: steps}
+	layers := make([]Layer, len(steps))
+	for i, s := range steps {
+		layers[i] = kinds.Layer(s.Address)
+	}
+	ready := &stepQueue{steps: steps, layers: layers}
 	for i := range steps {
 		if waiting[i] == 0 {
 			ready.idx = append(ready.idx, i)
@@ -169,7 +261,7 @@ func Order(steps []Step) ([]Step, error) {
 		}
 	}
 	if len(out) < len(steps) {
-		return nil, &CycleError{Cycle: findCycle(steps, index, waiting)}
+		return nil, &CycleError{Cycle: findCycle(steps, layers, index, waiting)}
 	}
 	return out, nil
 }
@@ -177,10 +269,10 @@ func Order(steps []Step) ([]Step, error) {
 // findCycle walks from a step left waiting along its unmet dependencies
 // until an address repeats; every step left waiting has one, so the walk
 // must close a circle.
-func findCycle(steps []Step, index map[string]int, waiting []int) []string {
+func findCycle(steps []Step, layers []Layer, index map[string]int, waiting []int) []string {
 	start := -1
 	for i := range steps {
-		if waiting[i] > 0 && (start < 0 || less(steps, i, start)) {
+		if waiting[i] > 0 && (start < 0 || less(steps, layers, i, start)) {
 			start = i
 		}
 	}
@@ -218,8 +310,8 @@ func findCycle(steps []Step, index map[string]int, waiting []int) []string {
 	}
 }
 
-func less(steps []Step, i, j int) bool {
-	li, lj := LayerOf(steps[i].Address), LayerOf(steps[j].Address)
+func less(steps []Step, layers []Layer, i, j int) bool {
+	li, lj := layers[i], layers[j]
 	if li != lj {
 		return li < lj
 	}
@@ -228,12 +320,13 @@ func less(steps []Step, i, j int) bool {
 
 // stepQueue is a heap of step indices, lowest layer and address first.
 type stepQueue struct {
-	steps []Step
-	idx   []int
+	steps  []Step
+	layers []Layer
+	idx    []int
 }
 
 func (q *stepQueue) Len() int           { return len(q.idx) }
-func (q *stepQueue) Less(a, b int) bool { return less(q.steps, q.idx[a], q.idx[b]) }
+func (q *stepQueue) Less(a, b int) bool { return less(q.steps, q.layers, q.idx[a], q.idx[b]) }
 func (q *stepQueue) Swap(a, b int)      { q.idx[a], q.idx[b] = q.idx[b], q.idx[a] }
 func (q *stepQueue) Push(x any)         { q.idx = append(q.idx, x.(int)) }
 func (q *stepQueue) Pop() any {

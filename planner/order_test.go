@@ -21,34 +21,6 @@ func step(addr string, deps ...string) Step {
 	return Step{Address: addr, Action: Create, DependsOn: deps}
 }
 
-func TestLayerOf(t *testing.T) {
-	for addr, want := range map[string]Layer{
-		"repository.cuda":                 LayerRepositories,
-		"driver.purge":                    LayerPurge,
-		"kernel.nouveau":                  LayerNouveau,
-		"kernel.headers":                  LayerKernelHeaders,
-		"driver":                          LayerDriver,
-		"driver.hold":                     LayerHold,
-		"driver.persistence":              LayerDriverSettings,
-		"cuda":                            LayerCUDA,
-		"cudnn":                           LayerCuDNN,
-		"framework.pytorch":               LayerFrameworks,
-		"group.video":                     LayerGroups,
-		"environment":                     LayerEnvironment,
-		"device.0":                        LayerDevices,
-		"device.all":                      LayerDevices,
-		"container_toolkit":               LayerContainers,
-		"container_toolkit.cdi":           LayerContainers,
-		"container_toolkit.engine.docker": LayerContainers,
-		"something.else":                  LayerOther,
-		"framework.jax[/opt]":             LayerFrameworks,
-	} {
-		if got := LayerOf(addr); got != want {
-			t.Errorf("LayerOf(%q) = %v, want %v", addr, got, want)
-		}
-	}
-}
-
 func TestOrder(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -113,7 +85,7 @@ func TestOrder(t *testing.T) {
 			for range 20 {
 				in := slices.Clone(tt.steps)
 				r.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
-				got, err := Order(in)
+				got, err := Order(in, stackKinds())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -137,7 +109,7 @@ func TestOrderCycle(t *testing.T) {
 		{[]Step{step("framework.x", "cuda"), step("cuda", "cudnn"), step("cudnn", "cuda")}, []string{"cuda", "cudnn", "cuda"}},
 	}
 	for _, tt := range tests {
-		_, err := Order(tt.steps)
+		_, err := Order(tt.steps, stackKinds())
 		var ce *CycleError
 		if !errors.As(err, &ce) {
 			t.Fatalf("Order(%v) = %v, want a CycleError", addresses(tt.steps), err)
@@ -149,7 +121,7 @@ func TestOrderCycle(t *testing.T) {
 }
 
 func TestOrderDuplicate(t *testing.T) {
-	if _, err := Order([]Step{step("cuda"), step("cuda")}); err == nil {
+	if _, err := Order([]Step{step("cuda"), step("cuda")}, stackKinds()); err == nil {
 		t.Fatal("two steps with one address ordered without error")
 	}
 }

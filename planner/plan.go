@@ -98,7 +98,7 @@ type Plan struct {
 type Step struct {
 	// Address names the resource. Its first part (up to the first dot) is
 	// the resource's kind; together with the whole address it places the
-	// step in the plan's order (see LayerOf):
+	// step in the plan's order (see Kinds.Layer):
 	//
 	//	repository.<name>  an APT repository (sources list, key, pin)
 	//	index.<manager>    refreshing a package manager's indexes

@@ -20,6 +20,9 @@ import (
 // of providers.
 type Planner struct {
 	providers []Provider
+	// kinds is kept in the planner itself: one allocation fewer for
+	// every plan.
+	kinds Kinds
 
 	// Candidates answers the providers' package-version questions; nil
 	// means no package manager can be asked (NoCandidates).
@@ -49,8 +52,14 @@ type ResolveFunc func(s *spec.Spec, obs *facts.Observation) (*Desired, hcl.Diagn
 // New returns a planner that resolves the spec with Resolve and asks
 // providers for steps, in this order.
 func New(providers ...Provider) *Planner {
-	return &Planner{providers: providers, Resolve: Resolve}
+	p := &Planner{providers: providers, Resolve: Resolve}
+	p.kinds.init(providers)
+	return p
 }
+
+// Kinds are the kinds of step the planner's providers make, for what
+// orders and fingerprints a plan (Order, Save, CheckTargets).
+func (p *Planner) Kinds() *Kinds { return &p.kinds }
 
 // Plan computes what must change on the host obs describes for it to
 // match s. The spec must have loaded without errors.
@@ -59,7 +68,10 @@ func New(providers ...Provider) *Planner {
 // provider. When they hold errors the plan is nil. Warnings that concern
 // the host rather than the spec are in the plan's Warnings.
 func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation) (*Plan, hcl.Diagnostics) {
-	diags := append(CheckTargets(p.Targets), CheckReplace(p.Replace)...)
+	if err := p.kinds.Err(); err != nil {
+		return nil, hcl.Diagnostics{programmingError(err)}
+	}
+	diags := append(CheckTargets(p.Targets, &p.kinds), CheckReplace(p.Replace)...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -97,6 +109,13 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		if resp == nil {
 			continue
 		}
+		for _, st := range resp.Steps {
+			// A step no kind describes would have no place in the order
+			// and no facts in the fingerprint.
+			if !p.kinds.Known(st.Address) {
+				return nil, append(diags, programmingError(fmt.Errorf("the %s provider made the step %q, of no kind the planner knows", prov.Name(), st.Address)))
+			}
+		}
 		steps = append(steps, resp.Steps...)
 		plan.Inferred = append(plan.Inferred, resp.Inferred...)
 		plan.Warnings = append(plan.Warnings, resp.Warnings...)
@@ -118,7 +137,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 			return nil, append(diags, programmingError(fmt.Errorf("step %s has no action_reason", st.Address)))
 		}
 	}
-	ordered, err := Order(steps)
+	ordered, err := Order(steps, &p.kinds)
 	if err != nil {
 		return nil, append(diags, programmingError(err))
 	}

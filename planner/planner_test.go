@@ -15,12 +15,25 @@ import (
 // testProvider is a Provider whose answer a test sets; it records the
 // requests it was given.
 type testProvider struct {
-	name     string
+	name string
+	// steps are what Steps returns; nil: the stack's kind of that name
+	// (stackSteps), or the last layer for a name outside the stack.
+	steps    []StepKind
 	PlanFn   func(ctx context.Context, req *Request) *Response
 	requests []*Request
 }
 
 func (p *testProvider) Name() string { return p.name }
+
+func (p *testProvider) Steps() []StepKind {
+	if p.steps != nil {
+		return p.steps
+	}
+	if sks, ok := stackSteps[p.name]; ok {
+		return sks
+	}
+	return []StepKind{{Layer: LayerContainers}}
+}
 
 func (p *testProvider) Plan(ctx context.Context, req *Request) *Response {
 	p.requests = append(p.requests, req)
@@ -41,8 +54,13 @@ func (c *countingCandidates) Versions(_ context.Context, manager Manager, name s
 	return []string{"550.54.15-0ubuntu1"}, nil
 }
 
+// newTestPlanner plans with ps, knowing every kind of the stack.
 func newTestPlanner(ps ...Provider) *Planner {
-	pl := New(ps...)
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name())
+	}
+	pl := New(append(ps, stackProviders(names...)...)...)
 	pl.Resolve = nil
 	return pl
 }
@@ -283,9 +301,9 @@ func BenchmarkPlannerEngine(b *testing.B) {
 // BenchmarkFingerprint digests the facts of a plan that touches every
 // layer, as plan --out and apply do once each.
 func BenchmarkFingerprint(b *testing.B) {
-	p, obs := samplePlan(), fingerprintFacts()
+	p, obs, kinds := samplePlan(), fingerprintFacts(), stackKinds()
 	b.ReportAllocs()
 	for b.Loop() {
-		Fingerprint(p, obs)
+		Fingerprint(p, obs, kinds)
 	}
 }

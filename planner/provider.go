@@ -26,7 +26,7 @@ import (
 //     apply, observing again and planning again gives no steps for it.
 //   - A resource the spec does not name is left alone: no step.
 //   - Steps are data (see Step); each has a unique address that starts
-//     with the resource's kind (the list is in Step.Address), an Action
+//     with the provider's kind and that Steps describes, an Action
 //     other than NoOp, and the operations that carry it out, in order.
 //   - DependsOn may name steps of other providers. A dependency on a step
 //     that is not in the plan is met (its resource already matches).
@@ -39,8 +39,13 @@ import (
 // The planner calls providers one at a time, in the order given to New; a
 // provider need not be safe for concurrent use.
 type Provider interface {
-	// Name is the provider's kind, as in "driver", for messages.
+	// Name is the provider's kind, as in "driver": the first word of its
+	// steps' addresses, and its name in messages.
 	Name() string
+	// Steps describes the provider's steps by address: the layer each
+	// goes in and the sections of the facts it is decided from. Every step
+	// Plan returns has an address of the provider's kind that they place.
+	Steps() []StepKind
 	Plan(ctx context.Context, req *Request) *Response
 }
 

@@ -225,7 +225,7 @@ func TestValidateShownValues(t *testing.T) {
 // refused when the saved plan is read.
 func TestReadSavedPlanRefusesEdits(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteSavedPlan(&buf, shownPlan(), fingerprintFacts(), nil); err != nil {
+	if err := WriteSavedPlan(&buf, shownPlan(), fingerprintFacts(), nil, stackKinds()); err != nil {
 		t.Fatal(err)
 	}
 	saved := buf.String()

@@ -154,16 +154,17 @@ func (f *PlannedFrom) validate() error {
 }
 
 // Save returns p as a saved plan, fingerprinted with obs, the observation
-// it was made from, and keeping from, the spec and flags it was made
-// from. Only tests save a plan without them; apply refuses such a plan.
-func Save(p *Plan, obs *facts.Observation, from *PlannedFrom) *SavedPlan {
-	return &SavedPlan{Marker: SavedPlanMarker, Fingerprint: Fingerprint(p, obs), From: from, Plan: *p}
+// it was made from, over the sections its steps' kinds depend on, and
+// keeping from, the spec and flags it was made from. Only tests save a
+// plan without them; apply refuses such a plan.
+func Save(p *Plan, obs *facts.Observation, from *PlannedFrom, kinds *Kinds) *SavedPlan {
+	return &SavedPlan{Marker: SavedPlanMarker, Fingerprint: Fingerprint(p, obs, kinds), From: from, Plan: *p}
 }
 
 // WriteSavedPlan writes p, fingerprinted with obs and keeping from, as
 // indented JSON.
-func WriteSavedPlan(w io.Writer, p *Plan, obs *facts.Observation, from *PlannedFrom) error {
-	b, err := json.MarshalIndent(Save(p, obs, from), "", "  ")
+func WriteSavedPlan(w io.Writer, p *Plan, obs *facts.Observation, from *PlannedFrom, kinds *Kinds) error {
+	b, err := json.MarshalIndent(Save(p, obs, from, kinds), "", "  ")
 	if err != nil {
 		return err
 	}

@@ -13,12 +13,12 @@ import (
 // written out again it reads back as the same plan.
 func FuzzReadSavedPlan(f *testing.F) {
 	var buf bytes.Buffer
-	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts(), nil); err != nil {
+	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts(), nil, stackKinds()); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
 	var empty bytes.Buffer
-	if err := WriteSavedPlan(&empty, &Plan{FormatVersion: FormatVersion}, fingerprintFacts(), nil); err != nil {
+	if err := WriteSavedPlan(&empty, &Plan{FormatVersion: FormatVersion}, fingerprintFacts(), nil, stackKinds()); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(empty.Bytes())

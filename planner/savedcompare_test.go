@@ -20,9 +20,9 @@ func sampleFrom() *PlannedFrom {
 // and wants the first difference named, with both values, as apply shows
 // it; the file as written compares equal.
 func TestCompareSaved(t *testing.T) {
-	now := Save(samplePlan(), fingerprintFacts(), sampleFrom())
+	now := Save(samplePlan(), fingerprintFacts(), sampleFrom(), stackKinds())
 	var buf bytes.Buffer
-	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts(), sampleFrom()); err != nil {
+	if err := WriteSavedPlan(&buf, samplePlan(), fingerprintFacts(), sampleFrom(), stackKinds()); err != nil {
 		t.Fatal(err)
 	}
 	if err := CompareSaved(buf.Bytes(), now); err != nil {
@@ -122,7 +122,7 @@ func TestSavedSpecLoadOptions(t *testing.T) {
 // FuzzCompareSaved: whatever a saved plan file holds, comparing it ends
 // with an answer, and only the file as written compares equal.
 func FuzzCompareSaved(f *testing.F) {
-	now := Save(samplePlan(), fingerprintFacts(), sampleFrom())
+	now := Save(samplePlan(), fingerprintFacts(), sampleFrom(), stackKinds())
 	written, err := json.MarshalIndent(now, "", "  ")
 	if err != nil {
 		f.Fatal(err)

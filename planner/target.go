@@ -14,10 +14,10 @@ const TargetCheck = "resource-targeting"
 // CheckTargets refuses a -target address that names no kind of resource
 // gpuenv plans, with the kinds it knows; an address of a known kind that
 // has nothing to change is not an error (the plan then says so).
-func CheckTargets(targets []string) hcl.Diagnostics {
+func CheckTargets(targets []string, kinds *Kinds) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, t := range targets {
-		if t == "" || LayerOf(t) == LayerOther || strings.HasSuffix(t, ".") {
+		if t == "" || !kinds.Known(t) || strings.HasSuffix(t, ".") {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid target address",

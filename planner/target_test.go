@@ -44,7 +44,7 @@ func TestTarget(t *testing.T) {
 	if !slices.Contains(w[0].Evidence, "nothing to change at group.render") {
 		t.Errorf("an unchanged target is not said: %v", w[0].Evidence)
 	}
-	if d := CheckTargets([]string{"driver", "framework.jax", "drvier", "", "group."}); len(d) != 3 {
+	if d := CheckTargets([]string{"driver", "framework.jax", "drvier", "", "group."}, stackKinds()); len(d) != 3 {
 		t.Errorf("CheckTargets refused %d addresses, want 3: %v", len(d), d)
 	}
 }

@@ -1,60 +1,28 @@
-// Package providers holds one sub-package per resource kind; this file is
-// the observation that runs them all, in the order their facts feed each
-// other, so that every file of the host is read once.
+// Package providers holds one sub-package per resource kind, and the
+// observers that are no kind; this file is the observation that runs
+// their observers, in the order their facts feed each other, so that
+// every file of the host is read once.
 package providers
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/containers"
-	"github.com/gpuenv/gpuenv/providers/cuda"
-	"github.com/gpuenv/gpuenv/providers/cudnn"
-	"github.com/gpuenv/gpuenv/providers/devaccess"
-	"github.com/gpuenv/gpuenv/providers/devices"
-	"github.com/gpuenv/gpuenv/providers/driver"
-	"github.com/gpuenv/gpuenv/providers/environment"
-	"github.com/gpuenv/gpuenv/providers/framework"
-	"github.com/gpuenv/gpuenv/providers/groups"
-	"github.com/gpuenv/gpuenv/providers/health"
 	"github.com/gpuenv/gpuenv/providers/host"
-	"github.com/gpuenv/gpuenv/providers/host/pkgindex"
-	"github.com/gpuenv/gpuenv/providers/kernellog"
-	"github.com/gpuenv/gpuenv/providers/loader"
-	"github.com/gpuenv/gpuenv/providers/packages"
-	"github.com/gpuenv/gpuenv/providers/pydeps"
-	"github.com/gpuenv/gpuenv/providers/repository"
-	"github.com/gpuenv/gpuenv/providers/runtime"
-	"github.com/gpuenv/gpuenv/providers/session"
-	"github.com/gpuenv/gpuenv/providers/system"
+	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
 // ObserveOptions are what an observation needs besides the host.
-type ObserveOptions struct {
-	// Pythons are interpreters, as paths inside the root, whose
-	// environments are observed besides the system's: --python and the
-	// spec's.
-	Pythons []string
-	// NVML replaces the host's own (host.Host.NVML); tests hand in
-	// go-nvml's mock through host.NewNVML. Nil: the host's.
-	NVML host.NVML
-	// Programs are native programs, as paths inside the root, whose
-	// libraries the loader model resolves (doctor --program).
-	Programs []string
-	// Session holds variables of the environment gpuenv was started
-	// from; the loader model adds its LD_LIBRARY_PATH. Leave it empty
-	// when the root is not this machine's.
-	Session []facts.Assignment
-	// Home is the invoking user's home directory inside the root, whose
-	// shell start-up files are read; "" for none.
-	Home string
-	// PID names a running process whose environment (/proc/PID/environ)
-	// is the one its GPU programs run in (doctor --pid); 0 for none.
-	PID int
-}
+type ObserveOptions = kind.Options
+
+// observers are every descriptor's observers in the order their sections
+// feed each other (kind.ObserveOrder), worked out once.
+var observers = sync.OnceValues(func() ([]*kind.Observer, error) { return kind.ObserveOrder(descriptors) })
 
 // Observe reads everything gpuenv knows how to see on h. It never fails:
 // what could not be read is a warning in the result, and the rest stands.
@@ -67,75 +35,82 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	h = h.ForObservation()
 	defer h.Close()
 	obs := &facts.Observation{FormatVersion: jsonformat.Version, SchemaVersion: facts.SchemaVersion, SchemaMinor: facts.SchemaMinor, Root: h.Root()}
-	n := opts.NVML
-	if n == nil {
-		n = h.NVML()
+	in := kind.Input{Host: h, NVML: opts.NVML, Options: opts}
+	if in.NVML == nil {
+		in.NVML = h.NVML()
 	}
-	// The OS and the running kernel come first: the package family and
-	// the kernel release decide what the others read.
-	system.Observe(ctx, h, obs)
-	driver.Observe(ctx, h, n, obs)
-	obs.Kernel.Log = kernellog.Observe(ctx, h, kernellog.DefaultLimits)
-	health.Observe(h, obs)
-
-	var warns []facts.Warning
-	add := func(w []facts.Warning) { obs.Warnings = append(obs.Warnings, w...) }
-	obs.Packages, warns = packages.Observe(ctx, h, obs.OS.Family)
-	add(warns)
-	obs.Repositories, warns = repository.Observe(h, obs.OS.Family)
-	add(warns)
-	obs.RepositoryFiles = repository.ObserveFiles(h, obs.OS.Family, obs.Repositories...)
-	obs.PackageIndexes, warns = pkgindex.Read(h, pkgindex.Options{Family: obs.OS.Family, Repositories: obs.Repositories, Installed: obs.Packages.Packages, Arch: obs.OS.Arch})
-	add(warns)
-	// The toolkit and cuDNN observers take the package list rather than
-	// read the database again.
-	obs.CUDA, warns = cuda.Observe(h, obs.Packages)
-	add(warns)
-	obs.CuDNN, warns = cudnn.Observe(h, obs.Packages)
-	add(warns)
-	obs.Python, warns = framework.Observe(h, obs.Packages, opts.Pythons)
-	add(warns)
-	add(pydeps.Observe(h, obs.Python, obs.OS.Arch))
-	obs.Groups, warns = groups.Observe(h)
-	add(warns)
-	obs.Environment, warns = environment.Observe(h)
-	add(warns)
-	obs.Session, warns = session.Observe(h, session.Options{Home: opts.Home, PID: opts.PID, Session: opts.Session, System: obs.Environment.Variables, LoaderPaths: obs.Environment.LoaderPaths})
-	add(warns)
-	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
-	driver.ObserveFabric(h, obs)
-	obs.Containers, warns = containers.Observe(ctx, h, obs.Packages, obs.Driver)
-	add(warns)
-
-	nameDeviceGroups(obs)
-	// The context and the loader read what the observers above found:
-	// device nodes, driver libraries, toolkits, Python environments.
-	obs.Context = runtime.Observe(h, obs)
-	obs.DeviceAccess = devaccess.Observe(h, obs)
-	// A named process's environment is the one its programs load
-	// libraries in, not gpuenv's own.
-	loaderSession := opts.Session
-	if p := obs.Session.Process; p != nil && p.Error == "" {
-		loaderSession = p.Variables
-	}
-	obs.Loader, warns = loader.Observe(h, obs, loader.Options{Programs: opts.Programs, Session: loaderSession})
-	add(warns)
+	run(ctx, in, obs, mustObservers())
 	unfinishedPackages(obs)
 	pathsInsideRoot(obs, h.Root())
 	normalize(obs)
 	return obs
 }
 
+// mustObservers returns the observers in order; the descriptors are
+// the program's own, and a test holds them to a sound order.
+func mustObservers() []*kind.Observer {
+	obs, err := observers()
+	if err != nil {
+		panic("the providers' observers: " + err.Error())
+	}
+	return obs
+}
+
+func run(ctx context.Context, in kind.Input, obs *facts.Observation, list []*kind.Observer) {
+	for _, o := range list {
+		obs.Warnings = append(obs.Warnings, o.Observe(ctx, in, obs)...)
+	}
+}
+
+// observersFor returns, in order, the observers that write the sections
+// of want and those that write what they read, and no other.
+func observersFor(want ...string) []*kind.Observer {
+	all := mustObservers()
+	need := map[string]bool{}
+	for _, sec := range want {
+		need[sec] = true
+	}
+	keep := make([]bool, len(all))
+	// Readers come after their writers, so one pass from the end finds
+	// every writer a kept observer needs.
+	for i := len(all) - 1; i >= 0; i-- {
+		for _, sec := range all[i].Writes {
+			if need[sec] {
+				keep[i] = true
+			}
+		}
+		if keep[i] {
+			for _, sec := range all[i].Reads {
+				need[sec] = true
+			}
+		}
+	}
+	var out []*kind.Observer
+	for i, o := range all {
+		if keep[i] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // IndexesOf returns what reads h's package indexes as Observe does, for
-// apply (apply.HostExecutor.Indexes): the sources, the installed packages
-// and the indexes, and nothing else of the host.
+// apply (apply.HostExecutor.Indexes): the observers of the package
+// indexes and of what they read (the sources, the installed packages),
+// and nothing else of the host.
 func IndexesOf(h *host.Host) func(ctx context.Context) (*facts.PackageIndexes, error) {
+	list := observersFor(kind.PackageIndexes)
 	return func(ctx context.Context) (*facts.PackageIndexes, error) {
-		var sys facts.Observation
-		system.Observe(ctx, h, &sys)
-		pkgs, _ := packages.Observe(ctx, h, sys.OS.Family)
-		repos, _ := repository.Observe(h, sys.OS.Family)
-		ix, warns := pkgindex.Read(h, pkgindex.Options{Family: sys.OS.Family, Repositories: repos, Installed: pkgs.Packages, Arch: sys.OS.Arch})
+		var obs facts.Observation
+		in := kind.Input{Host: h}
+		var warns []facts.Warning
+		for _, o := range list {
+			w := o.Observe(ctx, in, &obs)
+			if slices.Contains(o.Writes, kind.PackageIndexes) {
+				warns = append(warns, w...)
+			}
+		}
+		ix := obs.PackageIndexes
 		if len(ix.Indexes) == 0 && len(warns) > 0 {
 			return nil, fmt.Errorf("%s: %s", warns[0].Path, warns[0].Message)
 		}
@@ -193,18 +168,6 @@ func pathsInsideRoot(obs *facts.Observation, root string) {
 	prefix := strings.TrimSuffix(root, "/") + "/"
 	for i := range obs.Warnings {
 		obs.Warnings[i].Message = strings.ReplaceAll(obs.Warnings[i].Message, prefix, "/")
-	}
-}
-
-// nameDeviceGroups gives each device node its group's name from the
-// groups already read, rather than reading /etc/group a second time.
-func nameDeviceGroups(obs *facts.Observation) {
-	names := make(map[uint32]string, len(obs.Groups))
-	for _, g := range obs.Groups {
-		names[g.GID] = g.Name
-	}
-	for i := range obs.DeviceNodes {
-		obs.DeviceNodes[i].Group = names[obs.DeviceNodes[i].GID]
 	}
 }
 

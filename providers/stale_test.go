@@ -151,7 +151,7 @@ func TestSavedPlanStaleAfterFileEdit(t *testing.T) {
 				t.Fatalf("no %s step in %+v", tt.step, plan.Steps)
 			}
 			var buf bytes.Buffer
-			if err := planner.WriteSavedPlan(&buf, plan, obs, nil); err != nil {
+			if err := planner.WriteSavedPlan(&buf, plan, obs, nil, providers.Kinds()); err != nil {
 				t.Fatal(err)
 			}
 			saved, err := planner.ReadSavedPlan(&buf)

@@ -358,7 +358,7 @@ func loadSaved(ctx context.Context, g *globalOptions, o *applyOptions, h *host.H
 	if pd.plan == nil || diags.HasErrors() {
 		return nil, &exitCodeError{code: exitError}
 	}
-	if err := planner.CompareSaved(sf.data, planner.Save(pd.plan, pd.obs, from)); err != nil {
+	if err := planner.CompareSaved(sf.data, planner.Save(pd.plan, pd.obs, from, providers.Kinds())); err != nil {
 		if d, ok := errors.AsType[*planner.DiffersError](err); ok {
 			return refuse(d.Diagnostic())
 		}

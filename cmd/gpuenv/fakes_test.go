@@ -85,7 +85,7 @@ func buildFakeHost(dir string) (*applytest.Fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := planner.WriteSavedPlan(out, p, obs, nil); err != nil {
+	if err := planner.WriteSavedPlan(out, p, obs, nil, providers.Kinds()); err != nil {
 		out.Close()
 		return nil, err
 	}

@@ -374,7 +374,7 @@ func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, 
 // apply to find.
 func savePlan(name string, p *planner.Plan, obs *facts.Observation, from *planner.PlannedFrom) error {
 	var buf bytes.Buffer
-	if err := planner.WriteSavedPlan(&buf, p, obs, from); err != nil {
+	if err := planner.WriteSavedPlan(&buf, p, obs, from, providers.Kinds()); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)
 	}
 	// The plan names packages and users; it is readable by its owner's

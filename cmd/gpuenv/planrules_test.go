@@ -87,7 +87,7 @@ func TestEveryPlanPassesTheRules(t *testing.T) {
 				}
 				from := &planner.PlannedFrom{Spec: ss, Root: root, StateDir: defaultStateDir}
 				var buf bytes.Buffer
-				if err := planner.WriteSavedPlan(&buf, p, obs, from); err != nil {
+				if err := planner.WriteSavedPlan(&buf, p, obs, from, providers.Kinds()); err != nil {
 					t.Fatal(err)
 				}
 				saved := bytes.Clone(buf.Bytes())
@@ -103,7 +103,7 @@ func TestEveryPlanPassesTheRules(t *testing.T) {
 					t.Fatalf("%s: the saved spec: %s", sp, diags.Error())
 				}
 				p2, _ := pl.Plan(context.Background(), s2, obs)
-				if err := planner.CompareSaved(saved, planner.Save(p2, obs, read.From)); err != nil {
+				if err := planner.CompareSaved(saved, planner.Save(p2, obs, read.From, providers.Kinds())); err != nil {
 					t.Errorf("%s: planned again from its saved spec: %v", sp, err)
 				}
 			}

@@ -83,7 +83,7 @@ func reloadHostCmd() {
 	if err != nil {
 		die(err)
 	}
-	if err := planner.WriteSavedPlan(out, p, obs, nil); err != nil {
+	if err := planner.WriteSavedPlan(out, p, obs, nil, providers.Kinds()); err != nil {
 		die(err)
 	}
 	if err := out.Close(); err != nil {

@@ -106,7 +106,7 @@ func forwardPlan(ctx context.Context, g *globalOptions, h *host.Host, to int) (*
 		}
 	}
 	obs := providers.Observe(ctx, h, providers.ObserveOptions{Pythons: pythons})
-	if err := planner.Save(rec.Plan, rec.Before, nil).CheckFresh(obs); err != nil {
+	if err := planner.Save(rec.Plan, rec.Before, nil, providers.Kinds()).CheckFresh(obs); err != nil {
 		if stale, ok := errors.AsType[*planner.StaleError](err); ok {
 			return nil, nil, fmt.Errorf("the host is not as it was when generation %d was planned: its %s changed since. Roll back to the generation it was applied after, or apply its spec again and review the new plan",
 				to, joinWords(stale.Changed))

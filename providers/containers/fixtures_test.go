@@ -111,7 +111,7 @@ var candidates = plantest.Candidates{
 }
 
 func newPlanner() *planner.Planner {
-	pl := planner.New(containers.Provider{})
+	pl := planner.New(containers.Kind.Provider())
 	pl.Candidates = candidates
 	return pl
 }
@@ -414,7 +414,7 @@ func TestObserveStaleCDI(t *testing.T) {
 
 func TestMissingRepository(t *testing.T) {
 	s := plantest.LoadSpec(t, "container_toolkit {\n  engines = [\"docker\"]\n}\n")
-	pl := planner.New(containers.Provider{})
+	pl := planner.New(containers.Kind.Provider())
 	pl.Candidates = plantest.Candidates{}
 	_, diags := pl.Plan(context.Background(), s, observe(t, root(t, false)))
 	if !diags.HasErrors() || !strings.Contains(diags.Error(), `repository "nvidia-container-toolkit"`) || diags[0].Subject == nil || diags[0].Subject.Start.Line != 1 {
@@ -433,7 +433,7 @@ func TestMissingRepository(t *testing.T) {
 func TestCDIAfterToolkitKnownAtApply(t *testing.T) {
 	dir := root(t, false)
 	s := plantest.LoadSpec(t, repo+"container_toolkit {\n  version = \"1.17.*\"\n  engines = [\"podman\"]\n}\n")
-	pl := planner.New(containers.Provider{})
+	pl := planner.New(containers.Kind.Provider())
 	pl.Candidates = plantest.Candidates{}
 	p := plantest.Plan(t, pl, s, observe(t, dir))
 	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.cdi create", "container_toolkit.dev_char create"}; !slices.Equal(got, want) {
@@ -646,7 +646,7 @@ func TestCDINotPlannedWithoutGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := plantest.LoadSpec(t, repo+"container_toolkit {\n  version = \"1.17.*\"\n  engines = [\"podman\"]\n}\n")
-	pl := planner.New(containers.Provider{})
+	pl := planner.New(containers.Kind.Provider())
 	pl.Candidates = plantest.Candidates{}
 	p := plantest.Plan(t, pl, s, observe(t, dir))
 	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.dev_char create"}; !slices.Equal(got, want) {

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -41,10 +42,7 @@ const (
 // the CDI spec.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "container_toolkit" }
+var _ kind.Planner = Provider{}
 
 // Plan compares the container_toolkit block with the host.
 func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {

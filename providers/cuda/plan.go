@@ -12,6 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -20,10 +21,7 @@ import (
 // Provider plans the "cuda" step: the toolkit's packages.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "cuda" }
+var _ kind.Planner = Provider{}
 
 // Plan compares the resolved toolkit with the installed ones.
 func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {

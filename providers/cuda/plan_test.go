@@ -76,7 +76,7 @@ func TestPlan(t *testing.T) {
 				obs.Repositories = []facts.Repository{{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}}}
 			}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(cuda.Provider{})
+			pl := planner.New(cuda.Kind.Provider())
 			pl.Candidates = cands
 			plan := plantest.Plan(t, pl, s, obs)
 			if len(plan.Steps) != 1 {

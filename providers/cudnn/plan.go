@@ -12,6 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -20,10 +21,7 @@ import (
 // Provider plans the "cudnn" step: cuDNN's packages.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "cudnn" }
+var _ kind.Planner = Provider{}
 
 // installVersion is an install's most exact version: the package's (four
 // parts, "9.1.0.70") where a package installed it, else the header's.

@@ -63,7 +63,7 @@ func TestPlan(t *testing.T) {
 			obs := &facts.Observation{OS: ubuntu, CUDA: facts.CUDA{Toolkits: tk, Default: tk[0].Path}, CuDNN: facts.CuDNN{Installs: tt.installs},
 				Repositories: []facts.Repository{{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}}}}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(cudnn.Provider{})
+			pl := planner.New(cudnn.Kind.Provider())
 			pl.Candidates = cands
 			plan := plantest.Plan(t, pl, s, obs)
 			if len(plan.Steps) != 1 {

@@ -41,7 +41,7 @@ func bootStep(t *testing.T, h *host.Host, obs *facts.Observation, src string) *p
 	// The unit is observed afresh: the tests change the root between
 	// plans.
 	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
-	plan := plantest.Plan(t, planner.New(devices.Provider{}), plantest.LoadSpec(t, src), obs)
+	plan := plantest.Plan(t, planner.New(devices.Kind.Provider()), plantest.LoadSpec(t, src), obs)
 	var boot *planner.Step
 	var addrs []string
 	for i, s := range plan.Steps {
@@ -239,7 +239,7 @@ func TestBootUnitLeftAlone(t *testing.T) {
 	}
 	// Without a Host nothing can be compared.
 	_, obs = dgxH100(t)
-	plan, _ := planner.New(devices.Provider{}).Plan(context.Background(), plantest.LoadSpec(t, mixedSpec), obs)
+	plan, _ := planner.New(devices.Kind.Provider()).Plan(context.Background(), plantest.LoadSpec(t, mixedSpec), obs)
 	for _, s := range plan.Steps {
 		if s.Address == devices.BootAddress {
 			t.Errorf("without a Host: %+v", s)
@@ -253,7 +253,7 @@ func TestPlanPrecedence(t *testing.T) {
 	// The unit is observed afresh: the tests change the root between
 	// plans.
 	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
-	plan := plantest.Plan(t, planner.New(devices.Provider{}), plantest.LoadSpec(t, mixedSpec), obs)
+	plan := plantest.Plan(t, planner.New(devices.Kind.Provider()), plantest.LoadSpec(t, mixedSpec), obs)
 	set := map[int][]string{}
 	for _, s := range plan.Steps {
 		for _, op := range s.Operations {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -21,10 +22,7 @@ import (
 // an observation without it plans only the NVML settings.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "device" }
+var _ kind.Planner = Provider{}
 
 // Selected returns the devices a selector picks: "all", an index, or a
 // GPU UUID (any case).

@@ -33,7 +33,7 @@ func TestPlan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &facts.Observation{NVML: facts.NVML{Status: "ok", Devices: gpus()}}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(devices.Provider{})
+			pl := planner.New(devices.Kind.Provider())
 			plan := plantest.Plan(t, pl, s, obs)
 			var got []planner.DeviceOp
 			for _, st := range plan.Steps {
@@ -66,7 +66,7 @@ func TestPlan(t *testing.T) {
 
 func TestPlanWithoutDevices(t *testing.T) {
 	obs := &facts.Observation{NVML: facts.NVML{Status: "library_not_found", Error: "libnvidia-ml.so.1 not found"}}
-	plan := plantest.Plan(t, planner.New(devices.Provider{}), plantest.LoadSpec(t, "device \"all\" {\n  compute_mode = \"prohibited\"\n}\n"), obs)
+	plan := plantest.Plan(t, planner.New(devices.Kind.Provider()), plantest.LoadSpec(t, "device \"all\" {\n  compute_mode = \"prohibited\"\n}\n"), obs)
 	if len(plan.Steps) != 0 || len(plan.Warnings) != 2 || plan.Warnings[0].Evidence[0] != "NVML: library_not_found: libnvidia-ml.so.1 not found" {
 		t.Errorf("steps %+v warnings %+v", plan.Steps, plan.Warnings)
 	}

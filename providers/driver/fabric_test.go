@@ -75,7 +75,7 @@ func stepOps(s *planner.Step) []string {
 // applied, the plan converges.
 func TestFabricManagerFollowsUpgrade(t *testing.T) {
 	_, obs := hgx(t, hgxInstalled()...)
-	pl := planner.New(driver.Provider{})
+	pl := planner.New(driver.Kind.Provider())
 	asked := 0
 	pl.Candidates = countingCandidates{versions: hgxVersions, asked: &asked}
 	s := plantest.LoadSpec(t, hgxSpec)
@@ -110,7 +110,7 @@ func TestFabricManagerFollowsUpgrade(t *testing.T) {
 // error names the package and what the sources offer.
 func TestFabricManagerMissingRefused(t *testing.T) {
 	_, obs := hgx(t, hgxInstalled()...)
-	pl := planner.New(driver.Provider{})
+	pl := planner.New(driver.Kind.Provider())
 	asked := 0
 	versions := map[string][]string{
 		"nvidia-driver-550-open":   hgxVersions["nvidia-driver-550-open"],
@@ -143,7 +143,7 @@ func TestFabricManagerReload(t *testing.T) {
 		obs.Kernel.Loaded[i].RefCount = len(obs.Kernel.Loaded[i].UsedBy)
 	}
 	obs.Kernel.Holders = nil
-	pl := planner.New(driver.Provider{})
+	pl := planner.New(driver.Kind.Provider())
 	asked := 0
 	pl.Candidates = countingCandidates{versions: hgxVersions, asked: &asked}
 	plan := plantest.Plan(t, pl, plantest.LoadSpec(t, hgxSpec), obs)
@@ -170,7 +170,7 @@ func TestFabricManagerReload(t *testing.T) {
 func TestFabricManagerAtInstalledDriver(t *testing.T) {
 	_, obs := hgx(t, planInstalled("nvidia-driver-550-open", "550.54.15-0ubuntu1", false))
 	obs.Fabric.Manager.Enabled = false
-	pl := planner.New(driver.Provider{})
+	pl := planner.New(driver.Kind.Provider())
 	asked := 0
 	pl.Candidates = countingCandidates{versions: hgxVersions, asked: &asked}
 	s := plantest.LoadSpec(t, "driver {\n  version = \"550.54.15\"\n  source = \"nvidia\"\n  kernel_modules = \"open\"\n}\n")

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
@@ -34,10 +35,7 @@ const persistencedWants = "/etc/systemd/system/multi-user.target.wants/" + Persi
 // observation without the unit judges persistence from NVML alone.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "driver" }
+var _ kind.Planner = Provider{}
 
 // Plan compares the resolved driver with the installed packages.
 func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {

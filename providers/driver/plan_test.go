@@ -205,7 +205,7 @@ func TestPlan(t *testing.T) {
 				versions[k] = v
 			}
 			asked := 0
-			pl := planner.New(driver.Provider{})
+			pl := planner.New(driver.Kind.Provider())
 			pl.Candidates = countingCandidates{versions: versions, asked: &asked}
 			s := plantest.LoadSpec(t, tt.src)
 			plan := plantest.Plan(t, pl, s, obs)
@@ -241,7 +241,7 @@ func TestPlan(t *testing.T) {
 func TestPersistence(t *testing.T) {
 	h, obs := planObserve(t, "ubuntu2204-working", planInstalled("nvidia-driver-550", "550.54.15-0ubuntu1", false))
 	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  persistence_mode = true\n}\n")
-	pl := planner.New(driver.Provider{})
+	pl := planner.New(driver.Kind.Provider())
 	asked := 0
 	pl.Candidates = countingCandidates{asked: &asked}
 	plan := plantest.Plan(t, pl, s, obs)
@@ -299,7 +299,7 @@ func TestPlanBranchChange(t *testing.T) {
 	obs.Packages.Packages = []facts.Package{planInstalled("nvidia-driver-535", "535.183.01-0ubuntu0.22.04.1", true)}
 	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  kernel_modules = \"proprietary\"\n  hold = true\n}\n")
 	asked := 0
-	pl := planner.New(driver.Provider{})
+	pl := planner.New(driver.Kind.Provider())
 	pl.Candidates = countingCandidates{versions: map[string][]string{"nvidia-driver-550": {"550.144.03-0ubuntu0.22.04.1", "550.54.15-0ubuntu1"}}, asked: &asked}
 	plan := plantest.Plan(t, pl, s, obs)
 	var got []string
@@ -345,7 +345,7 @@ func TestPlanReload(t *testing.T) {
 		return obs
 	}
 	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  kernel_modules = \"proprietary\"\n}\n")
-	pl := planner.New(driver.Provider{})
+	pl := planner.New(driver.Kind.Provider())
 	asked := 0
 	pl.Candidates = countingCandidates{versions: map[string][]string{"nvidia-driver-550": {"550.144.03-0ubuntu0.22.04.1"}}, asked: &asked}
 
@@ -430,7 +430,7 @@ func TestPlanDnfMixedEVR(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, obs := planObserve(t, tc.fixture)
 			obs.Packages.Manager = "rpm"
-			pl := planner.New(driver.Provider{})
+			pl := planner.New(driver.Kind.Provider())
 			pl.Candidates = tc.cands(obs)
 			s := plantest.LoadSpec(t, src)
 			plan, diags := pl.Plan(context.Background(), s, obs)

@@ -31,7 +31,7 @@ func TestPlanReplaceDriverReloads(t *testing.T) {
 	obs.Kernel.Holders = []facts.Holder{{PID: 900, Command: "nvidia-persiste", Devices: []string{"/dev/nvidiactl"}, Module: "nvidia", Unit: "nvidia-persistenced.service"}}
 	obs.Driver.ModuleFlavor = "proprietary"
 	s := plantest.LoadSpec(t, "driver {\n  version = \"550.*\"\n  kernel_modules = \"proprietary\"\n}\n")
-	pl := planner.New(driver.Provider{})
+	pl := planner.New(driver.Kind.Provider())
 	asked := 0
 	pl.Candidates = countingCandidates{versions: map[string][]string{"nvidia-driver-550": {v}, "nvidia-dkms-550": {v}}, asked: &asked}
 	if plan := plantest.Plan(t, pl, s, obs); !plan.Empty() {

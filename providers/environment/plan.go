@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -17,10 +18,7 @@ import (
 // digests with the bytes the spec asks for.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "environment" }
+var _ kind.Planner = Provider{}
 
 // managedFile is one of gpuenv's environment files: Content is what it
 // must hold; Remove asks for it to be gone.

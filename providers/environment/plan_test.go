@@ -118,7 +118,7 @@ func TestPlan(t *testing.T) {
 			h, _ := host.New(root)
 			obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb"}, Init: tt.init, Repositories: []facts.Repository{{File: "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}}}}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(environment.Provider{})
+			pl := planner.New(environment.Kind.Provider())
 			plan := plantest.Plan(t, pl, s, obs)
 			if len(tt.want) == 0 {
 				if len(plan.Steps) != 0 {
@@ -167,7 +167,7 @@ func TestPlanContainer(t *testing.T) {
 		t.Fatalf("init %+v, want %+v", obs.Init, want)
 	}
 	s := plantest.LoadSpec(t, "environment {\n  cuda_visible_devices = [\"0\"]\n}\n")
-	plan := plantest.Plan(t, planner.New(environment.Provider{}), s, obs)
+	plan := plantest.Plan(t, planner.New(environment.Kind.Provider()), s, obs)
 	if len(plan.Steps) != 1 {
 		t.Fatalf("steps %+v", plan.Steps)
 	}

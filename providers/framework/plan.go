@@ -12,6 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -21,10 +22,7 @@ import (
 // framework's environment, or the distribution's package.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "framework" }
+var _ kind.Planner = Provider{}
 
 // Plan compares each resolved framework with what its environment holds.
 func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Response {

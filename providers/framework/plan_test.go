@@ -108,7 +108,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(framework.Provider{})
+			pl := planner.New(framework.Kind.Provider())
 			plan := plantest.Plan(t, pl, s, tt.obs)
 			var want []planner.Step
 			if tt.want != nil {
@@ -147,7 +147,7 @@ func TestPlan(t *testing.T) {
 func TestPlanDistro(t *testing.T) {
 	obs := &facts.Observation{OS: facts.OS{ID: "debian", VersionID: "12", Codename: "bookworm", Family: "deb"}}
 	s := plantest.LoadSpec(t, "framework \"pytorch\" {\n  source = \"distro\"\n}\n")
-	pl := planner.New(framework.Provider{})
+	pl := planner.New(framework.Kind.Provider())
 	pl.Candidates = plantest.Candidates{"python3-torch": {"1.13.1+dfsg-4"}}
 	plan := plantest.Plan(t, pl, s, obs)
 	if len(plan.Steps) != 1 || !cmp.Equal(plan.Steps[0].Operations[0].Packages.Install, []planner.PackagePin{{Name: "python3-torch", Version: "1.13.1+dfsg-4"}}) || plan.Steps[0].Operations[0].Packages.Manager != "apt" {

@@ -8,16 +8,14 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
 // Provider plans group.<name> steps: the users who must be in a group
 // (and, with exclusive, only they), or the group's removal.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "group" }
+var _ kind.Planner = Provider{}
 
 // Plan compares each group block with /etc/group as observed.
 func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response {

@@ -97,7 +97,7 @@ func TestPlan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &facts.Observation{Groups: []facts.Group{{Name: "video", GID: 44, Members: []string{"alice", "mallory"}, PrimaryOf: []string{"vid"}}}}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(groups.Provider{})
+			pl := planner.New(groups.Kind.Provider())
 			plan := plantest.Plan(t, pl, s, obs)
 			if diff := cmp.Diff(tt.want, plan.Steps, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("steps (-want +got):\n%s", diff)
@@ -117,7 +117,7 @@ func TestPlanWarnsOfUnknownMembers(t *testing.T) {
 		{Name: "render", GID: 105},
 		{Name: "alice", GID: 1000, PrimaryOf: []string{"alice"}},
 	}}
-	plan := plantest.Plan(t, planner.New(groups.Provider{}), plantest.LoadSpec(t, src), obs)
+	plan := plantest.Plan(t, planner.New(groups.Kind.Provider()), plantest.LoadSpec(t, src), obs)
 	var got []string
 	for _, w := range plan.Warnings {
 		if w.Check == groups.UnknownUserCheck {
@@ -130,7 +130,7 @@ func TestPlanWarnsOfUnknownMembers(t *testing.T) {
 	}
 
 	obs.Groups[2].PrimaryOf = nil
-	plan = plantest.Plan(t, planner.New(groups.Provider{}), plantest.LoadSpec(t, src), obs)
+	plan = plantest.Plan(t, planner.New(groups.Kind.Provider()), plantest.LoadSpec(t, src), obs)
 	if len(plan.Warnings) != 0 {
 		t.Errorf("without /etc/passwd's users: %v", plan.Warnings)
 	}

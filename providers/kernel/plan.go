@@ -13,6 +13,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
@@ -33,10 +34,7 @@ options nouveau modeset=0
 // Provider plans kernel.nouveau and kernel.headers.
 type Provider struct{}
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "kernel" }
+var _ kind.Planner = Provider{}
 
 // Plan compares the blacklist and headers the driver needs with the
 // kernel's observed state.

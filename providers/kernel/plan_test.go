@@ -57,7 +57,7 @@ func TestPlan(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, obs := planObserve(t, tt.fixture)
-			pl := planner.New(kernel.Provider{})
+			pl := planner.New(kernel.Kind.Provider())
 			pl.Candidates = plantest.Candidates{}
 			s := plantest.LoadSpec(t, tt.src)
 			plan := plantest.Plan(t, pl, s, obs)
@@ -121,7 +121,7 @@ func TestStaleInitramfs(t *testing.T) {
 			obs.Kernel.Blacklists[i].ModTime = obs.Kernel.Initramfs.ModTime.Add(time.Hour)
 		}
 	}
-	pl := planner.New(kernel.Provider{})
+	pl := planner.New(kernel.Kind.Provider())
 	plan := plantest.Plan(t, pl, plantest.LoadSpec(t, "driver {\n  version = \"535.*\"\n  blacklist_nouveau = true\n}\n"), obs)
 	st := plan.Step("kernel.nouveau")
 	if st == nil || st.Action != planner.Update || len(st.Operations) != 1 || st.Operations[0].Kernel == nil {
@@ -135,7 +135,7 @@ func TestHeaders(t *testing.T) {
 		obs.Kernel.Installed[i].Headers = false
 	}
 	obs.Packages.Manager = "dpkg"
-	pl := planner.New(kernel.Provider{})
+	pl := planner.New(kernel.Kind.Provider())
 	pl.Candidates = plantest.Candidates{"linux-headers-6.1.0-28-amd64": {"6.1.119-1"}}
 	plan := plantest.Plan(t, pl, plantest.LoadSpec(t, "driver {\n  version = \"535.*\"\n}\n"), obs)
 	st := plan.Step("kernel.headers")

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -48,10 +49,7 @@ type Expecter interface {
 	Expect(manager planner.Manager, names ...string)
 }
 
-var _ planner.Provider = Provider{}
-
-// Name is the provider's kind.
-func (Provider) Name() string { return "repository" }
+var _ kind.Planner = Provider{}
 
 // Plan compares each repository's files with the root's.
 func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Response {

@@ -60,7 +60,7 @@ func TestPlanRepositories(t *testing.T) {
 	h := hosttest.New(t, root)
 	obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, RepositoryFiles: ObserveFiles(h, "deb")}
 	s := plantest.LoadSpec(t, nvidiaRepo)
-	pl := planner.New(Provider{})
+	pl := planner.New(Kind.Provider())
 	plan := plantest.Plan(t, pl, s, obs)
 	if len(plan.Steps) != 1 || plan.Steps[0].Address != "repository.cuda" || plan.Steps[0].Action != planner.Create {
 		t.Fatalf("steps %+v", plan.Steps)
@@ -110,7 +110,7 @@ Pin-Priority: 600
 
 func TestPlanKeyringURL(t *testing.T) {
 	s := plantest.LoadSpec(t, "repository \"cuda\" {\n  url = \"https://example.com/repo/\"\n  keyring = \"https://example.com/key.gpg\"\n}\n")
-	_, diags := planner.New(Provider{}).Plan(context.Background(), s, &facts.Observation{OS: facts.OS{ID: "ubuntu", Family: "deb"}})
+	_, diags := planner.New(Kind.Provider()).Plan(context.Background(), s, &facts.Observation{OS: facts.OS{ID: "ubuntu", Family: "deb"}})
 	if !diags.HasErrors() || diags[0].Summary != "Keyring URL not usable for apt" || diags[0].Subject.Start.Line != 3 {
 		t.Errorf("diagnostics %v", diags)
 	}
@@ -189,7 +189,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			}
 			obs := &facts.Observation{OS: debian, Repositories: repos, RepositoryFiles: ObserveFiles(h, "deb")}
 			s := plantest.LoadSpec(t, tt.src)
-			pl := planner.New(Provider{})
+			pl := planner.New(Kind.Provider())
 			plan := plantest.Plan(t, pl, s, obs)
 			st := plan.Step(ComponentsAddress)
 			if tt.want == "" {
@@ -316,7 +316,7 @@ func TestPlanKeyFingerprint(t *testing.T) {
 			}
 			h := hosttest.New(t, root)
 			obs := &facts.Observation{OS: facts.OS{ID: "ubuntu", VersionID: "22.04", Codename: "jammy", Family: "deb"}, RepositoryFiles: ObserveFiles(h, "deb")}
-			plan, diags := planner.New(Provider{}).Plan(context.Background(), plantest.LoadSpec(t, specText), obs)
+			plan, diags := planner.New(Kind.Provider()).Plan(context.Background(), plantest.LoadSpec(t, specText), obs)
 			if tc.summary == "" {
 				if diags.HasErrors() {
 					t.Fatalf("refused: %v", diags)
@@ -367,7 +367,7 @@ func TestPlanHostSource(t *testing.T) {
 			if tc.priority != 0 {
 				obs.PackageIndexes.Indexes = []facts.PackageIndex{{Path: "/var/lib/apt/lists/x_Packages", Source: facts.IndexSource{File: list, URI: repos[0].URIs[0], Suite: "/"}, Priority: tc.priority}}
 			}
-			plan := plantest.Plan(t, planner.New(Provider{}), plantest.LoadSpec(t, nvidiaRepo), obs)
+			plan := plantest.Plan(t, planner.New(Kind.Provider()), plantest.LoadSpec(t, nvidiaRepo), obs)
 			var got []string
 			for _, s := range plan.Steps {
 				for _, op := range s.Operations {

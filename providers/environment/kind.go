@@ -1,0 +1,29 @@
+package environment
+
+import (
+	"context"
+
+	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/providers/kind"
+)
+
+// Kind describes, once, the system environment (PATH, the loader's paths,
+// CUDA_VISIBLE_DEVICES): the layer of each step and the facts it is
+// decided from, the planner, and the observers.
+var Kind = &kind.Descriptor{
+	Name: "environment",
+	Steps: []planner.StepKind{
+		{Layer: planner.LayerEnvironment, Sections: []string{planner.FactsCUDA, planner.FactsEnvironment, planner.FactsInit}},
+	},
+	Planner: Provider{},
+	Observers: []kind.Observer{
+		{Name: "environment", Reads: []string{}, Writes: []string{kind.Environment}, Observe: observe},
+	},
+}
+
+func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
+	var warns []facts.Warning
+	obs.Environment, warns = Observe(in.Host)
+	return warns
+}
