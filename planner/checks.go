@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
@@ -40,7 +41,7 @@ type checkInput struct {
 
 // checks are the warnings a user needs that no single resource asks for,
 // in the order they are shown.
-var checks = []func(*checkInput) *Warning{
+var checks = []func(*checkInput) *finding.Finding{
 	checkUnfinishedApply,
 	checkNoGPU,
 	checkDriverLibraryMismatch,
@@ -50,8 +51,8 @@ var checks = []func(*checkInput) *Warning{
 	checkDeviceOrder,
 }
 
-func runChecks(in *checkInput) []Warning {
-	var out []Warning
+func runChecks(in *checkInput) []finding.Finding {
+	var out []finding.Finding
 	for _, c := range checks {
 		if w := c(in); w != nil {
 			out = append(out, *w)
@@ -60,7 +61,7 @@ func runChecks(in *checkInput) []Warning {
 	return out
 }
 
-func checkUnfinishedApply(in *checkInput) *Warning {
+func checkUnfinishedApply(in *checkInput) *finding.Finding {
 	st := in.status
 	if st == nil || !st.Unfinished {
 		return nil
@@ -86,8 +87,8 @@ func checkUnfinishedApply(in *checkInput) *Warning {
 	if len(more) > 0 {
 		ev += ": " + strings.Join(more, ", ")
 	}
-	return &Warning{
-		Check:   CheckUnfinishedApply,
+	return &finding.Finding{
+		ID:      CheckUnfinishedApply,
 		Summary: "An earlier " + kind + " did not finish",
 		Detail: fmt.Sprintf("Generation %d stopped before it finished, and the host may be between two states. "+
 			"gpuenv apply refuses to run until it is dealt with: run gpuenv rollback to finish reverting it, "+
@@ -116,7 +117,7 @@ func needsGPU(s *spec.Spec) (hcl.Range, string, bool) {
 	return hcl.Range{}, "", false
 }
 
-func checkNoGPU(in *checkInput) *Warning {
+func checkNoGPU(in *checkInput) *finding.Finding {
 	rng, what, ok := needsGPU(in.spec)
 	if !ok || doctor.HasGPU(in.obs) {
 		return nil
@@ -126,8 +127,8 @@ func checkNoGPU(in *checkInput) *Warning {
 		ev = append(ev, "NVML: "+nvmlStatusText(in.obs.NVML))
 	}
 	ev = append(ev, fmt.Sprintf("%s: the spec asks for %s", rangeText(rng), what))
-	return &Warning{
-		Check:   CheckNoGPU,
+	return &finding.Finding{
+		ID:      CheckNoGPU,
 		Summary: "No NVIDIA GPU on the PCI bus",
 		Detail: "The spec needs an NVIDIA GPU, but this host shows none. The packages can still be installed, " +
 			"but the kernel module will not load and no program will find a GPU until one is present " +
@@ -143,7 +144,7 @@ func nvmlStatusText(n facts.NVML) string {
 	return n.Status
 }
 
-func checkDriverLibraryMismatch(in *checkInput) *Warning {
+func checkDriverLibraryMismatch(in *checkInput) *finding.Finding {
 	d := in.obs.Driver
 	m := doctor.DriverLibraryMismatch(in.obs)
 	if !m.Found() {
@@ -174,8 +175,8 @@ func checkDriverLibraryMismatch(in *checkInput) *Warning {
 		rp := reload.Decide(in.obs, reload.Options{})
 		detail += " " + rp.Verdict()
 	}
-	return &Warning{
-		Check:    CheckDriverLibraryMismatch,
+	return &finding.Finding{
+		ID:       CheckDriverLibraryMismatch,
 		Summary:  "The loaded driver differs from its libraries",
 		Detail:   detail,
 		Evidence: ev,
@@ -203,7 +204,7 @@ func dkmsBuilder(steps []Step) (string, string, bool) {
 	return "", "", false
 }
 
-func checkSecureBootDKMS(in *checkInput) *Warning {
+func checkSecureBootDKMS(in *checkInput) *finding.Finding {
 	if in.obs.Kernel.SecureBoot != "enabled" {
 		return nil
 	}
@@ -215,8 +216,8 @@ func checkSecureBootDKMS(in *checkInput) *Warning {
 	if pkg != "" {
 		how += " (" + pkg + ")"
 	}
-	return &Warning{
-		Check:   CheckSecureBootDKMS,
+	return &finding.Finding{
+		ID:      CheckSecureBootDKMS,
 		Summary: "Secure Boot is enabled and the driver's module will be built by DKMS",
 		Detail: "With Secure Boot on, the kernel loads only modules signed by a key it trusts. DKMS signs the " +
 			"module with its own key (/var/lib/dkms/mok.pub), which must be enrolled with mokutil --import " +
@@ -249,7 +250,7 @@ func bytesText(n uint64) string {
 	return fmt.Sprintf("%d MiB", n/mib)
 }
 
-func checkGPUProcesses(in *checkInput) *Warning {
+func checkGPUProcesses(in *checkInput) *finding.Finding {
 	procs := gpuProcesses(in.obs)
 	if len(procs) == 0 {
 		return nil
@@ -263,8 +264,8 @@ func checkGPUProcesses(in *checkInput) *Warning {
 	if len(addrs) == 0 {
 		return nil
 	}
-	return &Warning{
-		Check:   CheckGPUProcesses,
+	return &finding.Finding{
+		ID:      CheckGPUProcesses,
 		Summary: "Applying this plan interrupts running GPU processes",
 		Detail: fmt.Sprintf("%s must unload the nvidia modules, which stops every process using a GPU. "+
 			"Stop them first, or apply when they are done.", strings.Join(addrs, ", ")),
@@ -303,7 +304,7 @@ var kernelReleaseIn = lazyregexp.New(`-[0-9]+\.[0-9]+\.[0-9]+-[0-9]+-`)
 // autoUpgraders are the packages that upgrade other packages unattended.
 var autoUpgraders = []string{"unattended-upgrades", "dnf-automatic"}
 
-func checkUnattendedUpgrades(in *checkInput) *Warning {
+func checkUnattendedUpgrades(in *checkInput) *finding.Finding {
 	var upgrader *facts.Package
 	for i, p := range in.obs.Packages.Packages {
 		if slices.Contains(autoUpgraders, p.Name) && p.State == facts.StateInstalled && p.Want != "deinstall" && p.Want != "purge" {
@@ -364,8 +365,8 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 	if len(unheld) > shown {
 		list = strings.Join(unheld[:shown], ", ") + fmt.Sprintf(" and %d more", len(unheld)-shown)
 	}
-	return &Warning{
-		Check:   CheckUnattendedUpgrades,
+	return &finding.Finding{
+		ID:      CheckUnattendedUpgrades,
 		Summary: "Unattended upgrades can move the driver",
 		Detail: upgrader.Name + " may upgrade driver packages that are not held while the old kernel module stays " +
 			"loaded, and GPU programs then fail with \"Driver/library version mismatch\" until a reboot. " +
@@ -390,7 +391,7 @@ func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bo
 	return out, found
 }
 
-func checkDeviceOrder(in *checkInput) *Warning {
+func checkDeviceOrder(in *checkInput) *finding.Finding {
 	var visible []string
 	var visibleEv string
 	env := in.spec.Environment
@@ -413,8 +414,8 @@ func checkDeviceOrder(in *checkInput) *Warning {
 	if !doctor.IndexOrderAmbiguous(doctor.GPUCount(in.obs), visible, order) {
 		return nil
 	}
-	return &Warning{
-		Check:   CheckDeviceOrder,
+	return &finding.Finding{
+		ID:      CheckDeviceOrder,
 		Summary: "Devices are chosen by index, but CUDA_DEVICE_ORDER is not PCI_BUS_ID",
 		Detail: "CUDA numbers devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while nvidia-smi numbers " +
 			"them by PCI bus: the same index can name different GPUs. Set cuda_device_order = \"PCI_BUS_ID\" " +

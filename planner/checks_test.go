@@ -265,7 +265,7 @@ func TestChecks(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Check != tt.check {
+			if len(got) != 1 || got[0].ID != tt.check {
 				t.Fatalf("want one %s warning, got %+v", tt.check, got)
 			}
 			text := got[0].Summary + "\n" + got[0].Detail + "\n" + strings.Join(got[0].Evidence, "\n")

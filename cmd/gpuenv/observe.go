@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
@@ -115,7 +116,7 @@ type observeHuman struct {
 	// root is --root as the user wrote it.
 	root string
 	// problems are the observation's, taken out as their section prints.
-	problems []facts.Problem
+	problems []finding.Finding
 }
 
 var _ observeView = (*observeHuman)(nil)
@@ -137,7 +138,7 @@ func (v *observeHuman) flag(layers ...string) {
 			rest = append(rest, p)
 			continue
 		}
-		line := "! " + esc(p.Message)
+		line := "! " + esc(p.Message())
 		if v.color {
 			line = "\x1b[31m" + line + "\x1b[0m"
 		}
@@ -179,7 +180,7 @@ func (v *observeHuman) Observation(obs *facts.Observation) error {
 	if len(v.problems) > 0 {
 		v.section("Other problems")
 		for _, p := range v.problems {
-			v.item("! %s: %s", p.Layer, p.Message)
+			v.item("! %s: %s", p.Layer, p.Message())
 		}
 	}
 	if len(obs.Warnings) > 0 {

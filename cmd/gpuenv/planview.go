@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -374,7 +375,7 @@ func transactionNote(id int, addr string, txs map[int]*planner.Transaction) stri
 	return fmt.Sprintf(" [transaction %d, with %s]", id, strings.Join(others, ", "))
 }
 
-func (h *humanPlan) warning(w planner.Warning) {
+func (h *humanPlan) warning(w finding.Finding) {
 	fmt.Fprintf(h.w, "%s %s\n\n", h.style("Warning:", ansiBold+ansiYellow), h.style(esc(w.Summary), ansiBold))
 	if w.Detail != "" {
 		wrap(h.w, "  ", w.Detail)

@@ -5,6 +5,9 @@ import (
 	"slices"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	// Imported under another name: gpuhealth.go has a finding of its own,
+	// what one health check says of one GPU.
+	findings "github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -12,71 +15,40 @@ import (
 const FormatVersion = "1.0"
 
 // Status is a check's verdict.
-type Status string
+type Status = findings.Status
 
 // The verdicts, from best to worst. Skipped means the check did not apply
 // (nothing to judge, or an earlier problem already explains it).
 const (
-	Skipped Status = "skipped"
-	OK      Status = "ok"
-	Warning Status = "warning"
-	Problem Status = "problem"
+	Skipped = findings.Skipped
+	OK      = findings.OK
+	Warning = findings.Warning
+	Problem = findings.Problem
 )
 
-// Mark is the one-character sign of a status in human output.
-func (s Status) Mark() string {
-	switch s {
-	case OK:
-		return "✓"
-	case Warning:
-		return "!"
-	case Problem:
-		return "✗"
-	}
-	return "-"
-}
-
 // Group is one of the stages an expert goes through, in order.
-type Group struct {
-	Number int    `json:"number"`
-	Name   string `json:"name"`
-}
+type Group = findings.Group
 
 // The groups, in the order they are checked.
 var (
-	GroupPCI        = Group{1, "GPU on the PCI bus"}
-	GroupKernel     = Group{2, "Kernel module"}
-	GroupNVML       = Group{3, "NVML"}
-	GroupDevices    = Group{4, "Device nodes"}
-	GroupCUDA       = Group{5, "CUDA toolkit"}
-	GroupCuDNN      = Group{6, "cuDNN"}
-	GroupFrameworks = Group{7, "Frameworks"}
-	GroupEnv        = Group{8, "Environment"}
-	GroupGPUState   = Group{9, "GPU state"}
+	GroupPCI        = Group{Number: 1, Name: "GPU on the PCI bus"}
+	GroupKernel     = Group{Number: 2, Name: "Kernel module"}
+	GroupNVML       = Group{Number: 3, Name: "NVML"}
+	GroupDevices    = Group{Number: 4, Name: "Device nodes"}
+	GroupCUDA       = Group{Number: 5, Name: "CUDA toolkit"}
+	GroupCuDNN      = Group{Number: 6, Name: "cuDNN"}
+	GroupFrameworks = Group{Number: 7, Name: "Frameworks"}
+	GroupEnv        = Group{Number: 8, Name: "Environment"}
+	GroupGPUState   = Group{Number: 9, Name: "GPU state"}
 )
 
 // Fix is how to remove a problem: a spec change for gpuenv, a command, or
-// both. Spec is HCL to merge into the spec; Commands are run in order.
-type Fix struct {
-	Text     string   `json:"text"`
-	Spec     string   `json:"spec,omitempty"`
-	Commands []string `json:"commands,omitempty"`
-}
+// both.
+type Fix = findings.Fix
 
-// Check is one finding.
-type Check struct {
-	// ID names the check, stable across releases ("kernel.nouveau"); a
-	// check about one of several things (an environment, a toolkit) adds
-	// the subject after a colon.
-	ID      string `json:"id"`
-	Group   Group  `json:"group"`
-	Status  Status `json:"status"`
-	Summary string `json:"summary"`
-	// Evidence are the observed facts the verdict rests on, each naming
-	// where it was seen.
-	Evidence []string `json:"evidence"`
-	Fix      *Fix     `json:"fix,omitempty"`
-}
+// Check is one finding: the doctor's name for the one finding type, kept
+// so that a check reads as the doctor's.
+type Check = findings.Finding
 
 // Counts are how many checks ended in each status.
 type Counts struct {

@@ -36,7 +36,7 @@ func observe(t *testing.T, root string, n host.NVML) *facts.Observation {
 func problems(obs *facts.Observation) []string {
 	var out []string
 	for _, p := range obs.Problems {
-		out = append(out, p.Layer+": "+p.Message)
+		out = append(out, p.Layer+": "+p.Message())
 	}
 	return out
 }
@@ -376,7 +376,7 @@ func TestNVMLFailuresAreProblemsWhenAGPUIsThere(t *testing.T) {
 		}
 		found := false
 		for _, p := range obs.Problems {
-			found = found || (p.Layer == "nvml" && p.Message == obs.NVML.Error)
+			found = found || (p.Layer == "nvml" && p.Message() == obs.NVML.Error)
 		}
 		if !found {
 			t.Errorf("%s, %v: no nvml problem in %v", tc.fixture, tc.ret, problems(obs))

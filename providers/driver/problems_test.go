@@ -30,7 +30,7 @@ func TestMismatchFollowsTheRule(t *testing.T) {
 			found := o.mismatch()
 			var got string
 			if len(o.obs.Problems) == 1 {
-				got = o.obs.Problems[0].Message
+				got = o.obs.Problems[0].Message()
 			}
 			if found != (tt.want != "") || got != tt.want || len(o.obs.Problems) > 1 {
 				t.Errorf("mismatch() = %v, problems %v; want %q", found, o.obs.Problems, tt.want)
