@@ -10,20 +10,17 @@ import (
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
-	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
 // Names of the planner's own checks (Warning.Check).
 const (
-	CheckDriverLibraryMismatch = "driver-library-mismatch"
-	CheckSecureBootDKMS        = "secure-boot-dkms"
-	CheckUnfinishedApply       = "unfinished-apply"
-	CheckUnattendedUpgrades    = "unattended-upgrades"
-	CheckGPUProcesses          = "gpu-processes"
-	CheckDeviceOrder           = "cuda-device-order"
-	CheckNoGPU                 = "no-gpu"
+	CheckSecureBootDKMS     = "secure-boot-dkms"
+	CheckUnfinishedApply    = "unfinished-apply"
+	CheckUnattendedUpgrades = "unattended-upgrades"
+	CheckGPUProcesses       = "gpu-processes"
+	CheckNoGPU              = "no-gpu"
 )
 
 // checkInput is what the checks look at: the host, the spec, the ordered
@@ -48,7 +45,6 @@ var checks = []func(*checkInput) *finding.Finding{
 	checkSecureBootDKMS,
 	checkGPUProcesses,
 	checkUnattendedUpgrades,
-	checkDeviceOrder,
 }
 
 func runChecks(in *checkInput) []finding.Finding {
@@ -144,43 +140,15 @@ func nvmlStatusText(n facts.NVML) string {
 	return n.Status
 }
 
+// checkDriverLibraryMismatch is doctor's mismatch rule, in its words: a
+// plan made over a mismatch is applied to a host whose GPU programs fail
+// until the module is reloaded.
 func checkDriverLibraryMismatch(in *checkInput) *finding.Finding {
-	d := in.obs.Driver
-	m := doctor.DriverLibraryMismatch(in.obs)
-	if !m.Found() {
+	f, ok := doctor.MismatchFinding(in.obs)
+	if !ok {
 		return nil
 	}
-	mod, lib, nvmlSays := m.Module, m.Library, m.NVML
-	var ev []string
-	if mod != "" {
-		from := d.ModuleVersionFrom
-		if from == "" {
-			from = "the loaded module"
-		}
-		ev = append(ev, fmt.Sprintf("%s: kernel module %s", from, mod))
-	}
-	for _, l := range d.Libraries {
-		ev = append(ev, fmt.Sprintf("%s: library %s", l.Path, l.Version))
-	}
-	if nvmlSays {
-		ev = append(ev, "NVML: "+nvmlStatusText(in.obs.NVML))
-	}
-	detail := "GPU programs fail with \"Driver/library version mismatch\" until the loaded module matches the libraries: " +
-		"reboot, or stop every GPU process and reload the nvidia modules."
-	if m.InFiles() {
-		detail = fmt.Sprintf("The loaded nvidia kernel module is %s, but the driver's libraries are %s (usually an upgrade "+
-			"without a reboot). ", mod, lib) + detail
-	}
-	if in.obs.Init.Live {
-		rp := reload.Decide(in.obs, reload.Options{})
-		detail += " " + rp.Verdict()
-	}
-	return &finding.Finding{
-		ID:       CheckDriverLibraryMismatch,
-		Summary:  "The loaded driver differs from its libraries",
-		Detail:   detail,
-		Evidence: ev,
-	}
+	return &f
 }
 
 // dkmsBuilder returns the first step that builds a kernel module with
@@ -375,52 +343,6 @@ func checkUnattendedUpgrades(in *checkInput) *finding.Finding {
 			fmt.Sprintf("%s %s is installed", upgrader.Name, upgrader.Version),
 			"not held after this plan: " + list,
 		},
-	}
-}
-
-// observedVariable returns the last assignment of a variable in the host's
-// environment files.
-func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bool) {
-	var out facts.Assignment
-	found := false
-	for _, a := range obs.Environment.Variables {
-		if a.Name == name {
-			out, found = a, true
-		}
-	}
-	return out, found
-}
-
-func checkDeviceOrder(in *checkInput) *finding.Finding {
-	var visible []string
-	var visibleEv string
-	env := in.spec.Environment
-	managed := env != nil && !env.IsAbsent()
-	if managed && env.CUDAVisibleDevices.Set {
-		visible = env.CUDAVisibleDevices.Value
-		visibleEv = fmt.Sprintf("%s: cuda_visible_devices = [%s]", rangeText(env.CUDAVisibleDevices.Range), strings.Join(visible, ", "))
-	} else if a, ok := observedVariable(in.obs, "CUDA_VISIBLE_DEVICES"); ok {
-		visible = strings.Split(a.Value, ",")
-		visibleEv = fmt.Sprintf("%s:%d: CUDA_VISIBLE_DEVICES=%s", a.File, a.Line, a.Value)
-	}
-	order, orderEv := "", "CUDA_DEVICE_ORDER is not set anywhere: CUDA's default is FASTEST_FIRST"
-	if managed && env.CUDADeviceOrder.Set {
-		order = string(env.CUDADeviceOrder.Value)
-		orderEv = fmt.Sprintf("%s: cuda_device_order = %q", rangeText(env.CUDADeviceOrder.Range), order)
-	} else if a, ok := observedVariable(in.obs, "CUDA_DEVICE_ORDER"); ok {
-		order = a.Value
-		orderEv = fmt.Sprintf("%s:%d: CUDA_DEVICE_ORDER=%s", a.File, a.Line, a.Value)
-	}
-	if !doctor.IndexOrderAmbiguous(doctor.GPUCount(in.obs), visible, order) {
-		return nil
-	}
-	return &finding.Finding{
-		ID:      CheckDeviceOrder,
-		Summary: "Devices are chosen by index, but CUDA_DEVICE_ORDER is not PCI_BUS_ID",
-		Detail: "CUDA numbers devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while nvidia-smi numbers " +
-			"them by PCI bus: the same index can name different GPUs. Set cuda_device_order = \"PCI_BUS_ID\" " +
-			"in the environment block, or choose devices by UUID.",
-		Evidence: []string{visibleEv, orderEv},
 	}
 }
 

@@ -38,6 +38,11 @@ type Planner struct {
 	// Targets, when set, limit the plan to the steps at these addresses
 	// and those they depend on (Target), as Terraform's -target does.
 	Targets []string
+	// EndState predicts the host as the plan leaves it, over which the
+	// plan runs doctor's rules of stage plan: it warns where doctor would
+	// report, and refuses where the spec itself makes a problem. Nil
+	// judges no end state.
+	EndState EndStateFunc
 }
 
 // ResolveFunc computes the desired values of a spec on a host. Its
@@ -135,6 +140,13 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		in.noKernel = req.Desired.NoKernel
 	}
 	plan.Warnings = append(plan.Warnings, runChecks(in)...)
+	if p.EndState != nil {
+		ws, more := judgeEndState(s, obs, p.EndState(obs, plan.Steps), plan.Steps)
+		if diags = append(diags, more...); diags.HasErrors() {
+			return nil, diags
+		}
+		plan.Warnings = append(plan.Warnings, ws...)
+	}
 	for i := range plan.Warnings {
 		// Every warning is a finding of the plan: what the rule that
 		// raised it did not say of itself, it is.

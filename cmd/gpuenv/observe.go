@@ -143,8 +143,27 @@ func (v *observeHuman) flag(layers ...string) {
 			line = "\x1b[31m" + line + "\x1b[0m"
 		}
 		v.printfEscaped("  %s\n", line)
+		v.fix(p)
 	}
 	v.problems = rest
+}
+
+// fix prints, under a problem, a fix that Message leaves out: one with a
+// spec or commands, which do not fit its line.
+func (v *observeHuman) fix(p finding.Finding) {
+	f := p.Fix
+	if f == nil || p.Message() != p.Summary || f.Text == "" {
+		return
+	}
+	v.item("    %s", f.Text)
+	for _, line := range strings.Split(f.Spec, "\n") {
+		if line != "" {
+			v.item("      %s", line)
+		}
+	}
+	for _, c := range f.Commands {
+		v.item("    $ %s", c)
+	}
 }
 
 // Observation prints obs, one section per layer, each with its problems.
@@ -181,6 +200,7 @@ func (v *observeHuman) Observation(obs *facts.Observation) error {
 		v.section("Other problems")
 		for _, p := range v.problems {
 			v.item("! %s: %s", p.Layer, p.Message())
+			v.fix(p)
 		}
 	}
 	if len(obs.Warnings) > 0 {

@@ -388,6 +388,19 @@ func (h *humanPlan) warning(w finding.Finding) {
 		}
 		fmt.Fprintln(h.w)
 	}
+	if f := w.Fix; f != nil {
+		// Unwrapped, like the evidence: a fix names paths and commands.
+		fmt.Fprintf(h.w, "  Fix: %s\n", esc(f.Text))
+		for _, line := range strings.Split(f.Spec, "\n") {
+			if line != "" {
+				fmt.Fprintf(h.w, "      %s\n", esc(line))
+			}
+		}
+		for _, c := range f.Commands {
+			fmt.Fprintf(h.w, "    $ %s\n", esc(c))
+		}
+		fmt.Fprintln(h.w)
+	}
 }
 
 func (h *humanPlan) closing(p *planner.Plan) {

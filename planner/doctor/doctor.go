@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	// Imported under another name: gpuhealth.go has a finding of its own,
@@ -194,6 +195,44 @@ var checks = []func(*doctor){
 	(*doctor).fabricManager,
 }
 
+// stages are the rules reported before doctor, by ID (the part before a
+// colon), with the first command that reports each: observe reports a
+// problem of its stage from the facts alone (providers/driver words the
+// same rules), plan judges its stage's rules on the host as the plan
+// leaves it (Judge). A rule not listed is doctor's alone.
+var stages = map[string]findings.Stage{
+	"driver.versions":          findings.Observe,
+	"kernel.nouveau":           findings.Observe,
+	"kernel.module":            findings.Observe,
+	"kernel.initramfs":         findings.Observe,
+	"pci.driver":               findings.Observe,
+	"nvml.init":                findings.Observe,
+	"env.cuda-visible-devices": findings.Plan,
+	"env.cuda-device-order":    findings.Plan,
+	"env.ld-library-path":      findings.Plan,
+}
+
+// stageChecks are the checks of each stage that Judge runs: those whose
+// facts a plan's predicted end state holds as they will be.
+var stageChecks = map[findings.Stage][]func(*doctor){
+	findings.Plan: {
+		(*doctor).visibleDevices,
+		(*doctor).deviceOrder,
+		(*doctor).ldLibraryPath,
+	},
+}
+
+// Judge runs the checks of one stage only, in Run's order: plan runs
+// those of stage plan over the host as its plan leaves it, so that it
+// warns where doctor would after apply, in doctor's words.
+func Judge(in Input, stage findings.Stage) []Check {
+	d := &doctor{in: in, obs: in.Obs}
+	for _, c := range stageChecks[stage] {
+		c(d)
+	}
+	return d.out
+}
+
 // doctor carries the input and the checks made so far.
 type doctor struct {
 	in  Input
@@ -204,6 +243,10 @@ type doctor struct {
 func (d *doctor) add(c Check) {
 	if c.Evidence == nil {
 		c.Evidence = []string{}
+	}
+	if c.Stage == findings.Doctor {
+		id, _, _ := strings.Cut(c.ID, ":")
+		c.Stage = stages[id]
 	}
 	d.out = append(d.out, c)
 }

@@ -110,9 +110,10 @@ type Finding struct {
 }
 
 // Message is the finding as one line: its summary, then what to do when
-// the fix says it in words.
+// the fix says it in words alone. A fix with a spec or commands does not
+// fit a line: it is the summary alone, and the fix is told apart.
 func (f Finding) Message() string {
-	if f.Fix == nil || f.Fix.Text == "" {
+	if f.Fix == nil || f.Fix.Text == "" || f.Fix.Spec != "" || len(f.Fix.Commands) > 0 {
 		return f.Summary
 	}
 	return f.Summary + " — " + f.Fix.Text
@@ -158,11 +159,11 @@ func (ps *Problems) UnmarshalJSON(b []byte) error {
 	}
 	out := make(Problems, len(in))
 	for i, p := range in {
-		s := p.Message
-		if p.Fix != nil && p.Fix.Text != "" {
-			s = strings.TrimSuffix(s, " — "+p.Fix.Text)
+		f := Finding{ID: p.ID, Status: Problem, Stage: Observe, Layer: p.Layer, Summary: p.Message, Evidence: p.Evidence, Fix: p.Fix}
+		if m := f.Message(); m != f.Summary {
+			f.Summary = strings.TrimSuffix(p.Message, m[len(f.Summary):])
 		}
-		out[i] = Finding{ID: p.ID, Status: Problem, Stage: Observe, Layer: p.Layer, Summary: s, Evidence: p.Evidence, Fix: p.Fix}
+		out[i] = f
 	}
 	*ps = out
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 )
 
 // problems records what the facts just observed show to be wrong. Each
@@ -32,14 +33,19 @@ func (o *observer) problems() {
 	}
 }
 
-// mismatch records the driver/library version mismatch the files show,
-// by the doctor's rule, and reports whether it did.
+// mismatch records the driver/library version mismatch, as doctor words
+// it, and reports whether it did. NVML's own refusal is the nvml layer's;
+// the files' mismatch the driver's.
 func (o *observer) mismatch() bool {
-	m := doctor.DriverLibraryMismatch(o.obs)
-	if !m.InFiles() {
+	f, ok := doctor.MismatchFinding(o.obs)
+	if !ok {
 		return false
 	}
-	o.problem("driver.versions", "driver", fmt.Sprintf("driver/library version mismatch: module %s, library %s", m.Module, m.Library), "reboot or reload the module")
+	f.Stage, f.Layer = finding.Observe, "driver"
+	if f.ID == "nvml.init" {
+		f.Layer = "nvml"
+	}
+	o.obs.Problems = append(o.obs.Problems, f)
 	return true
 }
 
