@@ -27,6 +27,18 @@ func TestProblemsJSON(t *testing.T) {
 	if diff := cmp.Diff(ps, back); diff != "" {
 		t.Errorf("problems after a round trip (-want +got):\n%s", diff)
 	}
+	// A fix with a spec or commands is no part of the message.
+	ps = Problems{{ID: "driver.versions", Status: Problem, Stage: Observe, Layer: "driver", Summary: "mismatch",
+		Fix: &Fix{Text: "Reboot:", Spec: "driver {\n  hold = true\n}", Commands: []string{"modprobe nvidia"}}}}
+	if b, err = json.Marshal(ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ps, back); diff != "" || ps[0].Message() != "mismatch" {
+		t.Errorf("a problem whose fix has a spec, after a round trip (-want +got):\n%s\nmessage %q", diff, ps[0].Message())
+	}
 	// A document written before problems were findings has only the two.
 	if err := json.Unmarshal([]byte(`[{"layer":"pci","message":"no driver is bound"}]`), &back); err != nil {
 		t.Fatal(err)
