@@ -9,20 +9,18 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/reload"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
 // Names of the planner's own checks (Warning.Check).
 const (
-	CheckDriverLibraryMismatch = "driver-library-mismatch"
-	CheckSecureBootDKMS        = "secure-boot-dkms"
-	CheckUnfinishedApply       = "unfinished-apply"
-	CheckUnattendedUpgrades    = "unattended-upgrades"
-	CheckGPUProcesses          = "gpu-processes"
-	CheckDeviceOrder           = "cuda-device-order"
-	CheckNoGPU                 = "no-gpu"
+	CheckSecureBootDKMS     = "secure-boot-dkms"
+	CheckUnfinishedApply    = "unfinished-apply"
+	CheckUnattendedUpgrades = "unattended-upgrades"
+	CheckGPUProcesses       = "gpu-processes"
+	CheckNoGPU              = "no-gpu"
 )
 
 // checkInput is what the checks look at: the host, the spec, the ordered
@@ -40,18 +38,17 @@ type checkInput struct {
 
 // checks are the warnings a user needs that no single resource asks for,
 // in the order they are shown.
-var checks = []func(*checkInput) *Warning{
+var checks = []func(*checkInput) *finding.Finding{
 	checkUnfinishedApply,
 	checkNoGPU,
 	checkDriverLibraryMismatch,
 	checkSecureBootDKMS,
 	checkGPUProcesses,
 	checkUnattendedUpgrades,
-	checkDeviceOrder,
 }
 
-func runChecks(in *checkInput) []Warning {
-	var out []Warning
+func runChecks(in *checkInput) []finding.Finding {
+	var out []finding.Finding
 	for _, c := range checks {
 		if w := c(in); w != nil {
 			out = append(out, *w)
@@ -60,7 +57,7 @@ func runChecks(in *checkInput) []Warning {
 	return out
 }
 
-func checkUnfinishedApply(in *checkInput) *Warning {
+func checkUnfinishedApply(in *checkInput) *finding.Finding {
 	st := in.status
 	if st == nil || !st.Unfinished {
 		return nil
@@ -86,8 +83,8 @@ func checkUnfinishedApply(in *checkInput) *Warning {
 	if len(more) > 0 {
 		ev += ": " + strings.Join(more, ", ")
 	}
-	return &Warning{
-		Check:   CheckUnfinishedApply,
+	return &finding.Finding{
+		ID:      CheckUnfinishedApply,
 		Summary: "An earlier " + kind + " did not finish",
 		Detail: fmt.Sprintf("Generation %d stopped before it finished, and the host may be between two states. "+
 			"gpuenv apply refuses to run until it is dealt with: run gpuenv rollback to finish reverting it, "+
@@ -116,7 +113,7 @@ func needsGPU(s *spec.Spec) (hcl.Range, string, bool) {
 	return hcl.Range{}, "", false
 }
 
-func checkNoGPU(in *checkInput) *Warning {
+func checkNoGPU(in *checkInput) *finding.Finding {
 	rng, what, ok := needsGPU(in.spec)
 	if !ok || doctor.HasGPU(in.obs) {
 		return nil
@@ -126,8 +123,8 @@ func checkNoGPU(in *checkInput) *Warning {
 		ev = append(ev, "NVML: "+nvmlStatusText(in.obs.NVML))
 	}
 	ev = append(ev, fmt.Sprintf("%s: the spec asks for %s", rangeText(rng), what))
-	return &Warning{
-		Check:   CheckNoGPU,
+	return &finding.Finding{
+		ID:      CheckNoGPU,
 		Summary: "No NVIDIA GPU on the PCI bus",
 		Detail: "The spec needs an NVIDIA GPU, but this host shows none. The packages can still be installed, " +
 			"but the kernel module will not load and no program will find a GPU until one is present " +
@@ -143,43 +140,15 @@ func nvmlStatusText(n facts.NVML) string {
 	return n.Status
 }
 
-func checkDriverLibraryMismatch(in *checkInput) *Warning {
-	d := in.obs.Driver
-	m := doctor.DriverLibraryMismatch(in.obs)
-	if !m.Found() {
+// checkDriverLibraryMismatch is doctor's mismatch rule, in its words: a
+// plan made over a mismatch is applied to a host whose GPU programs fail
+// until the module is reloaded.
+func checkDriverLibraryMismatch(in *checkInput) *finding.Finding {
+	f, ok := doctor.MismatchFinding(in.obs)
+	if !ok {
 		return nil
 	}
-	mod, lib, nvmlSays := m.Module, m.Library, m.NVML
-	var ev []string
-	if mod != "" {
-		from := d.ModuleVersionFrom
-		if from == "" {
-			from = "the loaded module"
-		}
-		ev = append(ev, fmt.Sprintf("%s: kernel module %s", from, mod))
-	}
-	for _, l := range d.Libraries {
-		ev = append(ev, fmt.Sprintf("%s: library %s", l.Path, l.Version))
-	}
-	if nvmlSays {
-		ev = append(ev, "NVML: "+nvmlStatusText(in.obs.NVML))
-	}
-	detail := "GPU programs fail with \"Driver/library version mismatch\" until the loaded module matches the libraries: " +
-		"reboot, or stop every GPU process and reload the nvidia modules."
-	if m.InFiles() {
-		detail = fmt.Sprintf("The loaded nvidia kernel module is %s, but the driver's libraries are %s (usually an upgrade "+
-			"without a reboot). ", mod, lib) + detail
-	}
-	if in.obs.Init.Live {
-		rp := reload.Decide(in.obs, reload.Options{})
-		detail += " " + rp.Verdict()
-	}
-	return &Warning{
-		Check:    CheckDriverLibraryMismatch,
-		Summary:  "The loaded driver differs from its libraries",
-		Detail:   detail,
-		Evidence: ev,
-	}
+	return &f
 }
 
 // dkmsBuilder returns the first step that builds a kernel module with
@@ -203,7 +172,7 @@ func dkmsBuilder(steps []Step) (string, string, bool) {
 	return "", "", false
 }
 
-func checkSecureBootDKMS(in *checkInput) *Warning {
+func checkSecureBootDKMS(in *checkInput) *finding.Finding {
 	if in.obs.Kernel.SecureBoot != "enabled" {
 		return nil
 	}
@@ -215,8 +184,8 @@ func checkSecureBootDKMS(in *checkInput) *Warning {
 	if pkg != "" {
 		how += " (" + pkg + ")"
 	}
-	return &Warning{
-		Check:   CheckSecureBootDKMS,
+	return &finding.Finding{
+		ID:      CheckSecureBootDKMS,
 		Summary: "Secure Boot is enabled and the driver's module will be built by DKMS",
 		Detail: "With Secure Boot on, the kernel loads only modules signed by a key it trusts. DKMS signs the " +
 			"module with its own key (/var/lib/dkms/mok.pub), which must be enrolled with mokutil --import " +
@@ -249,7 +218,7 @@ func bytesText(n uint64) string {
 	return fmt.Sprintf("%d MiB", n/mib)
 }
 
-func checkGPUProcesses(in *checkInput) *Warning {
+func checkGPUProcesses(in *checkInput) *finding.Finding {
 	procs := gpuProcesses(in.obs)
 	if len(procs) == 0 {
 		return nil
@@ -263,8 +232,8 @@ func checkGPUProcesses(in *checkInput) *Warning {
 	if len(addrs) == 0 {
 		return nil
 	}
-	return &Warning{
-		Check:   CheckGPUProcesses,
+	return &finding.Finding{
+		ID:      CheckGPUProcesses,
 		Summary: "Applying this plan interrupts running GPU processes",
 		Detail: fmt.Sprintf("%s must unload the nvidia modules, which stops every process using a GPU. "+
 			"Stop them first, or apply when they are done.", strings.Join(addrs, ", ")),
@@ -303,7 +272,7 @@ var kernelReleaseIn = lazyregexp.New(`-[0-9]+\.[0-9]+\.[0-9]+-[0-9]+-`)
 // autoUpgraders are the packages that upgrade other packages unattended.
 var autoUpgraders = []string{"unattended-upgrades", "dnf-automatic"}
 
-func checkUnattendedUpgrades(in *checkInput) *Warning {
+func checkUnattendedUpgrades(in *checkInput) *finding.Finding {
 	var upgrader *facts.Package
 	for i, p := range in.obs.Packages.Packages {
 		if slices.Contains(autoUpgraders, p.Name) && p.State == facts.StateInstalled && p.Want != "deinstall" && p.Want != "purge" {
@@ -364,8 +333,8 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 	if len(unheld) > shown {
 		list = strings.Join(unheld[:shown], ", ") + fmt.Sprintf(" and %d more", len(unheld)-shown)
 	}
-	return &Warning{
-		Check:   CheckUnattendedUpgrades,
+	return &finding.Finding{
+		ID:      CheckUnattendedUpgrades,
 		Summary: "Unattended upgrades can move the driver",
 		Detail: upgrader.Name + " may upgrade driver packages that are not held while the old kernel module stays " +
 			"loaded, and GPU programs then fail with \"Driver/library version mismatch\" until a reboot. " +
@@ -374,52 +343,6 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 			fmt.Sprintf("%s %s is installed", upgrader.Name, upgrader.Version),
 			"not held after this plan: " + list,
 		},
-	}
-}
-
-// observedVariable returns the last assignment of a variable in the host's
-// environment files.
-func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bool) {
-	var out facts.Assignment
-	found := false
-	for _, a := range obs.Environment.Variables {
-		if a.Name == name {
-			out, found = a, true
-		}
-	}
-	return out, found
-}
-
-func checkDeviceOrder(in *checkInput) *Warning {
-	var visible []string
-	var visibleEv string
-	env := in.spec.Environment
-	managed := env != nil && !env.IsAbsent()
-	if managed && env.CUDAVisibleDevices.Set {
-		visible = env.CUDAVisibleDevices.Value
-		visibleEv = fmt.Sprintf("%s: cuda_visible_devices = [%s]", rangeText(env.CUDAVisibleDevices.Range), strings.Join(visible, ", "))
-	} else if a, ok := observedVariable(in.obs, "CUDA_VISIBLE_DEVICES"); ok {
-		visible = strings.Split(a.Value, ",")
-		visibleEv = fmt.Sprintf("%s:%d: CUDA_VISIBLE_DEVICES=%s", a.File, a.Line, a.Value)
-	}
-	order, orderEv := "", "CUDA_DEVICE_ORDER is not set anywhere: CUDA's default is FASTEST_FIRST"
-	if managed && env.CUDADeviceOrder.Set {
-		order = string(env.CUDADeviceOrder.Value)
-		orderEv = fmt.Sprintf("%s: cuda_device_order = %q", rangeText(env.CUDADeviceOrder.Range), order)
-	} else if a, ok := observedVariable(in.obs, "CUDA_DEVICE_ORDER"); ok {
-		order = a.Value
-		orderEv = fmt.Sprintf("%s:%d: CUDA_DEVICE_ORDER=%s", a.File, a.Line, a.Value)
-	}
-	if !doctor.IndexOrderAmbiguous(doctor.GPUCount(in.obs), visible, order) {
-		return nil
-	}
-	return &Warning{
-		Check:   CheckDeviceOrder,
-		Summary: "Devices are chosen by index, but CUDA_DEVICE_ORDER is not PCI_BUS_ID",
-		Detail: "CUDA numbers devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while nvidia-smi numbers " +
-			"them by PCI bus: the same index can name different GPUs. Set cuda_device_order = \"PCI_BUS_ID\" " +
-			"in the environment block, or choose devices by UUID.",
-		Evidence: []string{visibleEv, orderEv},
 	}
 }
 

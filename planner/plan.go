@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/internal/jsonformat"
+	"github.com/gpuenv/gpuenv/planner/finding"
 )
 
 // FormatVersion is the version of the JSON plan document: gpuenv's one
@@ -88,7 +89,10 @@ type Plan struct {
 	// Inferred are values the spec left out that the planner completed
 	// from its compatibility tables.
 	Inferred []Inference `json:"inferred,omitempty"`
-	Warnings []Warning   `json:"warnings,omitempty"`
+	// Warnings are what the user needs to know that does not stop the
+	// plan: findings of stage plan (or observe) about the host as the
+	// plan leaves it, each with the ID of its rule under "check".
+	Warnings finding.Warnings `json:"warnings,omitempty"`
 	// NeedsReboot is true when any step needs one for the change to take
 	// effect.
 	NeedsReboot bool `json:"needs_reboot"`
@@ -168,17 +172,6 @@ type Inference struct {
 	// confirms ("torch_releases row 2.1: default_variant"), when there
 	// are any: a plan lists them once, after the inferred values.
 	Unverified string `json:"unverified,omitempty"`
-}
-
-// Warning is something the user needs to know that does not stop the plan.
-type Warning struct {
-	// Check names the check that raised it ("secure-boot-dkms"), so that a
-	// program reading the JSON plan can tell warnings apart.
-	Check   string `json:"check,omitempty"`
-	Summary string `json:"summary"`
-	Detail  string `json:"detail,omitempty"`
-	// Evidence are the observed facts behind the warning, as text.
-	Evidence []string `json:"evidence,omitempty"`
 }
 
 // OpKind names an operation's kind. The set is closed: apply knows how to

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner/finding"
 )
 
 // samplePlan has every kind of operation and every field set, so that a
@@ -69,7 +71,7 @@ func samplePlan() *Plan {
 	p.Transactions = Batch(p.Steps)
 	p.Summary, p.NeedsReboot = summarize(p.Steps)
 	p.Inferred = []Inference{{Address: "framework.pytorch", Attr: "cuda", Value: "12.4", From: "torch_variants row 2.5 cu124"}}
-	p.Warnings = []Warning{{Check: CheckNoGPU, Summary: "No NVIDIA GPU on the PCI bus", Detail: "d", Evidence: []string{"e"}}}
+	p.Warnings = []finding.Finding{{ID: CheckNoGPU, Status: finding.Warning, Stage: finding.Plan, Summary: "No NVIDIA GPU on the PCI bus", Detail: "d", Evidence: []string{"e"}}}
 	return p
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -42,6 +43,11 @@ type Planner struct {
 	Targets []string
 	// Replace are -replace's addresses (Request.Replace).
 	Replace []string
+	// EndState predicts the host as the plan leaves it, over which the
+	// plan runs doctor's rules of stage plan: it warns where doctor would
+	// report, and refuses where the spec itself makes a problem. Nil
+	// judges no end state.
+	EndState EndStateFunc
 }
 
 // ResolveFunc computes the desired values of a spec on a host. Its
@@ -142,7 +148,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		return nil, append(diags, programmingError(err))
 	}
 	if len(p.Targets) > 0 {
-		var w []Warning
+		var w []finding.Finding
 		ordered, w = Target(ordered, p.Targets)
 		plan.Warnings = append(plan.Warnings, w...)
 	}
@@ -159,6 +165,24 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		in.noKernel = req.Desired.NoKernel
 	}
 	plan.Warnings = append(plan.Warnings, runChecks(in)...)
+	if p.EndState != nil {
+		ws, more := judgeEndState(s, obs, p.EndState(obs, plan.Steps), plan.Steps)
+		if diags = append(diags, more...); diags.HasErrors() {
+			return nil, diags
+		}
+		plan.Warnings = append(plan.Warnings, ws...)
+	}
+	for i := range plan.Warnings {
+		// Every warning is a finding of the plan: what the rule that
+		// raised it did not say of itself, it is.
+		w := &plan.Warnings[i]
+		if w.Status == "" {
+			w.Status = finding.Warning
+		}
+		if w.Stage == finding.Doctor {
+			w.Stage = finding.Plan
+		}
+	}
 	plan.Summary, plan.NeedsReboot = summarize(plan.Steps)
 	slices.SortStableFunc(plan.Inferred, func(a, b Inference) int {
 		return strings.Compare(a.Address+"\x00"+a.Attr, b.Address+"\x00"+b.Attr)

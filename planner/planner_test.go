@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -78,7 +79,7 @@ func TestPlannerCombinesProviders(t *testing.T) {
 					Operations: []Operation{pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})}},
 			},
 			Inferred: []Inference{{Address: "driver", Attr: "kernel_modules", Value: "open", From: "architectures row hopper"}},
-			Warnings: []Warning{{Summary: "from the driver provider"}},
+			Warnings: []finding.Finding{{Summary: "from the driver provider"}},
 		}
 	}}
 	cuda := &testProvider{name: "cuda", PlanFn: respond(&Response{
@@ -122,7 +123,7 @@ func TestPlannerCombinesProviders(t *testing.T) {
 	}
 	var checks []string
 	for _, w := range p.Warnings {
-		checks = append(checks, w.Check+"/"+w.Summary)
+		checks = append(checks, w.ID+"/"+w.Summary)
 	}
 	want := []string{"/from the driver provider", CheckGPUProcesses + "/Applying this plan interrupts running GPU processes"}
 	if diff := cmp.Diff(want, checks); diff != "" {

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -78,7 +79,7 @@ type Response struct {
 	Steps []Step
 	// Inferred are values the spec left out that the provider completed.
 	Inferred []Inference
-	Warnings []Warning
+	Warnings []finding.Finding
 	// Diagnostics report specs that cannot work on this host.
 	Diagnostics hcl.Diagnostics
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner/finding"
 )
 
 // TargetCheck names the warning a targeted plan carries.
@@ -41,7 +43,7 @@ func targeted(address, target string) bool {
 // they depend on, directly or not, in their order, as Terraform's
 // -target does; the warning says that the plan is partial, and which
 // targets had nothing to change.
-func Target(steps []Step, targets []string) ([]Step, []Warning) {
+func Target(steps []Step, targets []string) ([]Step, []finding.Finding) {
 	byAddr := make(map[string]*Step, len(steps))
 	for i := range steps {
 		byAddr[steps[i].Address] = &steps[i]
@@ -83,8 +85,8 @@ func Target(steps []Step, targets []string) ([]Step, []Warning) {
 	if out == nil {
 		out = []Step{}
 	}
-	w := Warning{
-		Check:   TargetCheck,
+	w := finding.Finding{
+		ID:      TargetCheck,
 		Summary: "Resource targeting is in effect",
 		Detail: fmt.Sprintf("The plan is limited to %s and what it depends on, so it may not make the host match the spec. "+
 			"Targeting is for exceptional cases, such as a change that must go first or recovering from a mistake; "+
@@ -97,5 +99,5 @@ func Target(steps []Step, targets []string) ([]Step, []Warning) {
 		slices.Sort(unchanged)
 		w.Evidence = append(w.Evidence, "nothing to change at "+strings.Join(unchanged, ", "))
 	}
-	return out, []Warning{w}
+	return out, []finding.Finding{w}
 }

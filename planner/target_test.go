@@ -36,7 +36,7 @@ func TestTarget(t *testing.T) {
 		if !slices.Equal(addrs, tc.want) {
 			t.Errorf("Target(%v) = %v, want %v", tc.targets, addrs, tc.want)
 		}
-		if len(w) != 1 || w[0].Check != TargetCheck {
+		if len(w) != 1 || w[0].ID != TargetCheck {
 			t.Errorf("Target(%v) warns %+v, want the targeting warning", tc.targets, w)
 		}
 	}

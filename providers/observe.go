@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
@@ -143,10 +144,11 @@ func unfinishedPackages(obs *facts.Observation) {
 	}
 	if len(reinstall) > 0 {
 		pkgs := strings.Join(reinstall, " ")
-		obs.Problems = append(obs.Problems, facts.Problem{Layer: "packages", Message: "an install or upgrade stopped while unpacking, and dpkg --configure -a does not mend it: " +
-			strings.Join(names, ", ") + " — if a gpuenv apply or rollback was cut short (gpuenv history shows it running or failed), run gpuenv rollback; " +
-			"otherwise reinstall them (apt-get install --reinstall " + pkgs + ", or dpkg -i of their .deb files), " +
-			"or remove those that should not be installed (dpkg --remove --force-remove-reinstreq " + pkgs + ")"})
+		obs.Problems = append(obs.Problems, finding.Finding{ID: "packages.unfinished", Status: finding.Problem, Stage: finding.Observe, Layer: "packages",
+			Summary: "an install or upgrade stopped while unpacking, and dpkg --configure -a does not mend it: " + strings.Join(names, ", "),
+			Fix: &finding.Fix{Text: "if a gpuenv apply or rollback was cut short (gpuenv history shows it running or failed), run gpuenv rollback; " +
+				"otherwise reinstall them (apt-get install --reinstall " + pkgs + ", or dpkg -i of their .deb files), " +
+				"or remove those that should not be installed (dpkg --remove --force-remove-reinstreq " + pkgs + ")"}})
 	}
 	if len(configure) == 0 {
 		return
@@ -155,7 +157,8 @@ func unfinishedPackages(obs *facts.Observation) {
 	if obs.Packages.Manager == facts.DatabaseRPM {
 		fix = "finish or undo the transaction with dnf"
 	}
-	obs.Problems = append(obs.Problems, facts.Problem{Layer: "packages", Message: "an install or upgrade did not finish: " + strings.Join(configure, ", ") + " — " + fix})
+	obs.Problems = append(obs.Problems, finding.Finding{ID: "packages.unfinished", Status: finding.Problem, Stage: finding.Observe, Layer: "packages",
+		Summary: "an install or upgrade did not finish: " + strings.Join(configure, ", "), Fix: &finding.Fix{Text: fix}})
 }
 
 // pathsInsideRoot rewrites the host paths that error texts carry ("open
@@ -183,7 +186,7 @@ func normalize(obs *facts.Observation) {
 	if obs.Kernel.Log != nil {
 		empty(&obs.Kernel.Log.Events)
 	}
-	empty(&obs.Problems)
+	empty((*[]finding.Finding)(&obs.Problems))
 	empty(&obs.Warnings)
 }
 

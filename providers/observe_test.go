@@ -218,18 +218,28 @@ func observeStatuses(t *testing.T, status map[string]string) *facts.Observation 
 	return providers.Observe(context.Background(), h, providers.ObserveOptions{})
 }
 
+// problemLines are the observation's problems as observe prints them
+// under "Other problems": "layer: message".
+func problemLines(obs *facts.Observation) []string {
+	var out []string
+	for _, p := range obs.Problems {
+		out = append(out, p.Layer+": "+p.Message())
+	}
+	return out
+}
+
 // TestUnfinishedUpgrade: a package dpkg left half-configured, unpacked or
 // with triggers pending is a problem of the packages layer, which dpkg
 // --configure -a mends.
 func TestUnfinishedUpgrade(t *testing.T) {
 	obs := observeStatuses(t, map[string]string{"nvidia-dkms-550-open": "install ok half-configured"})
-	want := []facts.Problem{{Layer: "packages", Message: "an install or upgrade did not finish: nvidia-dkms-550-open (half-configured) — run dpkg --configure -a"}}
-	if diff := cmp.Diff(want, obs.Problems); diff != "" {
+	want := []string{"packages: an install or upgrade did not finish: nvidia-dkms-550-open (half-configured) — run dpkg --configure -a"}
+	if diff := cmp.Diff(want, problemLines(obs)); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 	obs = observeStatuses(t, map[string]string{"nvidia-dkms-550-open": "install ok unpacked", "libnvidia-compute-550": "install ok triggers-pending"})
-	want = []facts.Problem{{Layer: "packages", Message: "an install or upgrade did not finish: libnvidia-compute-550 (triggers-pending), nvidia-dkms-550-open (unpacked) — run dpkg --configure -a"}}
-	if diff := cmp.Diff(want, obs.Problems); diff != "" {
+	want = []string{"packages: an install or upgrade did not finish: libnvidia-compute-550 (triggers-pending), nvidia-dkms-550-open (unpacked) — run dpkg --configure -a"}
+	if diff := cmp.Diff(want, problemLines(obs)); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
@@ -243,14 +253,14 @@ func TestUnfinishedUnpack(t *testing.T) {
 		"nvidia-dkms-550-open":  "install reinstreq half-installed",
 		"libnvidia-compute-550": "install ok half-configured",
 	})
-	want := []facts.Problem{
-		{Layer: "packages", Message: "an install or upgrade stopped while unpacking, and dpkg --configure -a does not mend it: nvidia-dkms-550-open (half-installed, reinstall required)" +
+	want := []string{
+		"packages: an install or upgrade stopped while unpacking, and dpkg --configure -a does not mend it: nvidia-dkms-550-open (half-installed, reinstall required)" +
 			" — if a gpuenv apply or rollback was cut short (gpuenv history shows it running or failed), run gpuenv rollback;" +
 			" otherwise reinstall them (apt-get install --reinstall nvidia-dkms-550-open, or dpkg -i of their .deb files)," +
-			" or remove those that should not be installed (dpkg --remove --force-remove-reinstreq nvidia-dkms-550-open)"},
-		{Layer: "packages", Message: "an install or upgrade did not finish: libnvidia-compute-550 (half-configured) — run dpkg --configure -a"},
+			" or remove those that should not be installed (dpkg --remove --force-remove-reinstreq nvidia-dkms-550-open)",
+		"packages: an install or upgrade did not finish: libnvidia-compute-550 (half-configured) — run dpkg --configure -a",
 	}
-	if diff := cmp.Diff(want, obs.Problems); diff != "" {
+	if diff := cmp.Diff(want, problemLines(obs)); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec"
@@ -131,7 +132,7 @@ func TestDebianExampleWithoutGPU(t *testing.T) {
 		d.Operations[0].Packages.Install[1].Constraint != "535.*" || d.After["version"] != planner.KnownAfterApply {
 		t.Errorf("driver step %+v: want nvidia-kernel-dkms known after apply, the newest 535.*", d)
 	}
-	if !slices.ContainsFunc(plan.Warnings, func(w planner.Warning) bool { return w.Check == planner.CheckNoGPU }) {
+	if !slices.ContainsFunc(plan.Warnings, func(w finding.Finding) bool { return w.ID == planner.CheckNoGPU }) {
 		t.Errorf("no warning that the host has no GPU: %+v", plan.Warnings)
 	}
 	// The example names no repository: a step enables contrib and non-free

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
@@ -116,7 +117,7 @@ type observeHuman struct {
 	// root is --root as the user wrote it.
 	root string
 	// problems are the observation's, taken out as their section prints.
-	problems []facts.Problem
+	problems []finding.Finding
 }
 
 var _ observeView = (*observeHuman)(nil)
@@ -138,13 +139,32 @@ func (v *observeHuman) flag(layers ...string) {
 			rest = append(rest, p)
 			continue
 		}
-		line := "! " + esc(p.Message)
+		line := "! " + esc(p.Message())
 		if v.color {
 			line = "\x1b[31m" + line + "\x1b[0m"
 		}
 		v.printfEscaped("  %s\n", line)
+		v.fix(p)
 	}
 	v.problems = rest
+}
+
+// fix prints, under a problem, a fix that Message leaves out: one with a
+// spec or commands, which do not fit its line.
+func (v *observeHuman) fix(p finding.Finding) {
+	f := p.Fix
+	if f == nil || p.Message() != p.Summary || f.Text == "" {
+		return
+	}
+	v.item("    %s", f.Text)
+	for _, line := range strings.Split(f.Spec, "\n") {
+		if line != "" {
+			v.item("      %s", line)
+		}
+	}
+	for _, c := range f.Commands {
+		v.item("    $ %s", c)
+	}
 }
 
 // Observation prints obs, one section per layer, each with its problems.
@@ -181,7 +201,8 @@ func (v *observeHuman) Observation(obs *facts.Observation) error {
 	if len(v.problems) > 0 {
 		v.section("Other problems")
 		for _, p := range v.problems {
-			v.item("! %s: %s", p.Layer, p.Message)
+			v.item("! %s: %s", p.Layer, p.Message())
+			v.fix(p)
 		}
 	}
 	if len(obs.Warnings) > 0 {

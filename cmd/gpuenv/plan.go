@@ -416,6 +416,7 @@ func observeThenPlan(ctx context.Context, h *host.Host, s *spec.Spec, flagPython
 func newPlanner(h *host.Host) *planner.Planner {
 	pl := planner.New(providers.Planners()...)
 	pl.Candidates = newCandidates(h)
+	pl.EndState = providers.EndState
 	return pl
 }
 

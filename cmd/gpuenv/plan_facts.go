@@ -107,6 +107,7 @@ func runPlanFacts(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath
 func newFactsPlanner() *planner.Planner {
 	pl := planner.New(providers.Planners()...)
 	pl.Candidates = providers.FactsCandidates()
+	pl.EndState = providers.EndState
 	return pl
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -380,7 +381,7 @@ func transactionNote(id int, addr string, txs map[int]*planner.Transaction) stri
 	return fmt.Sprintf(" [transaction %d, with %s]", id, strings.Join(others, ", "))
 }
 
-func (h *humanPlan) warning(w planner.Warning) {
+func (h *humanPlan) warning(w finding.Finding) {
 	fmt.Fprintf(h.w, "%s %s\n\n", h.style("Warning:", ansiBold+ansiYellow), h.style(esc(w.Summary), ansiBold))
 	if w.Detail != "" {
 		wrap(h.w, "  ", w.Detail)
@@ -390,6 +391,19 @@ func (h *humanPlan) warning(w planner.Warning) {
 		fmt.Fprintln(h.w, "  Evidence:")
 		for _, e := range w.Evidence {
 			fmt.Fprintf(h.w, "    - %s\n", esc(e))
+		}
+		fmt.Fprintln(h.w)
+	}
+	if f := w.Fix; f != nil {
+		// Unwrapped, like the evidence: a fix names paths and commands.
+		fmt.Fprintf(h.w, "  Fix: %s\n", esc(f.Text))
+		for _, line := range strings.Split(f.Spec, "\n") {
+			if line != "" {
+				fmt.Fprintf(h.w, "      %s\n", esc(line))
+			}
+		}
+		for _, c := range f.Commands {
+			fmt.Fprintf(h.w, "    $ %s\n", esc(c))
 		}
 		fmt.Fprintln(h.w)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/finding"
 )
 
 // viewPlan has a step of each action and an operation of each kind, the
@@ -77,8 +78,9 @@ func viewPlan() *planner.Plan {
 			},
 		},
 		Inferred: []planner.Inference{{Address: "framework.pytorch", Attr: "index_url", Value: "https://download.pytorch.org/whl/cu124", From: "torch_variants row 2.5/cu124"}},
-		Warnings: []planner.Warning{{
-			Check: planner.CheckGPUProcesses, Summary: "Applying this plan interrupts running GPU processes",
+		Warnings: []finding.Finding{{
+			ID: planner.CheckGPUProcesses, Status: finding.Warning, Stage: finding.Plan,
+			Summary:  "Applying this plan interrupts running GPU processes",
 			Detail:   "driver must unload the nvidia modules, which stops every process using a GPU. Stop them first, or apply when they are done.",
 			Evidence: []string{"GPU 0 (GPU-0a): pid 4242 python3, 3.0 GiB"},
 		}},

@@ -11,7 +11,7 @@ import (
 
 // GroupContainers is the container toolkit, the engines' NVIDIA runtime
 // and the CDI spec: what GPU containers need of the host.
-var GroupContainers = Group{11, "Containers"}
+var GroupContainers = Group{Number: 11, Name: "Containers"}
 
 // containers checks the toolkit against the driver, each configured
 // engine for the NVIDIA runtime, and the CDI spec engines use.

@@ -11,7 +11,7 @@ import (
 
 // GroupContext is where programs run, judged before anything else: every
 // later finding means something else in a container, a job or WSL.
-var GroupContext = Group{0, "Where programs run"}
+var GroupContext = Group{Number: 0, Name: "Where programs run"}
 
 // inContainerWithoutGPU reports whether the root is a container that was
 // given no GPU: its device nodes and driver libraries are missing, which

@@ -3,9 +3,13 @@ package doctor
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	// Imported under another name: gpuhealth.go has a finding of its own,
+	// what one health check says of one GPU.
+	findings "github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -13,71 +17,40 @@ import (
 const FormatVersion = jsonformat.Version
 
 // Status is a check's verdict.
-type Status string
+type Status = findings.Status
 
 // The verdicts, from best to worst. Skipped means the check did not apply
 // (nothing to judge, or an earlier problem already explains it).
 const (
-	Skipped Status = "skipped"
-	OK      Status = "ok"
-	Warning Status = "warning"
-	Problem Status = "problem"
+	Skipped = findings.Skipped
+	OK      = findings.OK
+	Warning = findings.Warning
+	Problem = findings.Problem
 )
 
-// Mark is the one-character sign of a status in human output.
-func (s Status) Mark() string {
-	switch s {
-	case OK:
-		return "✓"
-	case Warning:
-		return "!"
-	case Problem:
-		return "✗"
-	}
-	return "-"
-}
-
 // Group is one of the stages an expert goes through, in order.
-type Group struct {
-	Number int    `json:"number"`
-	Name   string `json:"name"`
-}
+type Group = findings.Group
 
 // The groups, in the order they are checked.
 var (
-	GroupPCI        = Group{1, "GPU on the PCI bus"}
-	GroupKernel     = Group{2, "Kernel module"}
-	GroupNVML       = Group{3, "NVML"}
-	GroupDevices    = Group{4, "Device nodes"}
-	GroupCUDA       = Group{5, "CUDA toolkit"}
-	GroupCuDNN      = Group{6, "cuDNN"}
-	GroupFrameworks = Group{7, "Frameworks"}
-	GroupEnv        = Group{8, "Environment"}
-	GroupGPUState   = Group{9, "GPU state"}
+	GroupPCI        = Group{Number: 1, Name: "GPU on the PCI bus"}
+	GroupKernel     = Group{Number: 2, Name: "Kernel module"}
+	GroupNVML       = Group{Number: 3, Name: "NVML"}
+	GroupDevices    = Group{Number: 4, Name: "Device nodes"}
+	GroupCUDA       = Group{Number: 5, Name: "CUDA toolkit"}
+	GroupCuDNN      = Group{Number: 6, Name: "cuDNN"}
+	GroupFrameworks = Group{Number: 7, Name: "Frameworks"}
+	GroupEnv        = Group{Number: 8, Name: "Environment"}
+	GroupGPUState   = Group{Number: 9, Name: "GPU state"}
 )
 
 // Fix is how to remove a problem: a spec change for gpuenv, a command, or
-// both. Spec is HCL to merge into the spec; Commands are run in order.
-type Fix struct {
-	Text     string   `json:"text"`
-	Spec     string   `json:"spec,omitempty"`
-	Commands []string `json:"commands,omitempty"`
-}
+// both.
+type Fix = findings.Fix
 
-// Check is one finding.
-type Check struct {
-	// ID names the check, stable across releases ("kernel.nouveau"); a
-	// check about one of several things (an environment, a toolkit) adds
-	// the subject after a colon.
-	ID      string `json:"id"`
-	Group   Group  `json:"group"`
-	Status  Status `json:"status"`
-	Summary string `json:"summary"`
-	// Evidence are the observed facts the verdict rests on, each naming
-	// where it was seen.
-	Evidence []string `json:"evidence"`
-	Fix      *Fix     `json:"fix,omitempty"`
-}
+// Check is one finding: the doctor's name for the one finding type, kept
+// so that a check reads as the doctor's.
+type Check = findings.Finding
 
 // Counts are how many checks ended in each status.
 type Counts struct {
@@ -223,6 +196,44 @@ var checks = []func(*doctor){
 	(*doctor).fabricManager,
 }
 
+// stages are the rules reported before doctor, by ID (the part before a
+// colon), with the first command that reports each: observe reports a
+// problem of its stage from the facts alone (providers/driver words the
+// same rules), plan judges its stage's rules on the host as the plan
+// leaves it (Judge). A rule not listed is doctor's alone.
+var stages = map[string]findings.Stage{
+	"driver.versions":          findings.Observe,
+	"kernel.nouveau":           findings.Observe,
+	"kernel.module":            findings.Observe,
+	"kernel.initramfs":         findings.Observe,
+	"pci.driver":               findings.Observe,
+	"nvml.init":                findings.Observe,
+	"env.cuda-visible-devices": findings.Plan,
+	"env.cuda-device-order":    findings.Plan,
+	"env.ld-library-path":      findings.Plan,
+}
+
+// stageChecks are the checks of each stage that Judge runs: those whose
+// facts a plan's predicted end state holds as they will be.
+var stageChecks = map[findings.Stage][]func(*doctor){
+	findings.Plan: {
+		(*doctor).visibleDevices,
+		(*doctor).deviceOrder,
+		(*doctor).ldLibraryPath,
+	},
+}
+
+// Judge runs the checks of one stage only, in Run's order: plan runs
+// those of stage plan over the host as its plan leaves it, so that it
+// warns where doctor would after apply, in doctor's words.
+func Judge(in Input, stage findings.Stage) []Check {
+	d := &doctor{in: in, obs: in.Obs}
+	for _, c := range stageChecks[stage] {
+		c(d)
+	}
+	return d.out
+}
+
 // doctor carries the input and the checks made so far.
 type doctor struct {
 	in  Input
@@ -233,6 +244,10 @@ type doctor struct {
 func (d *doctor) add(c Check) {
 	if c.Evidence == nil {
 		c.Evidence = []string{}
+	}
+	if c.Stage == findings.Doctor {
+		id, _, _ := strings.Cut(c.ID, ":")
+		c.Stage = stages[id]
 	}
 	d.out = append(d.out, c)
 }

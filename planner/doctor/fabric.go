@@ -11,7 +11,7 @@ import (
 
 // GroupFabric is the NVSwitch fabric of an HGX or DGX board: its
 // switches and the Fabric Manager that programs them.
-var GroupFabric = Group{12, "NVSwitch fabric"}
+var GroupFabric = Group{Number: 12, Name: "NVSwitch fabric"}
 
 // fabricManager checks, on a board with NVSwitches, that Fabric Manager
 // is installed at the running driver's version, enabled, and running:

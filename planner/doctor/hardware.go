@@ -593,10 +593,7 @@ func (d *doctor) nvmlInit() {
 			c.Fix = &Fix{Text: "Install the NVIDIA driver."}
 		}
 	case "driver_library_mismatch":
-		c.Status = Problem
-		c.Summary = "NVML cannot start: driver/library version mismatch (the libraries were upgraded under a loaded module)"
-		c.Evidence = append(c.Evidence, d.versionEvidence()...)
-		c.Fix = mismatchFix(d.obs)
+		c, _ = mismatchFinding(d.obs, true)
 	case "no_permission":
 		c.Status = Problem
 		c.Summary = "NVML cannot open the GPU: no permission on /dev/nvidia*"
@@ -609,26 +606,10 @@ func (d *doctor) nvmlInit() {
 	d.add(c)
 }
 
-// versionEvidence lists the module and library versions.
-func (d *doctor) versionEvidence() []string {
-	dr := d.obs.Driver
-	var ev []string
-	if dr.ModuleVersion != "" {
-		ev = append(ev, fmt.Sprintf("%s: kernel module %s", dr.ModuleVersionFrom, dr.ModuleVersion))
-	}
-	for _, l := range dr.Libraries {
-		ev = append(ev, fmt.Sprintf("%s: library %s", l.Path, l.Version))
-	}
-	if dr.LibraryVersion != "" {
-		ev = append(ev, "libnvidia-ml.so.1 leads to "+dr.LibraryVersion)
-	}
-	return ev
-}
-
 func (d *doctor) driverVersions() {
 	dr := d.obs.Driver
 	c := Check{ID: "driver.versions", Group: GroupNVML}
-	c.Evidence = d.versionEvidence()
+	c.Evidence = versionEvidence(d.obs)
 	m := DriverLibraryMismatch(d.obs)
 	switch {
 	case m.NVML:
@@ -640,9 +621,7 @@ func (d *doctor) driverVersions() {
 		c.Summary = fmt.Sprintf("The nvidia module %s is loaded but no libnvidia-ml is installed: no program can talk to it", dr.ModuleVersion)
 		c.Fix = &Fix{Text: "Install the driver's userspace of the same version; with gpuenv:", Spec: fmt.Sprintf("driver {\n  version = %q\n}", dr.ModuleVersion)}
 	case m.InFiles():
-		c.Status = Problem
-		c.Summary = fmt.Sprintf("Driver/library version mismatch: module %s, libraries %s (an upgrade without a reboot)", m.Module, m.Library)
-		c.Fix = mismatchFix(d.obs)
+		c, _ = MismatchFinding(d.obs)
 	default:
 		c.Status = OK
 		c.Summary = fmt.Sprintf("The kernel module and the libraries are both %s", dr.ModuleVersion)

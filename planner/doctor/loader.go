@@ -13,7 +13,7 @@ import (
 
 // GroupPrograms holds the checks of native programs named with
 // doctor --program, after the host's own stages.
-var GroupPrograms = Group{10, "Programs"}
+var GroupPrograms = Group{Number: 10, Name: "Programs"}
 
 // The loader checks judge facts.Loader: which file ld.so takes for each
 // soname a framework, the toolkit or a program needs.

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,6 +85,59 @@ func DriverLibraryMismatch(obs *facts.Observation) Mismatch {
 	}
 	m.Library = strings.Join(vs, ", ")
 	return m
+}
+
+// MismatchFinding is the driver/library version mismatch as observe, plan
+// and doctor all report it, in one wording: the files' mismatch with the
+// versions they show (doctor's driver.versions), else NVML's refusal to
+// start (doctor's nvml.init), each with the module and library versions
+// and how to mend it now. ok is false when neither shows a mismatch.
+func MismatchFinding(obs *facts.Observation) (f Check, ok bool) {
+	return mismatchFinding(obs, false)
+}
+
+// mismatchFinding is MismatchFinding; with nvmlFirst, NVML's refusal is
+// said even when the files show the versions, as doctor's NVML group
+// does before its versions check.
+func mismatchFinding(obs *facts.Observation, nvmlFirst bool) (f Check, ok bool) {
+	m := DriverLibraryMismatch(obs)
+	switch {
+	case m.NVML && (nvmlFirst || !m.InFiles()):
+		f = Check{ID: "nvml.init", Group: GroupNVML, Status: Problem,
+			Summary: "NVML cannot start: driver/library version mismatch (the libraries were upgraded under a loaded module)"}
+		if obs.NVML.Error != "" {
+			f.Evidence = append(f.Evidence, "NVML: "+obs.NVML.Error)
+		}
+		f.Evidence = append(f.Evidence, versionEvidence(obs)...)
+	case m.InFiles():
+		f = Check{ID: "driver.versions", Group: GroupNVML, Status: Problem,
+			Summary:  fmt.Sprintf("Driver/library version mismatch: module %s, libraries %s (an upgrade without a reboot)", m.Module, m.Library),
+			Evidence: versionEvidence(obs)}
+	default:
+		return Check{}, false
+	}
+	f.Fix = mismatchFix(obs)
+	return f, true
+}
+
+// versionEvidence lists the module and library versions.
+func versionEvidence(obs *facts.Observation) []string {
+	dr := obs.Driver
+	var ev []string
+	if dr.ModuleVersion != "" {
+		from := dr.ModuleVersionFrom
+		if from == "" {
+			from = "the loaded module"
+		}
+		ev = append(ev, fmt.Sprintf("%s: kernel module %s", from, dr.ModuleVersion))
+	}
+	for _, l := range dr.Libraries {
+		ev = append(ev, fmt.Sprintf("%s: library %s", l.Path, l.Version))
+	}
+	if dr.LibraryVersion != "" {
+		ev = append(ev, "libnvidia-ml.so.1 leads to "+dr.LibraryVersion)
+	}
+	return ev
 }
 
 // StaleNouveauBlacklist is the nouveau blacklist file that the running

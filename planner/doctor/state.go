@@ -80,7 +80,15 @@ func (d *doctor) visibleDevices() {
 	}
 	text := fmt.Sprintf("Remove the setting (%s) to show every GPU, or name existing ones", strings.Join(files, ", "))
 	// A fix names GPUs that exist: the valid entries, else every GPU.
-	// An empty list would hide them all again.
+	// An empty list would hide them all again. The same setting in
+	// several files (a profile script and systemd's) names each once.
+	var distinct []string
+	for _, g := range good {
+		if !slices.Contains(distinct, g) {
+			distinct = append(distinct, g)
+		}
+	}
+	good = distinct
 	if len(good) == 0 {
 		for i := range n {
 			good = append(good, strconv.Itoa(i))

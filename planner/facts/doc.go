@@ -2,8 +2,9 @@
 // as plain data. It is what `gpuenv observe --json` prints, what the planner
 // diffs a spec against, and what a generation records as "the host before".
 //
-// The types carry no behaviour and import nothing of gpuenv's own, so that
-// every other package can depend on them without cycles. Versions are kept as
+// The types carry no behaviour and import nothing of gpuenv's own but the
+// finding type (a leaf package), so that every other package can depend on
+// them without cycles. Versions are kept as
 // the strings the host wrote (a driver's "535.261.03" stays exactly that);
 // interpreting them is the planner's job.
 //

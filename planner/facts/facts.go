@@ -1,5 +1,7 @@
 package facts
 
+import "github.com/gpuenv/gpuenv/planner/finding"
+
 // SchemaVersion is the major version of the JSON document. Consumers
 // refuse a document of another major version: its fields may have been
 // renamed or removed.
@@ -73,21 +75,12 @@ type Observation struct {
 	Health Health `json:"health"`
 
 	// Problems are what the observation shows to be wrong with the GPU
-	// stack as it stands, each found from facts above.
-	Problems []Problem `json:"problems"`
-	Warnings []Warning `json:"warnings"`
-}
-
-// Problem is something observed that keeps the GPU stack from working, or
-// will once the machine reboots: a driver/library version mismatch, a GPU
-// bound to nouveau, an nvidia module missing for the running kernel.
-type Problem struct {
-	// Layer is the section of the observation it concerns: "os",
-	// "kernel", "pci", "nvml", "driver", "devices", "packages", "cuda",
-	// "cudnn", "python", "groups", "environment".
-	Layer string `json:"layer"`
-	// Message says what is wrong and, where one thing fixes it, what to do.
-	Message string `json:"message"`
+	// stack as it stands, each found from facts above: a driver/library
+	// version mismatch, a GPU bound to nouveau, an nvidia module missing
+	// for the running kernel. Each is a finding of stage observe, with
+	// status problem and the layer (the section above) it concerns.
+	Problems finding.Problems `json:"problems"`
+	Warnings []Warning        `json:"warnings"`
 }
 
 // Warning is a problem met while observing: a file that could not be read or

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/containers"
@@ -118,15 +119,15 @@ func newPlanner() *planner.Planner {
 
 // golden is what a golden file holds: the steps and warnings.
 type golden struct {
-	Steps    []planner.Step    `json:"steps"`
-	Warnings []planner.Warning `json:"warnings,omitempty"`
+	Steps    []planner.Step   `json:"steps"`
+	Warnings finding.Warnings `json:"warnings,omitempty"`
 }
 
 func checkGolden(t *testing.T, name string, p *planner.Plan) {
 	t.Helper()
-	var warns []planner.Warning
+	var warns []finding.Finding
 	for _, w := range p.Warnings {
-		if strings.HasPrefix(w.Check, "cdi-") || strings.HasPrefix(w.Check, "container-") {
+		if strings.HasPrefix(w.ID, "cdi-") || strings.HasPrefix(w.ID, "container-") {
 			warns = append(warns, w)
 		}
 	}
@@ -652,7 +653,7 @@ func TestCDINotPlannedWithoutGPU(t *testing.T) {
 	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.dev_char create"}; !slices.Equal(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}
-	if !slices.ContainsFunc(p.Warnings, func(w planner.Warning) bool { return w.Check == containers.CheckCDIUnplanned }) {
+	if !slices.ContainsFunc(p.Warnings, func(w finding.Finding) bool { return w.ID == containers.CheckCDIUnplanned }) {
 		t.Errorf("no warning that the spec cannot be made: %+v", p.Warnings)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/kind"
@@ -31,7 +32,7 @@ const (
 	engineAddress = "container_toolkit.engine."
 )
 
-// Checks this provider raises (planner.Warning.Check).
+// Checks this provider raises (finding.Finding.Check).
 const (
 	CheckCDIOutranked  = "cdi-outranked"
 	CheckCDIUnplanned  = "cdi-unplanned"
@@ -282,8 +283,8 @@ func checkToolkitDriver(req *planner.Request, toolkit version.Version, resp *pla
 	if !ok || toolkit.Compare(f.ToolkitMin) >= 0 {
 		return
 	}
-	resp.Warnings = append(resp.Warnings, planner.Warning{
-		Check:   CheckToolkitDriver,
+	resp.Warnings = append(resp.Warnings, finding.Finding{
+		ID:      CheckToolkitDriver,
 		Summary: fmt.Sprintf("Container toolkit %s is older than driver branch %d supports", toolkit, branch),
 		Detail:  fmt.Sprintf("Driver branch %s and later need container toolkit %s or newer: %s (%s). Raise the container_toolkit block's version.", f.Key, f.ToolkitMin, f.Notes, f.Source),
 	})
@@ -447,8 +448,8 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	}
 	s, err := GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
-		resp.Warnings = append(resp.Warnings, planner.Warning{
-			Check:   CheckCDIUnplanned,
+		resp.Warnings = append(resp.Warnings, finding.Finding{
+			ID:      CheckCDIUnplanned,
 			Summary: "No CDI spec can be made on this host yet",
 			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), CDISpecPath),
 		})
@@ -467,8 +468,8 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		return nil
 	}
 	if in := cs.CDIInUse; in != "" && in != CDISpecPath && strings.HasPrefix(in, DynamicCDIDir+"/") {
-		resp.Warnings = append(resp.Warnings, planner.Warning{
-			Check:    CheckCDIOutranked,
+		resp.Warnings = append(resp.Warnings, finding.Finding{
+			ID:       CheckCDIOutranked,
 			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, CDISpecPath),
 			Detail:   fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", CDIKind, DynamicCDIDir, StaticCDIDir),
 			Evidence: []string{in},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -94,7 +95,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 					ev += ": " + req.Facts.NVML.Error
 				}
 			}
-			resp.Warnings = append(resp.Warnings, planner.Warning{
+			resp.Warnings = append(resp.Warnings, finding.Finding{
 				Summary:  fmt.Sprintf("The settings of device %q cannot be planned yet", blk.Selector),
 				Detail:   "Compute modes are set through NVML on a running driver, and NVML does not show the device now. Plan again once the driver is installed and loaded (after the reboot it needs).",
 				Evidence: []string{ev},
@@ -117,7 +118,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			ops = append(ops, planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: planner.SettingComputeMode, Value: want}})
 		}
 		if len(unknown) > 0 {
-			resp.Warnings = append(resp.Warnings, planner.Warning{
+			resp.Warnings = append(resp.Warnings, finding.Finding{
 				Summary:  "NVML does not report the compute mode of some GPUs",
 				Detail:   fmt.Sprintf("GPUs %s do not support compute modes through NVML, so device %q leaves them alone.", strings.Join(unknown, ", "), blk.Selector),
 				Evidence: []string{"NVML: compute mode not supported"},

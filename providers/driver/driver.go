@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -73,8 +74,14 @@ func (o *observer) warn(p string, err error) {
 	o.obs.Warnings = append(o.obs.Warnings, facts.Warning{Path: p, Message: err.Error()})
 }
 
-func (o *observer) problem(layer, format string, args ...any) {
-	o.obs.Problems = append(o.obs.Problems, facts.Problem{Layer: layer, Message: fmt.Sprintf(format, args...)})
+// problem records the verdict of the rule id on the layer's facts: what
+// is wrong (summary) and, when one thing mends it, what to do (fix).
+func (o *observer) problem(id, layer, summary, fix string) {
+	f := finding.Finding{ID: id, Status: finding.Problem, Stage: finding.Observe, Layer: layer, Summary: summary}
+	if fix != "" {
+		f.Fix = &finding.Fix{Text: fix}
+	}
+	o.obs.Problems = append(o.obs.Problems, f)
 }
 
 // read reads a file that may be missing: missing is no warning, any other

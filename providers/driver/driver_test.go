@@ -36,7 +36,7 @@ func observe(t *testing.T, root string, n host.NVML) *facts.Observation {
 func problems(obs *facts.Observation) []string {
 	var out []string
 	for _, p := range obs.Problems {
-		out = append(out, p.Layer+": "+p.Message)
+		out = append(out, p.Layer+": "+p.Message())
 	}
 	return out
 }
@@ -138,7 +138,11 @@ func contains(list []string, s string) bool {
 
 func TestMismatchAfterUpgrade(t *testing.T) {
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-mismatch"), nil)
-	checkProblems(t, obs, "driver: driver/library version mismatch: module 550.54.15, library 550.127.05 — reboot or reload the module")
+	// Doctor's words for the rule (driver.versions), and its fix.
+	checkProblems(t, obs, "driver: Driver/library version mismatch: module 550.54.15, libraries 550.127.05 (an upgrade without a reboot)")
+	if f := obs.Problems[0]; f.ID != "driver.versions" || f.Fix == nil || f.Fix.Spec != "driver {\n  hold = true\n}" {
+		t.Errorf("the mismatch is not doctor's driver.versions with its fix: %+v", f)
+	}
 }
 
 // TestMismatchWithNVML: with NVML saying the same, the problem is stated
@@ -149,8 +153,8 @@ func TestMismatchWithNVML(t *testing.T) {
 	if obs.NVML.Status != "driver_library_mismatch" || !strings.Contains(obs.NVML.Error, "reboot") {
 		t.Errorf("NVML %+v", obs.NVML)
 	}
-	if len(obs.Problems) != 1 {
-		t.Errorf("problems %v, want the mismatch once", problems(obs))
+	if len(obs.Problems) != 1 || obs.Problems[0].ID != "driver.versions" || obs.Problems[0].Layer != "driver" {
+		t.Errorf("problems %v, want the mismatch once, where the driver is, as doctor's driver.versions says it", problems(obs))
 	}
 }
 
@@ -376,7 +380,7 @@ func TestNVMLFailuresAreProblemsWhenAGPUIsThere(t *testing.T) {
 		}
 		found := false
 		for _, p := range obs.Problems {
-			found = found || (p.Layer == "nvml" && p.Message == obs.NVML.Error)
+			found = found || (p.Layer == "nvml" && p.Message() == obs.NVML.Error)
 		}
 		if !found {
 			t.Errorf("%s, %v: no nvml problem in %v", tc.fixture, tc.ret, problems(obs))

@@ -1,11 +1,13 @@
 package driver
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 )
 
 // problems records what the facts just observed show to be wrong. Each
@@ -23,22 +25,27 @@ func (o *observer) problems() {
 		case "ok", "not_attempted", "":
 		case "driver_library_mismatch":
 			if !mismatch {
-				o.problem("nvml", "%s", obs.NVML.Error)
+				o.problem("nvml.init", "nvml", obs.NVML.Error, "")
 			}
 		default:
-			o.problem("nvml", "%s", obs.NVML.Error)
+			o.problem("nvml.init", "nvml", obs.NVML.Error, "")
 		}
 	}
 }
 
-// mismatch records the driver/library version mismatch the files show,
-// by the doctor's rule, and reports whether it did.
+// mismatch records the driver/library version mismatch, as doctor words
+// it, and reports whether it did. NVML's own refusal is the nvml layer's;
+// the files' mismatch the driver's.
 func (o *observer) mismatch() bool {
-	m := doctor.DriverLibraryMismatch(o.obs)
-	if !m.InFiles() {
+	f, ok := doctor.MismatchFinding(o.obs)
+	if !ok {
 		return false
 	}
-	o.problem("driver", "driver/library version mismatch: module %s, library %s — reboot or reload the module", m.Module, m.Library)
+	f.Stage, f.Layer = finding.Observe, "driver"
+	if f.ID == "nvml.init" {
+		f.Layer = "nvml"
+	}
+	o.obs.Problems = append(o.obs.Problems, f)
 	return true
 }
 
@@ -67,10 +74,10 @@ func (o *observer) nouveau() {
 		where = "GPU " + strings.Join(bound, ", ") + " is driven by nouveau"
 	}
 	if bl := o.blacklisted("nouveau"); len(bl) > 0 {
-		o.problem("kernel", "%s although %s blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot", where, bl[0].File)
+		o.problem("kernel.nouveau", "kernel", fmt.Sprintf("%s although %s blacklists it: the running system or its initramfs predates the blacklist", where, bl[0].File), "rebuild the initramfs and reboot")
 		return
 	}
-	o.problem("kernel", "%s and nothing blacklists it: the nvidia driver cannot take the GPU — blacklist nouveau, rebuild the initramfs and reboot", where)
+	o.problem("kernel.nouveau", "kernel", where+" and nothing blacklists it: the nvidia driver cannot take the GPU", "blacklist nouveau, rebuild the initramfs and reboot")
 }
 
 func (o *observer) unbound() {
@@ -84,10 +91,10 @@ func (o *observer) unbound() {
 		return
 	}
 	if k := o.running(); k != nil && len(k.NvidiaModules) > 0 {
-		o.problem("pci", "no driver is bound to GPU %s: the nvidia module is built for kernel %s but not loaded — reboot or load it (modprobe nvidia)", strings.Join(free, ", "), k.Release)
+		o.problem("pci.driver", "pci", fmt.Sprintf("no driver is bound to GPU %s: the nvidia module is built for kernel %s but not loaded", strings.Join(free, ", "), k.Release), "reboot or load it (modprobe nvidia)")
 		return
 	}
-	o.problem("pci", "no driver is bound to GPU %s: no NVIDIA kernel module is installed for the running kernel", strings.Join(free, ", "))
+	o.problem("pci.driver", "pci", fmt.Sprintf("no driver is bound to GPU %s: no NVIDIA kernel module is installed for the running kernel", strings.Join(free, ", ")), "")
 }
 
 func (o *observer) running() *facts.InstalledKernel {
@@ -120,7 +127,7 @@ func (o *observer) runningKernelModule() {
 	if !k.Headers {
 		fix = "install the kernel headers for " + k.Release + ", then rebuild it with DKMS"
 	}
-	o.problem("kernel", "no nvidia module is built for the running kernel %s (only for %s): %s", k.Release, strings.Join(others, ", "), fix)
+	o.problem("kernel.module", "kernel", fmt.Sprintf("no nvidia module is built for the running kernel %s (only for %s): %s", k.Release, strings.Join(others, ", "), fix), "")
 }
 
 // staleInitramfs: a nouveau blacklist written after the initramfs was
@@ -137,8 +144,8 @@ func (o *observer) staleInitramfs() {
 	if o.obs.OS.Family == "rpm" {
 		cmd = "dracut -f"
 	}
-	o.problem("kernel", "the initramfs %s (%s) predates the nouveau blacklist in %s (%s): nouveau can still load at boot — run %s",
-		ir.Path, ir.ModTime.Format(time.DateTime), b.File, b.ModTime.Format(time.DateTime), cmd)
+	o.problem("kernel.initramfs", "kernel", fmt.Sprintf("the initramfs %s (%s) predates the nouveau blacklist in %s (%s): nouveau can still load at boot",
+		ir.Path, ir.ModTime.Format(time.DateTime), b.File, b.ModTime.Format(time.DateTime)), "run "+cmd)
 }
 
 // missingFromNVML: a GPU the nvidia driver is bound to but NVML does not
@@ -159,6 +166,6 @@ func (o *observer) missingFromNVML() {
 		}
 	}
 	if len(missing) > 0 {
-		o.problem("nvml", "GPU %s is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors", strings.Join(missing, ", "))
+		o.problem("gpu.bus", "nvml", fmt.Sprintf("GPU %s is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise", strings.Join(missing, ", ")), "see the kernel log (dmesg) for Xid errors")
 	}
 }

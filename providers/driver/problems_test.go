@@ -20,9 +20,9 @@ func TestMismatchFollowsTheRule(t *testing.T) {
 	}{
 		{"the module's version among others", []facts.Library{lib("535.183.01"), lib("550.54.15")}, ""},
 		{"several versions, none the module's", []facts.Library{lib("535.183.01"), lib("550.127.05")},
-			"driver/library version mismatch: module 550.54.15, library 535.183.01, 550.127.05 — reboot or reload the module"},
+			"Driver/library version mismatch: module 550.54.15, libraries 535.183.01, 550.127.05 (an upgrade without a reboot)"},
 		{"two files of one other version", []facts.Library{lib("550.127.05"), {Path: "/usr/lib/i386-linux-gnu/libnvidia-ml.so.550.127.05", Version: "550.127.05"}},
-			"driver/library version mismatch: module 550.54.15, library 550.127.05 — reboot or reload the module"},
+			"Driver/library version mismatch: module 550.54.15, libraries 550.127.05 (an upgrade without a reboot)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -30,7 +30,7 @@ func TestMismatchFollowsTheRule(t *testing.T) {
 			found := o.mismatch()
 			var got string
 			if len(o.obs.Problems) == 1 {
-				got = o.obs.Problems[0].Message
+				got = o.obs.Problems[0].Message()
 			}
 			if found != (tt.want != "") || got != tt.want || len(o.obs.Problems) > 1 {
 				t.Errorf("mismatch() = %v, problems %v; want %q", found, o.obs.Problems, tt.want)

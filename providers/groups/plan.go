@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
@@ -111,7 +112,7 @@ const UnknownUserCheck = "unknown-user"
 // file, so this is a warning, not an error. The users are those whose
 // primary group /etc/group lists; when no group has any, /etc/passwd was
 // not read and nothing is said.
-func unknownMembers(req *planner.Request) []planner.Warning {
+func unknownMembers(req *planner.Request) []finding.Finding {
 	users := map[string]bool{}
 	for _, g := range req.Facts.Groups {
 		for _, u := range g.PrimaryOf {
@@ -121,7 +122,7 @@ func unknownMembers(req *planner.Request) []planner.Warning {
 	if len(users) == 0 {
 		return nil
 	}
-	var out []planner.Warning
+	var out []finding.Finding
 	for _, g := range req.Spec.Groups {
 		if g.IsAbsent() {
 			continue
@@ -135,8 +136,8 @@ func unknownMembers(req *planner.Request) []planner.Warning {
 		if len(unknown) == 0 {
 			continue
 		}
-		out = append(out, planner.Warning{
-			Check:   UnknownUserCheck,
+		out = append(out, finding.Finding{
+			ID:      UnknownUserCheck,
 			Summary: fmt.Sprintf("No such user: %s", and(unknown)),
 			Detail: fmt.Sprintf("The group %s lists %s, whom %s does not know: added to the group, the name gives no one access to the GPU. "+
 				"Check the spelling; a user from a directory service (LDAP, SSSD) is not in the file, and this warning can then be ignored.",

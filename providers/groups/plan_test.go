@@ -120,7 +120,7 @@ func TestPlanWarnsOfUnknownMembers(t *testing.T) {
 	plan := plantest.Plan(t, planner.New(groups.Kind.Provider()), plantest.LoadSpec(t, src), obs)
 	var got []string
 	for _, w := range plan.Warnings {
-		if w.Check == groups.UnknownUserCheck {
+		if w.ID == groups.UnknownUserCheck {
 			got = append(got, w.Summary+" | "+w.Detail[:len("The group video lists alcie and bob")])
 		}
 	}

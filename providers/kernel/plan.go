@@ -13,6 +13,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -144,7 +145,7 @@ func headersPackage(obs *facts.Observation, release string) string {
 // headersStep installs the running kernel's headers when a DKMS-built
 // module will be installed and they are missing; none for Ubuntu's signed
 // prebuilt modules (planner.DesiredDriver.Signed).
-func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *planner.Warning) {
+func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *finding.Finding) {
 	d := req.Desired.Driver
 	obs := req.Facts
 	if d.Absent || d.KernelModules == spec.KernelModulesNone || req.Desired.Manager == "" || d.Signed != nil {
@@ -166,7 +167,7 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *pla
 	pkgs := []planner.PackageName{{Name: name}}
 	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{Manager: manager, Packages: pkgs})
 	if err != nil {
-		return nil, &planner.Warning{
+		return nil, &finding.Finding{
 			Summary:  "Kernel headers for the running kernel are missing",
 			Detail:   fmt.Sprintf("DKMS needs the headers of kernel %s to build the nvidia module, and %s cannot be planned: %v. Install them before applying, or boot a kernel whose headers are installed.", release, name, err),
 			Evidence: []string{fmt.Sprintf("/lib/modules/%s/build does not lead to a directory", release)},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/spec"
@@ -83,7 +84,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 				if fp := r.KeyFingerprint.Value; fp != "" {
 					detail += fmt.Sprintf(" key_fingerprint asks for the key %s; gpuenv checks it once the keyring is there, and refuses another.", fp)
 				}
-				resp.Warnings = append(resp.Warnings, planner.Warning{
+				resp.Warnings = append(resp.Warnings, finding.Finding{
 					Summary:  fmt.Sprintf("The keyring of repository %q is missing", r.Name),
 					Detail:   detail,
 					Evidence: []string{keyringEvidence(r.Keyring.Value)},

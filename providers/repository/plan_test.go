@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 
 	"github.com/google/go-cmp/cmp"
@@ -321,7 +322,7 @@ func TestPlanKeyFingerprint(t *testing.T) {
 				if diags.HasErrors() {
 					t.Fatalf("refused: %v", diags)
 				}
-				warned := plan != nil && slices.ContainsFunc(plan.Warnings, func(w planner.Warning) bool {
+				warned := plan != nil && slices.ContainsFunc(plan.Warnings, func(w finding.Finding) bool {
 					return strings.Contains(w.Detail, "key_fingerprint asks for the key "+fixtureCUDAKey)
 				})
 				if warned != (tc.key == "") {

@@ -1,0 +1,85 @@
+package environment
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+)
+
+// Written returns env as it is once the file at p holds content (or,
+// with remove, is gone): the file's assignments are read from content as
+// Observe reads them from disk, in the place Observe lists that file. A
+// file Observe does not read variables from leaves the variables as they
+// are. env is not changed.
+func Written(env facts.Environment, p string, content []byte, remove bool) facts.Environment {
+	rank, ok := variablesRank(p)
+	if !ok {
+		return env
+	}
+	var written []facts.Assignment
+	if !remove {
+		switch {
+		case p == EnvironmentPath:
+			written, _ = ParseEnvironmentFile(p, content)
+		case strings.HasPrefix(p, ProfileDir+"/"):
+			written = ParseShell(p, content)
+		default:
+			written = ParseSystemd(p, content)
+		}
+	}
+	out := env
+	out.Variables = nil
+	placed := false
+	for _, a := range env.Variables {
+		if a.File == p {
+			continue
+		}
+		if r, _ := variablesRank(a.File); !placed && less(rank, r) {
+			out.Variables = append(out.Variables, written...)
+			placed = true
+		}
+		out.Variables = append(out.Variables, a)
+	}
+	if !placed {
+		out.Variables = append(out.Variables, written...)
+	}
+	if out.Variables == nil {
+		out.Variables = []facts.Assignment{}
+	}
+	out.Managed = slices.DeleteFunc(slices.Clone(env.Managed), func(m string) bool { return m == p })
+	if !remove && slices.Contains(ManagedFiles, p) {
+		out.Managed = append(out.Managed, p)
+	}
+	return out
+}
+
+// rank orders the files Observe reads variables from as it reads them:
+// /etc/environment, the profile scripts by name, system.conf, then the
+// drop-ins by name.
+type rank struct {
+	group int
+	name  string
+}
+
+func less(a, b rank) bool {
+	if a.group != b.group {
+		return a.group < b.group
+	}
+	return a.name < b.name
+}
+
+func variablesRank(p string) (rank, bool) {
+	switch {
+	case p == EnvironmentPath:
+		return rank{group: 0}, true
+	case path.Dir(p) == ProfileDir && strings.HasSuffix(p, ".sh"):
+		return rank{group: 1, name: path.Base(p)}, true
+	case p == SystemConf:
+		return rank{group: 2}, true
+	case strings.HasSuffix(p, ".conf") && slices.Contains(systemdDropIns, path.Dir(p)):
+		return rank{group: 3, name: path.Base(p)}, true
+	}
+	return rank{}, false
+}
