@@ -15,19 +15,22 @@ import (
 )
 
 // rowsFor returns the package rows of the host's operating system for a
-// repository and component, whatever their flavour or branch.
+// repository and component, whatever their flavour or branch. The slice
+// is shared between plans (osRowsMemo): a caller must not change it.
 func (h hostOS) rowsFor(repo, component string) []compat.PackageRow {
-	var out []compat.PackageRow
-	for _, p := range compat.PackageRows() {
-		if p.OS != h.ID || p.Repo != repo || p.Component != component {
-			continue
+	return osRowsMemo.get(osRowsKey{h.ID, h.Version, repo, component}, func() []compat.PackageRow {
+		var out []compat.PackageRow
+		for _, p := range compat.PackageRows() {
+			if p.OS != h.ID || p.Repo != repo || p.Component != component {
+				continue
+			}
+			if len(p.OSVersions) > 0 && !slices.Contains(p.OSVersions, h.Version) {
+				continue
+			}
+			out = append(out, p)
 		}
-		if len(p.OSVersions) > 0 && !slices.Contains(p.OSVersions, h.Version) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
+		return out
+	})
 }
 
 // names asks the package tables for a component on the host's system.
