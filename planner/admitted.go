@@ -39,19 +39,40 @@ func admittedCuDNN(c version.Constraint) []compat.CuDNN {
 
 type osRowsKey struct{ os, version, repo, component string }
 
-// The rows a question selects depend on the question alone (a
-// constraint's text, as constraints are never changed once made; an
-// operating system and a component) and on the embedded tables, which
-// never change. Every host of a fleet asks the same few questions,
-// several times a plan, and each answer is a copy of rows of up to a
-// kilobyte: the answers are kept, as narrow's are. The bound keeps a
-// process that meets ever new questions (each document names its own
-// operating system) from growing them without end; past it, the rows are
-// found again each time.
+// queryKey is a compat.PackageQuery as a map key: its versions by their
+// text, which is all a version is made of.
+type queryKey struct {
+	os, osVersion, repo, component string
+	flavor                         compat.Flavor
+	server                         bool
+	branch                         uint64
+	cuda, cudnn                    string
+}
+
+func queryKeyOf(q compat.PackageQuery) queryKey {
+	return queryKey{q.OS, q.OSVersion, q.Repo, q.Component, q.Flavor, q.Server, q.Branch, q.CUDA.String(), q.CuDNN.String()}
+}
+
+// namesAnswer is hostOS.names' answer to a query.
+type namesAnswer struct {
+	names []PackageName
+	err   error
+}
+
+// What the tables answer a question (the rows a constraint admits, by
+// its text, as constraints are never changed once made; the rows of an
+// operating system's component; the packages a query names) depends on
+// the question alone and on the embedded tables, which never change.
+// Every host of a fleet asks the same few questions, several times a
+// plan, and each answer copies rows of up to a kilobyte: the answers are
+// kept, as narrow's are. The bound keeps a process that meets ever new
+// questions (each document names its own operating system) from growing
+// them without end; past it, the answer is found again each time.
 var (
 	admittedCUDAMemo  memo[string, []compat.CUDARelease]
 	admittedCuDNNMemo memo[string, []compat.CuDNN]
 	osRowsMemo        memo[osRowsKey, []compat.PackageRow]
+	namesMemo         memo[queryKey, namesAnswer]
 )
 
 const maxMemo = 1 << 10

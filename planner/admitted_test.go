@@ -55,3 +55,23 @@ func releases(rows []compat.CUDARelease) string {
 	}
 	return strings.Join(vs, " ")
 }
+
+// A query's answer is kept by its key: a field of compat.PackageQuery
+// that the key leaves out would give two questions one answer.
+func TestQueryKeyHoldsEveryField(t *testing.T) {
+	q := compat.PackageQuery{
+		OS: "ubuntu", OSVersion: "22.04", Repo: compat.RepoNVIDIA, Component: "driver", Flavor: compat.FlavorOpen,
+		Server: true, Branch: 550, CUDA: version.MustParse("12.4.1"), CuDNN: version.MustParse("9.1.0.70"),
+	}
+	qv := reflect.ValueOf(q)
+	for i := range qv.NumField() {
+		if qv.Field(i).IsZero() {
+			t.Fatalf("the query of this test leaves %s out: give it a value", qv.Type().Field(i).Name)
+		}
+		other := q
+		reflect.ValueOf(&other).Elem().Field(i).SetZero()
+		if queryKeyOf(other) == queryKeyOf(q) {
+			t.Errorf("queries that differ in %s have one key", qv.Type().Field(i).Name)
+		}
+	}
+}

@@ -37,18 +37,22 @@ func (h hostOS) rowsFor(repo, component string) []compat.PackageRow {
 // A component no row provides gives no names and no error.
 func (h hostOS) names(q compat.PackageQuery) ([]PackageName, error) {
 	q.OS, q.OSVersion = h.ID, h.Version
-	pkgs, err := compat.Packages(q)
-	if errors.Is(err, compat.ErrUnknown) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]PackageName, len(pkgs))
-	for i, p := range pkgs {
-		out[i] = PackageName{Name: p.Name, Version: p.Version, From: p.Row.Source.String(), Notes: p.Row.Notes, row: p.Row.Source}
-	}
-	return out, nil
+	a := namesMemo.get(queryKeyOf(q), func() namesAnswer {
+		pkgs, err := compat.Packages(q)
+		if errors.Is(err, compat.ErrUnknown) {
+			return namesAnswer{}
+		}
+		if err != nil {
+			return namesAnswer{err: err}
+		}
+		out := make([]PackageName, len(pkgs))
+		for i, p := range pkgs {
+			out[i] = PackageName{Name: p.Name, Version: p.Version, From: p.Row.Source.String(), Notes: p.Row.Notes, row: p.Row.Source}
+		}
+		return namesAnswer{names: out}
+	})
+	// The kept answer is shared; the caller's copy is its own.
+	return slices.Clone(a.names), a.err
 }
 
 // repoOf maps a spec source to the package tables' repository.
