@@ -15,7 +15,20 @@ var driverTopLevel = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?
 // DriverPackage reports whether a package is a whole driver of one
 // branch, flavour or source (nvidia-driver-550-open, cuda-drivers,
 // nvidia-kernel-dkms …), as opposed to one of its parts.
-func DriverPackage(name string) bool { return driverTopLevel.MatchString(name) }
+func DriverPackage(name string) bool {
+	// A host has hundreds of packages, and a plan asks of each: the
+	// expression is run only on names it may match.
+	for _, p := range driverTopLevelPrefixes {
+		if strings.HasPrefix(name, p) {
+			return driverTopLevel.MatchString(name)
+		}
+	}
+	return false
+}
+
+// driverTopLevelPrefixes are what every name driverTopLevel matches
+// begins with (TestDriverTopLevelPrefixes).
+var driverTopLevelPrefixes = []string{"nvidia-", "cuda-drivers"}
 
 // InstalledDriverFlavor tells the kernel-module flavour of an installed
 // driver package: the loaded module's where one is loaded, else what the

@@ -345,12 +345,7 @@ func (r *resolver) resolveCUDA() {
 	if dc.Absent {
 		return
 	}
-	var rows []compat.CUDARelease
-	for _, rel := range compat.CUDAReleases() {
-		if dc.Versions.Check(rel.Version) {
-			rows = append(rows, rel)
-		}
-	}
+	rows := admittedCUDA(dc.Versions)
 	if len(rows) == 0 {
 		r.errorf(c.Version.RangeOr(c.DefRange), "Unknown CUDA version",
 			"No CUDA release in gpuenv's tables matches %s; the tables know CUDA %s to %s.",
@@ -378,7 +373,9 @@ func (r *resolver) resolveCUDA() {
 				"The spec asks for CUDA %s (%s) from %s, which offers %s.", dc.Versions.Quoted(), at(c.Version.RangeOr(c.DefRange)), r.archive.Describe(dc.Source), list)
 			return
 		}
-		rows = slices.DeleteFunc(rows, func(rel compat.CUDARelease) bool {
+		// rows are shared with other plans: deleting from them would
+		// change those.
+		rows = slices.DeleteFunc(slices.Clone(rows), func(rel compat.CUDARelease) bool {
 			return !slices.ContainsFunc(offered, func(l listed) bool {
 				up, err := r.archive.Upstream(l.offer.Version)
 				return err == nil && mm(up).Equal(mm(rel.Version))
@@ -488,13 +485,7 @@ func oneLine(rows []compat.CUDARelease) (version.Version, bool) {
 // specLine is the release line a CUDA constraint admits when it admits
 // one only.
 func specLine(c version.Constraint) (version.Version, bool) {
-	var rows []compat.CUDARelease
-	for _, rel := range compat.CUDAReleases() {
-		if c.Check(rel.Version) {
-			rows = append(rows, rel)
-		}
-	}
-	return oneLine(rows)
+	return oneLine(admittedCUDA(c))
 }
 
 // distroCUDA keeps the releases the distribution's archive has.
@@ -570,12 +561,7 @@ func (r *resolver) resolveCuDNN() {
 		return
 	}
 	subject := b.Version.RangeOr(b.DefRange)
-	var admitted []compat.CuDNN
-	for _, row := range compat.CuDNNBuilds() {
-		if admitsRange(dn.Versions, row.First, row.Last) {
-			admitted = append(admitted, row)
-		}
-	}
+	admitted := admittedCuDNN(dn.Versions)
 	if len(admitted) == 0 {
 		r.errorf(subject, "Unknown cuDNN version",
 			"No cuDNN release in gpuenv's tables matches %s.", dn.Versions.Quoted())
@@ -594,24 +580,26 @@ func (r *resolver) resolveCuDNN() {
 		dn.CUDAMajor = admitted[len(admitted)-1].CUDAMajor
 		return
 	}
-	var fit []compat.CuDNN
+	// The last row that fits, by index: a row is most of a kilobyte.
+	fit := -1
 	var cudaMajors []string
-	for _, row := range admitted {
+	for i := range admitted {
+		row := &admitted[i]
 		if !slices.Contains(cudaMajors, strconv.FormatUint(row.CUDAMajor, 10)) {
 			cudaMajors = append(cudaMajors, strconv.FormatUint(row.CUDAMajor, 10))
 		}
 		if row.CUDAMajor == cuda.Major() {
-			fit = append(fit, row)
+			fit = i
 		}
 	}
-	if len(fit) == 0 {
+	if fit < 0 {
 		slices.Sort(cudaMajors)
 		r.errorf(subject, "No cuDNN build for this CUDA",
 			"cuDNN %s has builds for CUDA %s only, none for CUDA %d (%s); %s.",
 			dn.Versions.Quoted(), joinAnd(cudaMajors), cuda.Major(), admitted[len(admitted)-1].Source, why)
 		return
 	}
-	row := fit[len(fit)-1]
+	row := &admitted[fit]
 	if cuda.Compare(row.CUDAFirst) < 0 {
 		r.errorf(subject, "No cuDNN build for this CUDA",
 			"cuDNN %s's build for CUDA %d starts at CUDA %s (%s); %s.",

@@ -15,37 +15,44 @@ import (
 )
 
 // rowsFor returns the package rows of the host's operating system for a
-// repository and component, whatever their flavour or branch.
+// repository and component, whatever their flavour or branch. The slice
+// is shared between plans (osRowsMemo): a caller must not change it.
 func (h hostOS) rowsFor(repo, component string) []compat.PackageRow {
-	var out []compat.PackageRow
-	for _, p := range compat.PackageRows() {
-		if p.OS != h.ID || p.Repo != repo || p.Component != component {
-			continue
+	return osRowsMemo.get(osRowsKey{h.ID, h.Version, repo, component}, func() []compat.PackageRow {
+		var out []compat.PackageRow
+		for _, p := range compat.PackageRows() {
+			if p.OS != h.ID || p.Repo != repo || p.Component != component {
+				continue
+			}
+			if len(p.OSVersions) > 0 && !slices.Contains(p.OSVersions, h.Version) {
+				continue
+			}
+			out = append(out, p)
 		}
-		if len(p.OSVersions) > 0 && !slices.Contains(p.OSVersions, h.Version) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
+		return out
+	})
 }
 
 // names asks the package tables for a component on the host's system.
 // A component no row provides gives no names and no error.
 func (h hostOS) names(q compat.PackageQuery) ([]PackageName, error) {
 	q.OS, q.OSVersion = h.ID, h.Version
-	pkgs, err := compat.Packages(q)
-	if errors.Is(err, compat.ErrUnknown) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]PackageName, len(pkgs))
-	for i, p := range pkgs {
-		out[i] = PackageName{Name: p.Name, Version: p.Version, From: p.Row.Source.String(), Notes: p.Row.Notes, row: p.Row.Source}
-	}
-	return out, nil
+	a := namesMemo.get(queryKeyOf(q), func() namesAnswer {
+		pkgs, err := compat.Packages(q)
+		if errors.Is(err, compat.ErrUnknown) {
+			return namesAnswer{}
+		}
+		if err != nil {
+			return namesAnswer{err: err}
+		}
+		out := make([]PackageName, len(pkgs))
+		for i, p := range pkgs {
+			out[i] = PackageName{Name: p.Name, Version: p.Version, From: p.Row.Source.String(), Notes: p.Row.Notes, row: p.Row.Source}
+		}
+		return namesAnswer{names: out}
+	})
+	// The kept answer is shared; the caller's copy is its own.
+	return slices.Clone(a.names), a.err
 }
 
 // repoOf maps a spec source to the package tables' repository.

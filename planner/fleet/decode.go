@@ -54,7 +54,13 @@ func decode(data []byte) (*facts.Observation, json.RawMessage, []facts.Addition,
 	// says why; FuzzDecode holds the two to the same observation.
 	if fastjson.Unmarshal(data, doc) == nil {
 		obs, lacks, err := checked(&doc.Observation, data)
-		return obs, doc.LastApply, lacks, err
+		last := doc.LastApply
+		if last == nil {
+			// The document has none, which is what JSON's null says
+			// too: lastApplyOf need not search the document for it.
+			last = json.RawMessage("null")
+		}
+		return obs, last, lacks, err
 	}
 	obs := new(facts.Observation)
 	if err := json.Unmarshal(data, obs); err != nil {
