@@ -15,6 +15,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -63,7 +64,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		slices.Sort(remove)
 		engines := planAbsentEngines(req, c, resp)
 		resp.Steps = append(resp.Steps, engines...)
-		if s := repository.Remove(ToolkitAddress, "the NVIDIA container toolkit", manager, remove); s != nil {
+		if s := pkgkit.Remove(ToolkitAddress, "the NVIDIA container toolkit", manager, remove); s != nil {
 			// The engines stop naming the runtime before it goes.
 			for _, e := range engines {
 				s.DependsOn = append(s.DependsOn, e.Address)
@@ -107,7 +108,7 @@ func repositoryDeps(req *planner.Request) []string {
 		}
 		return out
 	}
-	return repository.Deps(req)
+	return pkgkit.Deps(req)
 }
 
 // toolkitPackages are the packages a plan pins: every one at the same
@@ -135,7 +136,7 @@ func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToo
 	}
 	pkgs := toolkitPackages()
 	deps := repositoryDeps(req)
-	var picked repository.Picked
+	var picked pkgkit.Picked
 	var err error
 	switch add, ok := toolkitRepository(ctx, req, manager); {
 	case !ok:
@@ -149,32 +150,32 @@ func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToo
 			resp.Steps = append(resp.Steps, *s)
 		}
 		deps = append(deps, nvidiarepo.ToolkitFiles.Address)
-		picked = repository.Picked{Constraint: c.Version.Value.String(),
+		picked = pkgkit.Picked{Constraint: c.Version.Value.String(),
 			Note: fmt.Sprintf("NVIDIA's libnvidia-container repository, which the plan adds, has no index on disk yet, so the toolkit's version is known after apply: the newest its index lists that satisfies %s", c.Version.Value.Quoted())}
 	default:
-		picked, err = repository.Pick(ctx, req.Candidates, repository.PickQuery{
+		picked, err = pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 			Manager: manager, Packages: pkgs, Versions: c.Version.Value,
-			OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: offersToolkit(req.Spec),
+			OS: pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: offersToolkit(req.Spec),
 		})
 	}
 	if err != nil {
 		if !offersToolkit(req.Spec) {
 			resp.Diagnostics = append(resp.Diagnostics, missingRepository(obs, c))
 		} else {
-			resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("container toolkit", err, c.Version.RangeOr(c.DefRange)))
+			resp.Diagnostics = append(resp.Diagnostics, pkgkit.NoVersion("container toolkit", err, c.Version.RangeOr(c.DefRange)))
 		}
 		return nil
 	}
 	if v, err := version.FromDebian(picked.Version); err == nil {
 		checkToolkitDriver(req, v, resp)
 	}
-	names := repository.Names(pkgs)
+	names := pkgkit.Names(pkgs)
 	op := picked.Install(manager, pkgs)
 	step := &planner.Step{
 		Address:    ToolkitAddress,
 		Action:     planner.Create,
 		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", ")},
+		After:      map[string]string{"version": pkgkit.ShownVersion(picked.Version), "packages": strings.Join(names, ", ")},
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
 		DependsOn:  deps,
 	}
@@ -188,7 +189,7 @@ func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToo
 			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
 		}
 	}
-	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), repository.ShownVersion(picked.Version)))
+	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), pkgkit.ShownVersion(picked.Version)))
 	step.Reason = picked.Reason(why)
 	return step
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -43,7 +43,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 				paths = append(paths, t.Path)
 			}
 		}
-		if s := repository.Remove("cuda", "the CUDA toolkit", manager, remove); s != nil {
+		if s := pkgkit.Remove("cuda", "the CUDA toolkit", manager, remove); s != nil {
 			s.Before["path"] = strings.Join(paths, ", ")
 			resp.Steps = append(resp.Steps, *s)
 		}
@@ -69,7 +69,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	}
 	pkg := d.Packages[0]
 	minor := d.Minor
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(_ string, up version.Version) bool { return up.Trunc(2).Equal(minor) },
 		// The spec names the release, which Debian's package carries
@@ -82,11 +82,11 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			}
 			return up
 		},
-		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
+		OS: pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: pkgkit.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source, Adds: pkgkit.Adds(req, d.Source),
 	})
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("CUDA toolkit", err, d.Block.Version.RangeOr(d.Block.DefRange)))
+		resp.Diagnostics = append(resp.Diagnostics, pkgkit.NoVersion("CUDA toolkit", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
 	op := picked.Install(manager, d.Packages)
@@ -104,9 +104,9 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		Address:    "cuda",
 		Action:     planner.Create,
 		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"version": release, "package": pkg.Name + "=" + repository.ShownVersion(picked.Version), "path": d.Path, "source": string(d.Source)},
+		After:      map[string]string{"version": release, "package": pkg.Name + "=" + pkgkit.ShownVersion(picked.Version), "path": d.Path, "source": string(d.Source)},
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "driver"),
+		DependsOn:  append(pkgkit.Deps(req), "driver"),
 	}
 	why := []string{fmt.Sprintf("no CUDA %s toolkit from the %s source is installed", minor, d.Source)}
 	if current != nil {
@@ -121,7 +121,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
 		}
 	}
-	why = append(why, fmt.Sprintf("installs %s %s into %s", strings.Join(repository.Names(d.Packages), ", "), repository.ShownVersion(picked.Version), d.Path))
+	why = append(why, fmt.Sprintf("installs %s %s into %s", strings.Join(pkgkit.Names(d.Packages), ", "), pkgkit.ShownVersion(picked.Version), d.Path))
 	step.Reason = picked.Reason(why)
 	resp.Steps = append(resp.Steps, step)
 	return resp

@@ -9,7 +9,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -55,7 +55,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			}
 		}
 		slices.Sort(remove)
-		if s := repository.Remove("cudnn", "cuDNN", manager, remove); s != nil {
+		if s := pkgkit.Remove("cudnn", "cuDNN", manager, remove); s != nil {
 			resp.Steps = append(resp.Steps, *s)
 		}
 		return resp
@@ -77,25 +77,25 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			current = &obs.CuDNN.Installs[i]
 		}
 	}
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(raw string, _ version.Version) bool { return buildFits(raw, d.CUDA) },
-		OS:     repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
+		OS:     pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: pkgkit.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source, Adds: pkgkit.Adds(req, d.Source),
 	})
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("cuDNN", err, d.Block.Version.RangeOr(d.Block.DefRange)))
+		resp.Diagnostics = append(resp.Diagnostics, pkgkit.NoVersion("cuDNN", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
-	names := repository.Names(d.Packages)
+	names := pkgkit.Names(d.Packages)
 	op := picked.Install(manager, d.Packages)
 	step := planner.Step{
 		Address:    "cudnn",
 		Action:     planner.Create,
 		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)},
+		After:      map[string]string{"version": pkgkit.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)},
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "cuda"),
+		DependsOn:  append(pkgkit.Deps(req), "cuda"),
 	}
 	why := []string{fmt.Sprintf("no cuDNN matching %s for CUDA %d is installed", d.Versions.Quoted(), d.CUDAMajor)}
 	if current != nil {
@@ -110,7 +110,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
 		}
 	}
-	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), repository.ShownVersion(picked.Version)))
+	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), pkgkit.ShownVersion(picked.Version)))
 	if d.Source == spec.SourceDistro {
 		for _, p := range d.Packages {
 			if p.Notes != "" {

@@ -12,7 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -26,7 +26,7 @@ const FabricStep = "driver.fabricmanager"
 // since it is versioned with the driver too and a driver upgrade that
 // leaves it behind breaks the NVSwitch reads of DCGM and nvidia-smi.
 func fabricNames(obs *facts.Observation, src spec.Source, driverNames []string, branch uint64) ([]string, error) {
-	q := compat.PackageQuery{OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Repo: compat.RepoDistro, Branch: branch, Component: "fabricmanager"}
+	q := compat.PackageQuery{OS: pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Repo: compat.RepoDistro, Branch: branch, Component: "fabricmanager"}
 	if q.OS == "rhel" {
 		q.OSVersion, _, _ = strings.Cut(q.OSVersion, ".")
 	}
@@ -100,7 +100,7 @@ func planFabric(ctx context.Context, req *planner.Request, install *planner.Step
 		return nil, nil
 	}
 	manager := req.Desired.Manager
-	driverNames := repository.Names(d.Packages)
+	driverNames := pkgkit.Names(d.Packages)
 	fm := obs.Fabric.Manager
 	var names []string
 	var pins []planner.PackagePin
@@ -202,7 +202,7 @@ func planFabric(ctx context.Context, req *planner.Request, install *planner.Step
 		enableFabric(obs, install)
 		return step, nil
 	}
-	step.DependsOn = append(repository.Deps(req), "driver")
+	step.DependsOn = append(pkgkit.Deps(req), "driver")
 	step.Reason = planner.Sentence([]string{what, "installs " + strings.Join(names, ", ") + " at the installed driver's version"})
 	if obs.Init.Systemd && fm.Running == "yes" {
 		// The daemon running is the old one: it stops before the

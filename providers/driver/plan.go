@@ -12,7 +12,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -57,7 +57,7 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 	}
 	install, err := planPackages(ctx, req)
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))
+		resp.Diagnostics = append(resp.Diagnostics, pkgkit.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
 	fabric, err := planFabric(ctx, req, install)
@@ -95,7 +95,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	d := req.Desired.Driver
 	obs := req.Facts
 	manager := req.Desired.Manager
-	names := repository.Names(d.Packages)
+	names := pkgkit.Names(d.Packages)
 	installed := map[string]facts.Package{}
 	for _, n := range names {
 		if pkg, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); ok {
@@ -134,10 +134,10 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if len(inPlace(obs, d, manager)) > 0 {
 		return nil, nil
 	}
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
-		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
+		OS: pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: pkgkit.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source, Adds: pkgkit.Adds(req, d.Source),
 	})
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 		action = planner.Replace
 		why = append(why, fmt.Sprintf("the loaded module is the %s flavour and the spec asks for %s modules", cur, d.KernelModules))
 	}
-	installs := strings.Join(names, ", ") + " " + repository.ShownVersion(picked.Version)
+	installs := strings.Join(names, ", ") + " " + pkgkit.ShownVersion(picked.Version)
 	if len(picked.Versions) > 0 {
 		// A dnf set shares its upstream version only: each package is
 		// shown at the EVR it is pinned at.
@@ -205,11 +205,11 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	step := &planner.Step{
 		Address:    "driver",
 		Action:     action,
-		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
+		After:      map[string]string{"version": pkgkit.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
 		Reason:     picked.Reason(why),
 		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
+		DependsOn:  append(pkgkit.Deps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
 	}
 	if len(before) > 0 {
 		step.Before = before
@@ -384,7 +384,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	if !d.Block.Hold.Set || manager == "" {
 		return nil
 	}
-	names := repository.Names(d.Packages)
+	names := pkgkit.Names(d.Packages)
 	if d.Signed != nil {
 		// Each kernel's signed modules are held with the driver they
 		// were built for; their meta package is not, so that it goes on
@@ -538,7 +538,7 @@ func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step
 			remove = append(remove, p.Name)
 		}
 	}
-	s := repository.Remove("driver", "the NVIDIA driver", manager, remove)
+	s := pkgkit.Remove("driver", "the NVIDIA driver", manager, remove)
 	if s != nil {
 		s.Operations[0].Packages.Purge = true
 		s.Flags = planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)}

@@ -16,7 +16,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 )
 
 // countingCandidates answers candidate questions from a map and counts them.
@@ -422,7 +422,7 @@ func TestPlanDnfMixedEVR(t *testing.T) {
 		}},
 		// dnf's cache of NVIDIA's repository: what the source offers.
 		{"rhel9-dnf, from the cache", "rhel9-dnf", func(obs *facts.Observation) planner.Candidates {
-			c := repository.NewFactsCandidates()
+			c := pkgkit.NewFactsCandidates()
 			c.UseIndexes(&obs.PackageIndexes)
 			return c
 		}},

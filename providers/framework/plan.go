@@ -11,7 +11,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -211,12 +211,12 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		}
 	}
 	pkgs := []planner.PackageName{{Name: df.Package}}
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 		Manager: manager, Packages: pkgs, Versions: df.Versions,
-		OS: obs.OS.ID, OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+		OS: obs.OS.ID, OSVersion: obs.OS.VersionID, Pending: pkgkit.Pending(req),
 	})
 	if err != nil {
-		return nil, repository.NoVersion("framework", err, df.Block.DefRange)
+		return nil, pkgkit.NoVersion("framework", err, df.Block.DefRange)
 	}
 	why := []string{fmt.Sprintf("the package %s is not installed", df.Package)}
 	action, code := planner.Create, planner.ReasonMissing
@@ -228,15 +228,15 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		why = []string{fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())}
 		op.AllowDowngrade = picked.Downgrades(manager, inst.Version)
 	}
-	why = append(why, fmt.Sprintf("installs the distribution's %s %s for the system's Python", df.Package, repository.ShownVersion(picked.Version)))
+	why = append(why, fmt.Sprintf("installs the distribution's %s %s for the system's Python", df.Package, pkgkit.ShownVersion(picked.Version)))
 	return &planner.Step{
 		Address:    df.Address,
 		Action:     action,
 		Before:     before,
-		After:      map[string]string{"package": df.Package + "=" + repository.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
+		After:      map[string]string{"package": df.Package + "=" + pkgkit.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
 		Reason:     picked.Reason(why),
 		ReasonCode: code,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  repository.Deps(req),
+		DependsOn:  pkgkit.Deps(req),
 	}, nil
 }

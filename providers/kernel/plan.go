@@ -13,7 +13,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -166,7 +166,7 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *pla
 	name := headersPackage(obs, release)
 	manager := req.Desired.Manager
 	pkgs := []planner.PackageName{{Name: name}}
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{Manager: manager, Packages: pkgs})
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{Manager: manager, Packages: pkgs})
 	if err != nil {
 		return nil, &planner.Warning{
 			Summary:  "Kernel headers for the running kernel are missing",
@@ -181,6 +181,6 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *pla
 		Reason:     fmt.Sprintf("DKMS builds the nvidia module against the running kernel's headers, which are not installed (/lib/modules/%s/build): installs %s %s.", release, name, picked.Version),
 		ReasonCode: planner.ReasonDependency,
 		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: picked.Install(manager, pkgs)}},
-		DependsOn:  repository.Deps(req),
+		DependsOn:  pkgkit.Deps(req),
 	}, nil
 }

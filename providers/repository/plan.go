@@ -18,7 +18,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -28,10 +28,7 @@ const (
 	PreferencesDir = "/etc/apt/preferences.d"
 	YumReposDir    = "/etc/yum.repos.d"
 	SourcesList    = "/etc/apt/sources.list"
-	// ComponentsAddress is the step that enables archive components the
-	// spec's distribution packages need and the host's sources lack.
-	ComponentsAddress = "repository.distro-components"
-	ComponentsFile    = SourcesDir + "/gpuenv-distro-components.sources"
+	ComponentsFile = SourcesDir + "/gpuenv-distro-components.sources"
 	// DebianKeyring signs Debian's archive; debian-archive-keyring
 	// installs it on every Debian system.
 	DebianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -518,7 +515,7 @@ func (p Provider) componentsStep(req *planner.Request) *planner.Step {
 		fmt.Fprintf(&b, "Types: deb\nURIs: %s\nSuites: %s\nComponents: %s\nSigned-By: %s\n", uri, strings.Join(byURI[uri], " "), strings.Join(need, " "), DebianKeyring)
 	}
 	return &planner.Step{
-		Address: ComponentsAddress,
+		Address: pkgkit.ComponentsAddress,
 		Action:  planner.Create,
 		After:   map[string]string{"components": strings.Join(need, " "), "suites": strings.Join(suites, " ")},
 		Reason: fmt.Sprintf("The spec's Debian packages are in %s, which the host's package sources do not enable (%s missing); %s adds them for the suites the host uses.",
@@ -533,30 +530,4 @@ func defaultDebianURI(suite string) string {
 		return "https://security.debian.org/debian-security"
 	}
 	return "https://deb.debian.org/debian"
-}
-
-// OSID is the package tables' name for the host's system: RHEL and its
-// rebuilds (Rocky, Alma) share NVIDIA's rhel repositories and names.
-func OSID(o facts.OS) string {
-	if o.ID == "rhel" || slices.Contains(o.IDLike, "rhel") {
-		return "rhel"
-	}
-	return o.ID
-}
-
-// Deps are the addresses of the steps that configure package sources in a
-// plan: a package step runs after them, as apt cannot see the packages
-// before.
-func Deps(req *planner.Request) []string {
-	var out []string
-	for _, r := range req.Spec.Repositories {
-		out = append(out, "repository."+r.Name)
-	}
-	if len(req.Desired.Components) > 0 {
-		out = append(out, ComponentsAddress)
-	}
-	if req.Desired.NVIDIARepository != nil {
-		out = append(out, nvidiarepo.Address)
-	}
-	return out
 }

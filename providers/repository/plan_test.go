@@ -16,6 +16,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 )
 
 // applyFiles writes and removes files as apply would.
@@ -191,7 +192,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(Provider{})
 			plan := plantest.Plan(t, pl, s, obs)
-			st := plan.Step(ComponentsAddress)
+			st := plan.Step(pkgkit.ComponentsAddress)
 			if tt.want == "" {
 				if st != nil {
 					t.Fatalf("unexpected %+v", st)
@@ -207,7 +208,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			applyFiles(t, root, []planner.Step{*st})
 			obs.Repositories, _ = Observe(h, "deb")
 			again, _ := pl.Plan(context.Background(), s, obs)
-			if again.Step(ComponentsAddress) != nil {
+			if again.Step(pkgkit.ComponentsAddress) != nil {
 				t.Error("the components are enabled after applying, and still planned")
 			}
 		})

@@ -1,4 +1,4 @@
-package repository
+package pkgkit
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // aptPolicy is apt-cache policy's output on a Debian 12 machine, kept
 // with pkgdb, which parses it (see its TestParseAptPolicy).
 var aptPolicy = func() string {
-	data, err := os.ReadFile("../host/pkgdb/testdata/apt-cache-policy")
+	data, err := os.ReadFile("../pkgdb/testdata/apt-cache-policy")
 	if err != nil {
 		panic(err)
 	}
