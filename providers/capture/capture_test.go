@@ -18,8 +18,8 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/capture"
-	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -293,20 +293,20 @@ func TestCaptureContainerToolkit(t *testing.T) {
 	// The CDI spec gpuenv writes is kept with cdi = true; one that
 	// differs is left alone, and said.
 	cs := obs.Containers
-	s, err := containers.GenerateCDI(&cs, obs.DeviceNodes)
+	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	content, err := containers.MarshalCDI(s)
+	content, err := cdi.MarshalCDI(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosttest.WriteFile(t, root, containers.CDISpecPath, content)
+	hosttest.WriteFile(t, root, cdi.CDISpecPath, content)
 	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
 	if got := roundTrip(t, obs); !strings.Contains(got, "  cdi             = true\n") {
 		t.Errorf("gpuenv's CDI spec is not captured:\n%s", got)
 	}
-	hosttest.WriteFile(t, root, containers.CDISpecPath, content+"# edited by hand\n")
+	hosttest.WriteFile(t, root, cdi.CDISpecPath, content+"# edited by hand\n")
 	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
 	if got := roundTrip(t, obs); strings.Contains(got, "  cdi ") || !strings.Contains(got, "/etc/cdi/nvidia.yaml is not the CDI spec gpuenv would write") {
 		t.Errorf("a CDI spec of another's is captured as gpuenv's:\n%s", got)

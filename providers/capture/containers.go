@@ -9,6 +9,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/containers"
+	cdipkg "github.com/gpuenv/gpuenv/providers/host/cdi"
 )
 
 // containerToolkit captures NVIDIA's container toolkit: its version, the
@@ -40,7 +41,7 @@ func (w *writer) containerToolkit(obs *facts.Observation) {
 	}
 	cdi := false
 	for _, s := range c.CDISpecs {
-		if s.Path != containers.CDISpecPath {
+		if s.Path != cdipkg.CDISpecPath {
 			continue
 		}
 		if same, why := gpuenvCDI(obs, s); same {
@@ -67,11 +68,11 @@ func (w *writer) containerToolkit(obs *facts.Observation) {
 // from the host's files, which cdi = true keeps without a change.
 func gpuenvCDI(obs *facts.Observation, on facts.CDISpec) (bool, string) {
 	cs := obs.Containers
-	s, err := containers.GenerateCDI(&cs, obs.DeviceNodes)
+	s, err := cdipkg.GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
 		return false, err.Error()
 	}
-	content, err := containers.MarshalCDI(s)
+	content, err := cdipkg.MarshalCDI(s)
 	if err != nil {
 		return false, err.Error()
 	}

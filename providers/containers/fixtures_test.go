@@ -20,6 +20,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/containers"
+	cdipkg "github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -261,7 +262,7 @@ func TestGoldenPlans(t *testing.T) {
 			if shown != "" {
 				// What the plan showed is what is on disk.
 				for _, sp := range observe(t, dir).Containers.CDISpecs {
-					if sp.Path == containers.CDISpecPath && sp.SHA256 != shown {
+					if sp.Path == cdipkg.CDISpecPath && sp.SHA256 != shown {
 						t.Errorf("the plan showed sha256 %s for %s, the file written has %s", shown, sp.Path, sp.SHA256)
 					}
 				}
@@ -314,11 +315,11 @@ func checkCDIShown(t *testing.T, p *planner.Plan) string {
 func TestCDISpecReadByTheCDIProject(t *testing.T) {
 	dir := root(t, true)
 	obs := observe(t, dir)
-	s, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	s, err := cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := containers.MarshalCDI(s)
+	text, err := cdipkg.MarshalCDI(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,14 +362,14 @@ func TestCDISpecReadByTheCDIProject(t *testing.T) {
 	// Without the driver's files there is no spec to write.
 	files := obs.Containers.DriverFiles
 	obs.Containers.DriverFiles = nil
-	if _, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
+	if _, err := cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
 		t.Errorf("a spec without driver files: %v", err)
 	}
 	obs.Containers.DriverFiles = files
 
 	// Toolkit 1.12 has no update-ldcache hook: the spec names none.
 	obs.Containers.Toolkit.Version, obs.Containers.Toolkit.Hooks = "1.12.0", nil
-	s, err = containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	s, err = cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +476,7 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 			c := obs.Containers
 			v := version.MustParse(tc.toolkit)
 			c.Toolkit = facts.ContainerToolkit{Version: tc.toolkit, HookPath: tc.hookPath, Hooks: compat.ToolkitHooks(v)}
-			s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+			s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -502,7 +503,7 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 	// Without libcuda among the driver's files no link is made.
 	c := obs.Containers
 	c.DriverFiles = slices.DeleteFunc(slices.Clone(c.DriverFiles), func(f string) bool { return strings.Contains(f, "libcuda.so") })
-	s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+	s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +544,7 @@ func TestCDISpecItemsByToolkitVersion(t *testing.T) {
 			if tc.toolkit != "" {
 				c.Toolkit = facts.ContainerToolkit{Version: tc.toolkit, HookPath: containers.CDIHookPath, Hooks: compat.ToolkitHooks(version.MustParse(tc.toolkit))}
 			}
-			s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+			s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
 			if err != nil {
 				t.Fatal(err)
 			}

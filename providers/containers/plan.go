@@ -14,6 +14,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/repository"
@@ -443,40 +444,40 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		cs.Toolkit = incomingToolkit(toolkitStep)
 	}
 	if driverChanges(req) {
-		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath))
+		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", cdi.CDISpecPath))
 	}
-	s, err := GenerateCDI(&cs, obs.DeviceNodes)
+	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
 		resp.Warnings = append(resp.Warnings, planner.Warning{
 			Check:   CheckCDIUnplanned,
 			Summary: "No CDI spec can be made on this host yet",
-			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), CDISpecPath),
+			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), cdi.CDISpecPath),
 		})
 		return nil
 	}
 	if toolkitStep != nil && cs.Toolkit.Version == "" {
-		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", CDISpecPath))
+		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", cdi.CDISpecPath))
 		// The driver stays: only the hooks wait for the toolkit.
 		step.After["driver_version"] = cs.DriverVersion
 		step.After["devices"] = strings.Join(deviceNames(s.Devices), ", ")
 		return step
 	}
-	content, err := MarshalCDI(s)
+	content, err := cdi.MarshalCDI(s)
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "CDI spec not written", Detail: err.Error(), Subject: c.DefRange.Ptr()})
 		return nil
 	}
-	if in := cs.CDIInUse; in != "" && in != CDISpecPath && strings.HasPrefix(in, DynamicCDIDir+"/") {
+	if in := cs.CDIInUse; in != "" && in != cdi.CDISpecPath && strings.HasPrefix(in, cdi.DynamicCDIDir+"/") {
 		resp.Warnings = append(resp.Warnings, planner.Warning{
 			Check:    CheckCDIOutranked,
-			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, CDISpecPath),
-			Detail:   fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", CDIKind, DynamicCDIDir, StaticCDIDir),
+			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, cdi.CDISpecPath),
+			Detail:   fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", cdi.CDIKind, cdi.DynamicCDIDir, cdi.StaticCDIDir),
 			Evidence: []string{in},
 		})
 	}
 	var current *facts.CDISpec
 	for i := range cs.CDISpecs {
-		if cs.CDISpecs[i].Path == CDISpecPath {
+		if cs.CDISpecs[i].Path == cdi.CDISpecPath {
 			current = &cs.CDISpecs[i]
 		}
 	}
@@ -487,21 +488,21 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		Address:    CDIAddress,
 		Action:     planner.Create,
 		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"path": CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", "), "sha256": planner.Digest(content)},
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Content: content, Mode: 0o644}}},
+		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", "), "sha256": planner.Digest(content)},
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: cdi.CDISpecPath, Content: content, Mode: 0o644}}},
 		DependsOn:  []string{"driver"},
 	}
 	if toolkitStep != nil {
 		step.DependsOn = append(step.DependsOn, ToolkitAddress)
 	}
-	why := []string{fmt.Sprintf("%s does not exist", CDISpecPath)}
+	why := []string{fmt.Sprintf("%s does not exist", cdi.CDISpecPath)}
 	if current != nil {
 		step.Action = planner.Update
 		step.ReasonCode = planner.ReasonContentDiffers
-		step.Before = map[string]string{"path": CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", "), "sha256": current.SHA256}
-		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", CDISpecPath)}
+		step.Before = map[string]string{"path": cdi.CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", "), "sha256": current.SHA256}
+		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", cdi.CDISpecPath)}
 		if current.DriverVersion != "" && current.DriverVersion != cs.DriverVersion {
-			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", CDISpecPath, current.DriverVersion, cs.DriverVersion)}
+			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", cdi.CDISpecPath, current.DriverVersion, cs.DriverVersion)}
 		}
 		switch n := len(current.Missing); {
 		case n == 1:
@@ -526,8 +527,8 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason st
 		Address:    CDIAddress,
 		Action:     planner.Create,
 		ReasonCode: planner.ReasonDependency,
-		After:      map[string]string{"path": CDISpecPath, "driver_version": planner.KnownAfterApply, "devices": planner.KnownAfterApply, "sha256": planner.KnownAfterApply},
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
+		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": planner.KnownAfterApply, "devices": planner.KnownAfterApply, "sha256": planner.KnownAfterApply},
+		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: cdi.CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
 		DependsOn:  []string{"driver"},
 		Reason:     reason,
 	}
@@ -535,9 +536,9 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason st
 		step.DependsOn = append(step.DependsOn, ToolkitAddress)
 	}
 	for _, sp := range cs.CDISpecs {
-		if sp.Path == CDISpecPath {
+		if sp.Path == cdi.CDISpecPath {
 			step.Action = planner.Update
-			step.Before = map[string]string{"path": CDISpecPath, "driver_version": sp.DriverVersion, "devices": strings.Join(sp.Devices, ", "), "sha256": sp.SHA256}
+			step.Before = map[string]string{"path": cdi.CDISpecPath, "driver_version": sp.DriverVersion, "devices": strings.Join(sp.Devices, ", "), "sha256": sp.SHA256}
 		}
 	}
 	return step

@@ -7,6 +7,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/packages"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
@@ -33,9 +34,9 @@ func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 	driver.Observe(ctx, h, noNVML{}, obs)
 	pkgs, _ := packages.Observe(ctx, h, obs.OS.Family)
 	c, _ := Observe(ctx, h, pkgs, obs.Driver)
-	s, err := GenerateCDI(&c, obs.DeviceNodes)
+	s, err := cdi.GenerateCDI(&c, obs.DeviceNodes)
 	if err != nil {
 		return "", err
 	}
-	return MarshalCDI(s)
+	return cdi.MarshalCDI(s)
 }

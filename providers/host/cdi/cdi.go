@@ -1,4 +1,8 @@
-package containers
+// Package cdi makes, checks and renders the Container Device Interface
+// spec for the host's GPUs from the facts alone (the driver's files, the
+// GPUs and their device nodes, the installed toolkit's hooks): a file of
+// the host's, as a package database is, with no planning of its own.
+package cdi
 
 import (
 	"bytes"
@@ -31,11 +35,12 @@ const (
 )
 
 // CDIKind is the kind of the GPUs' CDI devices: nvidia.com/gpu=0,
-// nvidia.com/gpu=GPU-<uuid>, nvidia.com/gpu=all.
+// nvidia.com/gpu=GPU-<uuid>, nvidia.com/gpu=all. CDIVendor is the vendor
+// part every NVIDIA CDI kind starts with.
 const (
-	cdiVendor = "nvidia.com"
+	CDIVendor = "nvidia.com"
 	cdiClass  = "gpu"
-	CDIKind   = cdiVendor + "/" + cdiClass
+	CDIKind   = CDIVendor + "/" + cdiClass
 )
 
 // libcudaDirEnv and voidDeviceMount are the spec's variable and mount of
