@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )

@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
+	"github.com/gpuenv/gpuenv/planner/export"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/fleet"
-	"github.com/gpuenv/gpuenv/planner/health"
 )
 
 // The versions of the documents whose format is kept here; the others'
@@ -45,7 +45,7 @@ func jsonFormats() []jsonFormat {
 		{"version", "version --json", versionFormatVersion},
 		{"slurm-health", "slurm-health --json", slurmFormatVersion},
 		{"error", "any command with --json that fails before its own document", errorFormatVersion},
-		{"drift", "the state directory's drift.json (plan --record-drift)", health.DriftFormatVersion},
+		{"drift", "the state directory's drift.json (plan --record-drift)", export.DriftFormatVersion},
 	}
 }
 

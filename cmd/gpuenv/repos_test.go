@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 

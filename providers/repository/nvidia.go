@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 )
 
 // nvidiaStep is the step that adds NVIDIA's CUDA repository for the host

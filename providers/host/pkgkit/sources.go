@@ -4,8 +4,8 @@ import (
 	"slices"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
 )
 
 // ComponentsAddress is the step that enables archive components the

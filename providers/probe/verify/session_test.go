@@ -18,8 +18,8 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck/cudachecktest"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck/cudachecktest"
 )
 
 // childVar makes this test binary the framework-free check's child, as

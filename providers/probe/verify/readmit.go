@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
 )
 
 // Record is the verify record to keep after the framework-free check c,

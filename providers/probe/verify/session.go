@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
 )
 
 // Options are what Verify runs and how.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck/cudachecktest"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck/cudachecktest"
 )
 
 // childVar makes the test binary the check's child, as gpuenv's hidden

@@ -5,7 +5,7 @@
 // It holds formats and decisions only; writing files and running scontrol
 // is left to the command, so that every rule here is a pure function
 // tested on its own.
-package health
+package export
 
 import (
 	"encoding/json"

@@ -17,7 +17,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers"
-	"github.com/gpuenv/gpuenv/providers/capture"
+	"github.com/gpuenv/gpuenv/providers/export/capture"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -237,7 +237,7 @@ func roundTrip(t *testing.T, obs *facts.Observation) string {
 func containersHost(t *testing.T) string {
 	t.Helper()
 	root := hosttest.Build(t, "containers-host")
-	ar, err := txtar.ParseFile(filepath.Join("..", "containers", "testdata", "variants", "all-configured.txtar"))
+	ar, err := txtar.ParseFile(filepath.Join("..", "..", "containers", "testdata", "variants", "all-configured.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
