@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
@@ -30,7 +31,7 @@ const (
 type checkInput struct {
 	spec       *spec.Spec
 	obs        *facts.Observation
-	steps      []Step
+	steps      []plan.Step
 	status     *ApplyStatus
 	statusPath string
 	// noKernel is Desired.NoKernel: the root's kernel module is the
@@ -40,7 +41,7 @@ type checkInput struct {
 
 // checks are the warnings a user needs that no single resource asks for,
 // in the order they are shown.
-var checks = []func(*checkInput) *Warning{
+var checks = []func(*checkInput) *plan.Warning{
 	checkUnfinishedApply,
 	checkNoGPU,
 	checkDriverLibraryMismatch,
@@ -50,8 +51,8 @@ var checks = []func(*checkInput) *Warning{
 	checkDeviceOrder,
 }
 
-func runChecks(in *checkInput) []Warning {
-	var out []Warning
+func runChecks(in *checkInput) []plan.Warning {
+	var out []plan.Warning
 	for _, c := range checks {
 		if w := c(in); w != nil {
 			out = append(out, *w)
@@ -60,7 +61,7 @@ func runChecks(in *checkInput) []Warning {
 	return out
 }
 
-func checkUnfinishedApply(in *checkInput) *Warning {
+func checkUnfinishedApply(in *checkInput) *plan.Warning {
 	st := in.status
 	if st == nil || !st.Unfinished {
 		return nil
@@ -86,7 +87,7 @@ func checkUnfinishedApply(in *checkInput) *Warning {
 	if len(more) > 0 {
 		ev += ": " + strings.Join(more, ", ")
 	}
-	return &Warning{
+	return &plan.Warning{
 		Check:   CheckUnfinishedApply,
 		Summary: "An earlier " + kind + " did not finish",
 		Detail: fmt.Sprintf("Generation %d stopped before it finished, and the host may be between two states. "+
@@ -116,7 +117,7 @@ func needsGPU(s *spec.Spec) (hcl.Range, string, bool) {
 	return hcl.Range{}, "", false
 }
 
-func checkNoGPU(in *checkInput) *Warning {
+func checkNoGPU(in *checkInput) *plan.Warning {
 	rng, what, ok := needsGPU(in.spec)
 	if !ok || doctor.HasGPU(in.obs) {
 		return nil
@@ -126,7 +127,7 @@ func checkNoGPU(in *checkInput) *Warning {
 		ev = append(ev, "NVML: "+nvmlStatusText(in.obs.NVML))
 	}
 	ev = append(ev, fmt.Sprintf("%s: the spec asks for %s", rangeText(rng), what))
-	return &Warning{
+	return &plan.Warning{
 		Check:   CheckNoGPU,
 		Summary: "No NVIDIA GPU on the PCI bus",
 		Detail: "The spec needs an NVIDIA GPU, but this host shows none. The packages can still be installed, " +
@@ -143,7 +144,7 @@ func nvmlStatusText(n facts.NVML) string {
 	return n.Status
 }
 
-func checkDriverLibraryMismatch(in *checkInput) *Warning {
+func checkDriverLibraryMismatch(in *checkInput) *plan.Warning {
 	d := in.obs.Driver
 	m := doctor.DriverLibraryMismatch(in.obs)
 	if !m.Found() {
@@ -174,7 +175,7 @@ func checkDriverLibraryMismatch(in *checkInput) *Warning {
 		rp := reload.Decide(in.obs, reload.Options{})
 		detail += " " + rp.Verdict()
 	}
-	return &Warning{
+	return &plan.Warning{
 		Check:    CheckDriverLibraryMismatch,
 		Summary:  "The loaded driver differs from its libraries",
 		Detail:   detail,
@@ -184,7 +185,7 @@ func checkDriverLibraryMismatch(in *checkInput) *Warning {
 
 // dkmsBuilder returns the first step that builds a kernel module with
 // DKMS, and the package that does it when a pin says.
-func dkmsBuilder(steps []Step) (string, string, bool) {
+func dkmsBuilder(steps []plan.Step) (string, string, bool) {
 	for _, s := range steps {
 		for _, op := range s.Operations {
 			if op.Packages == nil {
@@ -203,7 +204,7 @@ func dkmsBuilder(steps []Step) (string, string, bool) {
 	return "", "", false
 }
 
-func checkSecureBootDKMS(in *checkInput) *Warning {
+func checkSecureBootDKMS(in *checkInput) *plan.Warning {
 	if in.obs.Kernel.SecureBoot != "enabled" {
 		return nil
 	}
@@ -215,7 +216,7 @@ func checkSecureBootDKMS(in *checkInput) *Warning {
 	if pkg != "" {
 		how += " (" + pkg + ")"
 	}
-	return &Warning{
+	return &plan.Warning{
 		Check:   CheckSecureBootDKMS,
 		Summary: "Secure Boot is enabled and the driver's module will be built by DKMS",
 		Detail: "With Secure Boot on, the kernel loads only modules signed by a key it trusts. DKMS signs the " +
@@ -249,7 +250,7 @@ func bytesText(n uint64) string {
 	return fmt.Sprintf("%d MiB", n/mib)
 }
 
-func checkGPUProcesses(in *checkInput) *Warning {
+func checkGPUProcesses(in *checkInput) *plan.Warning {
 	procs := gpuProcesses(in.obs)
 	if len(procs) == 0 {
 		return nil
@@ -263,7 +264,7 @@ func checkGPUProcesses(in *checkInput) *Warning {
 	if len(addrs) == 0 {
 		return nil
 	}
-	return &Warning{
+	return &plan.Warning{
 		Check:   CheckGPUProcesses,
 		Summary: "Applying this plan interrupts running GPU processes",
 		Detail: fmt.Sprintf("%s must unload the nvidia modules, which stops every process using a GPU. "+
@@ -303,7 +304,7 @@ var kernelReleaseIn = lazyregexp.New(`-[0-9]+\.[0-9]+\.[0-9]+-[0-9]+-`)
 // autoUpgraders are the packages that upgrade other packages unattended.
 var autoUpgraders = []string{"unattended-upgrades", "dnf-automatic"}
 
-func checkUnattendedUpgrades(in *checkInput) *Warning {
+func checkUnattendedUpgrades(in *checkInput) *plan.Warning {
 	var upgrader *facts.Package
 	for i, p := range in.obs.Packages.Packages {
 		if slices.Contains(autoUpgraders, p.Name) && p.State == facts.StateInstalled && p.Want != "deinstall" && p.Want != "purge" {
@@ -330,7 +331,7 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 	for _, s := range in.steps {
 		for _, op := range s.Operations {
 			po := op.Packages
-			if po == nil || Manager(po.Manager) == ManagerPip {
+			if po == nil || plan.Manager(po.Manager) == plan.ManagerPip {
 				continue
 			}
 			for _, n := range po.Remove {
@@ -364,7 +365,7 @@ func checkUnattendedUpgrades(in *checkInput) *Warning {
 	if len(unheld) > shown {
 		list = strings.Join(unheld[:shown], ", ") + fmt.Sprintf(" and %d more", len(unheld)-shown)
 	}
-	return &Warning{
+	return &plan.Warning{
 		Check:   CheckUnattendedUpgrades,
 		Summary: "Unattended upgrades can move the driver",
 		Detail: upgrader.Name + " may upgrade driver packages that are not held while the old kernel module stays " +
@@ -390,7 +391,7 @@ func observedVariable(obs *facts.Observation, name string) (facts.Assignment, bo
 	return out, found
 }
 
-func checkDeviceOrder(in *checkInput) *Warning {
+func checkDeviceOrder(in *checkInput) *plan.Warning {
 	var visible []string
 	var visibleEv string
 	env := in.spec.Environment
@@ -413,7 +414,7 @@ func checkDeviceOrder(in *checkInput) *Warning {
 	if !doctor.IndexOrderAmbiguous(doctor.GPUCount(in.obs), visible, order) {
 		return nil
 	}
-	return &Warning{
+	return &plan.Warning{
 		Check:   CheckDeviceOrder,
 		Summary: "Devices are chosen by index, but CUDA_DEVICE_ORDER is not PCI_BUS_ID",
 		Detail: "CUDA numbers devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, while nvidia-smi numbers " +

@@ -3,6 +3,7 @@ package planner
 import (
 	"container/heap"
 	"fmt"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"slices"
 	"strings"
 )
@@ -123,7 +124,7 @@ func (e *CycleError) Error() string {
 // result does not depend on the order of the input. Dependencies on
 // addresses that are not among steps are met already and ignored. Steps
 // that share an address, or a cycle, are an error.
-func Order(steps []Step) ([]Step, error) {
+func Order(steps []plan.Step) ([]plan.Step, error) {
 	index := make(map[string]int, len(steps))
 	for i, s := range steps {
 		if _, dup := index[s.Address]; dup {
@@ -157,7 +158,7 @@ func Order(steps []Step) ([]Step, error) {
 		}
 	}
 	heap.Init(ready)
-	out := make([]Step, 0, len(steps))
+	out := make([]plan.Step, 0, len(steps))
 	for ready.Len() > 0 {
 		i := heap.Pop(ready).(int)
 		out = append(out, steps[i])
@@ -177,7 +178,7 @@ func Order(steps []Step) ([]Step, error) {
 // findCycle walks from a step left waiting along its unmet dependencies
 // until an address repeats; every step left waiting has one, so the walk
 // must close a circle.
-func findCycle(steps []Step, index map[string]int, waiting []int) []string {
+func findCycle(steps []plan.Step, index map[string]int, waiting []int) []string {
 	start := -1
 	for i := range steps {
 		if waiting[i] > 0 && (start < 0 || less(steps, i, start)) {
@@ -218,7 +219,7 @@ func findCycle(steps []Step, index map[string]int, waiting []int) []string {
 	}
 }
 
-func less(steps []Step, i, j int) bool {
+func less(steps []plan.Step, i, j int) bool {
 	li, lj := LayerOf(steps[i].Address), LayerOf(steps[j].Address)
 	if li != lj {
 		return li < lj
@@ -228,7 +229,7 @@ func less(steps []Step, i, j int) bool {
 
 // stepQueue is a heap of step indices, lowest layer and address first.
 type stepQueue struct {
-	steps []Step
+	steps []plan.Step
 	idx   []int
 }
 

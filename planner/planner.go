@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -56,7 +57,7 @@ func New(providers ...Provider) *Planner {
 // Every problem is reported: the diagnostics of resolution and of every
 // provider. When they hold errors the plan is nil. Warnings that concern
 // the host rather than the spec are in the plan's Warnings.
-func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation) (*Plan, hcl.Diagnostics) {
+func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation) (*planpkg.Plan, hcl.Diagnostics) {
 	diags := CheckTargets(p.Targets)
 	if diags.HasErrors() {
 		return nil, diags
@@ -78,14 +79,14 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		req.Desired = d
 	}
 
-	plan := &Plan{FormatVersion: FormatVersion, SpecDigest: SpecDigest(s), Steps: []Step{}}
+	plan := &planpkg.Plan{FormatVersion: planpkg.FormatVersion, SpecDigest: SpecDigest(s), Steps: []planpkg.Step{}}
 	if req.Desired != nil {
 		plan.Inferred = append(plan.Inferred, req.Desired.Inferred...)
 		if w := noKernelWarning(req.Desired); w != nil {
 			plan.Warnings = append(plan.Warnings, *w)
 		}
 	}
-	var steps []Step
+	var steps []planpkg.Step
 	for _, prov := range p.providers {
 		if err := ctx.Err(); err != nil {
 			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Planning was cancelled", Detail: err.Error()})
@@ -103,7 +104,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		return nil, diags
 	}
 	steps = refreshSteps(steps, &obs.PackageIndexes)
-	if err := validateSteps(steps); err != nil {
+	if err := planpkg.ValidateSteps(steps); err != nil {
 		return nil, append(diags, programmingError(err))
 	}
 	for _, st := range steps {
@@ -117,7 +118,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		return nil, append(diags, programmingError(err))
 	}
 	if len(p.Targets) > 0 {
-		var w []Warning
+		var w []planpkg.Warning
 		ordered, w = Target(ordered, p.Targets)
 		plan.Warnings = append(plan.Warnings, w...)
 	}
@@ -135,7 +136,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	}
 	plan.Warnings = append(plan.Warnings, runChecks(in)...)
 	plan.Summary, plan.NeedsReboot = summarize(plan.Steps)
-	slices.SortStableFunc(plan.Inferred, func(a, b Inference) int {
+	slices.SortStableFunc(plan.Inferred, func(a, b planpkg.Inference) int {
 		return strings.Compare(a.Address+"\x00"+a.Attr, b.Address+"\x00"+b.Attr)
 	})
 	return plan, diags
@@ -173,7 +174,7 @@ func programmingError(err error) *hcl.Diagnostic {
 // pruneDependencies drops dependencies on steps that are not in the plan
 // (their resources already match) and sorts the rest, so that the plan
 // shows only what orders it.
-func pruneDependencies(steps []Step) {
+func pruneDependencies(steps []planpkg.Step) {
 	present := make(map[string]bool, len(steps))
 	for _, s := range steps {
 		present[s.Address] = true
@@ -192,7 +193,7 @@ func pruneDependencies(steps []Step) {
 
 // markInterruptions flags the steps that reload the nvidia modules while
 // GPU processes run: unloading the modules needs every client gone.
-func markInterruptions(steps []Step, obs *facts.Observation) {
+func markInterruptions(steps []planpkg.Step, obs *facts.Observation) {
 	if len(gpuProcesses(obs)) == 0 {
 		return
 	}
@@ -204,19 +205,19 @@ func markInterruptions(steps []Step, obs *facts.Observation) {
 }
 
 // summarize counts the steps and tells whether a reboot is needed.
-func summarize(steps []Step) (Summary, bool) {
-	var sum Summary
+func summarize(steps []planpkg.Step) (planpkg.Summary, bool) {
+	var sum planpkg.Summary
 	reboot := false
 	for _, s := range steps {
 		switch s.Action {
-		case Create:
+		case planpkg.Create:
 			sum.Add++
-		case Update:
+		case planpkg.Update:
 			sum.Change++
-		case Replace:
+		case planpkg.Replace:
 			sum.Add++
 			sum.Remove++
-		case Delete:
+		case planpkg.Delete:
 			sum.Remove++
 		}
 		reboot = reboot || s.Flags.NeedsReboot

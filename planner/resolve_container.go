@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -114,19 +115,19 @@ func (r *resolver) containerDriver(dd *DesiredDriver) (asOnHost bool) {
 // noKernelWarning is the plan's one word on why it has no kernel-side
 // step, for a spec that manages the driver on a root whose kernel is not
 // its own.
-func noKernelWarning(d *Desired) *Warning {
+func noKernelWarning(d *Desired) *plan.Warning {
 	if d == nil || d.NoKernel == "" || d.Driver == nil || d.Driver.Absent {
 		return nil
 	}
 	if inChroot(d) {
-		return &Warning{
+		return &plan.Warning{
 			Check:   "no-kernel",
 			Summary: "No kernel-side step is planned: " + d.NoKernel,
 			Detail: "The kernel running is not the image's: no kernel module, DKMS build, kernel headers, initramfs, nouveau blacklist or module reload is planned here, only the user space. " +
 				"An image that will boot as a machine of its own, such as a disk image, is planned with --root-boots and gets them; for an image that runs as a container, the driver's libraries come from the host through the NVIDIA Container Toolkit (kernel_modules = \"none\" installs the driver's user-space packages instead).",
 		}
 	}
-	return &Warning{
+	return &plan.Warning{
 		Check:   "no-kernel",
 		Summary: "No kernel-side step is planned: " + d.NoKernel,
 		Detail: "The kernel and the driver are the host's: no kernel module, DKMS build, kernel headers, initramfs, nouveau blacklist or module reload is planned here, only the user space. " +

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -39,7 +40,7 @@ type SavedPlan struct {
 	Marker      int          `json:"gpuenv_saved_plan"`
 	Fingerprint FactsDigest  `json:"facts_fingerprint"`
 	From        *PlannedFrom `json:"planned_from"`
-	Plan
+	plan.Plan
 }
 
 // PlannedFrom is what a plan was made from besides the host's facts: the
@@ -155,13 +156,13 @@ func (f *PlannedFrom) validate() error {
 // Save returns p as a saved plan, fingerprinted with obs, the observation
 // it was made from, and keeping from, the spec and flags it was made
 // from. Only tests save a plan without them; apply refuses such a plan.
-func Save(p *Plan, obs *facts.Observation, from *PlannedFrom) *SavedPlan {
+func Save(p *plan.Plan, obs *facts.Observation, from *PlannedFrom) *SavedPlan {
 	return &SavedPlan{Marker: SavedPlanMarker, Fingerprint: Fingerprint(p, obs), From: from, Plan: *p}
 }
 
 // WriteSavedPlan writes p, fingerprinted with obs and keeping from, as
 // indented JSON.
-func WriteSavedPlan(w io.Writer, p *Plan, obs *facts.Observation, from *PlannedFrom) error {
+func WriteSavedPlan(w io.Writer, p *plan.Plan, obs *facts.Observation, from *PlannedFrom) error {
 	b, err := json.MarshalIndent(Save(p, obs, from), "", "  ")
 	if err != nil {
 		return err
@@ -293,11 +294,11 @@ func jsonKind(t reflect.Type) string {
 func CheckFormatVersion(v string) error {
 	got, err := semver.NewVersion(v)
 	if err != nil {
-		return fmt.Errorf("plan format version %q is not a version such as %s", v, FormatVersion)
+		return fmt.Errorf("plan format version %q is not a version such as %s", v, plan.FormatVersion)
 	}
-	own := semver.MustParse(FormatVersion)
+	own := semver.MustParse(plan.FormatVersion)
 	if got.Major() != own.Major() || got.Prerelease() != "" {
-		return fmt.Errorf("plan format %s is not known to this gpuenv (it reads %d.x, writes %s)", v, own.Major(), FormatVersion)
+		return fmt.Errorf("plan format %s is not known to this gpuenv (it reads %d.x, writes %s)", v, own.Major(), plan.FormatVersion)
 	}
 	return nil
 }

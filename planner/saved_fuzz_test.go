@@ -3,6 +3,7 @@ package planner
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"reflect"
 	"testing"
 )
@@ -18,7 +19,7 @@ func FuzzReadSavedPlan(f *testing.F) {
 	}
 	f.Add(buf.Bytes())
 	var empty bytes.Buffer
-	if err := WriteSavedPlan(&empty, &Plan{FormatVersion: FormatVersion}, fingerprintFacts(), nil); err != nil {
+	if err := WriteSavedPlan(&empty, &plan.Plan{FormatVersion: plan.FormatVersion}, fingerprintFacts(), nil); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(empty.Bytes())

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -41,8 +42,8 @@ func targeted(address, target string) bool {
 // they depend on, directly or not, in their order, as Terraform's
 // -target does; the warning says that the plan is partial, and which
 // targets had nothing to change.
-func Target(steps []Step, targets []string) ([]Step, []Warning) {
-	byAddr := make(map[string]*Step, len(steps))
+func Target(steps []plan.Step, targets []string) ([]plan.Step, []plan.Warning) {
+	byAddr := make(map[string]*plan.Step, len(steps))
 	for i := range steps {
 		byAddr[steps[i].Address] = &steps[i]
 	}
@@ -71,7 +72,7 @@ func Target(steps []Step, targets []string) ([]Step, []Warning) {
 			unchanged = append(unchanged, t)
 		}
 	}
-	var out []Step
+	var out []plan.Step
 	var left []string
 	for _, s := range steps {
 		if keep[s.Address] {
@@ -81,9 +82,9 @@ func Target(steps []Step, targets []string) ([]Step, []Warning) {
 		}
 	}
 	if out == nil {
-		out = []Step{}
+		out = []plan.Step{}
 	}
-	w := Warning{
+	w := plan.Warning{
 		Check:   TargetCheck,
 		Summary: "Resource targeting is in effect",
 		Detail: fmt.Sprintf("The plan is limited to %s and what it depends on, so it may not make the host match the spec. "+
@@ -97,5 +98,5 @@ func Target(steps []Step, targets []string) ([]Step, []Warning) {
 		slices.Sort(unchanged)
 		w.Evidence = append(w.Evidence, "nothing to change at "+strings.Join(unchanged, ", "))
 	}
-	return out, []Warning{w}
+	return out, []plan.Warning{w}
 }

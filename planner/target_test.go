@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"slices"
 	"testing"
 )
@@ -8,7 +9,7 @@ import (
 // Target keeps the targeted steps and every step they depend on,
 // transitively, in plan order, and says what it left out.
 func TestTarget(t *testing.T) {
-	steps := []Step{
+	steps := []plan.Step{
 		{Address: "repository.cuda"},
 		{Address: "index.apt", DependsOn: []string{"repository.cuda"}},
 		{Address: "driver", DependsOn: []string{"index.apt"}},

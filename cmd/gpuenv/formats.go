@@ -1,11 +1,11 @@
 package main
 
 import (
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/export"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/fleet"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // The versions of the documents whose format is kept here; the others'
@@ -34,7 +34,7 @@ type jsonFormat struct {
 // table; a test runs every command and holds it to it.
 func jsonFormats() []jsonFormat {
 	return []jsonFormat{
-		{"plan", "plan --json, show --json, the plan in apply --json", planner.FormatVersion},
+		{"plan", "plan --json, show --json, the plan in apply --json", plan.FormatVersion},
 		{"fleet-plan", "plan --facts --json", fleet.FormatVersion},
 		{"observation", "observe --json (also schema_version, schema_minor)", facts.FormatVersion()},
 		{"events", "apply --json, rollback --json (the first event)", streamFormatVersion},

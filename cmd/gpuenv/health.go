@@ -20,6 +20,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/export"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
 	"github.com/gpuenv/gpuenv/providers/probe/verify"
@@ -120,7 +121,7 @@ func healthSnapshot(g *globalOptions, h *host.Host, r *doctor.Report, obs *facts
 // record is written, and an error saying so, with exit status 1, when it
 // is not: a drift timer that cannot record must fail where systemd shows
 // it.
-func recordDrift(g *globalOptions, specPath string, s *spec.Spec, p *planner.Plan, diags hcl.Diagnostics, err error) error {
+func recordDrift(g *globalOptions, specPath string, s *spec.Spec, p *plan.Plan, diags hcl.Diagnostics, err error) error {
 	rec := &export.DriftRecord{FormatVersion: export.DriftFormatVersion, Time: time.Now().UTC(), Spec: specPath, SpecDigest: planner.SpecDigest(s)}
 	var ec *exitCodeError
 	switch {

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
@@ -176,7 +177,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 	opts, diags := o.vars.loadOptions(g.Env)
 	var files map[string]*hcl.File
 	var s *spec.Spec
-	var p *planner.Plan
+	var p *plan.Plan
 	if o.recordDrift {
 		defer func() { err = recordDrift(g, specPath, s, p, diags, err) }()
 	}
@@ -336,7 +337,7 @@ func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, 
 // savePlan writes the saved plan next to its final name and renames it
 // into place, so that an interrupted plan leaves no half-written file for
 // apply to find.
-func savePlan(name string, p *planner.Plan, obs *facts.Observation, from *planner.PlannedFrom) error {
+func savePlan(name string, p *plan.Plan, obs *facts.Observation, from *planner.PlannedFrom) error {
 	var buf bytes.Buffer
 	if err := planner.WriteSavedPlan(&buf, p, obs, from); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)

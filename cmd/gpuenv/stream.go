@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -58,8 +58,8 @@ func (s *eventStream) encode(v any) {
 }
 
 // plan prints the plan document, as `plan --json` prints it.
-func (s *eventStream) plan(p *planner.Plan) {
-	s.write(map[string]any{"type": "plan", "plan": planDocument{FormatVersion: planner.FormatVersion, Plan: p, Diagnostics: []spec.JSONDiagnostic{}}})
+func (s *eventStream) plan(p *plan.Plan) {
+	s.write(map[string]any{"type": "plan", "plan": planDocument{FormatVersion: plan.FormatVersion, Plan: p, Diagnostics: []spec.JSONDiagnostic{}}})
 }
 
 // diagnostics prints one event per diagnostic.

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/containers"
@@ -119,13 +120,13 @@ func newPlanner() *planner.Planner {
 
 // golden is what a golden file holds: the steps and warnings.
 type golden struct {
-	Steps    []planner.Step    `json:"steps"`
-	Warnings []planner.Warning `json:"warnings,omitempty"`
+	Steps    []plan.Step    `json:"steps"`
+	Warnings []plan.Warning `json:"warnings,omitempty"`
 }
 
-func checkGolden(t *testing.T, name string, p *planner.Plan) {
+func checkGolden(t *testing.T, name string, p *plan.Plan) {
 	t.Helper()
-	var warns []planner.Warning
+	var warns []plan.Warning
 	for _, w := range p.Warnings {
 		if strings.HasPrefix(w.Check, "cdi-") || strings.HasPrefix(w.Check, "container-") {
 			warns = append(warns, w)
@@ -156,7 +157,7 @@ func checkGolden(t *testing.T, name string, p *planner.Plan) {
 }
 
 // apply writes what the plan's file operations write, as apply would.
-func apply(t *testing.T, dir string, p *planner.Plan) {
+func apply(t *testing.T, dir string, p *plan.Plan) {
 	t.Helper()
 	for _, s := range p.Steps {
 		for _, op := range s.Operations {
@@ -167,7 +168,7 @@ func apply(t *testing.T, dir string, p *planner.Plan) {
 	}
 }
 
-func addresses(p *planner.Plan) []string {
+func addresses(p *plan.Plan) []string {
 	var out []string
 	for _, s := range p.Steps {
 		out = append(out, s.Address+" "+s.Action.String())
@@ -245,7 +246,7 @@ func TestGoldenPlans(t *testing.T) {
 			checkGolden(t, tc.name, p)
 			shown := checkCDIShown(t, p)
 			if tc.driverStep {
-				if f := p.Steps[0].Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
+				if f := p.Steps[0].Operations[0].File; f.Generate != plan.GenerateCDI || f.Content != "" {
 					t.Errorf("the CDI step of a driver change is not made at apply: %+v", f)
 				}
 				// The planner drops the dependency on a step its plan does
@@ -279,7 +280,7 @@ func TestGoldenPlans(t *testing.T) {
 // the digest of the content it carries and every device in it, or, for a
 // spec apply makes, that its digest is known after apply. It returns the
 // digest shown for content made at plan.
-func checkCDIShown(t *testing.T, p *planner.Plan) string {
+func checkCDIShown(t *testing.T, p *plan.Plan) string {
 	t.Helper()
 	for _, st := range p.Steps {
 		if st.Address != containers.CDIAddress {
@@ -287,7 +288,7 @@ func checkCDIShown(t *testing.T, p *planner.Plan) string {
 		}
 		f := st.Operations[0].File
 		if f.Generate != "" {
-			if st.After["sha256"] != planner.KnownAfterApply {
+			if st.After["sha256"] != plan.KnownAfterApply {
 				t.Errorf("the CDI step made at apply shows sha256 %q", st.After["sha256"])
 			}
 			return ""
@@ -430,7 +431,7 @@ func TestCDIAfterToolkitKnownAtApply(t *testing.T) {
 		t.Fatalf("steps %q, want %q", got, want)
 	}
 	cdiStep := p.Steps[2]
-	if f := cdiStep.Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
+	if f := cdiStep.Operations[0].File; f.Generate != plan.GenerateCDI || f.Content != "" {
 		t.Errorf("the CDI spec is written at plan time, before its toolkit is known: %+v", f)
 	}
 	if !slices.Contains(cdiStep.DependsOn, containers.ToolkitAddress) || cdiStep.After["driver_version"] != "550.54.15" {
@@ -642,7 +643,7 @@ func TestCDINotPlannedWithoutGPU(t *testing.T) {
 	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create"}; !slices.Equal(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}
-	if !slices.ContainsFunc(p.Warnings, func(w planner.Warning) bool { return w.Check == containers.CheckCDIUnplanned }) {
+	if !slices.ContainsFunc(p.Warnings, func(w plan.Warning) bool { return w.Check == containers.CheckCDIUnplanned }) {
 		t.Errorf("no warning that the spec cannot be made: %+v", p.Warnings)
 	}
 }
@@ -680,7 +681,7 @@ func TestMergeKeepsModeAndOwner(t *testing.T) {
 		"/etc/docker/daemon.json":     {0o640, wantUID, wantGID},
 		containers.CRIODropIn:         {0o644, 0, 0},
 	}
-	check := func(p *planner.Plan, what string) {
+	check := func(p *plan.Plan, what string) {
 		t.Helper()
 		n := 0
 		for _, st := range p.Steps {

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
@@ -32,7 +33,7 @@ const (
 	engineAddress = "container_toolkit.engine."
 )
 
-// Checks this provider raises (planner.Warning.Check).
+// Checks this provider raises (plan.Warning.Check).
 const (
 	CheckCDIOutranked  = "cdi-outranked"
 	CheckCDIUnplanned  = "cdi-unplanned"
@@ -91,14 +92,14 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	return resp
 }
 
-func packageManager(req *planner.Request) planner.Manager {
+func packageManager(req *planner.Request) plan.Manager {
 	if req.Desired != nil && req.Desired.Manager != "" {
 		return req.Desired.Manager
 	}
 	if req.Facts.OS.Family == "rpm" {
-		return planner.ManagerDnf
+		return plan.ManagerDnf
 	}
-	return planner.ManagerApt
+	return plan.ManagerApt
 }
 
 func repositoryDeps(req *planner.Request) []string {
@@ -125,7 +126,7 @@ func toolkitPackages() []planner.PackageName {
 
 // planToolkit installs the toolkit when it is missing or outside the
 // block's version constraint; nil when it fits.
-func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToolkit, manager planner.Manager, resp *planner.Response) *planner.Step {
+func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToolkit, manager plan.Manager, resp *planner.Response) *plan.Step {
 	obs := req.Facts
 	installed := obs.Containers.Toolkit.Version
 	if installed != "" {
@@ -172,18 +173,18 @@ func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToo
 	}
 	names := pkgkit.Names(pkgs)
 	op := picked.Install(manager, pkgs)
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    ToolkitAddress,
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
 		After:      map[string]string{"version": pkgkit.ShownVersion(picked.Version), "packages": strings.Join(names, ", ")},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
 		DependsOn:  deps,
 	}
 	why := []string{"the NVIDIA container toolkit is not installed"}
 	if installed != "" {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonVersionMismatch
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonVersionMismatch
 		step.Before = map[string]string{"version": installed, "packages": strings.Join(packageNames(obs.Containers.Toolkit.Packages), ", ")}
 		why = []string{fmt.Sprintf("the installed container toolkit %s does not satisfy %s", installed, c.Version.Value.Quoted())}
 		if cur, ok := pkgdb.Installed(obs.Packages, ToolkitPackages[0], pkgdb.Configured); ok {
@@ -210,7 +211,7 @@ func packageNames(pkgs []facts.Package) []string {
 // toolkit; nil where they do (or the spec's repository blocks may). ok is
 // false where the toolkit has no source at all: the table has no
 // repository for the host, and a plan never installs it without one.
-func toolkitRepository(ctx context.Context, req *planner.Request, manager planner.Manager) (add *nvidiarepo.Repository, ok bool) {
+func toolkitRepository(ctx context.Context, req *planner.Request, manager plan.Manager) (add *nvidiarepo.Repository, ok bool) {
 	obs := req.Facts
 	if offersToolkit(req.Spec) {
 		return nil, true
@@ -283,7 +284,7 @@ func checkToolkitDriver(req *planner.Request, toolkit version.Version, resp *pla
 	if !ok || toolkit.Compare(f.ToolkitMin) >= 0 {
 		return
 	}
-	resp.Warnings = append(resp.Warnings, planner.Warning{
+	resp.Warnings = append(resp.Warnings, plan.Warning{
 		Check:   CheckToolkitDriver,
 		Summary: fmt.Sprintf("Container toolkit %s is older than driver branch %d supports", toolkit, branch),
 		Detail:  fmt.Sprintf("Driver branch %s and later need container toolkit %s or newer: %s (%s). Raise the container_toolkit block's version.", f.Key, f.ToolkitMin, f.Notes, f.Source),
@@ -302,7 +303,7 @@ func driverBranch(req *planner.Request) (uint64, bool) {
 
 // planEngine merges the runtime into one engine's configuration; nil when
 // the file already says what the merge would.
-func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, toolkitChanges bool, resp *planner.Response) *planner.Step {
+func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, toolkitChanges bool, resp *planner.Response) *plan.Step {
 	cfg := engineFacts(req.Facts, e)
 	var setDefault *bool
 	if c.DefaultRuntime.Set {
@@ -340,12 +341,12 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 		op.After = RestartCommand(e)
 		restart = "then " + strings.Join(op.After, " ")
 	}
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    engineAddress + string(e),
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
 		After:      map[string]string{"path": cfg.Path, "runtime": RuntimeName},
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: op}},
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: op}},
 	}
 	if c.DefaultRuntime.Set {
 		step.After["default_runtime"] = fmt.Sprint(c.DefaultRuntime.Value)
@@ -355,8 +356,8 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 		what = fmt.Sprintf("%s does not exist", cfg.Path)
 	}
 	if cfg.Exists {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonContentDiffers
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonContentDiffers
 		step.Before = map[string]string{"path": cfg.Path, "runtime": ""}
 		if cfg.NVIDIARuntime {
 			step.Before["runtime"] = RuntimeName
@@ -369,7 +370,7 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 	if toolkitChanges {
 		step.DependsOn = []string{ToolkitAddress}
 	}
-	step.Reason = planner.Sentence([]string{what, fmt.Sprintf("merges the nvidia runtime into it, keeping every other setting, %s", restart)})
+	step.Reason = plan.Sentence([]string{what, fmt.Sprintf("merges the nvidia runtime into it, keeping every other setting, %s", restart)})
 	return step
 }
 
@@ -378,8 +379,8 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 // one keeps its mode (setuid, setgid and sticky aside), owner and group,
 // for it is the administrator's and may hold secrets, as a containerd
 // config.toml 0600 with a registry's password does.
-func engineFileOp(cfg facts.EngineConfig, content string) *planner.FileOp {
-	op := &planner.FileOp{Path: cfg.Path, Content: content, Mode: 0o644}
+func engineFileOp(cfg facts.EngineConfig, content string) *plan.FileOp {
+	op := &plan.FileOp{Path: cfg.Path, Content: content, Mode: 0o644}
 	if cfg.Exists && cfg.Mode != 0 {
 		op.Mode, op.UID, op.GID = cfg.Mode&0o777, cfg.UID, cfg.GID
 	}
@@ -434,7 +435,7 @@ func normalize(v any) any {
 
 // planCDI writes the CDI spec when the one on disk differs from what the
 // host's files make.
-func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planner.Step, resp *planner.Response) *planner.Step {
+func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.Step, resp *planner.Response) *plan.Step {
 	obs := req.Facts
 	cs := obs.Containers
 	if toolkitStep != nil {
@@ -448,7 +449,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	}
 	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
-		resp.Warnings = append(resp.Warnings, planner.Warning{
+		resp.Warnings = append(resp.Warnings, plan.Warning{
 			Check:   CheckCDIUnplanned,
 			Summary: "No CDI spec can be made on this host yet",
 			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), cdi.CDISpecPath),
@@ -468,7 +469,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		return nil
 	}
 	if in := cs.CDIInUse; in != "" && in != cdi.CDISpecPath && strings.HasPrefix(in, cdi.DynamicCDIDir+"/") {
-		resp.Warnings = append(resp.Warnings, planner.Warning{
+		resp.Warnings = append(resp.Warnings, plan.Warning{
 			Check:    CheckCDIOutranked,
 			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, cdi.CDISpecPath),
 			Detail:   fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", cdi.CDIKind, cdi.DynamicCDIDir, cdi.StaticCDIDir),
@@ -484,12 +485,12 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	if current != nil && current.SHA256 == planner.Digest(content) {
 		return nil
 	}
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    CDIAddress,
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
 		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", "), "sha256": planner.Digest(content)},
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: cdi.CDISpecPath, Content: content, Mode: 0o644}}},
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: cdi.CDISpecPath, Content: content, Mode: 0o644}}},
 		DependsOn:  []string{"driver"},
 	}
 	if toolkitStep != nil {
@@ -497,8 +498,8 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 	}
 	why := []string{fmt.Sprintf("%s does not exist", cdi.CDISpecPath)}
 	if current != nil {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonContentDiffers
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonContentDiffers
 		step.Before = map[string]string{"path": cdi.CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", "), "sha256": current.SHA256}
 		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", cdi.CDISpecPath)}
 		if current.DriverVersion != "" && current.DriverVersion != cs.DriverVersion {
@@ -512,7 +513,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		}
 	}
 	why = append(why, fmt.Sprintf("writes the spec for %d GPUs and all from the device nodes and %d driver files", len(cs.GPUs), len(cs.DriverFiles)))
-	step.Reason = planner.Sentence(why)
+	step.Reason = plan.Sentence(why)
 	return step
 }
 
@@ -522,13 +523,13 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 // names its hooks). Apply makes the spec from the host as those steps
 // left it, right after them; rollback restores the spec the host had, as
 // for every file.
-func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason string) *planner.Step {
-	step := &planner.Step{
+func regenerateAtApply(cs facts.Containers, toolkitStep *plan.Step, reason string) *plan.Step {
+	step := &plan.Step{
 		Address:    CDIAddress,
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonDependency,
-		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": planner.KnownAfterApply, "devices": planner.KnownAfterApply, "sha256": planner.KnownAfterApply},
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: cdi.CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonDependency,
+		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": plan.KnownAfterApply, "devices": plan.KnownAfterApply, "sha256": plan.KnownAfterApply},
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: cdi.CDISpecPath, Mode: 0o644, Generate: plan.GenerateCDI}}},
 		DependsOn:  []string{"driver"},
 		Reason:     reason,
 	}
@@ -537,7 +538,7 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason st
 	}
 	for _, sp := range cs.CDISpecs {
 		if sp.Path == cdi.CDISpecPath {
-			step.Action = planner.Update
+			step.Action = plan.Update
 			step.Before = map[string]string{"path": cdi.CDISpecPath, "driver_version": sp.DriverVersion, "devices": strings.Join(sp.Devices, ", "), "sha256": sp.SHA256}
 		}
 	}
@@ -546,7 +547,7 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason st
 
 // incomingToolkit is the toolkit a toolkit step installs, as the CDI spec
 // needs it: its version, hooks and hook executable.
-func incomingToolkit(s *planner.Step) facts.ContainerToolkit {
+func incomingToolkit(s *plan.Step) facts.ContainerToolkit {
 	var t facts.ContainerToolkit
 	for _, op := range s.Operations {
 		if op.Packages == nil || len(op.Packages.Install) == 0 {

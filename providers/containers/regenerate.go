@@ -26,7 +26,7 @@ func (noNVML) Devices() ([]host.NVMLDevice, error) { return nil, errNoNVML }
 
 // RegenerateCDI makes the CDI spec's text from h's files as they are
 // now: what apply is handed (providers.GeneratorOf) for a plan's CDI step
-// made at apply (planner.GenerateCDI), run once the driver or toolkit step
+// made at apply (plan.GenerateCDI), run once the driver or toolkit step
 // before it has put the new files in place.
 func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 	obs := &facts.Observation{}

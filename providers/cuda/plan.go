@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
@@ -100,18 +101,18 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	} else if up, err := pkgdb.UpstreamVersion(string(manager), picked.Version); err == nil {
 		release = up.String()
 	}
-	step := planner.Step{
+	step := plan.Step{
 		Address:    "cuda",
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
 		After:      map[string]string{"version": release, "package": pkg.Name + "=" + pkgkit.ShownVersion(picked.Version), "path": d.Path, "source": string(d.Source)},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
 		DependsOn:  append(pkgkit.Deps(req), "driver"),
 	}
 	why := []string{fmt.Sprintf("no CUDA %s toolkit from the %s source is installed", minor, d.Source)}
 	if current != nil {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonVersionMismatch
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonVersionMismatch
 		step.Before = map[string]string{"version": current.Version, "path": current.Path}
 		if current.Package != "" {
 			step.Before["package"] = current.Package

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
@@ -89,18 +90,18 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	}
 	names := pkgkit.Names(d.Packages)
 	op := picked.Install(manager, d.Packages)
-	step := planner.Step{
+	step := plan.Step{
 		Address:    "cudnn",
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
 		After:      map[string]string{"version": pkgkit.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
 		DependsOn:  append(pkgkit.Deps(req), "cuda"),
 	}
 	why := []string{fmt.Sprintf("no cuDNN matching %s for CUDA %d is installed", d.Versions.Quoted(), d.CUDAMajor)}
 	if current != nil {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonVersionMismatch
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonVersionMismatch
 		step.Before = map[string]string{"version": current.Version}
 		if current.Package != "" {
 			step.Before["packages"] = current.Package

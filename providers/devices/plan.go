@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -96,14 +97,14 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 					ev += ": " + req.Facts.NVML.Error
 				}
 			}
-			resp.Warnings = append(resp.Warnings, planner.Warning{
+			resp.Warnings = append(resp.Warnings, plan.Warning{
 				Summary:  fmt.Sprintf("The settings of device %q cannot be planned yet", blk.Selector),
 				Detail:   "Compute modes are set through NVML on a running driver, and NVML does not show the device now. Plan again once the driver is installed and loaded (after the reboot it needs).",
 				Evidence: []string{ev},
 			})
 			continue
 		}
-		var ops []planner.Operation
+		var ops []plan.Operation
 		before, after := map[string]string{}, map[string]string{}
 		var unknown []string
 		for _, d := range picked {
@@ -116,10 +117,10 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 				continue
 			}
 			before[key], after[key] = d.ComputeMode, want
-			ops = append(ops, planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: planner.SettingComputeMode, Value: want}})
+			ops = append(ops, plan.Operation{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: plan.SettingComputeMode, Value: want}})
 		}
 		if len(unknown) > 0 {
-			resp.Warnings = append(resp.Warnings, planner.Warning{
+			resp.Warnings = append(resp.Warnings, plan.Warning{
 				Summary:  "NVML does not report the compute mode of some GPUs",
 				Detail:   fmt.Sprintf("GPUs %s do not support compute modes through NVML, so device %q leaves them alone.", strings.Join(unknown, ", "), blk.Selector),
 				Evidence: []string{"NVML: compute mode not supported"},
@@ -129,14 +130,14 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			continue
 		}
 		reason := fmt.Sprintf("compute_mode = %q and %d of the GPUs it selects %s another mode; NVML sets it on each, and apply records the mode before so that rollback restores it.", want, len(ops), map[bool]string{true: "has", false: "have"}[len(ops) == 1])
-		code := planner.ReasonSettingDiffers
+		code := plan.ReasonSettingDiffers
 		if blk.IsAbsent() {
 			reason = "absent = true puts the compute mode back to default on the GPUs it selects."
-			code = planner.ReasonAbsentRequested
+			code = plan.ReasonAbsentRequested
 		}
-		resp.Steps = append(resp.Steps, planner.Step{
+		resp.Steps = append(resp.Steps, plan.Step{
 			Address:    addr,
-			Action:     planner.Update,
+			Action:     plan.Update,
 			Before:     before,
 			After:      after,
 			Reason:     strings.ToUpper(reason[:1]) + reason[1:],

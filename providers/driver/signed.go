@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -43,7 +44,7 @@ func signedWhy(d *planner.DesiredDriver) string {
 // Ubuntu's signed modules, a kernel the archive has none for; with DKMS,
 // a kernel whose headers are not installed (the running kernel's are
 // the kernel provider's to install).
-func kernelsWithoutModule(req *planner.Request, install *planner.Step) []planner.Warning {
+func kernelsWithoutModule(req *planner.Request, install *plan.Step) []plan.Warning {
 	d := req.Desired.Driver
 	obs := req.Facts
 	if d.KernelModules == spec.KernelModulesNone || req.Desired.NoKernel != "" {
@@ -53,7 +54,7 @@ func kernelsWithoutModule(req *planner.Request, install *planner.Step) []planner
 	for _, k := range obs.Kernel.Installed {
 		headers[k.Release] = k.Headers
 	}
-	var out []planner.Warning
+	var out []plan.Warning
 	for _, rel := range planner.InstalledKernels(obs) {
 		if rel == obs.Kernel.Release && d.Signed == nil {
 			continue
@@ -84,7 +85,7 @@ func kernelsWithoutModule(req *planner.Request, install *planner.Step) []planner
 		default:
 			continue
 		}
-		out = append(out, planner.Warning{
+		out = append(out, plan.Warning{
 			Check:    CheckKernelWithoutModule,
 			Summary:  fmt.Sprintf("Kernel %s will have no nvidia module", rel),
 			Detail:   detail,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
@@ -32,7 +33,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		return resp
 	}
 	for _, df := range req.Desired.Frameworks {
-		var s *planner.Step
+		var s *plan.Step
 		var diag *hcl.Diagnostic
 		if df.Source == spec.SourceDistro {
 			s, diag = planDistroFramework(ctx, req, df)
@@ -74,13 +75,13 @@ func planInstalled(env *facts.PythonEnv, name spec.FrameworkName) *facts.Framewo
 
 // planMatches reports whether an installed build satisfies the resolved
 // framework, and why not.
-func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, planner.ReasonCode, string) {
+func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, plan.ReasonCode, string) {
 	v, err := version.Parse(inst.Version)
 	if err != nil {
-		return false, planner.ReasonVersionMismatch, fmt.Sprintf("its version %q cannot be read", inst.Version)
+		return false, plan.ReasonVersionMismatch, fmt.Sprintf("its version %q cannot be read", inst.Version)
 	}
 	if !df.Versions.Check(v) {
-		return false, planner.ReasonVersionMismatch, fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())
+		return false, plan.ReasonVersionMismatch, fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())
 	}
 	switch df.Name {
 	case spec.PyTorch:
@@ -88,22 +89,22 @@ func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, pla
 			return true, "", ""
 		}
 		if inst.CPUOnly || inst.CUDA == "" {
-			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is a CPU-only build and the spec needs the CUDA %s build", df.Package, inst.Version, df.CUDA)
+			return false, plan.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is a CPU-only build and the spec needs the CUDA %s build", df.Package, inst.Version, df.CUDA)
 		}
 		if c, err := version.Parse(inst.CUDA); err != nil || !c.Trunc(2).Equal(df.CUDA.Trunc(2)) {
-			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is built for CUDA %s and the spec needs CUDA %s", df.Package, inst.Version, inst.CUDA, df.CUDA)
+			return false, plan.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is built for CUDA %s and the spec needs CUDA %s", df.Package, inst.Version, inst.CUDA, df.CUDA)
 		}
 	case spec.JAX:
 		want := fmt.Sprintf("cuda%d", df.CUDA.Major())
 		if !slices.ContainsFunc(inst.Plugins, func(l facts.Library) bool { return strings.Contains(strings.ReplaceAll(l.Path, "_", ""), want) }) {
-			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed jax %s has no CUDA %d plugin", inst.Version, df.CUDA.Major())
+			return false, plan.ReasonVariantMismatch, fmt.Sprintf("the installed jax %s has no CUDA %d plugin", inst.Version, df.CUDA.Major())
 		}
 	}
 	return true, "", ""
 }
 
 // planPipFramework plans a pip transaction.
-func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *planner.Step {
+func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *plan.Step {
 	env := planEnvironment(obs, df)
 	inst := planInstalled(env, df.Name)
 	where := df.Python
@@ -114,28 +115,28 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 		if inst == nil {
 			return nil
 		}
-		return &planner.Step{
+		return &plan.Step{
 			Address:    df.Address,
-			Action:     planner.Delete,
+			Action:     plan.Delete,
 			Before:     map[string]string{"version": inst.Version, "environment": where},
 			Reason:     fmt.Sprintf("absent = true removes %s %s from %s.", df.Package, inst.Version, where),
-			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: planner.ManagerPip, Remove: []string{df.Package}, Python: df.Python}}},
+			ReasonCode: plan.ReasonAbsentRequested,
+			Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerPip, Remove: []string{df.Package}, Python: df.Python}}},
 		}
 	}
 	if df.Version.IsZero() {
 		return nil
 	}
 	var why []string
-	action := planner.Create
-	code := planner.ReasonMissing
+	action := plan.Create
+	code := plan.ReasonMissing
 	before := map[string]string(nil)
 	if inst != nil {
 		ok, c, reason := planMatches(inst, df)
 		if ok {
 			return nil
 		}
-		action, code = planner.Update, c
+		action, code = plan.Update, c
 		before = map[string]string{"version": inst.Version, "environment": where}
 		why = append(why, reason)
 	} else {
@@ -166,16 +167,16 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 	if df.Venv != "" {
 		python = df.BasePython
 	}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    df.Address,
 		Action:     action,
 		Before:     before,
 		After:      after,
-		Reason:     planner.Sentence(why),
+		Reason:     plan.Sentence(why),
 		ReasonCode: code,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-			Manager:  planner.ManagerPip,
-			Install:  []planner.PackagePin{{Name: df.Package, Version: df.Version.String(), Extras: slices.Clone(df.Extras)}},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
+			Manager:  plan.ManagerPip,
+			Install:  []plan.PackagePin{{Name: df.Package, Version: df.Version.String(), Extras: slices.Clone(df.Extras)}},
 			Python:   python,
 			Venv:     df.Venv,
 			IndexURL: df.IndexURL,
@@ -185,7 +186,7 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 }
 
 // planDistroFramework plans the distribution's package.
-func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.DesiredFramework) (*planner.Step, *hcl.Diagnostic) {
+func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.DesiredFramework) (*plan.Step, *hcl.Diagnostic) {
 	obs := req.Facts
 	manager := req.Desired.Manager
 	inst, installed := pkgdb.Installed(obs.Packages, df.Package, pkgdb.Configured)
@@ -193,13 +194,13 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		if !installed {
 			return nil, nil
 		}
-		return &planner.Step{
+		return &plan.Step{
 			Address:    df.Address,
-			Action:     planner.Delete,
+			Action:     plan.Delete,
 			Before:     map[string]string{"package": df.Package + "=" + inst.Version},
 			Reason:     fmt.Sprintf("absent = true removes %s %s.", df.Package, inst.Version),
-			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: []string{df.Package}}}},
+			ReasonCode: plan.ReasonAbsentRequested,
+			Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: manager, Remove: []string{df.Package}}}},
 		}, nil
 	}
 	if df.Package == "" {
@@ -219,24 +220,24 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		return nil, pkgkit.NoVersion("framework", err, df.Block.DefRange)
 	}
 	why := []string{fmt.Sprintf("the package %s is not installed", df.Package)}
-	action, code := planner.Create, planner.ReasonMissing
+	action, code := plan.Create, plan.ReasonMissing
 	var before map[string]string
 	op := picked.Install(manager, pkgs)
 	if installed {
-		action, code = planner.Update, planner.ReasonVersionMismatch
+		action, code = plan.Update, plan.ReasonVersionMismatch
 		before = map[string]string{"package": df.Package + "=" + inst.Version}
 		why = []string{fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())}
 		op.AllowDowngrade = picked.Downgrades(manager, inst.Version)
 	}
 	why = append(why, fmt.Sprintf("installs the distribution's %s %s for the system's Python", df.Package, pkgkit.ShownVersion(picked.Version)))
-	return &planner.Step{
+	return &plan.Step{
 		Address:    df.Address,
 		Action:     action,
 		Before:     before,
 		After:      map[string]string{"package": df.Package + "=" + pkgkit.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
 		Reason:     picked.Reason(why),
 		ReasonCode: code,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
 		DependsOn:  pkgkit.Deps(req),
 	}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Provider plans group.<name> steps: the users who must be in a group
@@ -36,13 +37,13 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 			if cur == nil {
 				continue
 			}
-			resp.Steps = append(resp.Steps, planner.Step{
+			resp.Steps = append(resp.Steps, plan.Step{
 				Address:    addr,
-				Action:     planner.Delete,
+				Action:     plan.Delete,
 				Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
 				Reason:     fmt.Sprintf("absent = true removes the group %s.", g.Name),
-				ReasonCode: planner.ReasonAbsentRequested,
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Delete: true}}},
+				ReasonCode: plan.ReasonAbsentRequested,
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: g.Name, Delete: true}}},
 			})
 			continue
 		}
@@ -53,13 +54,13 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 				// exists.
 				want = nil
 			}
-			resp.Steps = append(resp.Steps, planner.Step{
+			resp.Steps = append(resp.Steps, plan.Step{
 				Address:    addr,
-				Action:     planner.Create,
+				Action:     plan.Create,
 				After:      map[string]string{"members": strings.Join(want, ", ")},
 				Reason:     fmt.Sprintf("The group %s does not exist: it is created%s.", g.Name, withMembers(want)),
-				ReasonCode: planner.ReasonMissing,
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Create: true, System: deviceGroups[g.Name], Add: slices.Clone(want)}}},
+				ReasonCode: plan.ReasonMissing,
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: g.Name, Create: true, System: deviceGroups[g.Name], Add: slices.Clone(want)}}},
 			})
 			continue
 		}
@@ -90,14 +91,14 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 		if len(remove) > 0 {
 			why = append(why, fmt.Sprintf("removes %s from %s: exclusive = true admits only the listed members", and(remove), g.Name))
 		}
-		resp.Steps = append(resp.Steps, planner.Step{
+		resp.Steps = append(resp.Steps, plan.Step{
 			Address:    addr,
-			Action:     planner.Update,
+			Action:     plan.Update,
 			Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
 			After:      map[string]string{"members": strings.Join(after, ", ")},
-			Reason:     planner.Sentence(why),
-			ReasonCode: planner.ReasonMembersDiffer,
-			Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Add: add, Remove: remove}}},
+			Reason:     plan.Sentence(why),
+			ReasonCode: plan.ReasonMembersDiffer,
+			Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: g.Name, Add: add, Remove: remove}}},
 		})
 	}
 	return resp
@@ -113,7 +114,7 @@ const UnknownUserCheck = "unknown-user"
 // file, so this is a warning, not an error. The users are those whose
 // primary group /etc/group lists; when no group has any, /etc/passwd was
 // not read and nothing is said.
-func unknownMembers(req *planner.Request) []planner.Warning {
+func unknownMembers(req *planner.Request) []plan.Warning {
 	users := map[string]bool{}
 	for _, g := range req.Facts.Groups {
 		for _, u := range g.PrimaryOf {
@@ -123,7 +124,7 @@ func unknownMembers(req *planner.Request) []planner.Warning {
 	if len(users) == 0 {
 		return nil
 	}
-	var out []planner.Warning
+	var out []plan.Warning
 	for _, g := range req.Spec.Groups {
 		if g.IsAbsent() {
 			continue
@@ -137,7 +138,7 @@ func unknownMembers(req *planner.Request) []planner.Warning {
 		if len(unknown) == 0 {
 			continue
 		}
-		out = append(out, planner.Warning{
+		out = append(out, plan.Warning{
 			Check:   UnknownUserCheck,
 			Summary: fmt.Sprintf("No such user: %s", and(unknown)),
 			Detail: fmt.Sprintf("The group %s lists %s, whom %s does not know: added to the group, the name gives no one access to the GPU. "+

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/cuda"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -145,7 +146,7 @@ func TestReproduceRPM(t *testing.T) {
 	}
 }
 
-func addresses(p *planner.Plan) []string {
+func addresses(p *plan.Plan) []string {
 	var out []string
 	for _, s := range p.Steps {
 		out = append(out, s.Address)

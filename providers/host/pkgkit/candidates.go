@@ -11,6 +11,7 @@ import (
 	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
@@ -36,7 +37,7 @@ type Candidates struct {
 	// question asks about them all in the same command, since apt-cache
 	// reads every lists file on each start (seconds where the image
 	// dropped its package cache).
-	expected map[planner.Manager][]string
+	expected map[plan.Manager][]string
 	// runs counts the commands started (Runs), so that "a converged host
 	// starts no process" can be checked.
 	runs int
@@ -49,7 +50,7 @@ var _ planner.Candidates = (*Candidates)(nil)
 
 // NewCandidates returns a Candidates for h.
 func NewCandidates(h *host.Host) *Candidates {
-	return &Candidates{host: h, cache: map[string][]string{}, expected: map[planner.Manager][]string{}}
+	return &Candidates{host: h, cache: map[string][]string{}, expected: map[plan.Manager][]string{}}
 }
 
 // NewFactsCandidates returns a Candidates for a host known only by a saved
@@ -64,7 +65,7 @@ func NewFactsCandidates() *Candidates {
 // Expect registers names that providers may ask about, without starting
 // anything: the first Versions call for that manager asks about them
 // too.
-func (c *Candidates) Expect(manager planner.Manager, names ...string) {
+func (c *Candidates) Expect(manager plan.Manager, names ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range names {
@@ -91,7 +92,7 @@ var (
 // Versions lists the versions of name that manager can install, newest
 // first. A version only in the package database (installed, no longer in
 // any archive) is not installable and not listed.
-func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name string) ([]string, error) {
+func (c *Candidates) Versions(ctx context.Context, manager plan.Manager, name string) ([]string, error) {
 	key := string(manager) + "\x00" + name
 	c.mu.Lock()
 	if v, ok := c.cache[key]; ok {
@@ -116,9 +117,9 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 	}
 	var argv []string
 	switch manager {
-	case planner.ManagerApt:
+	case plan.ManagerApt:
 		argv = append([]string{"apt-cache", "policy"}, batch...)
-	case planner.ManagerDnf:
+	case plan.ManagerDnf:
 		argv = append([]string{"dnf", "--quiet", "--showduplicates", "list"}, batch...)
 	default:
 		return nil, fmt.Errorf("unknown package manager %q", manager)
@@ -131,7 +132,7 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 	err := c.host.Run(ctx, host.Command{Argv: argv, Env: []string{"LC_ALL=C"}, Stdout: &out, Stderr: &errb})
 	found := map[string][]string{}
 	switch manager {
-	case planner.ManagerApt:
+	case plan.ManagerApt:
 		if err != nil {
 			return nil, fmt.Errorf("asking apt about %s: %w: %s", strings.Join(batch, " "), err, errb.Text(0))
 		}
@@ -142,7 +143,7 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 		for _, p := range pols {
 			found[p.Name] = p.Installable()
 		}
-	case planner.ManagerDnf:
+	case plan.ManagerDnf:
 		// dnf exits 1 with "No matching Packages to list" when it knows
 		// none of the names, which is an answer, not a failure.
 		if err != nil && !strings.Contains(string(errb.Bytes())+out.String(), "No matching Packages") {
@@ -166,11 +167,11 @@ func (c *Candidates) Versions(ctx context.Context, manager planner.Manager, name
 }
 
 // validName checks a package name before it goes on a command line.
-func validName(manager planner.Manager, name string) bool {
+func validName(manager plan.Manager, name string) bool {
 	switch manager {
-	case planner.ManagerApt:
+	case plan.ManagerApt:
 		return debName.MatchString(name)
-	case planner.ManagerDnf:
+	case plan.ManagerDnf:
 		return rpmName.MatchString(name)
 	}
 	return false

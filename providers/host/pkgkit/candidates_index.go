@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
@@ -37,14 +38,14 @@ func (c *Candidates) Indexes() *facts.PackageIndexes {
 // where dnf has no metadata cache (dnf is asked, and fetches what it
 // needs: apply pins no version left to it for dnf), or for a package the
 // indexes do not keep, which only relevant ones are.
-func (c *Candidates) fromIndexes(manager planner.Manager, name string) ([]string, bool) {
+func (c *Candidates) fromIndexes(manager plan.Manager, name string) ([]string, bool) {
 	c.mu.Lock()
 	ix := c.indexes
 	c.mu.Unlock()
 	if ix == nil || ix.Manager != string(manager) || !pkgdb.Relevant(name) {
 		return nil, false
 	}
-	if len(ix.Indexes) == 0 && (manager != planner.ManagerApt || len(ix.Missing) == 0) {
+	if len(ix.Indexes) == 0 && (manager != plan.ManagerApt || len(ix.Missing) == 0) {
 		return nil, false
 	}
 	return pkgdb.IndexListed(ix, name), true
@@ -52,7 +53,7 @@ func (c *Candidates) fromIndexes(manager planner.Manager, name string) ([]string
 
 // unobserved says why the indexes of a saved observation cannot answer
 // which versions of name manager can install, where fromIndexes cannot.
-func (c *Candidates) unobserved(manager planner.Manager, name string) error {
+func (c *Candidates) unobserved(manager plan.Manager, name string) error {
 	c.mu.Lock()
 	ix := c.indexes
 	c.mu.Unlock()
@@ -78,10 +79,10 @@ var ErrNotObserved = errors.New("not in the observation")
 // disk, as the observation found them: what they offer is known after
 // apply, which fetches them first. It names none for dnf, which apply
 // does not pin a version for once its metadata is fetched.
-func (c *Candidates) Unfetched(manager planner.Manager) []facts.IndexSource {
+func (c *Candidates) Unfetched(manager plan.Manager) []facts.IndexSource {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.indexes == nil || c.indexes.Manager != string(manager) || manager != planner.ManagerApt {
+	if c.indexes == nil || c.indexes.Manager != string(manager) || manager != plan.ManagerApt {
 		return nil
 	}
 	return c.indexes.Missing

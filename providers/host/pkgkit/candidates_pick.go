@@ -9,6 +9,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -27,7 +28,7 @@ func (q PickQuery) fits(raw string, up version.Version) bool {
 // PickQuery asks for one version at which a set of packages can be
 // installed together.
 type PickQuery struct {
-	Manager  planner.Manager
+	Manager  plan.Manager
 	Packages []planner.PackageName
 	// Versions constrains the upstream version; the zero value admits all.
 	Versions version.Constraint
@@ -213,8 +214,8 @@ func pickOffered(q PickQuery) (Picked, error) {
 // matchShown is the version another package of a set must have to go
 // with v, as a message names it: v itself, or for dnf v's version part
 // (pkgdb.Match).
-func matchShown(m planner.Manager, v string) string {
-	if m == planner.ManagerDnf {
+func matchShown(m plan.Manager, v string) string {
+	if m == plan.ManagerDnf {
 		_, ver, _ := version.SplitEVR(v)
 		return ver
 	}
@@ -224,7 +225,7 @@ func matchShown(m planner.Manager, v string) string {
 // unfetched is the capability of a Candidates to name the configured
 // sources whose indexes are not on disk (Candidates.Unfetched).
 type unfetched interface {
-	Unfetched(manager planner.Manager) []facts.IndexSource
+	Unfetched(manager plan.Manager) []facts.IndexSource
 }
 
 // deferred is the pick of a version known after apply, which fetches
@@ -246,15 +247,15 @@ func deferred(q PickQuery, missing []facts.IndexSource, rejected []string) Picke
 }
 
 // refreshTool is the command that fetches m's indexes, as messages name it.
-func refreshTool(m planner.Manager) string {
-	if c := planner.RefreshCommand(m); c != nil {
+func refreshTool(m plan.Manager) string {
+	if c := plan.RefreshCommand(m); c != nil {
 		return strings.Join(c, " ")
 	}
 	return string(m)
 }
 
 // KnownAfterApply is what a step shows for a version only apply learns.
-const KnownAfterApply = planner.KnownAfterApply
+const KnownAfterApply = plan.KnownAfterApply
 
 // Pending reports whether a plan configures package repositories: the
 // spec's repository blocks, or archive components it enables.
@@ -284,11 +285,11 @@ func ShownVersion(v string) string {
 	return v
 }
 
-func managerTool(m planner.Manager) string {
+func managerTool(m plan.Manager) string {
 	switch m {
-	case planner.ManagerApt:
+	case plan.ManagerApt:
 		return "apt-cache"
-	case planner.ManagerDnf:
+	case plan.ManagerDnf:
 		return "dnf"
 	}
 	return string(m)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec"
@@ -171,7 +172,7 @@ func TestCandidatesDnf(t *testing.T) {
 // table is a planner.Candidates with fixed answers.
 type table map[string][]string
 
-func (tb table) Versions(_ context.Context, _ planner.Manager, name string) ([]string, error) {
+func (tb table) Versions(_ context.Context, _ plan.Manager, name string) ([]string, error) {
 	return tb[name], nil
 }
 
@@ -406,7 +407,7 @@ func TestFactsCandidates(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		ix       *facts.PackageIndexes
-		manager  planner.Manager
+		manager  plan.Manager
 		pkg      string
 		want     []string
 		whyError string
@@ -446,7 +447,7 @@ type unlisted struct {
 	missing []facts.IndexSource
 }
 
-func (u unlisted) Unfetched(planner.Manager) []facts.IndexSource { return u.missing }
+func (u unlisted) Unfetched(plan.Manager) []facts.IndexSource { return u.missing }
 
 // Where configured sources have no index on disk, what the indexes lack is
 // known after apply, which refreshes them first: never guessed from

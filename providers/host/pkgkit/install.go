@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
@@ -25,21 +26,21 @@ func Names(pkgs []planner.PackageName) []string {
 // Install is the operation that installs every package of pkgs at the
 // picked version, or its own where Versions has one (or, when apply
 // learns the version, within its constraint).
-func (p Picked) Install(manager planner.Manager, pkgs []planner.PackageName) *planner.PackagesOp {
-	op := &planner.PackagesOp{Manager: manager, Install: make([]planner.PackagePin, len(pkgs))}
+func (p Picked) Install(manager plan.Manager, pkgs []planner.PackageName) *plan.PackagesOp {
+	op := &plan.PackagesOp{Manager: manager, Install: make([]plan.PackagePin, len(pkgs))}
 	for i, pn := range pkgs {
 		v := p.Version
 		if own, ok := p.Versions[pn.Name]; ok {
 			v = own
 		}
-		op.Install[i] = planner.PackagePin{Name: pn.Name, Version: v, Constraint: p.Constraint}
+		op.Install[i] = plan.PackagePin{Name: pn.Name, Version: v, Constraint: p.Constraint}
 	}
 	return op
 }
 
 // Downgrades reports whether the picked version is older than the
 // installed one, which the package manager installs only when told to.
-func (p Picked) Downgrades(manager planner.Manager, installed string) bool {
+func (p Picked) Downgrades(manager plan.Manager, installed string) bool {
 	return p.Version != "" && pkgdb.Compare(string(manager), p.Version, installed) < 0
 }
 
@@ -49,7 +50,7 @@ func (p Picked) Reason(why []string) string {
 	if p.Note != "" {
 		why = append(why, p.Note)
 	}
-	return planner.Sentence(why)
+	return plan.Sentence(why)
 }
 
 // NoVersion is the error that a package step cannot be planned because
@@ -66,17 +67,17 @@ func NoVersion(what string, err error, subject hcl.Range) *hcl.Diagnostic {
 
 // Remove is the step absent = true plans at address: removing the
 // installed packages that make up what; nil when none is installed.
-func Remove(address, what string, manager planner.Manager, packages []string) *planner.Step {
+func Remove(address, what string, manager plan.Manager, packages []string) *plan.Step {
 	if len(packages) == 0 {
 		return nil
 	}
 	list := strings.Join(packages, ", ")
-	return &planner.Step{
+	return &plan.Step{
 		Address:    address,
-		Action:     planner.Delete,
+		Action:     plan.Delete,
 		Before:     map[string]string{"packages": list},
 		Reason:     "absent = true removes " + what + ": " + list + ".",
-		ReasonCode: planner.ReasonAbsentRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: packages}}},
+		ReasonCode: plan.ReasonAbsentRequested,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: manager, Remove: packages}}},
 	}
 }

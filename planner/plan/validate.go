@@ -1,4 +1,4 @@
-package planner
+package plan
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
-// validateSteps checks what providers return: each step has an address of
+// ValidateSteps checks what providers return: each step has an address of
 // its own, a real action, and operations that meet CheckOperation.
-func validateSteps(steps []Step) error {
+func ValidateSteps(steps []Step) error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, s := range steps {
@@ -78,7 +78,7 @@ func (op *Operation) validate() error {
 // makes them; and every step's operations doing what its shown values
 // (Before and After) say.
 func (p *Plan) Validate() error {
-	if err := validateSteps(p.Steps); err != nil {
+	if err := ValidateSteps(p.Steps); err != nil {
 		return err
 	}
 	if err := p.validateTransactions(); err != nil {
@@ -128,7 +128,7 @@ func (p *Plan) validateTransactions() error {
 			u := &union[id-1]
 			switch id {
 			case last:
-				if !mergeable(&u.Op, op.Packages) {
+				if !Mergeable(&u.Op, op.Packages) {
 					return fmt.Errorf("step %s operation %d: transaction %d cannot carry it with the operations before it", s.Address, i+1, id)
 				}
 			case next:
@@ -137,7 +137,7 @@ func (p *Plan) validateTransactions() error {
 			default:
 				return fmt.Errorf("step %s operation %d: transaction %d is out of order (the operations of one transaction follow each other, and transactions are numbered in plan order)", s.Address, i+1, id)
 			}
-			merge(&u.Op, op.Packages)
+			Merge(&u.Op, op.Packages)
 			if len(u.Steps) == 0 || u.Steps[len(u.Steps)-1] != s.Address {
 				u.Steps = append(u.Steps, s.Address)
 			}
@@ -315,4 +315,23 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+// AfterSignedModules is the shown value of a driver step that lists the
+// signed module packages it installs, each at its own version (they are
+// versioned by the kernel, not by the driver): "name=version, …".
+const AfterSignedModules = "signed_modules"
+
+// shownPins reads AfterSignedModules back: the version each package is
+// shown at, by name; false when a part is not "name=version".
+func shownPins(shown string) (map[string]string, bool) {
+	out := map[string]string{}
+	for _, part := range splitShown(shown) {
+		name, v, ok := strings.Cut(part, "=")
+		if !ok || name == "" || v == "" {
+			return nil, false
+		}
+		out[name] = v
+	}
+	return out, true
 }

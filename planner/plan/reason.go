@@ -1,4 +1,4 @@
-package planner
+package plan
 
 // ReasonCode says, as a word a program can switch on, why a step exists,
 // as Terraform's ActionReason does; Step.Reason says it in prose. The set

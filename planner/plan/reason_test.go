@@ -1,4 +1,4 @@
-package planner
+package plan
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 // documented in the JSON formats chapter's table (docs/json.md); a word
 // outside the set is not valid.
 func TestReasonCodes(t *testing.T) {
-	readme, err := os.ReadFile("../docs/json.md")
+	readme, err := os.ReadFile("../../docs/json.md")
 	if err != nil {
 		t.Fatal(err)
 	}
