@@ -6,11 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"io/fs"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // DeviceSettings reads and changes NVML device settings ("persistence_mode":

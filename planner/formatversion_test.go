@@ -1,9 +1,10 @@
 package planner
 
 import (
-	"github.com/gpuenv/gpuenv/planner/plan"
 	"strings"
 	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // A reader accepts every minor version of its own plan format and refuses

@@ -3,9 +3,10 @@ package planner
 import (
 	"container/heap"
 	"fmt"
-	"github.com/gpuenv/gpuenv/planner/plan"
 	"slices"
 	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Layer is a step's place in the fixed order of a GPU stack: each layer

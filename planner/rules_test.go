@@ -3,9 +3,10 @@ package planner
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/gpuenv/gpuenv/planner/plan"
 	"strings"
 	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // TestCheckOperationRefuses: values an edited plan file could carry into a

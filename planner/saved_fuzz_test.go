@@ -3,9 +3,10 @@ package planner
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/gpuenv/gpuenv/planner/plan"
 	"reflect"
 	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // FuzzReadSavedPlan: whatever file apply is handed, ReadSavedPlan

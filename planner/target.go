@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // TargetCheck names the warning a targeted plan carries.

@@ -1,9 +1,10 @@
 package planner
 
 import (
-	"github.com/gpuenv/gpuenv/planner/plan"
 	"slices"
 	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Target keeps the targeted steps and every step they depend on,
