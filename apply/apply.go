@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gpuenv/gpuenv/internal/childproc"
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
@@ -245,7 +244,7 @@ func ValidatePlan(p *plan.Plan) error {
 			return fmt.Errorf("step %s: %w", it.step, err)
 		}
 	}
-	if err := planner.CheckFormatVersion(p.FormatVersion); err != nil {
+	if err := plan.CheckFormatVersion(p.FormatVersion); err != nil {
 		return err
 	}
 	return nil

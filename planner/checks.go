@@ -32,7 +32,7 @@ type checkInput struct {
 	spec       *spec.Spec
 	obs        *facts.Observation
 	steps      []plan.Step
-	status     *ApplyStatus
+	status     *plan.ApplyStatus
 	statusPath string
 	// noKernel is Desired.NoKernel: the root's kernel module is the
 	// host's.
@@ -68,7 +68,7 @@ func checkUnfinishedApply(in *checkInput) *plan.Warning {
 	}
 	kind := string(st.Kind)
 	if kind == "" {
-		kind = string(KindApply)
+		kind = string(plan.KindApply)
 	}
 	ev := fmt.Sprintf("%s: generation %d (%s) is unfinished", in.statusPath, st.Generation, kind)
 	var more []string

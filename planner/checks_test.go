@@ -124,20 +124,20 @@ func TestChecks(t *testing.T) {
 		{
 			name: "an unfinished apply",
 			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{}, statusPath: "/var/lib/gpuenv/status.json",
-				status: &ApplyStatus{Unfinished: true, Generation: 4, Command: "apply", PID: 99, Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
+				status: &plan.ApplyStatus{Unfinished: true, Generation: 4, Command: "apply", PID: 99, Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
 			check:  CheckUnfinishedApply,
 			detail: []string{"/var/lib/gpuenv/status.json: generation 4 (apply) is unfinished: gpuenv apply, pid 99, started 2026-01-02 03:04:05 UTC", "gpuenv rollback"},
 		},
 		{
 			name: "an unfinished rollback, as apply writes the file",
 			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{}, statusPath: "/var/lib/gpuenv/status.json",
-				status: &ApplyStatus{Unfinished: true, Generation: 5, Kind: "rollback", Command: "rollback"}},
+				status: &plan.ApplyStatus{Unfinished: true, Generation: 5, Kind: "rollback", Command: "rollback"}},
 			check:  CheckUnfinishedApply,
 			detail: []string{"An earlier rollback did not finish", "generation 5 (rollback) is unfinished: gpuenv rollback"},
 		},
 		{
 			name: "a finished apply",
-			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{}, status: &ApplyStatus{Generation: 4}},
+			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{}, status: &plan.ApplyStatus{Generation: 4}},
 		},
 		{
 			name: "unattended upgrades and an unheld driver",

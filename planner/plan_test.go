@@ -169,14 +169,14 @@ func TestSummary(t *testing.T) {
 }
 
 func TestReadApplyStatus(t *testing.T) {
-	st, err := ReadApplyStatus(strings.NewReader(`{"unfinished": true, "generation": 7, "command": "apply", "pid": 42, "journal": "x"}`))
+	st, err := plan.ReadApplyStatus(strings.NewReader(`{"unfinished": true, "generation": 7, "command": "apply", "pid": 42, "journal": "x"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ApplyStatus{Unfinished: true, Generation: 7, Command: "apply", PID: 42}); *st != want {
+	if want := (plan.ApplyStatus{Unfinished: true, Generation: 7, Command: "apply", PID: 42}); *st != want {
 		t.Errorf("got %+v, want %+v", *st, want)
 	}
-	if _, err := ReadApplyStatus(bytes.NewReader([]byte("{"))); err == nil {
+	if _, err := plan.ReadApplyStatus(bytes.NewReader([]byte("{"))); err == nil {
 		t.Error("a truncated status file read without error")
 	}
 }

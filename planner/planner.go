@@ -31,7 +31,7 @@ type Planner struct {
 	Resolve ResolveFunc
 	// Status is the state directory's status file, read before planning;
 	// nil when there is none. StatusPath names it in the warning.
-	Status     *ApplyStatus
+	Status     *planpkg.ApplyStatus
 	StatusPath string
 	// InterruptGPUProcesses is Request.InterruptGPUProcesses.
 	InterruptGPUProcesses bool

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -229,7 +227,7 @@ func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
 	if sp.Marker != SavedPlanMarker {
 		return nil, fmt.Errorf("saved plan layout %d is not known to this gpuenv (it knows %d)", sp.Marker, SavedPlanMarker)
 	}
-	if err := CheckFormatVersion(sp.FormatVersion); err != nil {
+	if err := plan.CheckFormatVersion(sp.FormatVersion); err != nil {
 		return nil, fmt.Errorf("saved plan: %w", err)
 	}
 	if sp.Fingerprint.Algorithm != "sha256" || sp.Fingerprint.Digest == "" {
@@ -285,22 +283,6 @@ func jsonKind(t reflect.Type) string {
 		return jsonKind(t.Elem())
 	}
 	return "another kind of value"
-}
-
-// CheckFormatVersion accepts a plan document's format_version when this
-// gpuenv can read it: any minor version of its own major, since minor
-// versions only add fields. Format versions are semantic versions (unlike
-// the versions of what gpuenv installs), so Masterminds/semver reads them.
-func CheckFormatVersion(v string) error {
-	got, err := semver.NewVersion(v)
-	if err != nil {
-		return fmt.Errorf("plan format version %q is not a version such as %s", v, plan.FormatVersion)
-	}
-	own := semver.MustParse(plan.FormatVersion)
-	if got.Major() != own.Major() || got.Prerelease() != "" {
-		return fmt.Errorf("plan format %s is not known to this gpuenv (it reads %d.x, writes %s)", v, own.Major(), plan.FormatVersion)
-	}
-	return nil
 }
 
 // StaleError says that the host changed after a saved plan was made.

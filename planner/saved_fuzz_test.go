@@ -36,7 +36,7 @@ func FuzzReadSavedPlan(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if sp.Marker != SavedPlanMarker || CheckFormatVersion(sp.FormatVersion) != nil || sp.Plan.Validate() != nil {
+		if sp.Marker != SavedPlanMarker || plan.CheckFormatVersion(sp.FormatVersion) != nil || sp.Plan.Validate() != nil {
 			t.Fatalf("accepted a plan that is not one: %+v", sp)
 		}
 		again, err := json.Marshal(sp)

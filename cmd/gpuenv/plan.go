@@ -270,8 +270,8 @@ func pythonsToObserve(s *spec.Spec, flags []string) []string {
 // plan changes nothing and a user should still see the plan. So is one in
 // a state directory that others could have written, which is then not
 // believed: plan acts on nothing it reads there.
-func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*planner.ApplyStatus, hcl.Diagnostics) {
-	p := path.Join(stateDir, planner.StatusFile)
+func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*plan.ApplyStatus, hcl.Diagnostics) {
+	p := path.Join(stateDir, plan.StatusFile)
 	st, err := apply.ReadStatus(h, stateDir)
 	var insecure *apply.InsecureError
 	switch {
@@ -287,7 +287,7 @@ func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*pla
 			Summary:  "Unreadable apply status",
 			Detail:   fmt.Sprintf("The status file %s could not be read (%v), so plan cannot tell whether an earlier apply finished.", p, err),
 		})
-	case st == (planner.ApplyStatus{}):
+	case st == (plan.ApplyStatus{}):
 		return nil, diags
 	}
 	return &st, diags
@@ -300,7 +300,7 @@ func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*pla
 func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner.Planner) hcl.Diagnostics {
 	return func(pl *planner.Planner) hcl.Diagnostics {
 		f.configure(pl)
-		pl.StatusPath = path.Join(g.stateDir(), planner.StatusFile)
+		pl.StatusPath = path.Join(g.stateDir(), plan.StatusFile)
 		var status hcl.Diagnostics
 		pl.Status, status = readApplyStatus(h, g.stateDir(), nil)
 		return status

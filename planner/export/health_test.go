@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // snapshot is a host with eight GPUs, one check per verdict in three
@@ -39,7 +39,7 @@ func snapshot() *Snapshot {
 		Report: r, Obs: obs,
 		Time: time.Date(2026, 12, 1, 10, 0, 0, 500e6, time.UTC), Took: 1500 * time.Millisecond,
 		Drift:  &DriftRecord{FormatVersion: DriftFormatVersion, Time: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Outcome: Changes, ExitCode: 2, Add: 2, Change: 1, NeedsReboot: true},
-		Status: &planner.ApplyStatus{Generation: 7, Kind: planner.KindApply, Status: planner.StatusApplied, Started: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)},
+		Status: &plan.ApplyStatus{Generation: 7, Kind: plan.KindApply, Status: plan.StatusApplied, Started: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)},
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -25,7 +25,7 @@ type Snapshot struct {
 	DriftErr error
 	// Status is the state directory's status file; nil when nothing was
 	// ever applied or it could not be read.
-	Status *planner.ApplyStatus
+	Status *plan.ApplyStatus
 }
 
 // GroupVerdict is one check group's worst verdict.

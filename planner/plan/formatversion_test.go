@@ -1,21 +1,19 @@
-package planner
+package plan
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // A reader accepts every minor version of its own plan format and refuses
 // other majors, pre-releases, and text that is no version.
 func TestCheckFormatVersion(t *testing.T) {
 	for _, tc := range []struct{ v, err string }{
-		{v: plan.FormatVersion},
+		{v: FormatVersion},
 		{v: "1.0"},
 		{v: "1.7"},
 		{v: "1"},
-		{v: "2.0", err: "plan format 2.0 is not known to this gpuenv (it reads 1.x, writes " + plan.FormatVersion + ")"},
+		{v: "2.0", err: "plan format 2.0 is not known to this gpuenv (it reads 1.x, writes " + FormatVersion + ")"},
 		{v: "0.9", err: "plan format 0.9 is not known"},
 		{v: "1.1-rc.1", err: "plan format 1.1-rc.1 is not known"},
 		{v: "one", err: `plan format version "one" is not a version`},
