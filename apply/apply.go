@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuenv/gpuenv/internal/childproc"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -38,7 +38,7 @@ type Options struct {
 	// their count; tests use it to kill the process there.
 	JournalPoint func(n int)
 	// Generate makes the content of the files the plan leaves to apply
-	// (planner.FileOp.Generate); nil refuses such a plan.
+	// (plan.FileOp.Generate); nil refuses such a plan.
 	Generate Generator
 }
 
@@ -156,7 +156,7 @@ func (e *engine) say(format string, args ...any) {
 }
 
 // opEvent names operation n of total for the events.
-func opEvent(n, total int, step string, op planner.Operation) *EventOperation {
+func opEvent(n, total int, step string, op plan.Operation) *EventOperation {
 	return &EventOperation{Index: n, Total: total, Step: step, Kind: string(op.Kind), What: Describe(op)}
 }
 
@@ -204,7 +204,7 @@ func defaultExecutor(h *host.Host, x Executor) Executor {
 
 type item struct {
 	step string
-	op   planner.Operation
+	op   plan.Operation
 }
 
 // planItems lists the operations of a plan in the order they run. A
@@ -212,19 +212,19 @@ type item struct {
 // replaced by the transaction at its first appearance, labelled with every
 // step it serves, and dropped after that: one transaction, one journal
 // entry, one inverse.
-func planItems(p *planner.Plan) []item {
+func planItems(p *plan.Plan) []item {
 	var items []item
 	ran := map[int]bool{}
 	for _, s := range p.Steps {
 		for _, op := range s.Operations {
-			if op.Kind == planner.OpPackages && op.Transaction > 0 && op.Transaction <= len(p.Transactions) {
+			if op.Kind == plan.OpPackages && op.Transaction > 0 && op.Transaction <= len(p.Transactions) {
 				if ran[op.Transaction] {
 					continue
 				}
 				ran[op.Transaction] = true
 				t := p.Transactions[op.Transaction-1]
 				tx := t.Op
-				items = append(items, item{strings.Join(t.Steps, ", "), planner.Operation{Kind: planner.OpPackages, Transaction: t.ID, Packages: &tx}})
+				items = append(items, item{strings.Join(t.Steps, ", "), plan.Operation{Kind: plan.OpPackages, Transaction: t.ID, Packages: &tx}})
 				continue
 			}
 			items = append(items, item{s.Address, op})
@@ -234,7 +234,7 @@ func planItems(p *planner.Plan) []item {
 }
 
 // ValidatePlan checks that every operation of p is one apply can run.
-func ValidatePlan(p *planner.Plan) error {
+func ValidatePlan(p *plan.Plan) error {
 	if p == nil {
 		return errors.New("no plan")
 	}
@@ -248,7 +248,7 @@ func ValidatePlan(p *planner.Plan) error {
 			return fmt.Errorf("step %s: %w", it.step, err)
 		}
 	}
-	if err := planner.CheckFormatVersion(p.FormatVersion); err != nil {
+	if err := plan.CheckFormatVersion(p.FormatVersion); err != nil {
 		return err
 	}
 	return nil
@@ -259,7 +259,7 @@ func ValidatePlan(p *planner.Plan) error {
 // unless opts.NoRevert. An error means nothing was attempted (refused:
 // lock held, unfinished generation, not root, invalid plan); a failed
 // apply is a Result whose Status says how it ended.
-func Apply(ctx context.Context, h *host.Host, plan *planner.Plan, opts Options) (*Result, error) {
+func Apply(ctx context.Context, h *host.Host, plan *plan.Plan, opts Options) (*Result, error) {
 	if err := checkRoot(h); err != nil {
 		return nil, err
 	}

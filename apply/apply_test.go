@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -97,7 +97,7 @@ func (fx *testHost) opts(x apply.Executor) apply.Options {
 	return apply.Options{StateDir: stateDir, Executor: x, Hook: &fx.out}
 }
 
-func (fx *testHost) apply(p *planner.Plan, o apply.Options) *apply.Result {
+func (fx *testHost) apply(p *plan.Plan, o apply.Options) *apply.Result {
 	fx.t.Helper()
 	res, err := apply.Apply(context.Background(), fx.h, p, o)
 	if err != nil {
@@ -107,7 +107,7 @@ func (fx *testHost) apply(p *planner.Plan, o apply.Options) *apply.Result {
 }
 
 // applies applies p, which must end applied.
-func (fx *testHost) applies(p *planner.Plan) *apply.Result {
+func (fx *testHost) applies(p *plan.Plan) *apply.Result {
 	fx.t.Helper()
 	res := fx.apply(p, fx.opts(nil))
 	if res.Status != apply.StatusApplied {
@@ -177,8 +177,8 @@ func (fx *testHost) forceUnlock() {
 }
 
 // oneStep is a plan of one step.
-func oneStep(address string, action planner.Action, ops ...planner.Operation) *planner.Plan {
-	return &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{Address: address, Action: action, Operations: ops}}}
+func oneStep(address string, action plan.Action, ops ...plan.Operation) *plan.Plan {
+	return &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: address, Action: action, Operations: ops}}}
 }
 
 func TestApplyStandardPlan(t *testing.T) {
@@ -259,7 +259,7 @@ func TestApplyStandardPlan(t *testing.T) {
 
 	// An empty plan (what the planner returns for a converged host)
 	// makes no generation.
-	res = fx.apply(&planner.Plan{FormatVersion: planner.FormatVersion}, fx.opts(nil))
+	res = fx.apply(&plan.Plan{FormatVersion: plan.FormatVersion}, fx.opts(nil))
 	if res.Generation != 0 {
 		t.Errorf("an empty plan made generation %d", res.Generation)
 	}
@@ -284,7 +284,7 @@ type faultExecutor struct {
 
 var errInjected = errors.New("injected failure")
 
-func (x *faultExecutor) Run(ctx context.Context, ws *apply.Workspace, op planner.Operation) error {
+func (x *faultExecutor) Run(ctx context.Context, ws *apply.Workspace, op plan.Operation) error {
 	x.runs++
 	if x.runs == x.runFail {
 		if x.after {

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers"
 )
 
 const cdiPath = "/etc/cdi/nvidia.yaml"
 
-func generatedCDIOp() planner.Operation {
-	return planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: cdiPath, Mode: 0o644, Generate: planner.GenerateCDI}}
+func generatedCDIOp() plan.Operation {
+	return plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: cdiPath, Mode: 0o644, Generate: plan.GenerateCDI}}
 }
 
 // journalCheck runs each operation after checking, for a file operation,
@@ -30,7 +30,7 @@ type journalCheck struct {
 	checked map[string]string
 }
 
-func (x *journalCheck) Run(ctx context.Context, ws *apply.Workspace, op planner.Operation) error {
+func (x *journalCheck) Run(ctx context.Context, ws *apply.Workspace, op plan.Operation) error {
 	if f := op.File; f != nil && !f.Remove {
 		if f.Generate != "" {
 			x.t.Errorf("%s runs with its content still to be made (%q)", f.Path, f.Generate)
@@ -39,7 +39,7 @@ func (x *journalCheck) Run(ctx context.Context, ws *apply.Workspace, op planner.
 		if err != nil {
 			x.t.Fatal(err)
 		}
-		var journaled *planner.FileOp
+		var journaled *plan.FileOp
 		for _, r := range recs {
 			if r.Event == apply.EventBegin && r.Operation != nil && r.Operation.File != nil && r.Operation.File.Path == f.Path {
 				journaled = r.Operation.File
@@ -95,9 +95,9 @@ func TestApplyGeneratesCDISpec(t *testing.T) {
 	write(cdiPath, old)
 	before := fx.snapshot()
 
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-		Address: "container_toolkit.cdi", Action: planner.Update, Reason: "the driver changes",
-		Operations: []planner.Operation{generatedCDIOp()},
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+		Address: "container_toolkit.cdi", Action: plan.Update, Reason: "the driver changes",
+		Operations: []plan.Operation{generatedCDIOp()},
 	}}}
 	x := &journalCheck{Executor: fx.executor(), t: t, root: fx.Root, checked: map[string]string{}}
 	o := fx.opts(x)
@@ -130,7 +130,7 @@ func TestApplyGeneratesAfterEarlierSteps(t *testing.T) {
 	calls := 0
 	gen := func(_ context.Context, what string) (string, error) {
 		calls++
-		if what != planner.GenerateCDI {
+		if what != plan.GenerateCDI {
 			t.Errorf("asked to make %q", what)
 		}
 		in, err := os.ReadFile(filepath.Join(fx.Root, profile))
@@ -139,11 +139,11 @@ func TestApplyGeneratesAfterEarlierSteps(t *testing.T) {
 		}
 		return "# made from: " + string(in), nil
 	}
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{
-		{Address: "environment", Action: planner.Create, Reason: "missing",
-			Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: profile, Content: "export A=1\n", Mode: 0o644}}}},
-		{Address: "container_toolkit.cdi", Action: planner.Create, Reason: "made at apply",
-			Operations: []planner.Operation{generatedCDIOp()}, DependsOn: []string{"environment"}},
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{
+		{Address: "environment", Action: plan.Create, Reason: "missing",
+			Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: profile, Content: "export A=1\n", Mode: 0o644}}}},
+		{Address: "container_toolkit.cdi", Action: plan.Create, Reason: "made at apply",
+			Operations: []plan.Operation{generatedCDIOp()}, DependsOn: []string{"environment"}},
 	}}
 	x := &journalCheck{Executor: fx.executor(), t: t, root: fx.Root, checked: map[string]string{}}
 	o := fx.opts(x)
@@ -172,11 +172,11 @@ func TestApplyGeneratorFailureReverts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fx := newFixture(t)
 			before := fx.snapshot()
-			p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{
-				{Address: "environment", Action: planner.Create, Reason: "missing",
-					Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "export A=1\n", Mode: 0o644}}}},
-				{Address: "container_toolkit.cdi", Action: planner.Create, Reason: "made at apply",
-					Operations: []planner.Operation{generatedCDIOp()}},
+			p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{
+				{Address: "environment", Action: plan.Create, Reason: "missing",
+					Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "export A=1\n", Mode: 0o644}}}},
+				{Address: "container_toolkit.cdi", Action: plan.Create, Reason: "made at apply",
+					Operations: []plan.Operation{generatedCDIOp()}},
 			}}
 			o := fx.opts(nil)
 			o.Generate = gen
@@ -194,9 +194,9 @@ func TestApplyGeneratorFailureReverts(t *testing.T) {
 func TestApplyRefusesGeneratedContentWithoutGenerator(t *testing.T) {
 	fx := newFixture(t)
 	before := fx.snapshot()
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-		Address: "container_toolkit.cdi", Action: planner.Create, Reason: "made at apply",
-		Operations: []planner.Operation{generatedCDIOp()},
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+		Address: "container_toolkit.cdi", Action: plan.Create, Reason: "made at apply",
+		Operations: []plan.Operation{generatedCDIOp()},
 	}}}
 	res, err := apply.Apply(context.Background(), fx.h, p, fx.opts(nil))
 	if err == nil || !strings.Contains(err.Error(), cdiPath) || !strings.Contains(err.Error(), "given nothing to make it") {

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Describe says in words what an operation does, as progress prints it:
 // "installing cuda-toolkit-12-4 12.4.1-1".
-func Describe(op planner.Operation) string {
+func Describe(op plan.Operation) string {
 	switch {
 	case op.Packages != nil:
 		p := op.Packages
@@ -83,9 +83,9 @@ func Describe(op planner.Operation) string {
 		return describeKernel(op.Kernel)
 	case op.Service != nil:
 		switch op.Service.Run {
-		case planner.ServiceStop:
+		case plan.ServiceStop:
 			return "stopping " + op.Service.Unit
-		case planner.ServiceStart:
+		case plan.ServiceStart:
 			return "starting " + op.Service.Unit
 		}
 		verb := "disabling "
@@ -150,7 +150,7 @@ func DescribeInverse(inv *Inverse) string {
 				return what
 			}
 		}
-		return describeKernel(&planner.KernelOp{Action: planner.KernelAction(inv.Kernel.Action), Module: inv.Kernel.Module})
+		return describeKernel(&plan.KernelOp{Action: plan.KernelAction(inv.Kernel.Action), Module: inv.Kernel.Module})
 	case inv.Service != nil && inv.Service.AfterPackages:
 		return "starting " + inv.Service.Unit + " again once the old module is loaded"
 	case inv.Service != nil && inv.Service.RunOnly:
@@ -172,7 +172,7 @@ func DescribeInverse(inv *Inverse) string {
 }
 
 // summarize is a generation's one-line summary of a plan.
-func summarize(p *planner.Plan) string {
+func summarize(p *plan.Plan) string {
 	var addrs []string
 	for _, s := range p.Steps {
 		addrs = append(addrs, s.Action.Symbol()+s.Address)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // The /dev/char links of the NVIDIA device nodes are made as symbolic
@@ -40,15 +40,15 @@ func TestApplyDevCharLinks(t *testing.T) {
 			}
 			tt.before(fx.Root)
 			before := fx.snapshot()
-			link := func(name, target string) planner.Operation {
-				return planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "/dev/char/" + name, Symlink: target}}
+			link := func(name, target string) plan.Operation {
+				return plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: "/dev/char/" + name, Symlink: target}}
 			}
-			p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-				Address: "container_toolkit.dev_char", Action: planner.Create, Reason: "missing links",
-				Operations: []planner.Operation{
+			p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+				Address: "container_toolkit.dev_char", Action: plan.Create, Reason: "missing links",
+				Operations: []plan.Operation{
 					link("195:0", "/dev/nvidia0"),
 					link("195:255", "/dev/nvidiactl"),
-					{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/udev/rules.d/71-nvidia-dev-char.rules", Content: "# rule\n", Mode: 0o644}},
+					{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/udev/rules.d/71-nvidia-dev-char.rules", Content: "# rule\n", Mode: 0o644}},
 				},
 			}}}
 			if res := fx.apply(p, fx.opts(fx.executor())); res.Status != apply.StatusApplied {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -140,7 +140,7 @@ func TestDnfRollbackOfflineFromSavedFiles(t *testing.T) {
 func TestDnfVersionlockRoundTrip(t *testing.T) {
 	fx := newRPMFixture(t)
 	base := fx.snapshot()
-	hold := oneStep("hold", planner.Update, applytest.DnfOp(planner.PackagesOp{Hold: []string{"nvidia-driver-cuda"}, Unhold: []string{"libnvidia-ml"}}))
+	hold := oneStep("hold", plan.Update, applytest.DnfOp(plan.PackagesOp{Hold: []string{"nvidia-driver-cuda"}, Unhold: []string{"libnvidia-ml"}}))
 	fx.applies(hold)
 	got := fx.packages()
 	if !strings.HasSuffix(got["nvidia-driver-cuda"], " held") || strings.HasSuffix(got["libnvidia-ml"], " held") {
@@ -159,7 +159,7 @@ func TestDnfRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		address string
-		op      planner.PackagesOp
+		op      plan.PackagesOp
 		// noVersionlock removes the versionlock plugin's configuration
 		// first.
 		noVersionlock bool
@@ -168,17 +168,17 @@ func TestDnfRefusals(t *testing.T) {
 	}{
 		{
 			name: "HoldNeedsVersionlock", address: "hold", noVersionlock: true,
-			op:   planner.PackagesOp{Hold: []string{"nvidia-driver-cuda"}},
+			op:   plan.PackagesOp{Hold: []string{"nvidia-driver-cuda"}},
 			want: "versionlock plugin is not installed", what: "a refused hold",
 		},
 		{
 			name: "WhatCannotBeSaved", address: "persistenced",
-			op:   planner.PackagesOp{Install: []planner.PackagePin{{Name: "nvidia-persistenced", Version: applytest.OrphanNew.EVR()}}},
+			op:   plan.PackagesOp{Install: []plan.PackagePin{{Name: "nvidia-persistenced", Version: applytest.OrphanNew.EVR()}}},
 			want: "could not be restored offline", what: "a refused upgrade",
 		},
 		{
 			name: "LockedPinUnlessReleased", address: "driver",
-			op:   planner.PackagesOp{Install: []planner.PackagePin{{Name: "libnvidia-ml", Version: applytest.DnfDriverNew}}},
+			op:   plan.PackagesOp{Install: []plan.PackagePin{{Name: "libnvidia-ml", Version: applytest.DnfDriverNew}}},
 			want: "locked at", what: "a refused pin of a locked package",
 		},
 	} {
@@ -190,7 +190,7 @@ func TestDnfRefusals(t *testing.T) {
 				}
 			}
 			before := fx.snapshot()
-			res := fx.apply(oneStep(tc.address, planner.Update, applytest.DnfOp(tc.op)), fx.opts(nil))
+			res := fx.apply(oneStep(tc.address, plan.Update, applytest.DnfOp(tc.op)), fx.opts(nil))
 			if res.Status != apply.StatusReverted || !strings.Contains(res.Failed.Error, tc.want) {
 				t.Fatalf("status %s, failed %+v", res.Status, res.Failed)
 			}
@@ -233,8 +233,8 @@ func TestDnfWaitsForItsLock(t *testing.T) {
 func TestDnfHoldOfNewPackageUndone(t *testing.T) {
 	fx := newRPMFixture(t)
 	before := fx.snapshot()
-	p := oneStep("cuda", planner.Create, applytest.DnfOp(planner.PackagesOp{
-		Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
+	p := oneStep("cuda", plan.Create, applytest.DnfOp(plan.PackagesOp{
+		Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
 		Hold:    []string{"cuda-toolkit-12-4"},
 	}))
 	fx.applies(p)
@@ -255,7 +255,7 @@ func TestDnfHoldOfNewPackageUndone(t *testing.T) {
 func TestDnfLockedPinAtItsVersionKeepsTheLock(t *testing.T) {
 	fx := newRPMFixture(t)
 	before := fx.snapshot()
-	p := oneStep("driver", planner.Update, applytest.DnfOp(planner.PackagesOp{Install: []planner.PackagePin{
+	p := oneStep("driver", plan.Update, applytest.DnfOp(plan.PackagesOp{Install: []plan.PackagePin{
 		{Name: "libnvidia-ml", Version: applytest.DnfDriverOld}, {Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}}}))
 	fx.applies(p)
 	if got := fx.packages()["libnvidia-ml"]; got != applytest.DnfDriverOld+".x86_64 held" {

@@ -7,12 +7,12 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/gpuenv/gpuenv/planner/health"
+	"github.com/gpuenv/gpuenv/planner/export"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // driftName is the drift record's name in the state directory.
-const driftName = health.DriftFile
+const driftName = export.DriftFile
 
 // WriteDrift replaces the drift record in the state directory stateDir
 // inside h's root with data, creating and marking the state directory as

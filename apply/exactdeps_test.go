@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Paragraphs shaped like apt-cache show's for Debian 12's nvidia-smi: exact
@@ -28,14 +28,14 @@ Depends: nvidia-alternative (= 535.309.01-0+deb12u1)
 
 func TestExactDependencies(t *testing.T) {
 	got := exactDependencies([]byte(nvidiaSMIShow))
-	want := []planner.PackagePin{
+	want := []plan.PackagePin{
 		{Name: "nvidia-alternative", Version: "535.261.03-1"},
 		{Name: "libnvidia-ml1", Version: "535.261.03-1"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("exactDependencies = %+v, want %+v (alternatives, ranges and the second paragraph left out)", got, want)
 	}
-	if got := exactDependencies([]byte("Package: x\nDepends: libfoo:any (= 1.0), bar (>= 2)\n")); !reflect.DeepEqual(got, []planner.PackagePin{{Name: "libfoo", Version: "1.0"}}) {
+	if got := exactDependencies([]byte("Package: x\nDepends: libfoo:any (= 1.0), bar (>= 2)\n")); !reflect.DeepEqual(got, []plan.PackagePin{{Name: "libfoo", Version: "1.0"}}) {
 		t.Errorf("arch-qualified relation: %+v", got)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -38,8 +38,8 @@ import (
 //     package manager left anything half-done.
 //   - All of them honour ctx and run commands as argv, never via a shell.
 type Executor interface {
-	Prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation) (*Inverse, error)
-	Run(ctx context.Context, ws *Workspace, op planner.Operation) error
+	Prepare(ctx context.Context, ws *Workspace, seq int, op plan.Operation) (*Inverse, error)
+	Run(ctx context.Context, ws *Workspace, op plan.Operation) error
 	Undo(ctx context.Context, ws *Workspace, inv *Inverse) error
 	Recover(ctx context.Context, ws *Workspace, manager string) error
 	Check(ctx context.Context, ws *Workspace, want []Expectation) error
@@ -51,7 +51,7 @@ type Executor interface {
 // saying what becomes of a package an earlier one named. An Op may come
 // with its Inverse, for what the inverse recorded of the host before it.
 type Expectation struct {
-	Op      *planner.PackagesOp
+	Op      *plan.PackagesOp
 	Inverse *PackagesInverse
 }
 
@@ -117,12 +117,12 @@ type HostExecutor struct {
 
 	// indexes are what Indexes read for the transaction indexesOp.
 	indexes   *facts.PackageIndexes
-	indexesOp *planner.PackagesOp
+	indexesOp *plan.PackagesOp
 	// trivialOp is the apt transaction prepared without a dry run, which
 	// apt is told to refuse if it would change more than its pins;
 	// fullOp the one that must be prepared with a dry run, apt having
 	// refused it so.
-	trivialOp, fullOp *planner.PackagesOp
+	trivialOp, fullOp *plan.PackagesOp
 }
 
 // PrepareAgainError is what Run returns for an operation that changed
@@ -140,7 +140,7 @@ const DefaultPackageLockTimeout = 5 * time.Minute
 var _ Executor = (*HostExecutor)(nil)
 
 // Prepare implements Executor.
-func (x *HostExecutor) Prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation) (*Inverse, error) {
+func (x *HostExecutor) Prepare(ctx context.Context, ws *Workspace, seq int, op plan.Operation) (*Inverse, error) {
 	if err := validateOp(op); err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (x *HostExecutor) Prepare(ctx context.Context, ws *Workspace, seq int, op p
 }
 
 // Run implements Executor.
-func (x *HostExecutor) Run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+func (x *HostExecutor) Run(ctx context.Context, ws *Workspace, op plan.Operation) error {
 	k := x.kind(op.Kind)
 	if k == nil {
 		return fmt.Errorf("unknown operation kind %q", op.Kind)
@@ -206,13 +206,13 @@ func (x *HostExecutor) Check(ctx context.Context, ws *Workspace, want []Expectat
 // their own kind's field of the operation and the inverse.
 type kindExecutor interface {
 	// owns reports whether op carries this kind's data.
-	owns(op planner.Operation) bool
+	owns(op plan.Operation) bool
 	// inverseNames checks the kind's data of an inverse read back from a
 	// journal: ok is false when it is missing, names are the values the
 	// inverse passes to commands as names.
 	inverseNames(inv *Inverse) (names []string, ok bool, err error)
-	prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) error
-	run(ctx context.Context, ws *Workspace, op planner.Operation) error
+	prepare(ctx context.Context, ws *Workspace, seq int, op plan.Operation, inv *Inverse) error
+	run(ctx context.Context, ws *Workspace, op plan.Operation) error
 	undo(ctx context.Context, ws *Workspace, inv *Inverse) error
 }
 
@@ -220,7 +220,7 @@ type kindExecutor interface {
 // an Operation, I in an Inverse. typedKind makes them a kindExecutor.
 type kindOps[O, I any] interface {
 	// opField and invField are the kind's fields of Operation and Inverse.
-	opField(op *planner.Operation) **O
+	opField(op *plan.Operation) **O
 	invField(inv *Inverse) **I
 	// names checks an inverse read back from a journal and returns the
 	// values it passes to commands as names.
@@ -233,7 +233,7 @@ type kindOps[O, I any] interface {
 // typedKind is the kindExecutor of one kind's kindOps.
 type typedKind[O, I any] struct{ ops kindOps[O, I] }
 
-func (k typedKind[O, I]) owns(op planner.Operation) bool { return *k.ops.opField(&op) != nil }
+func (k typedKind[O, I]) owns(op plan.Operation) bool { return *k.ops.opField(&op) != nil }
 
 func (k typedKind[O, I]) inverseNames(inv *Inverse) ([]string, bool, error) {
 	data := *k.ops.invField(inv)
@@ -244,12 +244,12 @@ func (k typedKind[O, I]) inverseNames(inv *Inverse) ([]string, bool, error) {
 	return names, true, err
 }
 
-func (k typedKind[O, I]) prepare(ctx context.Context, ws *Workspace, seq int, op planner.Operation, inv *Inverse) (err error) {
+func (k typedKind[O, I]) prepare(ctx context.Context, ws *Workspace, seq int, op plan.Operation, inv *Inverse) (err error) {
 	*k.ops.invField(inv), err = k.ops.prepare(ctx, ws, seq, *k.ops.opField(&op))
 	return err
 }
 
-func (k typedKind[O, I]) run(ctx context.Context, ws *Workspace, op planner.Operation) error {
+func (k typedKind[O, I]) run(ctx context.Context, ws *Workspace, op plan.Operation) error {
 	return k.ops.run(ctx, ws, *k.ops.opField(&op))
 }
 
@@ -258,29 +258,29 @@ func (k typedKind[O, I]) undo(ctx context.Context, ws *Workspace, inv *Inverse) 
 }
 
 // kinds is the executor of each operation kind.
-var kinds = map[planner.OpKind]func(*HostExecutor) kindExecutor{
-	planner.OpFile:  func(x *HostExecutor) kindExecutor { return typedKind[planner.FileOp, FileInverse]{fileExecutor{x}} },
-	planner.OpGroup: func(x *HostExecutor) kindExecutor { return typedKind[planner.GroupOp, GroupInverse]{groupExecutor{x}} },
-	planner.OpPackages: func(x *HostExecutor) kindExecutor {
-		return typedKind[planner.PackagesOp, PackagesInverse]{packagesExecutor{x}}
+var kinds = map[plan.OpKind]func(*HostExecutor) kindExecutor{
+	plan.OpFile:  func(x *HostExecutor) kindExecutor { return typedKind[plan.FileOp, FileInverse]{fileExecutor{x}} },
+	plan.OpGroup: func(x *HostExecutor) kindExecutor { return typedKind[plan.GroupOp, GroupInverse]{groupExecutor{x}} },
+	plan.OpPackages: func(x *HostExecutor) kindExecutor {
+		return typedKind[plan.PackagesOp, PackagesInverse]{packagesExecutor{x}}
 	},
-	planner.OpKernel: func(x *HostExecutor) kindExecutor {
-		return typedKind[planner.KernelOp, KernelInverse]{kernelExecutor{x}}
+	plan.OpKernel: func(x *HostExecutor) kindExecutor {
+		return typedKind[plan.KernelOp, KernelInverse]{kernelExecutor{x}}
 	},
-	planner.OpService: func(x *HostExecutor) kindExecutor {
-		return typedKind[planner.ServiceOp, ServiceInverse]{serviceExecutor{x}}
+	plan.OpService: func(x *HostExecutor) kindExecutor {
+		return typedKind[plan.ServiceOp, ServiceInverse]{serviceExecutor{x}}
 	},
-	planner.OpDevice: func(x *HostExecutor) kindExecutor {
-		return typedKind[planner.DeviceOp, DeviceInverse]{deviceExecutor{x}}
+	plan.OpDevice: func(x *HostExecutor) kindExecutor {
+		return typedKind[plan.DeviceOp, DeviceInverse]{deviceExecutor{x}}
 	},
-	planner.OpRefresh: func(x *HostExecutor) kindExecutor {
-		return typedKind[planner.RefreshOp, RefreshInverse]{refreshExecutor{x}}
+	plan.OpRefresh: func(x *HostExecutor) kindExecutor {
+		return typedKind[plan.RefreshOp, RefreshInverse]{refreshExecutor{x}}
 	},
 }
 
 // kind is the executor of operations of kind k, nil for a kind gpuenv
 // does not know.
-func (x *HostExecutor) kind(k planner.OpKind) kindExecutor {
+func (x *HostExecutor) kind(k plan.OpKind) kindExecutor {
 	if mk, ok := kinds[k]; ok {
 		return mk(x)
 	}
@@ -289,9 +289,9 @@ func (x *HostExecutor) kind(k planner.OpKind) kindExecutor {
 
 // validateOp checks an operation before it is prepared: exactly its own
 // field set, and every value in it one the planner could have produced
-// (planner.CheckOperation). A plan may come from a file anyone could edit,
+// (plan.CheckOperation). A plan may come from a file anyone could edit,
 // and its values reach commands run as root.
-func validateOp(op planner.Operation) error {
+func validateOp(op plan.Operation) error {
 	k := (*HostExecutor)(nil).kind(op.Kind)
 	if k == nil {
 		return fmt.Errorf("unknown operation kind %q", op.Kind)
@@ -305,7 +305,7 @@ func validateOp(op planner.Operation) error {
 	if !k.owns(op) || set != 1 {
 		return fmt.Errorf("operation of kind %q must set exactly its own field", op.Kind)
 	}
-	return planner.CheckOperation(op)
+	return plan.CheckOperation(op)
 }
 
 // validateInverse checks an inverse read back from a journal before it

@@ -21,8 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuenv/gpuenv/internal/safefile"
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -152,7 +152,7 @@ func expectedOf(p PriorPackage) expectedDeb {
 
 // expectOp is what an apt transaction leaves: its pins installed, held
 // when it holds them, its removals gone.
-func expectOp(op *planner.PackagesOp) []expectedDeb {
+func expectOp(op *plan.PackagesOp) []expectedDeb {
 	var out []expectedDeb
 	for _, p := range op.Install {
 		held := slices.Contains(op.Hold, p.Name)
@@ -246,7 +246,7 @@ func (x aptManager) readDpkg() (map[string]debState, error) {
 // simLine matches what apt-get -s prints for each package it would change.
 var simLine = lazyregexp.New(`^(Inst|Remv|Purg) (\S+)`)
 
-func aptTransaction(op *planner.PackagesOp, simulate bool) []string {
+func aptTransaction(op *plan.PackagesOp, simulate bool) []string {
 	argv := []string{"apt-get"}
 	if simulate {
 		argv = append(argv, "-s")
@@ -296,7 +296,7 @@ type aptPrior struct {
 	saved map[string]savedFile
 }
 
-func (a *aptPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
+func (a *aptPrior) direct(op *plan.PackagesOp) (affected, changes []string, err error) {
 	for _, p := range op.Install {
 		affected = append(affected, p.Name)
 	}
@@ -317,7 +317,7 @@ func (a *aptPrior) direct(op *planner.PackagesOp) (affected, changes []string, e
 	return affected, changes, nil
 }
 
-func (a *aptPrior) simulate(ctx context.Context, ws *Workspace, op *planner.PackagesOp) ([]string, error) {
+func (a *aptPrior) simulate(ctx context.Context, ws *Workspace, op *plan.PackagesOp) ([]string, error) {
 	if len(op.Install) == 0 && len(op.Remove) == 0 {
 		return nil, nil
 	}
@@ -359,7 +359,7 @@ func (a *aptPrior) simulate(ctx context.Context, ws *Workspace, op *planner.Pack
 // as the pins, or it would remove, downgrade or change a held package.
 // A pin already at its version would leave room in that count for one
 // package more, so none may be.
-func (a *aptPrior) trivial(op *planner.PackagesOp) bool {
+func (a *aptPrior) trivial(op *plan.PackagesOp) bool {
 	if len(op.Install) == 0 || len(op.Remove) > 0 || op.Purge || op.AllowDowngrade {
 		return false
 	}
@@ -535,7 +535,7 @@ func (x aptManager) aptLockOption() []string {
 	return []string{"-o", fmt.Sprintf("DPkg::Lock::Timeout=%d", int(x.lockTimeout().Seconds()))}
 }
 
-func (x aptManager) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x aptManager) run(ctx context.Context, ws *Workspace, op *plan.PackagesOp) error {
 	if err := x.waitDpkgLock(ctx, ws); err != nil {
 		return err
 	}
@@ -592,7 +592,7 @@ func (x aptManager) run(ctx context.Context, ws *Workspace, op *planner.Packages
 // shows nothing changed, once the holds released for it are set again,
 // the transaction is prepared again with a dry run (PrepareAgainError);
 // anything else is the failure it is.
-func (x aptManager) notTrivial(ctx context.Context, ws *Workspace, op *planner.PackagesOp, before map[string]debState, unheld []string, failure error) error {
+func (x aptManager) notTrivial(ctx context.Context, ws *Workspace, op *plan.PackagesOp, before map[string]debState, unheld []string, failure error) error {
 	x.trivialOp = nil
 	if len(unheld) > 0 {
 		if err := x.command(ctx, ws, aptEnv, append([]string{"apt-mark", "hold", "--"}, unheld...)...); err != nil {

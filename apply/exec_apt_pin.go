@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -23,7 +23,7 @@ import (
 // indexesFor returns the package indexes for the transaction op, read
 // once for it; nil when they cannot answer for apt (no reader, no apt
 // index on disk), and apt is asked instead.
-func (x aptManager) indexesFor(ctx context.Context, ws *Workspace, op *planner.PackagesOp) *facts.PackageIndexes {
+func (x aptManager) indexesFor(ctx context.Context, ws *Workspace, op *plan.PackagesOp) *facts.PackageIndexes {
 	if x.indexesOp != op {
 		x.indexes, x.indexesOp = x.readIndexes(ctx, ws), op
 	}
@@ -41,7 +41,7 @@ func (x aptManager) readIndexes(ctx context.Context, ws *Workspace) *facts.Packa
 		fmt.Fprintf(ws.Log, "gpuenv: reading the package indexes: %v; asking apt instead\n", err)
 		return nil
 	}
-	if ix == nil || ix.Manager != string(planner.ManagerApt) || len(ix.Indexes) == 0 {
+	if ix == nil || ix.Manager != string(plan.ManagerApt) || len(ix.Indexes) == 0 {
 		return nil
 	}
 	return ix
@@ -51,7 +51,7 @@ func (x aptManager) waitLock(ctx context.Context, ws *Workspace) error {
 	return x.waitDpkgLock(ctx, ws)
 }
 
-func (x aptManager) readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, _ *PackagesInverse) (priorState, error) {
+func (x aptManager) readPrior(ctx context.Context, ws *Workspace, op *plan.PackagesOp, _ *PackagesInverse) (priorState, error) {
 	before, err := x.readDpkg()
 	if err != nil {
 		return nil, err
@@ -63,13 +63,13 @@ func (x aptManager) readPrior(ctx context.Context, ws *Workspace, op *planner.Pa
 // depend on at one exact version, and checks the pins as the planner's
 // own are checked: a version read from the indexes reaches apt-get's
 // command line as one written in the plan would.
-func (x aptManager) pinPending(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x aptManager) pinPending(ctx context.Context, ws *Workspace, op *plan.PackagesOp) error {
 	ix := x.indexesFor(ctx, ws, op)
 	if err := x.pinLatest(ctx, ws, op, ix); err != nil {
 		return err
 	}
 	x.pinExactDependencies(ctx, ws, op, ix)
-	if err := planner.CheckOperation(planner.Operation{Kind: planner.OpPackages, Packages: op}); err != nil {
+	if err := plan.CheckOperation(plan.Operation{Kind: plan.OpPackages, Packages: op}); err != nil {
 		return fmt.Errorf("the pins apply chose: %w", err)
 	}
 	return nil
@@ -135,7 +135,7 @@ func preferred(ix *facts.PackageIndexes, name string) []string {
 // planner picks one for a set (pkgdb.PickVersion): the first, in apt's
 // order of preference, that satisfies the constraint and that each of
 // them is listed at. The journal then records the exact versions.
-func (x aptManager) pinLatest(ctx context.Context, ws *Workspace, op *planner.PackagesOp, ix *facts.PackageIndexes) error {
+func (x aptManager) pinLatest(ctx context.Context, ws *Workspace, op *plan.PackagesOp, ix *facts.PackageIndexes) error {
 	var names []string
 	for _, p := range op.Install {
 		if p.KnownAfterApply() {
@@ -171,7 +171,7 @@ func (x aptManager) pinLatest(ctx context.Context, ws *Workspace, op *planner.Pa
 // the planner's rule picks for them. Pins that no one version suits are
 // not one set after all (two steps with the same constraint): each gets
 // the newest version of its own.
-func pinSet(ws *Workspace, set []planner.PackagePin, listed map[string][]string, from string) error {
+func pinSet(ws *Workspace, set []plan.PackagePin, listed map[string][]string, from string) error {
 	c, err := version.ParseConstraint(set[0].Constraint)
 	if set[0].Constraint == "" {
 		c, err = version.Constraint{}, nil
@@ -184,12 +184,12 @@ func pinSet(ws *Workspace, set []planner.PackagePin, listed map[string][]string,
 	for _, p := range set[1:] {
 		others[p.Name] = listed[p.Name]
 	}
-	v, _ := pkgdb.PickVersion(string(planner.ManagerApt), listed[set[0].Name], others, keep)
+	v, _ := pkgdb.PickVersion(string(plan.ManagerApt), listed[set[0].Name], others, keep)
 	for i := range set {
 		p := &set[i]
 		pick := v
 		if pick == "" {
-			pick, _ = pkgdb.PickVersion(string(planner.ManagerApt), listed[p.Name], nil, keep)
+			pick, _ = pkgdb.PickVersion(string(plan.ManagerApt), listed[p.Name], nil, keep)
 		}
 		if pick == "" {
 			has := "nothing"
@@ -215,12 +215,12 @@ func pinSet(ws *Workspace, set []planner.PackagePin, listed map[string][]string,
 // found that way, which the indexes do not describe either). A pin apt
 // cannot show (a version no longer in the archive) is left as it is: the
 // dry run that follows reports what apt cannot do.
-func (x aptManager) pinExactDependencies(ctx context.Context, ws *Workspace, op *planner.PackagesOp, ix *facts.PackageIndexes) {
+func (x aptManager) pinExactDependencies(ctx context.Context, ws *Workspace, op *plan.PackagesOp, ix *facts.PackageIndexes) {
 	pinned := map[string]bool{}
 	for _, p := range op.Install {
 		pinned[p.Name] = true
 	}
-	add := func(p planner.PackagePin, deps []planner.PackagePin) {
+	add := func(p plan.PackagePin, deps []plan.PackagePin) {
 		for _, dep := range deps {
 			if pinned[dep.Name] {
 				continue
@@ -231,7 +231,7 @@ func (x aptManager) pinExactDependencies(ctx context.Context, ws *Workspace, op 
 		}
 	}
 	for next := 0; next < len(op.Install); {
-		var ask []planner.PackagePin
+		var ask []plan.PackagePin
 		for ; next < len(op.Install); next++ {
 			p := op.Install[next]
 			if v := pkgdb.IndexedVersion(ix, p.Name, p.Version); v != nil && len(v.Origins) > 0 {
@@ -250,7 +250,7 @@ func (x aptManager) pinExactDependencies(ctx context.Context, ws *Workspace, op 
 		// apt-cache shows what it finds and fails for the rest, which
 		// is left to the dry run.
 		out, _ := x.output(ctx, ws, aptEnv, argv...)
-		shown := map[string][]planner.PackagePin{}
+		shown := map[string][]plan.PackagePin{}
 		for _, para := range bytes.Split(out, []byte("\n\n")) {
 			name, ver := controlField(para, "Package"), controlField(para, "Version")
 			if _, dup := shown[name+"="+ver]; !dup && name != "" {
@@ -264,11 +264,11 @@ func (x aptManager) pinExactDependencies(ctx context.Context, ws *Workspace, op 
 }
 
 // pinsOf turns "name=version" relations into pins.
-func pinsOf(rels []string) []planner.PackagePin {
-	out := make([]planner.PackagePin, 0, len(rels))
+func pinsOf(rels []string) []plan.PackagePin {
+	out := make([]plan.PackagePin, 0, len(rels))
 	for _, r := range rels {
 		name, v, _ := strings.Cut(r, "=")
-		out = append(out, planner.PackagePin{Name: name, Version: v})
+		out = append(out, plan.PackagePin{Name: name, Version: v})
 	}
 	return out
 }
@@ -286,7 +286,7 @@ func controlField(para []byte, field string) string {
 // exactDependencies reads the first paragraph of apt-cache show and returns
 // the dependencies (Depends, Pre-Depends) that name one package at one
 // exact version, without alternatives.
-func exactDependencies(show []byte) []planner.PackagePin {
+func exactDependencies(show []byte) []plan.PackagePin {
 	fields := map[string]string{}
 	var last string
 	for _, line := range strings.Split(string(show), "\n") {

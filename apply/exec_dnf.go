@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/gpuenv/gpuenv/internal/childproc"
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
@@ -218,14 +218,14 @@ func (x dnfManager) dnfDryRun(ctx context.Context, ws *Workspace, args []string)
 // installCommand is dnf's command for op's pins: install moves a package
 // to the pinned version; reinstall (-replace) puts the installed version
 // back, which install would leave alone.
-func installCommand(op *planner.PackagesOp) string {
+func installCommand(op *plan.PackagesOp) string {
 	if op.Reinstall {
 		return "reinstall"
 	}
 	return "install"
 }
 
-func pinSpecs(op *planner.PackagesOp) []string {
+func pinSpecs(op *plan.PackagesOp) []string {
 	var s []string
 	for _, p := range op.Install {
 		s = append(s, p.Name+"-"+p.Version)
@@ -244,9 +244,9 @@ func (x dnfManager) waitLock(ctx context.Context, ws *Workspace) error {
 }
 
 // pinPending does nothing: dnf's pins are exact when planned.
-func (dnfManager) pinPending(context.Context, *Workspace, *planner.PackagesOp) error { return nil }
+func (dnfManager) pinPending(context.Context, *Workspace, *plan.PackagesOp) error { return nil }
 
-func (x dnfManager) readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, _ *PackagesInverse) (priorState, error) {
+func (x dnfManager) readPrior(ctx context.Context, ws *Workspace, op *plan.PackagesOp, _ *PackagesInverse) (priorState, error) {
 	before, err := x.readRPM(ctx, ws)
 	if err != nil {
 		return nil, err
@@ -298,7 +298,7 @@ func (d *dnfPrior) saveAll(ctx context.Context, ws *Workspace, seq int, names []
 	return nil
 }
 
-func (d *dnfPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
+func (d *dnfPrior) direct(op *plan.PackagesOp) (affected, changes []string, err error) {
 	affected = slices.Concat(op.Remove, op.Hold, op.Unhold)
 	for _, p := range op.Install {
 		affected = append(affected, p.Name)
@@ -323,7 +323,7 @@ func (d *dnfPrior) direct(op *planner.PackagesOp) (affected, changes []string, e
 	return affected, changes, nil
 }
 
-func (d *dnfPrior) simulate(ctx context.Context, ws *Workspace, op *planner.PackagesOp) ([]string, error) {
+func (d *dnfPrior) simulate(ctx context.Context, ws *Workspace, op *plan.PackagesOp) ([]string, error) {
 	var listed []string
 	if len(op.Remove) > 0 {
 		l, err := d.x.dnfDryRun(ctx, ws, slices.Concat([]string{dnfOffline, "remove", "--"}, op.Remove))
@@ -578,7 +578,7 @@ func (x dnfManager) dnfLoop(ctx context.Context, ws *Workspace, deadline time.Ti
 	}
 }
 
-func (x dnfManager) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x dnfManager) run(ctx context.Context, ws *Workspace, op *plan.PackagesOp) error {
 	deadline := time.Now().Add(x.lockTimeout())
 	if err := x.waitDnfLock(ctx, ws, deadline); err != nil {
 		return err

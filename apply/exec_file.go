@@ -13,24 +13,24 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // fileExecutor writes and removes files gpuenv manages, keeping their
 // previous bytes for the inverse.
 type fileExecutor struct{ *HostExecutor }
 
-var _ kindOps[planner.FileOp, FileInverse] = fileExecutor{}
+var _ kindOps[plan.FileOp, FileInverse] = fileExecutor{}
 
-func (fileExecutor) opField(op *planner.Operation) **planner.FileOp { return &op.File }
+func (fileExecutor) opField(op *plan.Operation) **plan.FileOp { return &op.File }
 
 func (fileExecutor) invField(inv *Inverse) **FileInverse { return &inv.File }
 
 func (fileExecutor) names(inv *FileInverse) ([]string, error) {
-	if err := planner.CheckManagedFile(inv.Path); err != nil {
+	if err := plan.CheckManagedFile(inv.Path); err != nil {
 		return nil, fmt.Errorf("inverse of a file operation: %w", err)
 	}
-	if err := planner.CheckFollowUp(inv.After); err != nil {
+	if err := plan.CheckFollowUp(inv.After); err != nil {
 		return nil, fmt.Errorf("inverse of a file operation on %s: %w", inv.Path, err)
 	}
 	for _, d := range inv.CreatedDirs {
@@ -43,7 +43,7 @@ func (fileExecutor) names(inv *FileInverse) ([]string, error) {
 
 const defaultFileMode = 0o644
 
-func (x fileExecutor) prepare(_ context.Context, ws *Workspace, seq int, op *planner.FileOp) (*FileInverse, error) {
+func (x fileExecutor) prepare(_ context.Context, ws *Workspace, seq int, op *plan.FileOp) (*FileInverse, error) {
 	inv := &FileInverse{Path: path.Clean(op.Path), After: op.After}
 	rp, err := x.real(inv.Path)
 	if err != nil {
@@ -104,7 +104,7 @@ func (x fileExecutor) missingDirs(dir string) ([]string, error) {
 	return missing, nil
 }
 
-func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *planner.FileOp) error {
+func (x fileExecutor) run(ctx context.Context, ws *Workspace, op *plan.FileOp) error {
 	rp, err := x.real(op.Path)
 	if err != nil {
 		return err

@@ -11,15 +11,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // groupExecutor adds and removes the members of groups.
 type groupExecutor struct{ *HostExecutor }
 
-var _ kindOps[planner.GroupOp, GroupInverse] = groupExecutor{}
+var _ kindOps[plan.GroupOp, GroupInverse] = groupExecutor{}
 
-func (groupExecutor) opField(op *planner.Operation) **planner.GroupOp { return &op.Group }
+func (groupExecutor) opField(op *plan.Operation) **plan.GroupOp { return &op.Group }
 
 func (groupExecutor) invField(inv *Inverse) **GroupInverse { return &inv.Group }
 
@@ -62,7 +62,7 @@ func (x groupExecutor) readGroup(name string) (groupEntry, error) {
 	return g, sc.Err()
 }
 
-func (x groupExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.GroupOp) (*GroupInverse, error) {
+func (x groupExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan.GroupOp) (*GroupInverse, error) {
 	g, err := x.readGroup(op.Group)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (x groupExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plann
 // Groups are changed with the shadow tools run inside the root, which lock
 // /etc/group and /etc/gshadow and keep both in step as every other tool
 // on the host expects.
-func (x groupExecutor) run(ctx context.Context, ws *Workspace, op *planner.GroupOp) error {
+func (x groupExecutor) run(ctx context.Context, ws *Workspace, op *plan.GroupOp) error {
 	g, err := x.readGroup(op.Group)
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pgpkey"
 )
 
@@ -20,7 +20,7 @@ const keyFetchTimeout = 2 * time.Minute
 // write: the key in binary (apt) or armored (rpm), only when the file
 // holds exactly the pinned key. A mismatch is refused with both
 // fingerprints; the operation then writes nothing.
-func (x fileExecutor) fetchKey(ctx context.Context, k *planner.KeyFetch) ([]byte, error) {
+func (x fileExecutor) fetchKey(ctx context.Context, k *plan.KeyFetch) ([]byte, error) {
 	u, err := url.Parse(k.URL)
 	if err != nil {
 		return nil, err

@@ -10,16 +10,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // packagesExecutor carries out package transactions through the package
 // manager each one names.
 type packagesExecutor struct{ *HostExecutor }
 
-var _ kindOps[planner.PackagesOp, PackagesInverse] = packagesExecutor{}
+var _ kindOps[plan.PackagesOp, PackagesInverse] = packagesExecutor{}
 
-func (packagesExecutor) opField(op *planner.Operation) **planner.PackagesOp { return &op.Packages }
+func (packagesExecutor) opField(op *plan.Operation) **plan.PackagesOp { return &op.Packages }
 
 func (packagesExecutor) invField(inv *Inverse) **PackagesInverse { return &inv.Packages }
 
@@ -31,12 +31,12 @@ func (packagesExecutor) names(inv *PackagesInverse) ([]string, error) {
 	return names, nil
 }
 
-func (x packagesExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp) (*PackagesInverse, error) {
+func (x packagesExecutor) prepare(ctx context.Context, ws *Workspace, seq int, op *plan.PackagesOp) (*PackagesInverse, error) {
 	m, _ := x.manager(string(op.Manager))
 	return prepareTransaction(ctx, ws, seq, op, m)
 }
 
-func (x packagesExecutor) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x packagesExecutor) run(ctx context.Context, ws *Workspace, op *plan.PackagesOp) error {
 	m, _ := x.manager(string(op.Manager))
 	return m.run(ctx, ws, op)
 }
@@ -51,7 +51,7 @@ func (x packagesExecutor) undo(ctx context.Context, ws *Workspace, inv *Packages
 // its transactionHooks.
 type packageManager interface {
 	transactionHooks
-	run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error
+	run(ctx context.Context, ws *Workspace, op *plan.PackagesOp) error
 	undo(ctx context.Context, ws *Workspace, inv *PackagesInverse) error
 	// recover brings the manager back to a consistent state after a
 	// transaction was killed, before the transaction's undo.
@@ -133,13 +133,13 @@ type transactionHooks interface {
 	// wait before anything began.
 	waitLock(ctx context.Context, ws *Workspace) error
 	// pinPending fixes the versions the plan could only learn at apply.
-	pinPending(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error
+	pinPending(ctx context.Context, ws *Workspace, op *plan.PackagesOp) error
 	// readPrior reads the state the transaction would change and refuses
 	// a transaction the manager cannot carry out. It records in inv what
 	// the manager's undo needs besides the packages. It returns nil, and
 	// no error, when the transaction changes nothing of the host's (a pip
 	// environment it creates), having said so in inv.
-	readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, inv *PackagesInverse) (priorState, error)
+	readPrior(ctx context.Context, ws *Workspace, op *plan.PackagesOp, inv *PackagesInverse) (priorState, error)
 }
 
 // priorState is the state of the packages before one transaction, as
@@ -149,11 +149,11 @@ type priorState interface {
 	// those of them whose installed files it replaces or removes
 	// (changes); an error refuses the transaction (a package held that
 	// the plan does not release).
-	direct(op *planner.PackagesOp) (affected, changes []string, err error)
+	direct(op *plan.PackagesOp) (affected, changes []string, err error)
 	// simulate dry-runs the transaction and returns the packages it would
 	// change besides the pins: dependencies installed, upgraded,
 	// downgraded or removed with them.
-	simulate(ctx context.Context, ws *Workspace, op *planner.PackagesOp) ([]string, error)
+	simulate(ctx context.Context, ws *Workspace, op *plan.PackagesOp) ([]string, error)
 	// changes reports whether a package the dry run names loses its
 	// installed files.
 	changes(name string) bool
@@ -175,7 +175,7 @@ type batchSaver interface {
 // the lock, pin pending versions, read the prior state, learn from a dry
 // run which packages the transaction affects, and record each of them,
 // saving the package files of those it changes, in name order.
-func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp, m transactionHooks) (*PackagesInverse, error) {
+func prepareTransaction(ctx context.Context, ws *Workspace, seq int, op *plan.PackagesOp, m transactionHooks) (*PackagesInverse, error) {
 	inv := &PackagesInverse{Manager: string(op.Manager)}
 	if err := m.waitLock(ctx, ws); err != nil {
 		return nil, err

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
@@ -23,7 +23,7 @@ func pipNorm(name string) string { return pipRun.ReplaceAllString(strings.ToLowe
 
 // pipPython is the interpreter a pip operation runs: the venv's when it
 // names one, else the one it names, else python3.
-func pipPython(op *planner.PackagesOp) string {
+func pipPython(op *plan.PackagesOp) string {
 	if op.Venv != "" {
 		return path.Join(op.Venv, "bin", "python")
 	}
@@ -55,7 +55,7 @@ func (x pipManager) pipList(ctx context.Context, ws *Workspace, python string) (
 	return m, nil
 }
 
-func pipRequirement(p planner.PackagePin) string {
+func pipRequirement(p plan.PackagePin) string {
 	s := p.Name
 	if len(p.Extras) > 0 {
 		s += "[" + strings.Join(p.Extras, ",") + "]"
@@ -63,7 +63,7 @@ func pipRequirement(p planner.PackagePin) string {
 	return s + "==" + p.Version
 }
 
-func pipIndex(op *planner.PackagesOp) []string {
+func pipIndex(op *plan.PackagesOp) []string {
 	if op.IndexURL == "" {
 		return nil
 	}
@@ -88,9 +88,9 @@ var _ packageManager = pipManager{}
 func (pipManager) waitLock(context.Context, *Workspace) error { return nil }
 
 // pinPending does nothing: pip's pins are exact when planned.
-func (pipManager) pinPending(context.Context, *Workspace, *planner.PackagesOp) error { return nil }
+func (pipManager) pinPending(context.Context, *Workspace, *plan.PackagesOp) error { return nil }
 
-func (x pipManager) readPrior(ctx context.Context, ws *Workspace, op *planner.PackagesOp, inv *PackagesInverse) (priorState, error) {
+func (x pipManager) readPrior(ctx context.Context, ws *Workspace, op *plan.PackagesOp, inv *PackagesInverse) (priorState, error) {
 	inv.Python, inv.Venv, inv.IndexURL = pipPython(op), op.Venv, op.IndexURL
 	if op.Venv != "" {
 		ok, err := x.venvExists(op.Venv)
@@ -122,14 +122,14 @@ func (x pipManager) readPrior(ctx context.Context, ws *Workspace, op *planner.Pa
 // normalised name.
 type pipPrior struct {
 	x      pipManager
-	op     *planner.PackagesOp
+	op     *plan.PackagesOp
 	python string
 	before map[string]string
 	// want is the version the transaction installs of each package.
 	want map[string]string
 }
 
-func (p *pipPrior) direct(op *planner.PackagesOp) (affected, changes []string, err error) {
+func (p *pipPrior) direct(op *plan.PackagesOp) (affected, changes []string, err error) {
 	for _, i := range op.Install {
 		affected = append(affected, pipNorm(i.Name))
 	}
@@ -144,7 +144,7 @@ func (p *pipPrior) direct(op *planner.PackagesOp) (affected, changes []string, e
 	return affected, changes, nil
 }
 
-func (p *pipPrior) simulate(ctx context.Context, ws *Workspace, op *planner.PackagesOp) ([]string, error) {
+func (p *pipPrior) simulate(ctx context.Context, ws *Workspace, op *plan.PackagesOp) ([]string, error) {
 	if len(op.Install) == 0 {
 		return nil, nil
 	}
@@ -185,7 +185,7 @@ func (p *pipPrior) changes(name string) bool {
 // pipReinstall are the options of a reinstall (-replace): the pinned
 // version over itself, its dependencies left as they are, since pip
 // would otherwise reinstall every one of them too.
-func pipReinstall(op *planner.PackagesOp) []string {
+func pipReinstall(op *plan.PackagesOp) []string {
 	if op.Reinstall {
 		return []string{"--force-reinstall", "--no-deps"}
 	}
@@ -215,7 +215,7 @@ func (pipManager) check(context.Context, *Workspace, []Expectation) error { retu
 
 // saveWheel downloads the installed version's wheel into the generation,
 // from the plan's index and then from pip's configured one.
-func (x pipManager) saveWheel(ctx context.Context, ws *Workspace, seq int, op *planner.PackagesOp, python, name, version string) (string, error) {
+func (x pipManager) saveWheel(ctx context.Context, ws *Workspace, seq int, op *plan.PackagesOp, python, name, version string) (string, error) {
 	sub := path.Join(packagesDir, strconv.Itoa(seq)+"-"+name)
 	dir := filepath.Join(ws.Path, sub)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -242,7 +242,7 @@ func (x pipManager) saveWheel(ctx context.Context, ws *Workspace, seq int, op *p
 	return "", fmt.Errorf("cannot save %s %s for rollback (see %s): %w", name, version, ws.Dir+"/"+logName, lastErr)
 }
 
-func (x pipManager) run(ctx context.Context, ws *Workspace, op *planner.PackagesOp) error {
+func (x pipManager) run(ctx context.Context, ws *Workspace, op *plan.PackagesOp) error {
 	python := pipPython(op)
 	if op.Venv != "" {
 		ok, err := x.venvExists(op.Venv)

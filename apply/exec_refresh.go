@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // refreshExecutor fetches a package manager's indexes. Its inverse
@@ -15,25 +15,25 @@ import (
 // the archives have since replaced.
 type refreshExecutor struct{ *HostExecutor }
 
-var _ kindOps[planner.RefreshOp, RefreshInverse] = refreshExecutor{}
+var _ kindOps[plan.RefreshOp, RefreshInverse] = refreshExecutor{}
 
-func (refreshExecutor) opField(op *planner.Operation) **planner.RefreshOp { return &op.Refresh }
+func (refreshExecutor) opField(op *plan.Operation) **plan.RefreshOp { return &op.Refresh }
 
 func (refreshExecutor) invField(inv *Inverse) **RefreshInverse { return &inv.Refresh }
 
 func (refreshExecutor) names(inv *RefreshInverse) ([]string, error) {
-	if planner.RefreshCommand(planner.Manager(inv.Manager)) == nil {
+	if plan.RefreshCommand(plan.Manager(inv.Manager)) == nil {
 		return nil, fmt.Errorf("refresh inverse of package manager %q", inv.Manager)
 	}
 	return []string{inv.Manager}, nil
 }
 
-func (refreshExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.RefreshOp) (*RefreshInverse, error) {
+func (refreshExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan.RefreshOp) (*RefreshInverse, error) {
 	return &RefreshInverse{Manager: string(op.Manager)}, nil
 }
 
-func (x refreshExecutor) run(ctx context.Context, ws *Workspace, op *planner.RefreshOp) error {
-	argv := planner.RefreshCommand(op.Manager)
+func (x refreshExecutor) run(ctx context.Context, ws *Workspace, op *plan.RefreshOp) error {
+	argv := plan.RefreshCommand(op.Manager)
 	if err := x.command(ctx, ws, aptEnv, argv...); err != nil {
 		return fmt.Errorf("fetching %s's package indexes: %w", op.Manager, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -125,7 +125,7 @@ func (x kernelExecutor) procComm(pid int) (string, error) {
 // a pid taken by another program since is not stopped. A stopped process
 // is not started again by an undo (nothing knows how it was started), so
 // its inverse is empty.
-func (x kernelExecutor) prepareStop(op *planner.KernelOp) (*KernelInverse, error) {
+func (x kernelExecutor) prepareStop(op *plan.KernelOp) (*KernelInverse, error) {
 	comm, err := x.procComm(op.PID)
 	if err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func (x kernelExecutor) prepareStop(op *planner.KernelOp) (*KernelInverse, error
 
 // stopProcess sends the process SIGTERM, and SIGKILL when it has not
 // exited after stopWait.
-func (x kernelExecutor) stopProcess(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
+func (x kernelExecutor) stopProcess(ctx context.Context, ws *Workspace, op *plan.KernelOp) error {
 	pid := strconv.Itoa(op.PID)
 	for _, sig := range []string{"TERM", "KILL"} {
 		comm, err := x.procComm(op.PID)

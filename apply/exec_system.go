@@ -6,11 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpuenv/gpuenv/providers/host"
 	"io/fs"
 	"strings"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // DeviceSettings reads and changes NVML device settings ("persistence_mode":
@@ -32,9 +32,9 @@ func notLive(root, what string) *SkipError {
 // kernelExecutor loads and unloads kernel modules and rebuilds the initramfs.
 type kernelExecutor struct{ *HostExecutor }
 
-var _ kindOps[planner.KernelOp, KernelInverse] = kernelExecutor{}
+var _ kindOps[plan.KernelOp, KernelInverse] = kernelExecutor{}
 
-func (kernelExecutor) opField(op *planner.Operation) **planner.KernelOp { return &op.Kernel }
+func (kernelExecutor) opField(op *plan.Operation) **plan.KernelOp { return &op.Kernel }
 
 func (kernelExecutor) invField(inv *Inverse) **KernelInverse { return &inv.Kernel }
 
@@ -42,16 +42,16 @@ func (kernelExecutor) names(inv *KernelInverse) ([]string, error) {
 	return []string{inv.Module}, nil
 }
 
-func (x kernelExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.KernelOp) (*KernelInverse, error) {
+func (x kernelExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan.KernelOp) (*KernelInverse, error) {
 	if !x.Host.Running() {
 		return nil, notLive(x.Host.Root(), describeKernel(op))
 	}
 	switch op.Action {
 	case "rebuild_initramfs":
 		return &KernelInverse{Action: "rebuild_initramfs"}, nil
-	case planner.KernelCheckVersion:
+	case plan.KernelCheckVersion:
 		return &KernelInverse{Nothing: "a check changes nothing"}, nil
-	case planner.KernelStopProcess:
+	case plan.KernelStopProcess:
 		return x.prepareStop(op)
 	case "load_module":
 		loaded, err := x.moduleLoaded(op.Module)
@@ -82,15 +82,15 @@ func (x kernelExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan
 	}
 }
 
-func describeKernel(op *planner.KernelOp) string {
+func describeKernel(op *plan.KernelOp) string {
 	switch op.Action {
 	case "rebuild_initramfs":
 		return "rebuilding the initramfs"
 	case "load_module":
 		return "loading module " + op.Module
-	case planner.KernelCheckVersion:
+	case plan.KernelCheckVersion:
 		return "checking that the loaded driver is " + op.Version
-	case planner.KernelStopProcess:
+	case plan.KernelStopProcess:
 		return fmt.Sprintf("stopping process %s (pid %d)", op.Process, op.PID)
 	}
 	return "unloading module " + op.Module
@@ -118,13 +118,13 @@ func (x kernelExecutor) moduleLoaded(name string) (bool, error) {
 	return false, sc.Err()
 }
 
-func (x kernelExecutor) run(ctx context.Context, ws *Workspace, op *planner.KernelOp) error {
+func (x kernelExecutor) run(ctx context.Context, ws *Workspace, op *plan.KernelOp) error {
 	switch op.Action {
-	case planner.KernelCheckVersion:
+	case plan.KernelCheckVersion:
 		return x.checkVersion(ctx, ws, op.Version)
-	case planner.KernelStopProcess:
+	case plan.KernelStopProcess:
 		return x.stopProcess(ctx, ws, op)
-	case planner.KernelUnloadModule:
+	case plan.KernelUnloadModule:
 		if op.Reload {
 			// rmmod removes the one module: modprobe -r would take
 			// the modules it uses along, unplanned, whose own
@@ -184,9 +184,9 @@ func (x kernelExecutor) undo(ctx context.Context, ws *Workspace, inv *KernelInve
 // serviceExecutor enables, disables, starts and stops systemd units.
 type serviceExecutor struct{ *HostExecutor }
 
-var _ kindOps[planner.ServiceOp, ServiceInverse] = serviceExecutor{}
+var _ kindOps[plan.ServiceOp, ServiceInverse] = serviceExecutor{}
 
-func (serviceExecutor) opField(op *planner.Operation) **planner.ServiceOp { return &op.Service }
+func (serviceExecutor) opField(op *plan.Operation) **plan.ServiceOp { return &op.Service }
 
 func (serviceExecutor) invField(inv *Inverse) **ServiceInverse { return &inv.Service }
 
@@ -216,15 +216,15 @@ func (x serviceExecutor) unitActive(ctx context.Context, ws *Workspace, unit str
 	return strings.TrimSpace(string(out)) == "active"
 }
 
-func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *planner.ServiceOp) (*ServiceInverse, error) {
+func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *plan.ServiceOp) (*ServiceInverse, error) {
 	if op.Run != "" && !x.Host.Running() {
-		return nil, notLive(x.Host.Root(), Describe(planner.Operation{Kind: planner.OpService, Service: op}))
+		return nil, notLive(x.Host.Root(), Describe(plan.Operation{Kind: plan.OpService, Service: op}))
 	}
 	en, err := x.unitEnabled(op.Unit)
 	if err != nil {
 		return nil, err
 	}
-	inv := &ServiceInverse{Unit: op.Unit, Enabled: en, RunOnly: op.Run != "", AfterPackages: op.Reload && op.Run == planner.ServiceStop}
+	inv := &ServiceInverse{Unit: op.Unit, Enabled: en, RunOnly: op.Run != "", AfterPackages: op.Reload && op.Run == plan.ServiceStop}
 	if (op.Now || op.Run != "") && x.Host.Running() {
 		active := x.unitActive(ctx, ws, op.Unit)
 		inv.Active = &active
@@ -232,7 +232,7 @@ func (x serviceExecutor) prepare(ctx context.Context, ws *Workspace, _ int, op *
 	return inv, nil
 }
 
-func (x serviceExecutor) run(ctx context.Context, ws *Workspace, op *planner.ServiceOp) error {
+func (x serviceExecutor) run(ctx context.Context, ws *Workspace, op *plan.ServiceOp) error {
 	if op.Run != "" {
 		return x.command(ctx, ws, nil, "systemctl", op.Run, op.Unit)
 	}
@@ -279,9 +279,9 @@ func (x serviceExecutor) undo(ctx context.Context, ws *Workspace, inv *ServiceIn
 // deviceExecutor changes NVML device settings.
 type deviceExecutor struct{ *HostExecutor }
 
-var _ kindOps[planner.DeviceOp, DeviceInverse] = deviceExecutor{}
+var _ kindOps[plan.DeviceOp, DeviceInverse] = deviceExecutor{}
 
-func (deviceExecutor) opField(op *planner.Operation) **planner.DeviceOp { return &op.Device }
+func (deviceExecutor) opField(op *plan.Operation) **plan.DeviceOp { return &op.Device }
 
 func (deviceExecutor) invField(inv *Inverse) **DeviceInverse { return &inv.Device }
 
@@ -289,7 +289,7 @@ func (deviceExecutor) names(inv *DeviceInverse) ([]string, error) {
 	return nil, nil
 }
 
-func (x deviceExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *planner.DeviceOp) (*DeviceInverse, error) {
+func (x deviceExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan.DeviceOp) (*DeviceInverse, error) {
 	if !x.Host.Running() {
 		return nil, notLive(x.Host.Root(), fmt.Sprintf("setting %s of GPU %d", op.Setting, op.Index))
 	}
@@ -303,7 +303,7 @@ func (x deviceExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan
 	return &DeviceInverse{UUID: op.UUID, Setting: string(op.Setting), Value: prev}, nil
 }
 
-func (x deviceExecutor) run(_ context.Context, _ *Workspace, op *planner.DeviceOp) error {
+func (x deviceExecutor) run(_ context.Context, _ *Workspace, op *plan.DeviceOp) error {
 	return x.Devices.Set(op.UUID, string(op.Setting), op.Value)
 }
 

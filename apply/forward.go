@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -19,7 +19,7 @@ import (
 // is as that observation says, as a saved plan is checked.
 type Recorded struct {
 	Meta   Meta
-	Plan   *planner.Plan
+	Plan   *plan.Plan
 	Before *facts.Observation
 }
 
@@ -65,7 +65,7 @@ func ReadRecorded(h *host.Host, stateDir string, id int) (*Recorded, error) {
 		}
 		return true, nil
 	}
-	rec.Plan = new(planner.Plan)
+	rec.Plan = new(plan.Plan)
 	ok, err := read(planName, rec.Plan)
 	if err != nil {
 		return nil, err

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Generator makes the content of a file a plan leaves to apply
-// (planner.FileOp.Generate says what makes it: planner.GenerateCDI) from
+// (plan.FileOp.Generate says what makes it: plan.GenerateCDI) from
 // the host as the operations before it left it. cmd hands one in, built on
 // the observers; apply runs no observer of its own, so that what it
 // writes is either in the plan or made by this one function, and
@@ -16,7 +16,7 @@ import (
 type Generator func(ctx context.Context, what string) (string, error)
 
 // generates reports whether op's content is made at apply.
-func generates(op planner.Operation) bool { return op.File != nil && op.File.Generate != "" }
+func generates(op plan.Operation) bool { return op.File != nil && op.File.Generate != "" }
 
 // checkGenerators refuses, before anything runs, a plan with content made
 // at apply when there is nothing to make it.
@@ -37,7 +37,7 @@ func checkGenerators(items []item, gen Generator) error {
 // what makes it; any other operation as it is. The begin record then
 // holds, before the file is written, the very bytes written, for history
 // and for whoever reads the journal after a rollback.
-func generated(ctx context.Context, op planner.Operation, gen Generator) (out planner.Operation, err error) {
+func generated(ctx context.Context, op plan.Operation, gen Generator) (out plan.Operation, err error) {
 	if !generates(op) {
 		return op, nil
 	}

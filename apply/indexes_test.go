@@ -13,6 +13,7 @@ import (
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // callsOf starts recording the fakes' calls and returns what reads them
@@ -51,7 +52,7 @@ func (fx *fixture) indexed() *apply.HostExecutor {
 
 // appliesIndexed applies p with the indexes to answer from; it must end
 // applied.
-func (fx *fixture) appliesIndexed(p *planner.Plan) *apply.Result {
+func (fx *fixture) appliesIndexed(p *plan.Plan) *apply.Result {
 	fx.t.Helper()
 	res := fx.apply(p, fx.opts(fx.indexed()))
 	if res.Status != apply.StatusApplied {
@@ -173,13 +174,13 @@ func TestApplyPinsAfterTheRefresh(t *testing.T) {
 			fx := newFixture(t)
 			before := fx.snapshot()
 			calls := callsOf(t, fx)
-			p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{
-				{Address: "index.apt", Action: planner.Update, Reason: "no index on disk", ReasonCode: planner.ReasonDependency,
-					Operations: []planner.Operation{{Kind: planner.OpRefresh, Refresh: &planner.RefreshOp{Manager: "apt"}}}},
-				{Address: "cuda", Action: planner.Create, Reason: "CUDA 12.4 is not installed", DependsOn: []string{"index.apt"},
-					After: map[string]string{"version": planner.KnownAfterApply, "package": "cuda-toolkit-12-4"},
-					Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-						Manager: "apt", Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Constraint: tc.constraint}},
+			p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{
+				{Address: "index.apt", Action: plan.Update, Reason: "no index on disk", ReasonCode: plan.ReasonDependency,
+					Operations: []plan.Operation{{Kind: plan.OpRefresh, Refresh: &plan.RefreshOp{Manager: "apt"}}}},
+				{Address: "cuda", Action: plan.Create, Reason: "CUDA 12.4 is not installed", DependsOn: []string{"index.apt"},
+					After: map[string]string{"version": plan.KnownAfterApply, "package": "cuda-toolkit-12-4"},
+					Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
+						Manager: "apt", Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Constraint: tc.constraint}},
 					}}}},
 			}}
 			p.Transactions = planner.Batch(p.Steps)
@@ -239,10 +240,10 @@ func TestApplyPinsWhatAptPrefers(t *testing.T) {
 		}
 		return ix, nil
 	}}
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-		Address: "cuda", Action: planner.Create, Reason: "CUDA 12.4 is not installed", After: map[string]string{"version": planner.KnownAfterApply, "package": "cuda-toolkit-12-4"},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-			Manager: "apt", Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Constraint: "12.4"}},
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+		Address: "cuda", Action: plan.Create, Reason: "CUDA 12.4 is not installed", After: map[string]string{"version": plan.KnownAfterApply, "package": "cuda-toolkit-12-4"},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
+			Manager: "apt", Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Constraint: "12.4"}},
 		}}},
 	}}}
 	p.Transactions = planner.Batch(p.Steps)
@@ -259,10 +260,10 @@ func TestApplyPinsWhatAptPrefers(t *testing.T) {
 func TestApplyPinsExactDependenciesFromTheIndexes(t *testing.T) {
 	fx := newFixture(t)
 	calls := callsOf(t, fx)
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-		Address: "driver", Action: planner.Update, Reason: "driver 535.261.03 is older", After: map[string]string{"version": applytest.DriverNew, "packages": "nvidia-smi"},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-			Manager: "apt", Unhold: []string{"libnvidia-ml1"}, Install: []planner.PackagePin{{Name: "nvidia-smi", Version: applytest.DriverNew}},
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+		Address: "driver", Action: plan.Update, Reason: "driver 535.261.03 is older", After: map[string]string{"version": applytest.DriverNew, "packages": "nvidia-smi"},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
+			Manager: "apt", Unhold: []string{"libnvidia-ml1"}, Install: []plan.PackagePin{{Name: "nvidia-smi", Version: applytest.DriverNew}},
 		}}},
 	}}}
 	p.Transactions = planner.Batch(p.Steps)

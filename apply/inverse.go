@@ -1,13 +1,13 @@
 package apply
 
-import "github.com/gpuenv/gpuenv/planner"
+import "github.com/gpuenv/gpuenv/planner/plan"
 
 // Inverse is what undoing one operation needs, recorded before the
 // operation runs. Like Operation it is plain data from a closed set:
 // exactly the field named by Kind is set. Paths of saved files are inside
 // the root, so a rollback run later from any generation finds them.
 type Inverse struct {
-	Kind     planner.OpKind   `json:"kind"`
+	Kind     plan.OpKind      `json:"kind"`
 	File     *FileInverse     `json:"file,omitempty"`
 	Group    *GroupInverse    `json:"group,omitempty"`
 	Packages *PackagesInverse `json:"packages,omitempty"`

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Event is what a journal record says happened.
@@ -53,10 +53,10 @@ type Record struct {
 	Op int `json:"op,omitempty"`
 	// Generation is the generation whose operation an undo record
 	// concerns.
-	Generation int                `json:"generation,omitempty"`
-	Step       string             `json:"step,omitempty"`
-	Operation  *planner.Operation `json:"operation,omitempty"`
-	Inverse    *Inverse           `json:"inverse,omitempty"`
+	Generation int             `json:"generation,omitempty"`
+	Step       string          `json:"step,omitempty"`
+	Operation  *plan.Operation `json:"operation,omitempty"`
+	Inverse    *Inverse        `json:"inverse,omitempty"`
 	// Kind and Ops are set on the start record.
 	Kind   Kind   `json:"kind,omitempty"`
 	Ops    int    `json:"ops,omitempty"`

@@ -15,8 +15,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pgpkey"
 )
 
@@ -41,12 +41,12 @@ func testKey(t *testing.T, name string) (binary, published []byte, fpr string) {
 
 // repoPlan is the step plan makes for NVIDIA's repository: the key, then
 // the sources file.
-func repoPlan(keyPath, url, fpr string, armored bool) *planner.Plan {
-	return &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-		Address: nvidiarepo.Address, Action: planner.Create, Reason: "the spec's packages come from NVIDIA's repository",
-		Operations: []planner.Operation{
-			{Kind: planner.OpFile, File: &planner.FileOp{Path: keyPath, Mode: 0o644, Key: &planner.KeyFetch{URL: url, Fingerprint: fpr, Armored: armored}}},
-			{Kind: planner.OpFile, File: &planner.FileOp{Path: nvidiarepo.AptSourcesFile, Mode: 0o644, Content: "Types: deb\nURIs: file:/srv/repo/\nSuites: /\nSigned-By: " + nvidiarepo.AptKeyring + "\n"}},
+func repoPlan(keyPath, url, fpr string, armored bool) *plan.Plan {
+	return &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+		Address: nvidiarepo.Address, Action: plan.Create, Reason: "the spec's packages come from NVIDIA's repository",
+		Operations: []plan.Operation{
+			{Kind: plan.OpFile, File: &plan.FileOp{Path: keyPath, Mode: 0o644, Key: &plan.KeyFetch{URL: url, Fingerprint: fpr, Armored: armored}}},
+			{Kind: plan.OpFile, File: &plan.FileOp{Path: nvidiarepo.AptSourcesFile, Mode: 0o644, Content: "Types: deb\nURIs: file:/srv/repo/\nSuites: /\nSigned-By: " + nvidiarepo.AptKeyring + "\n"}},
 		},
 	}}}
 }
@@ -124,22 +124,22 @@ func TestApplyRefusesAnotherKey(t *testing.T) {
 // keyrings, from an http, https or file URL, against a full fingerprint.
 func TestKeyFetchRules(t *testing.T) {
 	const fpr = "EB693B3035CD5710E231E123A4B469963BF863CC"
-	ok := planner.FileOp{Path: nvidiarepo.AptKeyring, Mode: 0o644, Key: &planner.KeyFetch{URL: "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub", Fingerprint: fpr}}
-	if err := planner.CheckOperation(planner.Operation{Kind: planner.OpFile, File: &ok}); err != nil {
+	ok := plan.FileOp{Path: nvidiarepo.AptKeyring, Mode: 0o644, Key: &plan.KeyFetch{URL: "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub", Fingerprint: fpr}}
+	if err := plan.CheckOperation(plan.Operation{Kind: plan.OpFile, File: &ok}); err != nil {
 		t.Fatalf("the planner's own operation: %v", err)
 	}
-	for name, mutate := range map[string]func(f *planner.FileOp){
-		"another keyring":    func(f *planner.FileOp) { f.Path = "/etc/apt/keyrings/debian.gpg" },
-		"a sources file":     func(f *planner.FileOp) { f.Path = nvidiarepo.AptSourcesFile },
-		"ftp":                func(f *planner.FileOp) { f.Key.URL = "ftp://example.com/key" },
-		"a short key ID":     func(f *planner.FileOp) { f.Key.Fingerprint = "3BF863CC" },
-		"content of its own": func(f *planner.FileOp) { f.Content = "key" },
+	for name, mutate := range map[string]func(f *plan.FileOp){
+		"another keyring":    func(f *plan.FileOp) { f.Path = "/etc/apt/keyrings/debian.gpg" },
+		"a sources file":     func(f *plan.FileOp) { f.Path = nvidiarepo.AptSourcesFile },
+		"ftp":                func(f *plan.FileOp) { f.Key.URL = "ftp://example.com/key" },
+		"a short key ID":     func(f *plan.FileOp) { f.Key.Fingerprint = "3BF863CC" },
+		"content of its own": func(f *plan.FileOp) { f.Content = "key" },
 	} {
 		f := ok
 		k := *ok.Key
 		f.Key = &k
 		mutate(&f)
-		if err := planner.CheckOperation(planner.Operation{Kind: planner.OpFile, File: &f}); err == nil {
+		if err := plan.CheckOperation(plan.Operation{Kind: plan.OpFile, File: &f}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
@@ -40,7 +40,7 @@ func TestKillHelper(t *testing.T) {
 	mode := os.Getenv(envKillMode)
 	var root string
 	var env []string
-	var plan *planner.Plan
+	var plan *plan.Plan
 	var h *host.Host
 	var x apply.Executor
 	var err error
@@ -115,7 +115,7 @@ func runKilled(t *testing.T, dir, mode string, k int) bool {
 // then the host must be the one before. ended says the kill came after
 // the journal's end record: the apply finished and only its meta.json
 // was not rewritten, so it is applied, and rollback undoes it.
-func recoverAndCheck(t *testing.T, fx *testHost, plan *planner.Plan, before *applytest.State, ended bool) {
+func recoverAndCheck(t *testing.T, fx *testHost, plan *plan.Plan, before *applytest.State, ended bool) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := apply.Apply(ctx, fx.h, plan, fx.opts(nil))
@@ -153,7 +153,7 @@ func recoverAndCheck(t *testing.T, fx *testHost, plan *planner.Plan, before *app
 // layOut lays out, and the rollback after it, and returns the event of
 // each of their journal records, in order: the points a kill matrix
 // kills at.
-func journalPoints(t *testing.T, layOut func(*testing.T) (*testHost, *planner.Plan)) (applyPoints, rollbackPoints []apply.Event) {
+func journalPoints(t *testing.T, layOut func(*testing.T) (*testHost, *plan.Plan)) (applyPoints, rollbackPoints []apply.Event) {
 	fx, p := layOut(t)
 	var na, nr int
 	o := fx.opts(nil)
@@ -224,7 +224,7 @@ func atEveryJournalPoint(t *testing.T, what string, events []apply.Event, least 
 }
 
 // standardHost is the standard fake host and plan.
-func standardHost(t *testing.T) (*testHost, *planner.Plan) {
+func standardHost(t *testing.T) (*testHost, *plan.Plan) {
 	fx := newFixture(t)
 	return fx.testHost, applytest.StandardPlan(fx.Index)
 }
@@ -235,13 +235,13 @@ func TestKilledApplyAtEveryJournalPoint(t *testing.T) {
 		mode string // the helper's: the standard plan, or the dnf plan on an RPM host
 		// least is how many records the plan journals at least.
 		least int
-		host  func(t *testing.T) (*testHost, *planner.Plan)
+		host  func(t *testing.T) (*testHost, *plan.Plan)
 		// skips: the plan has operations an image root skips (the
 		// initramfs, the GPU's settings), whose records are points too.
 		skips bool
 	}{
 		{"apply", "apply", 20, standardHost, true},
-		{"dnf apply", "dnf", 8, func(t *testing.T) (*testHost, *planner.Plan) { return newRPMFixture(t).testHost, applytest.DnfPlan() }, false},
+		{"dnf apply", "dnf", 8, func(t *testing.T) (*testHost, *plan.Plan) { return newRPMFixture(t).testHost, applytest.DnfPlan() }, false},
 		// A driver upgrade that reloads the modules: killed between
 		// the unload and the load, among the other points, the
 		// rollback loads the old module from the restored packages.
@@ -268,7 +268,7 @@ func TestKilledRollbackAtEveryJournalPoint(t *testing.T) {
 		what, mode string
 		// least is how many records the rollback journals at least.
 		least int
-		host  func(t *testing.T) (*testHost, *planner.Plan)
+		host  func(t *testing.T) (*testHost, *plan.Plan)
 	}{
 		{"rollback", "rollback", 20, standardHost},
 		{"rollback of a reload", "reload-rollback", 20, reloadHost},

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -33,12 +33,12 @@ func TestLiveRootCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{
-		{Address: "kernel.gpuenv_test", Action: planner.Update, Operations: []planner.Operation{
-			{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "load_module", Module: "nvidia_peermem"}},
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{
+		{Address: "kernel.gpuenv_test", Action: plan.Update, Operations: []plan.Operation{
+			{Kind: plan.OpKernel, Kernel: &plan.KernelOp{Action: "load_module", Module: "nvidia_peermem"}},
 		}},
-		{Address: "service.gpuenv-test", Action: planner.Update, Operations: []planner.Operation{
-			{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "gpuenv-compute-mode.service", Enable: true, Now: true}},
+		{Address: "service.gpuenv-test", Action: plan.Update, Operations: []plan.Operation{
+			{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: "gpuenv-compute-mode.service", Enable: true, Now: true}},
 		}},
 	}}
 	var out eventLog
@@ -58,15 +58,15 @@ func TestLiveRootCommands(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	for _, tc := range []struct {
-		op   planner.Operation
+		op   plan.Operation
 		want string
 	}{
-		{planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}}}}, "apt: installing cuda-toolkit-12-4 12.4.1-1"},
-		{planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", AllowDowngrade: true, Install: []planner.PackagePin{{Name: "nvidia-driver", Version: "535.261.03-1"}}, Remove: []string{"x"}, Purge: true}}, "apt: installing (downgrading) nvidia-driver 535.261.03-1; purging x"},
-		{planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/a", Remove: true}}, "removing /etc/a"},
-		{planner.Operation{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Add: []string{"a", "b"}}}, "adding a, b to video"},
-		{planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "u"}}, "disabling u"},
-		{planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{Index: 1, Setting: "compute_mode", Value: "default"}}, "setting compute_mode of GPU 1 to default"},
+		{plan.Operation{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}}}}, "apt: installing cuda-toolkit-12-4 12.4.1-1"},
+		{plan.Operation{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: "apt", AllowDowngrade: true, Install: []plan.PackagePin{{Name: "nvidia-driver", Version: "535.261.03-1"}}, Remove: []string{"x"}, Purge: true}}, "apt: installing (downgrading) nvidia-driver 535.261.03-1; purging x"},
+		{plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/a", Remove: true}}, "removing /etc/a"},
+		{plan.Operation{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Add: []string{"a", "b"}}}, "adding a, b to video"},
+		{plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: "u"}}, "disabling u"},
+		{plan.Operation{Kind: plan.OpDevice, Device: &plan.DeviceOp{Index: 1, Setting: "compute_mode", Value: "default"}}, "setting compute_mode of GPU 1 to default"},
 	} {
 		if got := apply.Describe(tc.op); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
@@ -76,26 +76,26 @@ func TestDescribe(t *testing.T) {
 
 func TestValidatePlan(t *testing.T) {
 	for _, tc := range []struct {
-		op   planner.Operation
+		op   plan.Operation
 		want string
 	}{
-		{planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "zypper"}}, "apt, dnf and pip"},
-		{planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "etc/x"}}, "not an absolute"},
-		{planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "reboot"}}, "unknown kernel action"},
-		{planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "load_module"}}, "names no module"},
-		{planner.Operation{Kind: planner.OpGroup, File: &planner.FileOp{Path: "/x"}}, "exactly its own field"},
-		{planner.Operation{Kind: "reboot"}, "unknown operation kind"},
+		{plan.Operation{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: "zypper"}}, "apt, dnf and pip"},
+		{plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: "etc/x"}}, "not an absolute"},
+		{plan.Operation{Kind: plan.OpKernel, Kernel: &plan.KernelOp{Action: "reboot"}}, "unknown kernel action"},
+		{plan.Operation{Kind: plan.OpKernel, Kernel: &plan.KernelOp{Action: "load_module"}}, "names no module"},
+		{plan.Operation{Kind: plan.OpGroup, File: &plan.FileOp{Path: "/x"}}, "exactly its own field"},
+		{plan.Operation{Kind: "reboot"}, "unknown operation kind"},
 		// What an edited saved plan once made apply do.
-		{planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", Install: []planner.PackagePin{{Name: "-oDPkg::Pre-Invoke::=touch /tmp/x", Version: "1.0-1"}}}}, "is not a package name apt accepts"},
-		{planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/ld.so.conf.d/gpuenv.conf", After: []string{"sh", "-c", "touch /tmp/x"}}}, "is not one gpuenv runs"},
-		{planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/../../../../tmp/x"}}, "not an absolute, clean path"},
-		{planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "ssh.service"}}, "not one gpuenv manages"},
+		{plan.Operation{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "-oDPkg::Pre-Invoke::=touch /tmp/x", Version: "1.0-1"}}}}, "is not a package name apt accepts"},
+		{plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/ld.so.conf.d/gpuenv.conf", After: []string{"sh", "-c", "touch /tmp/x"}}}, "is not one gpuenv runs"},
+		{plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/../../../../tmp/x"}}, "not an absolute, clean path"},
+		{plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: "ssh.service"}}, "not one gpuenv manages"},
 	} {
-		if err := apply.ValidatePlan(oneStep("x", planner.Update, tc.op)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := apply.ValidatePlan(oneStep("x", plan.Update, tc.op)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.op, err, tc.want)
 		}
 	}
-	if err := apply.ValidatePlan(&planner.Plan{FormatVersion: "9.0"}); err == nil {
+	if err := apply.ValidatePlan(&plan.Plan{FormatVersion: "9.0"}); err == nil {
 		t.Error("format 9.0 accepted")
 	}
 }

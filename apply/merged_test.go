@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // An engine configuration gpuenv merges into is written with the mode,
@@ -32,7 +32,7 @@ func TestApplyKeepsMergedFileModeAndOwner(t *testing.T) {
 	}
 	before := fx.snapshot()
 	merged := "version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\n  runtime_type = \"io.containerd.runc.v2\"\n"
-	fx.applies(oneStep("container_toolkit.engine.containerd", planner.Update, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{
+	fx.applies(oneStep("container_toolkit.engine.containerd", plan.Update, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{
 		Path: p, Content: merged, Mode: 0o600, UID: uid, GID: gid,
 	}}))
 	if got := fx.read(p); got != merged {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -28,7 +28,7 @@ func TestNonRootHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := oneStep("group.video", planner.Update, planner.Operation{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Add: []string{"nobody"}}})
+	p := oneStep("group.video", plan.Update, plan.Operation{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Add: []string{"nobody"}}})
 	if _, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: "/nonexistent/gpuenv"}); err != apply.ErrNotRoot {
 		t.Fatalf("apply as uid %d: %v", os.Getuid(), err)
 	}
@@ -113,7 +113,7 @@ func TestNonRootRefused(t *testing.T) {
 			os.Chmod(d, fi.Mode().Perm()|0o005)
 		}
 	}
-	p := oneStep("environment", planner.Update, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/gpuenv-test.sh", Content: "x\n"}})
+	p := oneStep("environment", plan.Update, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/profile.d/gpuenv-test.sh", Content: "x\n"}})
 	fx.apply(p, fx.opts(nil))
 
 	cmd := exec.Command(bin, "-test.run=^TestNonRootHelper$", "-test.count=1", "-test.v")

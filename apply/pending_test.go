@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // A pin whose version the planner could not know (its repository was
@@ -22,11 +22,11 @@ func TestApplyPinsVersionKnownAfterApply(t *testing.T) {
 		t.Run(tc.constraint, func(t *testing.T) {
 			fx := newFixture(t)
 			before := fx.snapshot()
-			p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-				Address: "cuda", Action: planner.Create, Reason: "CUDA 12.4 is not installed",
-				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+			p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+				Address: "cuda", Action: plan.Create, Reason: "CUDA 12.4 is not installed",
+				Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 					Manager: "apt",
-					Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Constraint: tc.constraint}},
+					Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Constraint: tc.constraint}},
 				}}},
 			}}}
 			res := fx.apply(p, fx.opts(nil))

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -40,14 +40,14 @@ func TestRealPip(t *testing.T) {
 	}
 	venv := filepath.Join(dir, "venv")
 	state := filepath.Join(dir, "state")
-	pip := func(version string) *planner.Plan {
-		return oneStep("framework.pytorch", planner.Update, planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+	pip := func(version string) *plan.Plan {
+		return oneStep("framework.pytorch", plan.Update, plan.Operation{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 			Manager: "pip", Python: python, Venv: venv, IndexURL: index,
-			Install: []planner.PackagePin{{Name: "torch", Version: version}},
+			Install: []plan.PackagePin{{Name: "torch", Version: version}},
 		}})
 	}
 	var out eventLog
-	run := func(p *planner.Plan) {
+	run := func(p *plan.Plan) {
 		t.Helper()
 		res, err := apply.Apply(context.Background(), h, p, apply.Options{StateDir: state, Hook: &out})
 		if err == apply.ErrNotRoot {

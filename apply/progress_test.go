@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // dkmsDeb is a driver's kernel module as DKMS source: configuring it
@@ -87,9 +87,9 @@ func TestProgressEventsOfAnAptTransaction(t *testing.T) {
 	ev := eventLog{want: apply.Wants{Output: true, Progress: true}}
 	o := fx.opts(nil)
 	o.Hook = &ev
-	p := oneStep("driver", planner.Create, planner.Operation{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+	p := oneStep("driver", plan.Create, plan.Operation{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 		Manager: "apt",
-		Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}, {Name: dkmsDeb.Name, Version: dkmsDeb.Version}},
+		Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}, {Name: dkmsDeb.Name, Version: dkmsDeb.Version}},
 	}})
 	if res := fx.apply(p, o); res.Status != apply.StatusApplied {
 		t.Fatalf("status %s\n%s", res.Status, fx.out.String())

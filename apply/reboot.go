@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -26,7 +26,7 @@ const (
 
 // rebootPackages are the packages of the steps that need a reboot: the
 // ones they install or remove, in plan order.
-func rebootPackages(plan *planner.Plan) []string {
+func rebootPackages(plan *plan.Plan) []string {
 	var out []string
 	for _, s := range plan.Steps {
 		if !s.Flags.NeedsReboot {

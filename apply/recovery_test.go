@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // A power cut while dpkg unpacks a package leaves it half-installed and
@@ -64,7 +64,7 @@ type failAfterApt struct {
 	n  int
 }
 
-func (x *failAfterApt) Run(ctx context.Context, ws *apply.Workspace, op planner.Operation) error {
+func (x *failAfterApt) Run(ctx context.Context, ws *apply.Workspace, op plan.Operation) error {
 	x.n++
 	if x.n == 2 {
 		x.fx.runner.Env = append(x.fx.runner.Env, applytest.EnvFail+"=apt-get:install@half")
@@ -113,7 +113,7 @@ type interruptLast struct {
 	n      int
 }
 
-func (x *interruptLast) Run(ctx context.Context, ws *apply.Workspace, op planner.Operation) error {
+func (x *interruptLast) Run(ctx context.Context, ws *apply.Workspace, op plan.Operation) error {
 	x.n++
 	if x.n == x.last {
 		x.cancel()

@@ -9,26 +9,27 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // reinstallPlan is what -replace plans on the standard host: nvidia-smi
 // and torch reinstalled at the versions installed.
-func reinstallPlan(index string) *planner.Plan {
-	steps := []planner.Step{
-		{Address: "driver", Action: planner.Replace, Reason: "Requested with -replace.", ReasonCode: planner.ReasonReplaceRequested,
+func reinstallPlan(index string) *plan.Plan {
+	steps := []plan.Step{
+		{Address: "driver", Action: plan.Replace, Reason: "Requested with -replace.", ReasonCode: plan.ReasonReplaceRequested,
 			After: map[string]string{"version": applytest.DriverOld, "packages": "nvidia-smi"},
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+			Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 				Manager: "apt", Reinstall: true,
-				Install: []planner.PackagePin{{Name: "nvidia-smi", Version: applytest.DriverOld}},
+				Install: []plan.PackagePin{{Name: "nvidia-smi", Version: applytest.DriverOld}},
 			}}}},
-		{Address: "framework.pytorch", Action: planner.Replace, Reason: "Requested with -replace.", ReasonCode: planner.ReasonReplaceRequested,
+		{Address: "framework.pytorch", Action: plan.Replace, Reason: "Requested with -replace.", ReasonCode: plan.ReasonReplaceRequested,
 			After: map[string]string{"version": applytest.TorchOld, "index_url": index},
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+			Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 				Manager: "pip", Venv: applytest.Venv, IndexURL: index, Reinstall: true,
-				Install: []planner.PackagePin{{Name: "torch", Version: applytest.TorchOld}},
+				Install: []plan.PackagePin{{Name: "torch", Version: applytest.TorchOld}},
 			}}}},
 	}
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, SpecDigest: "sha256:test", Steps: steps}
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, SpecDigest: "sha256:test", Steps: steps}
 	p.Transactions = planner.Batch(p.Steps)
 	return p
 }
@@ -126,7 +127,7 @@ func TestDnfReinstallRepairsFiles(t *testing.T) {
 	if err := os.WriteFile(smi, []byte("damaged\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fx.applies(oneStep("driver", planner.Replace, applytest.DnfOp(planner.PackagesOp{Reinstall: true, Install: []planner.PackagePin{
+	fx.applies(oneStep("driver", plan.Replace, applytest.DnfOp(plan.PackagesOp{Reinstall: true, Install: []plan.PackagePin{
 		{Name: "libnvidia-ml", Version: applytest.DnfDriverOld}, {Name: "nvidia-driver-cuda", Version: applytest.DnfDriverOld}}})))
 	if got, _ := os.ReadFile(smi); string(got) != string(want) {
 		t.Errorf("nvidia-smi after dnf reinstall: %q, want %q", got, want)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/driver"
@@ -24,7 +24,7 @@ var newVersion, _, _ = strings.Cut(applytest.DriverNew, "-")
 
 // reloadHost is the reload host (applytest.BuildReloadHost) as the
 // running system, and the upgrade that reloads its modules.
-func reloadHost(t *testing.T) (*testHost, *planner.Plan) {
+func reloadHost(t *testing.T) (*testHost, *plan.Plan) {
 	t.Helper()
 	f := build(t, applytest.BuildReloadHost)
 	fx := openReloadHost(t, f.Dir)
@@ -46,7 +46,7 @@ func openReloadHost(t *testing.T, dir string) *testHost {
 
 // reloadPlan is the driver upgrade the planner makes on h
 // (applytest.ReloadPlan).
-func reloadPlan(t *testing.T, h *host.Host, o reload.Options) *planner.Plan {
+func reloadPlan(t *testing.T, h *host.Host, o reload.Options) *plan.Plan {
 	t.Helper()
 	p, err := applytest.ReloadPlan(providers.Observe(context.Background(), h, providers.ObserveOptions{}), o, driver.ReloadOperations)
 	if err != nil {
@@ -260,7 +260,7 @@ func secureBoot(t *testing.T, root string, on byte) {
 func TestRebootRequiredWritten(t *testing.T) {
 	fx, p := reloadHost(t)
 	p.Steps[0].Operations = p.Steps[0].Operations[:1]
-	p.Steps[0].Flags = planner.Flags{NeedsReboot: true}
+	p.Steps[0].Flags = plan.Flags{NeedsReboot: true}
 	p.NeedsReboot = true
 	if err := os.MkdirAll(filepath.Join(fx.root, "run"), 0o755); err != nil {
 		t.Fatal(err)

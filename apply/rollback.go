@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -201,7 +201,7 @@ func Rollback(ctx context.Context, h *host.Host, opts RollbackOptions) (*Result,
 		// The driver's packages put back leave the module of the
 		// version undone loaded, which the restored libraries do not
 		// match: as after apply, a reboot (or a reload) is needed.
-		if it.inv.Kind == planner.OpPackages && driverStep(it.step) {
+		if it.inv.Kind == plan.OpPackages && driverStep(it.step) {
 			res.NeedsReboot = true
 		}
 	}

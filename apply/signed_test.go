@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Ubuntu's signed module packages are installed in the driver's own
@@ -29,9 +30,9 @@ func TestSignedModulesInstallAndRollBack(t *testing.T) {
 	p := upgradePlan(applytest.DriverNew, "libnvidia-ml1", "nvidia-smi")
 	signed := []planner.SignedPackage{{Name: mod, Version: lrm}, {Name: sig, Version: lrm}, {Name: meta, Version: lrm}}
 	step := &p.Steps[0]
-	step.After[planner.AfterSignedModules] = planner.ShownPins(signed)
+	step.After[plan.AfterSignedModules] = planner.ShownPins(signed)
 	for _, s := range signed {
-		step.Operations[0].Packages.Install = append(step.Operations[0].Packages.Install, planner.PackagePin{Name: s.Name, Version: s.Version})
+		step.Operations[0].Packages.Install = append(step.Operations[0].Packages.Install, plan.PackagePin{Name: s.Name, Version: s.Version})
 	}
 	p.Transactions = planner.Batch(p.Steps)
 	if err := p.Validate(); err != nil {

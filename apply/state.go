@@ -14,30 +14,30 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // Kind says what a generation did; the status file carries it, so the
-// vocabulary is the planner's (planner.GenerationKind).
-type Kind = planner.GenerationKind
+// vocabulary is the plan package's (plan.GenerationKind).
+type Kind = plan.GenerationKind
 
 const (
-	KindApply    = planner.KindApply
-	KindRollback = planner.KindRollback
+	KindApply    = plan.KindApply
+	KindRollback = plan.KindRollback
 )
 
-// Status is where a generation stands (planner.GenerationStatus, whose
+// Status is where a generation stands (plan.GenerationStatus, whose
 // constants say what each means).
-type Status = planner.GenerationStatus
+type Status = plan.GenerationStatus
 
 const (
-	StatusRunning  = planner.StatusRunning
-	StatusApplied  = planner.StatusApplied
-	StatusReverted = planner.StatusReverted
-	StatusFailed   = planner.StatusFailed
-	StatusDone     = planner.StatusDone
-	StatusDamaged  = planner.StatusDamaged
+	StatusRunning  = plan.StatusRunning
+	StatusApplied  = plan.StatusApplied
+	StatusReverted = plan.StatusReverted
+	StatusFailed   = plan.StatusFailed
+	StatusDone     = plan.StatusDone
+	StatusDamaged  = plan.StatusDamaged
 )
 
 // Meta is a generation's summary, meta.json in its directory.
@@ -79,12 +79,12 @@ type Meta struct {
 // StatusFile is the world-readable summary at <state>/status.json, read
 // by `plan` (run by any user) to warn about an unfinished generation. It
 // is the planner's type: one format, one reader and one writer.
-type StatusFile = planner.ApplyStatus
+type StatusFile = plan.ApplyStatus
 
 // Names inside the state directory and a generation's directory.
 const (
 	generationsDir = "generations"
-	statusName     = planner.StatusFile
+	statusName     = plan.StatusFile
 	lockName       = "lock"
 	markerName     = ".gpuenv-state"
 	metaName       = "meta.json"
@@ -563,7 +563,7 @@ func ReadStatus(h *host.Host, stateDir string) (StatusFile, error) {
 		// above it).
 		return st, err
 	}
-	read, err := planner.ReadApplyStatus(bytes.NewReader(data))
+	read, err := plan.ReadApplyStatus(bytes.NewReader(data))
 	if err != nil {
 		return st, fmt.Errorf("%s: %w", path.Join(stateDir, statusName), err)
 	}

@@ -15,16 +15,17 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
 // twoPlans splits the standard plan in two applies: the packages and
 // environment first, the groups, service and Python after.
-func twoPlans(index string) (*planner.Plan, *planner.Plan) {
+func twoPlans(index string) (*plan.Plan, *plan.Plan) {
 	all := applytest.StandardPlan(index)
-	first := &planner.Plan{FormatVersion: all.FormatVersion, SpecDigest: "sha256:one", Steps: all.Steps[:4]}
+	first := &plan.Plan{FormatVersion: all.FormatVersion, SpecDigest: "sha256:one", Steps: all.Steps[:4]}
 	first.Transactions = planner.Batch(first.Steps)
-	second := &planner.Plan{FormatVersion: all.FormatVersion, SpecDigest: "sha256:two", Steps: all.Steps[4:]}
+	second := &plan.Plan{FormatVersion: all.FormatVersion, SpecDigest: "sha256:two", Steps: all.Steps[4:]}
 	return first, second
 }
 
@@ -275,17 +276,17 @@ func TestApplyRemovalsAndOddFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := fx.snapshot()
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{
-		{Address: "driver", Action: planner.Delete, Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{
+		{Address: "driver", Action: plan.Delete, Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 			Manager: "apt", Remove: []string{"nvidia-smi"}, Purge: true,
 		}}}},
-		{Address: "framework.pytorch", Action: planner.Delete, Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+		{Address: "framework.pytorch", Action: plan.Delete, Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 			Manager: "pip", Venv: applytest.Venv, IndexURL: fx.Index, Remove: []string{"torch"},
 		}}}},
-		{Address: "environment", Action: planner.Update, Operations: []planner.Operation{
-			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n", Mode: 0o644}},
-			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf", Content: "/usr/lib/x86_64-linux-gnu\n", Mode: 0o644, After: []string{"ldconfig"}}},
-			{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/bash_completion.sh", Remove: true}},
+		{Address: "environment", Action: plan.Update, Operations: []plan.Operation{
+			{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n", Mode: 0o644}},
+			{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf", Content: "/usr/lib/x86_64-linux-gnu\n", Mode: 0o644, After: []string{"ldconfig"}}},
+			{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/profile.d/bash_completion.sh", Remove: true}},
 		}},
 	}}
 	fx.applies(p)

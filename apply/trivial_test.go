@@ -6,20 +6,21 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply/applytest"
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // upgradePlan upgrades the installed driver packages to version, in one
 // apt transaction that releases the hold on libnvidia-ml1 and holds it
 // again.
-func upgradePlan(version string, names ...string) *planner.Plan {
-	var pins []planner.PackagePin
+func upgradePlan(version string, names ...string) *plan.Plan {
+	var pins []plan.PackagePin
 	for _, n := range names {
-		pins = append(pins, planner.PackagePin{Name: n, Version: version})
+		pins = append(pins, plan.PackagePin{Name: n, Version: version})
 	}
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-		Address: "driver", Action: planner.Update, Reason: "the driver is older than the spec's",
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+		Address: "driver", Action: plan.Update, Reason: "the driver is older than the spec's",
 		After: map[string]string{"version": version, "packages": strings.Join(names, ", "), "held": "libnvidia-ml1"},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 			Manager: "apt", Unhold: []string{"libnvidia-ml1"}, Install: pins, Hold: []string{"libnvidia-ml1"},
 		}}},
 	}}}

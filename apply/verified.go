@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/gpuenv/gpuenv/planner/health"
+	"github.com/gpuenv/gpuenv/planner/export"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -17,7 +17,7 @@ func WriteVerified(h *host.Host, stateDir string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(s.abs, health.VerifiedFile), data, 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(s.abs, export.VerifiedFile), data, 0o644); err != nil {
 		return s.access(fmt.Errorf("writing the verify record in %s: %w", s.dir, err))
 	}
 	return nil
@@ -26,5 +26,5 @@ func WriteVerified(h *host.Host, stateDir string, data []byte) error {
 // ReadVerified reads the verify record as ReadDrift reads the drift
 // record: nil data and no error when there is none.
 func ReadVerified(h *host.Host, stateDir string) ([]byte, error) {
-	return readStateFile(h, stateDir, health.VerifiedFile)
+	return readStateFile(h, stateDir, export.VerifiedFile)
 }

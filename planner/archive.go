@@ -7,8 +7,9 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -24,7 +25,7 @@ import (
 // An index that belongs to neither (a PPA, another vendor's repository)
 // offers nothing to either source.
 type Archive struct {
-	manager Manager
+	manager plan.Manager
 	ix      *facts.PackageIndexes
 	osTitle string
 	// source is each index's source, by path.
@@ -255,7 +256,7 @@ func (a *Archive) Offers(name string, src spec.Source) []Offer {
 	}
 	var out []Offer
 	for _, v := range p.Versions {
-		if a.manager == ManagerApt && v.Priority < 0 {
+		if a.manager == plan.ManagerApt && v.Priority < 0 {
 			continue
 		}
 		for _, o := range v.Origins {
@@ -268,7 +269,7 @@ func (a *Archive) Offers(name string, src spec.Source) []Offer {
 	// The facts list versions newest first; a stable sort keeps that
 	// order within a priority.
 	slices.SortStableFunc(out, func(x, y Offer) int {
-		if a.manager == ManagerDnf {
+		if a.manager == plan.ManagerDnf {
 			return x.Priority - y.Priority
 		}
 		return y.Priority - x.Priority
@@ -302,8 +303,8 @@ func (a *Archive) Upstream(raw string) (version.Version, error) {
 	return upstreamOf(a.manager, raw)
 }
 
-func upstreamOf(m Manager, raw string) (version.Version, error) {
-	if m == ManagerDnf {
+func upstreamOf(m plan.Manager, raw string) (version.Version, error) {
+	if m == plan.ManagerDnf {
 		return version.FromRPM(raw)
 	}
 	return version.FromDebian(raw)
@@ -374,7 +375,7 @@ func (a *Archive) DescribeIndex(path string) string {
 
 // compare orders two package versions as the package manager does.
 func (a *Archive) compare(x, y string) int {
-	if a.manager == ManagerDnf {
+	if a.manager == plan.ManagerDnf {
 		return version.CompareRPM(x, y)
 	}
 	c, err := version.CompareDebian(x, y)
@@ -421,7 +422,7 @@ func (a *Archive) Listing(src spec.Source, match func(name string) bool) string 
 		}
 		var vs []string
 		for _, v := range p.Versions {
-			if a.manager == ManagerApt && v.Priority < 0 {
+			if a.manager == plan.ManagerApt && v.Priority < 0 {
 				continue
 			}
 			if slices.ContainsFunc(v.Origins, func(o string) bool { return a.source[o] == src }) {

@@ -4,32 +4,36 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
-func aptOp(install ...string) Operation {
-	op := &PackagesOp{Manager: "apt"}
+func aptOp(install ...string) plan.Operation {
+	op := &plan.PackagesOp{Manager: "apt"}
 	for i := 0; i+1 < len(install); i += 2 {
-		op.Install = append(op.Install, PackagePin{Name: install[i], Version: install[i+1]})
+		op.Install = append(op.Install, plan.PackagePin{Name: install[i], Version: install[i+1]})
 	}
-	return Operation{Kind: OpPackages, Packages: op}
+	return plan.Operation{Kind: plan.OpPackages, Packages: op}
 }
 
-func pkgOp(p PackagesOp) Operation { return Operation{Kind: OpPackages, Packages: &p} }
-
-func fileOp(path string) Operation {
-	return Operation{Kind: OpFile, File: &FileOp{Path: path, Content: "x\n", Mode: 0o644}}
+func pkgOp(p plan.PackagesOp) plan.Operation {
+	return plan.Operation{Kind: plan.OpPackages, Packages: &p}
 }
 
-func kernelOp(action string) Operation {
-	return Operation{Kind: OpKernel, Kernel: &KernelOp{Action: KernelAction(action)}}
+func fileOp(path string) plan.Operation {
+	return plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: path, Content: "x\n", Mode: 0o644}}
 }
 
-func withOps(addr string, ops ...Operation) Step {
-	return Step{Address: addr, Action: Create, Operations: ops}
+func kernelOp(action string) plan.Operation {
+	return plan.Operation{Kind: plan.OpKernel, Kernel: &plan.KernelOp{Action: plan.KernelAction(action)}}
+}
+
+func withOps(addr string, ops ...plan.Operation) plan.Step {
+	return plan.Step{Address: addr, Action: plan.Create, Operations: ops}
 }
 
 // transactionsOf lists each step's operations' transaction numbers.
-func transactionsOf(steps []Step) map[string][]int {
+func transactionsOf(steps []plan.Step) map[string][]int {
 	out := map[string][]int{}
 	for _, s := range steps {
 		for _, op := range s.Operations {
@@ -42,21 +46,21 @@ func transactionsOf(steps []Step) map[string][]int {
 func TestBatch(t *testing.T) {
 	tests := []struct {
 		name    string
-		steps   []Step
-		wantTx  []Transaction
+		steps   []plan.Step
+		wantTx  []plan.Transaction
 		wantOps map[string][]int
 	}{
 		{
 			name: "consecutive apt steps become one transaction",
-			steps: []Step{
+			steps: []plan.Step{
 				withOps("kernel.headers", aptOp("linux-headers-5.15.0-105-generic", "5.15.0-105.115")),
 				withOps("driver", aptOp("nvidia-driver-550-open", "550.54.15-0ubuntu1")),
-				withOps("driver.hold", pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550-open"}})),
+				withOps("driver.hold", pkgOp(plan.PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550-open"}})),
 				withOps("cuda", aptOp("cuda-toolkit-12-4", "12.4.1-1")),
 			},
-			wantTx: []Transaction{{ID: 1, Steps: []string{"kernel.headers", "driver", "driver.hold", "cuda"}, Op: PackagesOp{
+			wantTx: []plan.Transaction{{ID: 1, Steps: []string{"kernel.headers", "driver", "driver.hold", "cuda"}, Op: plan.PackagesOp{
 				Manager: "apt",
-				Install: []PackagePin{
+				Install: []plan.PackagePin{
 					{Name: "linux-headers-5.15.0-105-generic", Version: "5.15.0-105.115"},
 					{Name: "nvidia-driver-550-open", Version: "550.54.15-0ubuntu1"},
 					{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"},
@@ -67,69 +71,69 @@ func TestBatch(t *testing.T) {
 		},
 		{
 			name: "another kind of operation in between splits them",
-			steps: []Step{
-				withOps("driver.purge", pkgOp(PackagesOp{Manager: "apt", Remove: []string{"nvidia-driver-535"}, Purge: true})),
+			steps: []plan.Step{
+				withOps("driver.purge", pkgOp(plan.PackagesOp{Manager: "apt", Remove: []string{"nvidia-driver-535"}, Purge: true})),
 				withOps("kernel.nouveau", fileOp("/etc/modprobe.d/gpuenv-nouveau.conf"), kernelOp("rebuild_initramfs")),
 				withOps("driver", aptOp("nvidia-driver-550", "550.54.15-0ubuntu1")),
 				withOps("environment", fileOp("/etc/profile.d/gpuenv.sh")),
-				withOps("framework.pytorch", pkgOp(PackagesOp{Manager: "pip", Venv: "/opt/pt", Install: []PackagePin{{Name: "torch", Version: "2.5.1+cu124"}}})),
+				withOps("framework.pytorch", pkgOp(plan.PackagesOp{Manager: "pip", Venv: "/opt/pt", Install: []plan.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}}})),
 			},
-			wantTx: []Transaction{
-				{ID: 1, Steps: []string{"driver.purge"}, Op: PackagesOp{Manager: "apt", Remove: []string{"nvidia-driver-535"}, Purge: true}},
-				{ID: 2, Steps: []string{"driver"}, Op: PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1"}}}},
-				{ID: 3, Steps: []string{"framework.pytorch"}, Op: PackagesOp{Manager: "pip", Venv: "/opt/pt", Install: []PackagePin{{Name: "torch", Version: "2.5.1+cu124"}}}},
+			wantTx: []plan.Transaction{
+				{ID: 1, Steps: []string{"driver.purge"}, Op: plan.PackagesOp{Manager: "apt", Remove: []string{"nvidia-driver-535"}, Purge: true}},
+				{ID: 2, Steps: []string{"driver"}, Op: plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1"}}}},
+				{ID: 3, Steps: []string{"framework.pytorch"}, Op: plan.PackagesOp{Manager: "pip", Venv: "/opt/pt", Install: []plan.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}}}},
 			},
 			wantOps: map[string][]int{"driver.purge": {1}, "kernel.nouveau": {0, 0}, "driver": {2}, "environment": {0}, "framework.pytorch": {3}},
 		},
 		{
 			name: "managers and environments are not mixed",
-			steps: []Step{
+			steps: []plan.Step{
 				withOps("cudnn", aptOp("libcudnn9-cuda-12", "9.1.0.70-1")),
-				withOps("framework.jax", pkgOp(PackagesOp{Manager: "pip", Venv: "/opt/a", Install: []PackagePin{{Name: "jax", Version: "0.4.30"}}})),
-				withOps("framework.pytorch", pkgOp(PackagesOp{Manager: "pip", Venv: "/opt/b", Install: []PackagePin{{Name: "torch", Version: "2.5.1"}}})),
-				withOps("framework.tensorflow", pkgOp(PackagesOp{Manager: "pip", Venv: "/opt/b", Install: []PackagePin{{Name: "tensorflow", Version: "2.17.0"}}})),
+				withOps("framework.jax", pkgOp(plan.PackagesOp{Manager: "pip", Venv: "/opt/a", Install: []plan.PackagePin{{Name: "jax", Version: "0.4.30"}}})),
+				withOps("framework.pytorch", pkgOp(plan.PackagesOp{Manager: "pip", Venv: "/opt/b", Install: []plan.PackagePin{{Name: "torch", Version: "2.5.1"}}})),
+				withOps("framework.tensorflow", pkgOp(plan.PackagesOp{Manager: "pip", Venv: "/opt/b", Install: []plan.PackagePin{{Name: "tensorflow", Version: "2.17.0"}}})),
 			},
-			wantTx: []Transaction{
-				{ID: 1, Steps: []string{"cudnn"}, Op: PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "libcudnn9-cuda-12", Version: "9.1.0.70-1"}}}},
-				{ID: 2, Steps: []string{"framework.jax"}, Op: PackagesOp{Manager: "pip", Venv: "/opt/a", Install: []PackagePin{{Name: "jax", Version: "0.4.30"}}}},
-				{ID: 3, Steps: []string{"framework.pytorch", "framework.tensorflow"}, Op: PackagesOp{Manager: "pip", Venv: "/opt/b", Install: []PackagePin{{Name: "torch", Version: "2.5.1"}, {Name: "tensorflow", Version: "2.17.0"}}}},
+			wantTx: []plan.Transaction{
+				{ID: 1, Steps: []string{"cudnn"}, Op: plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "libcudnn9-cuda-12", Version: "9.1.0.70-1"}}}},
+				{ID: 2, Steps: []string{"framework.jax"}, Op: plan.PackagesOp{Manager: "pip", Venv: "/opt/a", Install: []plan.PackagePin{{Name: "jax", Version: "0.4.30"}}}},
+				{ID: 3, Steps: []string{"framework.pytorch", "framework.tensorflow"}, Op: plan.PackagesOp{Manager: "pip", Venv: "/opt/b", Install: []plan.PackagePin{{Name: "torch", Version: "2.5.1"}, {Name: "tensorflow", Version: "2.17.0"}}}},
 			},
 			wantOps: map[string][]int{"cudnn": {1}, "framework.jax": {2}, "framework.pytorch": {3}, "framework.tensorflow": {3}},
 		},
 		{
 			name: "operations that disagree are not merged",
-			steps: []Step{
-				withOps("driver.purge", pkgOp(PackagesOp{Manager: "apt", Remove: []string{"libnvidia-compute-550"}})),
+			steps: []plan.Step{
+				withOps("driver.purge", pkgOp(plan.PackagesOp{Manager: "apt", Remove: []string{"libnvidia-compute-550"}})),
 				withOps("driver", aptOp("libnvidia-compute-550", "550.54.15-0ubuntu1")),
 				withOps("cuda", aptOp("libnvidia-compute-550", "550.90.07-0ubuntu1")),
 			},
-			wantTx: []Transaction{
-				{ID: 1, Steps: []string{"driver.purge"}, Op: PackagesOp{Manager: "apt", Remove: []string{"libnvidia-compute-550"}}},
-				{ID: 2, Steps: []string{"driver"}, Op: PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "libnvidia-compute-550", Version: "550.54.15-0ubuntu1"}}}},
-				{ID: 3, Steps: []string{"cuda"}, Op: PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "libnvidia-compute-550", Version: "550.90.07-0ubuntu1"}}}},
+			wantTx: []plan.Transaction{
+				{ID: 1, Steps: []string{"driver.purge"}, Op: plan.PackagesOp{Manager: "apt", Remove: []string{"libnvidia-compute-550"}}},
+				{ID: 2, Steps: []string{"driver"}, Op: plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "libnvidia-compute-550", Version: "550.54.15-0ubuntu1"}}}},
+				{ID: 3, Steps: []string{"cuda"}, Op: plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "libnvidia-compute-550", Version: "550.90.07-0ubuntu1"}}}},
 			},
 			wantOps: map[string][]int{"driver.purge": {1}, "driver": {2}, "cuda": {3}},
 		},
 		{
 			name: "a purge and a plain removal stay apart; a downgrade spreads",
-			steps: []Step{
-				withOps("driver.purge", pkgOp(PackagesOp{Manager: "apt", Remove: []string{"a"}, Purge: true})),
-				withOps("driver", pkgOp(PackagesOp{Manager: "apt", Remove: []string{"b"}})),
-				withOps("driver.hold", pkgOp(PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "c", Version: "1"}}, AllowDowngrade: true})),
+			steps: []plan.Step{
+				withOps("driver.purge", pkgOp(plan.PackagesOp{Manager: "apt", Remove: []string{"a"}, Purge: true})),
+				withOps("driver", pkgOp(plan.PackagesOp{Manager: "apt", Remove: []string{"b"}})),
+				withOps("driver.hold", pkgOp(plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "c", Version: "1"}}, AllowDowngrade: true})),
 			},
-			wantTx: []Transaction{
-				{ID: 1, Steps: []string{"driver.purge"}, Op: PackagesOp{Manager: "apt", Remove: []string{"a"}, Purge: true}},
-				{ID: 2, Steps: []string{"driver", "driver.hold"}, Op: PackagesOp{Manager: "apt", Remove: []string{"b"}, Install: []PackagePin{{Name: "c", Version: "1"}}, AllowDowngrade: true}},
+			wantTx: []plan.Transaction{
+				{ID: 1, Steps: []string{"driver.purge"}, Op: plan.PackagesOp{Manager: "apt", Remove: []string{"a"}, Purge: true}},
+				{ID: 2, Steps: []string{"driver", "driver.hold"}, Op: plan.PackagesOp{Manager: "apt", Remove: []string{"b"}, Install: []plan.PackagePin{{Name: "c", Version: "1"}}, AllowDowngrade: true}},
 			},
 			wantOps: map[string][]int{"driver.purge": {1}, "driver": {2}, "driver.hold": {2}},
 		},
 		{
 			name: "two operations of one step",
-			steps: []Step{
-				withOps("driver", aptOp("nvidia-driver-550", "550.54.15-0ubuntu1"), pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})),
+			steps: []plan.Step{
+				withOps("driver", aptOp("nvidia-driver-550", "550.54.15-0ubuntu1"), pkgOp(plan.PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})),
 			},
-			wantTx: []Transaction{
-				{ID: 1, Steps: []string{"driver"}, Op: PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1"}}, Hold: []string{"nvidia-driver-550"}}},
+			wantTx: []plan.Transaction{
+				{ID: 1, Steps: []string{"driver"}, Op: plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "nvidia-driver-550", Version: "550.54.15-0ubuntu1"}}, Hold: []string{"nvidia-driver-550"}}},
 			},
 			wantOps: map[string][]int{"driver": {1, 1}},
 		},
@@ -150,11 +154,11 @@ func TestBatch(t *testing.T) {
 // The persistence daemon waits for the toolkit, so that its service
 // operation does not split the driver's and the toolkit's transaction.
 func TestOrderKeepsTransactionsWhole(t *testing.T) {
-	steps, err := Order([]Step{
+	steps, err := Order([]plan.Step{
 		withOps("cuda", aptOp("cuda-toolkit-12-4", "12.4.1-1")),
-		withOps("driver.persistence", Operation{Kind: OpService, Service: &ServiceOp{Unit: "nvidia-persistenced.service", Enable: true}}),
+		withOps("driver.persistence", plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: "nvidia-persistenced.service", Enable: true}}),
 		withOps("driver", aptOp("nvidia-driver-550", "550.54.15-0ubuntu1")),
-		withOps("driver.hold", pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})),
+		withOps("driver.hold", pkgOp(plan.PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})),
 	}, stackKinds())
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +171,7 @@ func TestOrderKeepsTransactionsWhole(t *testing.T) {
 // Merging must not change the steps' own operations, which the human plan
 // shows per step.
 func TestBatchKeepsStepOperations(t *testing.T) {
-	steps := []Step{
+	steps := []plan.Step{
 		withOps("driver", aptOp("nvidia-driver-550", "550.54.15-0ubuntu1")),
 		withOps("cuda", aptOp("cuda-toolkit-12-4", "12.4.1-1")),
 	}

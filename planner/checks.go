@@ -10,6 +10,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -28,8 +29,8 @@ const (
 type checkInput struct {
 	spec       *spec.Spec
 	obs        *facts.Observation
-	steps      []Step
-	status     *ApplyStatus
+	steps      []plan.Step
+	status     *plan.ApplyStatus
 	statusPath string
 	// noKernel is Desired.NoKernel: the root's kernel module is the
 	// host's.
@@ -64,7 +65,7 @@ func checkUnfinishedApply(in *checkInput) *finding.Finding {
 	}
 	kind := string(st.Kind)
 	if kind == "" {
-		kind = string(KindApply)
+		kind = string(plan.KindApply)
 	}
 	ev := fmt.Sprintf("%s: generation %d (%s) is unfinished", in.statusPath, st.Generation, kind)
 	var more []string
@@ -153,7 +154,7 @@ func checkDriverLibraryMismatch(in *checkInput) *finding.Finding {
 
 // dkmsBuilder returns the first step that builds a kernel module with
 // DKMS, and the package that does it when a pin says.
-func dkmsBuilder(steps []Step) (string, string, bool) {
+func dkmsBuilder(steps []plan.Step) (string, string, bool) {
 	for _, s := range steps {
 		for _, op := range s.Operations {
 			if op.Packages == nil {
@@ -299,7 +300,7 @@ func checkUnattendedUpgrades(in *checkInput) *finding.Finding {
 	for _, s := range in.steps {
 		for _, op := range s.Operations {
 			po := op.Packages
-			if po == nil || Manager(po.Manager) == ManagerPip {
+			if po == nil || plan.Manager(po.Manager) == plan.ManagerPip {
 				continue
 			}
 			for _, n := range po.Remove {

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -29,13 +30,13 @@ func driverSpec() *spec.Spec {
 }
 
 func TestChecks(t *testing.T) {
-	aptInstall := func(addr string, pins ...string) Step {
-		s := Step{Address: addr, Action: Create}
-		op := &PackagesOp{Manager: "apt"}
+	aptInstall := func(addr string, pins ...string) plan.Step {
+		s := plan.Step{Address: addr, Action: plan.Create}
+		op := &plan.PackagesOp{Manager: "apt"}
 		for _, p := range pins {
-			op.Install = append(op.Install, PackagePin{Name: p, Version: "1"})
+			op.Install = append(op.Install, plan.PackagePin{Name: p, Version: "1"})
 		}
-		s.Operations = []Operation{{Kind: OpPackages, Packages: op}}
+		s.Operations = []plan.Operation{{Kind: plan.OpPackages, Packages: op}}
 		return s
 	}
 	tests := []struct {
@@ -102,41 +103,41 @@ func TestChecks(t *testing.T) {
 		},
 		{
 			name:   "Secure Boot with a DKMS package",
-			in:     checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "enabled"}}, steps: []Step{aptInstall("driver", "nvidia-driver-550", "nvidia-dkms-550")}},
+			in:     checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "enabled"}}, steps: []plan.Step{aptInstall("driver", "nvidia-driver-550", "nvidia-dkms-550")}},
 			check:  CheckSecureBootDKMS,
 			detail: []string{"step driver builds the nvidia module with DKMS (nvidia-dkms-550)"},
 		},
 		{
 			name:   "Secure Boot with a step flagged as building the module",
-			in:     checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "enabled"}}, steps: []Step{{Address: "driver", Action: Create, Flags: Flags{BuildsKernelModule: true}}}},
+			in:     checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "enabled"}}, steps: []plan.Step{{Address: "driver", Action: plan.Create, Flags: plan.Flags{BuildsKernelModule: true}}}},
 			check:  CheckSecureBootDKMS,
 			detail: []string{"step driver builds the nvidia module with DKMS"},
 		},
 		{
 			name: "Secure Boot with a prebuilt module",
-			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "enabled"}}, steps: []Step{aptInstall("driver", "linux-modules-nvidia-550-server-generic")}},
+			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "enabled"}}, steps: []plan.Step{aptInstall("driver", "linux-modules-nvidia-550-server-generic")}},
 		},
 		{
 			name: "Secure Boot off",
-			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "disabled"}}, steps: []Step{aptInstall("driver", "nvidia-dkms-550")}},
+			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "disabled"}}, steps: []plan.Step{aptInstall("driver", "nvidia-dkms-550")}},
 		},
 		{
 			name: "an unfinished apply",
 			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{}, statusPath: "/var/lib/gpuenv/status.json",
-				status: &ApplyStatus{Unfinished: true, Generation: 4, Command: "apply", PID: 99, Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
+				status: &plan.ApplyStatus{Unfinished: true, Generation: 4, Command: "apply", PID: 99, Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
 			check:  CheckUnfinishedApply,
 			detail: []string{"/var/lib/gpuenv/status.json: generation 4 (apply) is unfinished: gpuenv apply, pid 99, started 2026-01-02 03:04:05 UTC", "gpuenv rollback"},
 		},
 		{
 			name: "an unfinished rollback, as apply writes the file",
 			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{}, statusPath: "/var/lib/gpuenv/status.json",
-				status: &ApplyStatus{Unfinished: true, Generation: 5, Kind: "rollback", Command: "rollback"}},
+				status: &plan.ApplyStatus{Unfinished: true, Generation: 5, Kind: "rollback", Command: "rollback"}},
 			check:  CheckUnfinishedApply,
 			detail: []string{"An earlier rollback did not finish", "generation 5 (rollback) is unfinished: gpuenv rollback"},
 		},
 		{
 			name: "a finished apply",
-			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{}, status: &ApplyStatus{Generation: 4}},
+			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{}, status: &plan.ApplyStatus{Generation: 4}},
 		},
 		{
 			name: "unattended upgrades and an unheld driver",
@@ -154,16 +155,16 @@ func TestChecks(t *testing.T) {
 			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Packages: facts.Packages{Packages: []facts.Package{
 				{Name: "unattended-upgrades", Version: "2.8ubuntu1", State: "installed", Want: "install"},
 				{Name: "nvidia-driver-535", Version: "535.161.07-0ubuntu1", State: "installed", Want: "install"},
-			}}}, steps: []Step{{Address: "driver", Action: Replace, Operations: []Operation{{Kind: OpPackages, Packages: &PackagesOp{
+			}}}, steps: []plan.Step{{Address: "driver", Action: plan.Replace, Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 				Manager: "apt", Remove: []string{"nvidia-driver-535"},
-				Install: []PackagePin{{Name: "nvidia-driver-550", Version: "1"}}, Hold: []string{"nvidia-driver-550"},
+				Install: []plan.PackagePin{{Name: "nvidia-driver-550", Version: "1"}}, Hold: []string{"nvidia-driver-550"},
 			}}}}}},
 		},
 		{
 			name: "unattended upgrades, and the plan installs an unheld driver",
 			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Packages: facts.Packages{Packages: []facts.Package{
 				{Name: "unattended-upgrades", Version: "2.8ubuntu1", State: "installed", Want: "install"},
-			}}}, steps: []Step{aptInstall("driver", "nvidia-driver-550", "cuda-toolkit-12-4")}},
+			}}}, steps: []plan.Step{aptInstall("driver", "nvidia-driver-550", "cuda-toolkit-12-4")}},
 			check:  CheckUnattendedUpgrades,
 			detail: []string{"not held after this plan: nvidia-driver-550"},
 		},
@@ -179,7 +180,7 @@ func TestChecks(t *testing.T) {
 				o := gpuFacts(2)
 				o.NVML.Devices[1].Processes = []facts.GPUProcess{{PID: 4242, Name: "python3", UsedMemory: 3 << 30}}
 				return o
-			}(), steps: []Step{{Address: "driver", Action: Update, Flags: Flags{NeedsModuleReload: true, InterruptsGPUProcesses: true}}}},
+			}(), steps: []plan.Step{{Address: "driver", Action: plan.Update, Flags: plan.Flags{NeedsModuleReload: true, InterruptsGPUProcesses: true}}}},
 			check:  CheckGPUProcesses,
 			detail: []string{"GPU 1 (GPU-b): pid 4242 python3, 3.0 GiB", "driver must unload"},
 		},
@@ -189,7 +190,7 @@ func TestChecks(t *testing.T) {
 				o := gpuFacts(1)
 				o.NVML.Devices[0].Processes = []facts.GPUProcess{{PID: 1, UsedMemory: 1 << 20}}
 				return o
-			}(), steps: []Step{{Address: "group.video", Action: Update}}},
+			}(), steps: []plan.Step{{Address: "group.video", Action: plan.Update}}},
 		},
 		{
 			// Devices chosen by index with no GPU at all: the spec needs

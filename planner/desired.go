@@ -5,7 +5,8 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -33,10 +34,10 @@ type Desired struct {
 
 	// Manager is the host's package manager: "apt", "dnf", or "" when
 	// gpuenv does not know the host's family.
-	Manager Manager
+	Manager plan.Manager
 
 	// Inferred are the values Resolve completed, each with its table row.
-	Inferred []Inference
+	Inferred []plan.Inference
 
 	// Archive is what the package indexes on disk offer, by source; nil
 	// when the host has none of its package manager's (NewArchive).

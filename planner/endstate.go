@@ -9,6 +9,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -18,7 +19,7 @@ import (
 // It must not change obs. The command hands in the providers' (it reads
 // a written file as their observers read it), which the planner cannot
 // import.
-type EndStateFunc func(obs *facts.Observation, steps []Step) *facts.Observation
+type EndStateFunc func(obs *facts.Observation, steps []plan.Step) *facts.Observation
 
 // EndStateFindings are the findings doctor's rules of stage plan make of
 // the host as the plan leaves it (end) that a user must hear of: warnings
@@ -43,7 +44,7 @@ func EndStateFindings(end *facts.Observation) []finding.Finding {
 // an image, a machine whose GPU is not yet passed through), where the
 // no-gpu warning or the driver the plan installs may yet change what
 // programs see.
-func judgeEndState(s *spec.Spec, obs, end *facts.Observation, steps []Step) ([]finding.Finding, hcl.Diagnostics) {
+func judgeEndState(s *spec.Spec, obs, end *facts.Observation, steps []plan.Step) ([]finding.Finding, hcl.Diagnostics) {
 	owned := map[string]bool{}
 	for _, p := range obs.Environment.Managed {
 		owned[p] = true

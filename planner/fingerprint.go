@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // A fingerprint covers the sections of an observation that a plan's steps
@@ -94,10 +95,10 @@ type SectionDigest struct {
 // fetched from them) when it installs or removes with apt or dnf, whose
 // candidate versions (and what a transaction pulls in with them) come
 // from the sources enabled when the plan was made.
-func stepSections(s *Step, kinds *Kinds) []string {
+func stepSections(s *plan.Step, kinds *Kinds) []string {
 	secs := kinds.Sections(s.Address)
 	for _, op := range s.Operations {
-		if op.Packages != nil && Manager(op.Packages.Manager) != ManagerPip {
+		if op.Packages != nil && plan.Manager(op.Packages.Manager) != plan.ManagerPip {
 			for _, sec := range []string{FactsRepos, FactsRepoFiles, FactsIndexes} {
 				if !slices.Contains(secs, sec) {
 					secs = append(slices.Clone(secs), sec)
@@ -111,7 +112,7 @@ func stepSections(s *Step, kinds *Kinds) []string {
 // Fingerprint digests the sections of obs that p's steps depend on. A plan
 // without steps depends on every section: it says the host matches the
 // spec, which any change to the host can make untrue.
-func Fingerprint(p *Plan, obs *facts.Observation, kinds *Kinds) FactsDigest {
+func Fingerprint(p *plan.Plan, obs *facts.Observation, kinds *Kinds) FactsDigest {
 	need := map[string]bool{}
 	for i := range p.Steps {
 		for _, sec := range stepSections(&p.Steps[i], kinds) {

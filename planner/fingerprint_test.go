@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 func fingerprintFacts() *facts.Observation {
@@ -30,29 +31,29 @@ func fingerprintFacts() *facts.Observation {
 }
 
 func TestFingerprintStaleness(t *testing.T) {
-	driverPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "driver", Action: Update}}}
-	groupPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "group.video", Action: Update}}}
-	devicePlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "device.all", Action: Update}}}
-	emptyPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{}}
-	enginePlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "container_toolkit.engine.docker", Action: Update}}}
-	repoPlan := &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "repository.cuda", Action: Create}}}
-	packagePlan := func(s Step) *Plan {
-		p := &Plan{FormatVersion: FormatVersion, Steps: []Step{s}}
+	driverPlan := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "driver", Action: plan.Update}}}
+	groupPlan := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "group.video", Action: plan.Update}}}
+	devicePlan := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "device.all", Action: plan.Update}}}
+	emptyPlan := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{}}
+	enginePlan := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "container_toolkit.engine.docker", Action: plan.Update}}}
+	repoPlan := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "repository.cuda", Action: plan.Create}}}
+	packagePlan := func(s plan.Step) *plan.Plan {
+		p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{s}}
 		p.Transactions = Batch(p.Steps)
 		return p
 	}
-	driverInstall := packagePlan(Step{Address: "driver", Action: Update, After: map[string]string{"version": "550.90.07-0ubuntu1"},
-		Operations: []Operation{aptOp("nvidia-driver-550", "550.90.07-0ubuntu1")}})
-	distroTorch := packagePlan(Step{Address: "framework.pytorch", Action: Create, After: map[string]string{"package": "python3-torch=2.0.1-1"},
-		Operations: []Operation{aptOp("python3-torch", "2.0.1-1")}})
-	pipTorch := packagePlan(Step{Address: "framework.pytorch", Action: Create, After: map[string]string{"version": "2.5.1+cu124", "index_url": "https://download.pytorch.org/whl/cu124"},
-		Operations: []Operation{pkgOp(PackagesOp{Manager: "pip", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124", Install: []PackagePin{{Name: "torch", Version: "2.5.1+cu124"}}})}})
+	driverInstall := packagePlan(plan.Step{Address: "driver", Action: plan.Update, After: map[string]string{"version": "550.90.07-0ubuntu1"},
+		Operations: []plan.Operation{aptOp("nvidia-driver-550", "550.90.07-0ubuntu1")}})
+	distroTorch := packagePlan(plan.Step{Address: "framework.pytorch", Action: plan.Create, After: map[string]string{"package": "python3-torch=2.0.1-1"},
+		Operations: []plan.Operation{aptOp("python3-torch", "2.0.1-1")}})
+	pipTorch := packagePlan(plan.Step{Address: "framework.pytorch", Action: plan.Create, After: map[string]string{"version": "2.5.1+cu124", "index_url": "https://download.pytorch.org/whl/cu124"},
+		Operations: []plan.Operation{pkgOp(plan.PackagesOp{Manager: "pip", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124", Install: []plan.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}}})}})
 	moreSources := func(o *facts.Observation) {
 		o.Repositories[0].Components = append(o.Repositories[0].Components, "universe")
 	}
 	tests := []struct {
 		name   string
-		plan   *Plan
+		plan   *plan.Plan
 		change func(o *facts.Observation)
 		stale  []string // the sections named stale; nil for a fresh plan
 	}{
@@ -82,10 +83,10 @@ func TestFingerprintStaleness(t *testing.T) {
 		{"the sources a distribution framework comes from", distroTorch, moreSources, []string{FactsRepos}},
 		{"the apt sources under a pip install", pipTorch, moreSources, nil},
 		{"memory under an empty plan", emptyPlan, func(o *facts.Observation) { o.NVML.Devices[1].MemoryUsed = 5 }, nil},
-		{"process 1 under an environment plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "environment", Action: Update}}},
+		{"process 1 under an environment plan", &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "environment", Action: plan.Update}}},
 			func(o *facts.Observation) { o.Init = facts.Init{PID1: "systemd", Live: true, Systemd: true} }, []string{FactsInit}},
 		{"process 1 under a driver plan", driverPlan, func(o *facts.Observation) { o.Init = facts.Init{PID1: "bash", Live: true} }, nil},
-		{"a managed file's bytes under an environment plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "environment", Action: Update}}},
+		{"a managed file's bytes under an environment plan", &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "environment", Action: plan.Update}}},
 			func(o *facts.Observation) {
 				o.Environment.ManagedDigests = []facts.FileDigest{{Path: "/etc/ld.so.conf.d/gpuenv.conf", SHA256: "00"}}
 			}, []string{FactsEnvironment}},
@@ -101,7 +102,7 @@ func TestFingerprintStaleness(t *testing.T) {
 		{"the boot unit under a device plan", devicePlan, func(o *facts.Observation) {
 			o.Units = []facts.Unit{{Name: "gpuenv-compute-mode.service", Enabled: true}}
 		}, []string{FactsUnits}},
-		{"persistenced under a driver settings plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "driver.persistence", Action: Update}}},
+		{"persistenced under a driver settings plan", &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "driver.persistence", Action: plan.Update}}},
 			func(o *facts.Observation) {
 				o.Units = []facts.Unit{{Name: "nvidia-persistenced.service", Enabled: true}}
 			}, []string{FactsUnits}},
@@ -110,7 +111,7 @@ func TestFingerprintStaleness(t *testing.T) {
 		}, nil}, {"an engine's configuration under its plan", enginePlan, func(o *facts.Observation) {
 			o.Containers.Engines = []facts.EngineConfig{{Engine: "docker", Path: "/etc/docker/daemon.json", Exists: true, SHA256: "00", Content: "{}"}}
 		}, []string{FactsContainers}},
-		{"the CDI spec under a CDI plan", &Plan{FormatVersion: FormatVersion, Steps: []Step{{Address: "container_toolkit.cdi", Action: Update}}},
+		{"the CDI spec under a CDI plan", &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{Address: "container_toolkit.cdi", Action: plan.Update}}},
 			func(o *facts.Observation) {
 				o.Containers.CDISpecs = []facts.CDISpec{{Path: "/etc/cdi/nvidia.yaml", SHA256: "00", Kind: "nvidia.com/gpu"}}
 			}, []string{FactsContainers}},
@@ -155,7 +156,7 @@ func TestFingerprintStaleness(t *testing.T) {
 }
 
 func TestFingerprintSections(t *testing.T) {
-	p := &Plan{Steps: []Step{{Address: "group.video"}, {Address: "environment"}}}
+	p := &plan.Plan{Steps: []plan.Step{{Address: "group.video"}, {Address: "environment"}}}
 	var got []string
 	for _, s := range Fingerprint(p, fingerprintFacts(), stackKinds()).Sections {
 		got = append(got, s.Name)
@@ -196,7 +197,7 @@ func TestReadSavedPlanRefuses(t *testing.T) {
 		{"a plain JSON plan", func(m map[string]any) { delete(m, "gpuenv_saved_plan") }, "not a saved plan"},
 		{"a newer layout", func(m map[string]any) { m["gpuenv_saved_plan"] = 3 }, "layout 3"},
 		{"layout 1", func(m map[string]any) { m["gpuenv_saved_plan"] = 1 }, "saved plan layout 1 keeps no copy of the spec"},
-		{"a newer format", func(m map[string]any) { m["format_version"] = "2.0" }, "plan format 2.0 is not known to this gpuenv (it reads 3.x and 1.x, writes " + FormatVersion + ")"},
+		{"a newer format", func(m map[string]any) { m["format_version"] = "2.0" }, "plan format 2.0 is not known to this gpuenv (it reads 3.x and 1.x, writes " + plan.FormatVersion + ")"},
 		{"a format that is no version", func(m map[string]any) { m["format_version"] = "one" }, `plan format version "one" is not a version`},
 		{"no fingerprint", func(m map[string]any) { delete(m, "facts_fingerprint") }, "no sha256 facts fingerprint"},
 		{"a broken step", func(m map[string]any) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Sections of the facts the stack's kinds are decided from, as the
@@ -143,7 +145,7 @@ func TestKindsRefuseBadDescriptions(t *testing.T) {
 // describes is a bug, not a step of the last layer that every fact
 // fingerprints.
 func TestPlannerRefusesStepOfNoKind(t *testing.T) {
-	prov := &testProvider{name: "cuda", PlanFn: respond(&Response{Steps: []Step{{Address: "cudaa", Action: Create, ReasonCode: ReasonMissing}}})}
+	prov := &testProvider{name: "cuda", PlanFn: respond(&Response{Steps: []plan.Step{{Address: "cudaa", Action: plan.Create, ReasonCode: plan.ReasonMissing}}})}
 	p, diags := newTestPlanner(prov).Plan(context.Background(), nil, nil)
 	if p != nil || !diags.HasErrors() || !strings.Contains(diags[0].Detail, `the cuda provider made the step "cudaa", of no kind the planner knows`) {
 		t.Fatalf("planned %v, %v", p, diags)

@@ -40,6 +40,26 @@ func TestPlannerImportsNoProviders(t *testing.T) {
 	}
 }
 
+// TestLeavesImportOnlyVersions holds the facts and the tables to being
+// leaves: the observation document and the compatibility tables (with the
+// table of NVIDIA's repositories) are data every layer reads, so they
+// import nothing of ours but version parsing (spec/version and what it
+// needs), and a change anywhere else can never reach them.
+func TestLeavesImportOnlyVersions(t *testing.T) {
+	allowed := goListDeps(t, "../spec/version")
+	if !slices.Contains(allowed, module+"/spec/version") {
+		t.Fatalf("go list -deps ../spec/version does not list spec/version: %q", allowed)
+	}
+	for _, leaf := range []string{"facts", "compat", "compat/nvidiarepo"} {
+		for _, p := range goListDeps(t, "./"+leaf) {
+			if p == module+"/planner/"+leaf || !strings.HasPrefix(p, module+"/") || slices.Contains(allowed, p) {
+				continue
+			}
+			t.Errorf("planner/%s reaches %s: a leaf imports nothing of ours but spec/version", leaf, p)
+		}
+	}
+}
+
 // goListDeps lists the packages that pkgs import, directly or not,
 // without their tests.
 func goListDeps(t *testing.T, pkgs ...string) []string {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Layer is a step's place in the fixed order of a GPU stack: each layer
@@ -211,7 +213,7 @@ func (e *CycleError) Error() string {
 // result does not depend on the order of the input. Dependencies on
 // addresses that are not among steps are met already and ignored. Steps
 // that share an address, or a cycle, are an error.
-func Order(steps []Step, kinds *Kinds) ([]Step, error) {
+func Order(steps []plan.Step, kinds *Kinds) ([]plan.Step, error) {
 	index := make(map[string]int, len(steps))
 	for i, s := range steps {
 		if _, dup := index[s.Address]; dup {
@@ -249,7 +251,7 @@ func Order(steps []Step, kinds *Kinds) ([]Step, error) {
 		}
 	}
 	heap.Init(ready)
-	out := make([]Step, 0, len(steps))
+	out := make([]plan.Step, 0, len(steps))
 	for ready.Len() > 0 {
 		i := heap.Pop(ready).(int)
 		out = append(out, steps[i])
@@ -269,7 +271,7 @@ func Order(steps []Step, kinds *Kinds) ([]Step, error) {
 // findCycle walks from a step left waiting along its unmet dependencies
 // until an address repeats; every step left waiting has one, so the walk
 // must close a circle.
-func findCycle(steps []Step, layers []Layer, index map[string]int, waiting []int) []string {
+func findCycle(steps []plan.Step, layers []Layer, index map[string]int, waiting []int) []string {
 	start := -1
 	for i := range steps {
 		if waiting[i] > 0 && (start < 0 || less(steps, layers, i, start)) {
@@ -310,7 +312,7 @@ func findCycle(steps []Step, layers []Layer, index map[string]int, waiting []int
 	}
 }
 
-func less(steps []Step, layers []Layer, i, j int) bool {
+func less(steps []plan.Step, layers []Layer, i, j int) bool {
 	li, lj := layers[i], layers[j]
 	if li != lj {
 		return li < lj
@@ -320,7 +322,7 @@ func less(steps []Step, layers []Layer, i, j int) bool {
 
 // stepQueue is a heap of step indices, lowest layer and address first.
 type stepQueue struct {
-	steps  []Step
+	steps  []plan.Step
 	layers []Layer
 	idx    []int
 }

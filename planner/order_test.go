@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
-func addresses(steps []Step) []string {
+func addresses(steps []plan.Step) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
 		out[i] = s.Address
@@ -17,19 +19,19 @@ func addresses(steps []Step) []string {
 	return out
 }
 
-func step(addr string, deps ...string) Step {
-	return Step{Address: addr, Action: Create, DependsOn: deps}
+func step(addr string, deps ...string) plan.Step {
+	return plan.Step{Address: addr, Action: plan.Create, DependsOn: deps}
 }
 
 func TestOrder(t *testing.T) {
 	tests := []struct {
 		name  string
-		steps []Step
+		steps []plan.Step
 		want  []string
 	}{
 		{
 			name: "the stack's layers, without dependencies",
-			steps: []Step{
+			steps: []plan.Step{
 				step("framework.pytorch"), step("cudnn"), step("cuda"), step("driver.hold"),
 				step("driver"), step("kernel.headers"), step("kernel.nouveau"), step("driver.purge"),
 				step("repository.cuda"), step("environment"), step("group.video"), step("device.all"),
@@ -43,28 +45,28 @@ func TestOrder(t *testing.T) {
 		},
 		{
 			name:  "ties within a layer by address",
-			steps: []Step{step("group.video"), step("group.render"), step("repository.z"), step("repository.a")},
+			steps: []plan.Step{step("group.video"), step("group.render"), step("repository.z"), step("repository.a")},
 			want:  []string{"repository.a", "repository.z", "group.render", "group.video"},
 		},
 		{
 			// Layers only break ties: cuda depends on nothing, so it is free
 			// to go before a group the driver waits for.
 			name: "a dependency overrides the layers",
-			steps: []Step{
+			steps: []plan.Step{
 				step("cuda"), step("driver", "group.video"), step("group.video"), step("repository.cuda"),
 			},
 			want: []string{"repository.cuda", "cuda", "group.video", "driver"},
 		},
 		{
 			name: "dependencies on steps not in the plan are met",
-			steps: []Step{
+			steps: []plan.Step{
 				step("cuda", "driver"), step("framework.pytorch", "cuda", "cudnn"),
 			},
 			want: []string{"cuda", "framework.pytorch"},
 		},
 		{
 			name: "a chain across layers",
-			steps: []Step{
+			steps: []plan.Step{
 				step("device.0", "driver"), step("driver", "repository.cuda"), step("repository.cuda"),
 				step("environment", "cuda"), step("cuda", "driver"),
 			},
@@ -72,7 +74,7 @@ func TestOrder(t *testing.T) {
 		},
 		{
 			name:  "repeated dependencies count once",
-			steps: []Step{step("cuda", "driver", "driver"), step("driver")},
+			steps: []plan.Step{step("cuda", "driver", "driver"), step("driver")},
 			want:  []string{"driver", "cuda"},
 		},
 		{name: "nothing", steps: nil, want: []string{}},
@@ -99,14 +101,14 @@ func TestOrder(t *testing.T) {
 
 func TestOrderCycle(t *testing.T) {
 	tests := []struct {
-		steps []Step
+		steps []plan.Step
 		want  []string
 	}{
-		{[]Step{step("cuda", "driver"), step("driver", "cuda")}, []string{"driver", "cuda", "driver"}},
-		{[]Step{step("a", "b"), step("b", "c"), step("c", "a"), step("repository.x")}, []string{"a", "b", "c", "a"}},
-		{[]Step{step("driver", "driver")}, []string{"driver", "driver"}},
+		{[]plan.Step{step("cuda", "driver"), step("driver", "cuda")}, []string{"driver", "cuda", "driver"}},
+		{[]plan.Step{step("a", "b"), step("b", "c"), step("c", "a"), step("repository.x")}, []string{"a", "b", "c", "a"}},
+		{[]plan.Step{step("driver", "driver")}, []string{"driver", "driver"}},
 		// A step waiting on a cycle is not part of it.
-		{[]Step{step("framework.x", "cuda"), step("cuda", "cudnn"), step("cudnn", "cuda")}, []string{"cuda", "cudnn", "cuda"}},
+		{[]plan.Step{step("framework.x", "cuda"), step("cuda", "cudnn"), step("cudnn", "cuda")}, []string{"cuda", "cudnn", "cuda"}},
 	}
 	for _, tt := range tests {
 		_, err := Order(tt.steps, stackKinds())
@@ -121,7 +123,7 @@ func TestOrderCycle(t *testing.T) {
 }
 
 func TestOrderDuplicate(t *testing.T) {
-	if _, err := Order([]Step{step("cuda"), step("cuda")}, stackKinds()); err == nil {
+	if _, err := Order([]plan.Step{step("cuda"), step("cuda")}, stackKinds()); err == nil {
 		t.Fatal("two steps with one address ordered without error")
 	}
 }

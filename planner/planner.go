@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -34,7 +35,7 @@ type Planner struct {
 	Resolve ResolveFunc
 	// Status is the state directory's status file, read before planning;
 	// nil when there is none. StatusPath names it in the warning.
-	Status     *ApplyStatus
+	Status     *planpkg.ApplyStatus
 	StatusPath string
 	// InterruptGPUProcesses is Request.InterruptGPUProcesses.
 	InterruptGPUProcesses bool
@@ -73,7 +74,7 @@ func (p *Planner) Kinds() *Kinds { return &p.kinds }
 // Every problem is reported: the diagnostics of resolution and of every
 // provider. When they hold errors the plan is nil. Warnings that concern
 // the host rather than the spec are in the plan's Warnings.
-func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation) (*Plan, hcl.Diagnostics) {
+func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation) (*planpkg.Plan, hcl.Diagnostics) {
 	if err := p.kinds.Err(); err != nil {
 		return nil, hcl.Diagnostics{programmingError(err)}
 	}
@@ -98,14 +99,14 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		req.Desired = d
 	}
 
-	plan := &Plan{FormatVersion: FormatVersion, SpecDigest: SpecDigest(s), Steps: []Step{}}
+	plan := &planpkg.Plan{FormatVersion: planpkg.FormatVersion, SpecDigest: SpecDigest(s), Steps: []planpkg.Step{}}
 	if req.Desired != nil {
 		plan.Inferred = append(plan.Inferred, req.Desired.Inferred...)
 		if w := noKernelWarning(req.Desired); w != nil {
 			plan.Warnings = append(plan.Warnings, *w)
 		}
 	}
-	var steps []Step
+	var steps []planpkg.Step
 	for _, prov := range p.providers {
 		if err := ctx.Err(); err != nil {
 			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Planning was cancelled", Detail: err.Error()})
@@ -134,7 +135,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		return nil, diags
 	}
 	steps = refreshSteps(steps, &obs.PackageIndexes)
-	if err := validateSteps(steps); err != nil {
+	if err := planpkg.ValidateSteps(steps); err != nil {
 		return nil, append(diags, programmingError(err))
 	}
 	for _, st := range steps {
@@ -184,7 +185,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 		}
 	}
 	plan.Summary, plan.NeedsReboot = summarize(plan.Steps)
-	slices.SortStableFunc(plan.Inferred, func(a, b Inference) int {
+	slices.SortStableFunc(plan.Inferred, func(a, b planpkg.Inference) int {
 		return strings.Compare(a.Address+"\x00"+a.Attr, b.Address+"\x00"+b.Attr)
 	})
 	return plan, diags
@@ -222,7 +223,7 @@ func programmingError(err error) *hcl.Diagnostic {
 // pruneDependencies drops dependencies on steps that are not in the plan
 // (their resources already match) and sorts the rest, so that the plan
 // shows only what orders it.
-func pruneDependencies(steps []Step) {
+func pruneDependencies(steps []planpkg.Step) {
 	present := make(map[string]bool, len(steps))
 	for _, s := range steps {
 		present[s.Address] = true
@@ -241,7 +242,7 @@ func pruneDependencies(steps []Step) {
 
 // markInterruptions flags the steps that reload the nvidia modules while
 // GPU processes run: unloading the modules needs every client gone.
-func markInterruptions(steps []Step, obs *facts.Observation) {
+func markInterruptions(steps []planpkg.Step, obs *facts.Observation) {
 	if len(gpuProcesses(obs)) == 0 {
 		return
 	}
@@ -253,19 +254,19 @@ func markInterruptions(steps []Step, obs *facts.Observation) {
 }
 
 // summarize counts the steps and tells whether a reboot is needed.
-func summarize(steps []Step) (Summary, bool) {
-	var sum Summary
+func summarize(steps []planpkg.Step) (planpkg.Summary, bool) {
+	var sum planpkg.Summary
 	reboot := false
 	for _, s := range steps {
 		switch s.Action {
-		case Create:
+		case planpkg.Create:
 			sum.Add++
-		case Update:
+		case planpkg.Update:
 			sum.Change++
-		case Replace:
+		case planpkg.Replace:
 			sum.Add++
 			sum.Remove++
-		case Delete:
+		case planpkg.Delete:
 			sum.Remove++
 		}
 		reboot = reboot || s.Flags.NeedsReboot

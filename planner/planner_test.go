@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -50,7 +51,7 @@ func respond(r *Response) func(context.Context, *Request) *Response {
 // countingCandidates records the package questions asked.
 type countingCandidates struct{ asked []string }
 
-func (c *countingCandidates) Versions(_ context.Context, manager Manager, name string) ([]string, error) {
+func (c *countingCandidates) Versions(_ context.Context, manager plan.Manager, name string) ([]string, error) {
 	c.asked = append(c.asked, string(manager)+":"+name)
 	return []string{"550.54.15-0ubuntu1"}, nil
 }
@@ -71,27 +72,27 @@ func TestPlannerCombinesProviders(t *testing.T) {
 	driver := &testProvider{name: "driver", PlanFn: func(ctx context.Context, req *Request) *Response {
 		v, _ := req.Candidates.Versions(ctx, "apt", "nvidia-driver-550")
 		return &Response{
-			Steps: []Step{
-				{Address: "driver", Action: Update, ReasonCode: ReasonMissing, DependsOn: []string{"repository.cuda", "kernel.headers"},
+			Steps: []plan.Step{
+				{Address: "driver", Action: plan.Update, ReasonCode: plan.ReasonMissing, DependsOn: []string{"repository.cuda", "kernel.headers"},
 					Before: map[string]string{"version": "535.161.07-0ubuntu1"}, After: map[string]string{"version": "550.54.15-0ubuntu1"},
-					Operations: []Operation{aptOp("nvidia-driver-550", v[0])}, Flags: Flags{NeedsReboot: true, NeedsModuleReload: true}},
-				{Address: "driver.hold", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"driver"},
-					Operations: []Operation{pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})}},
+					Operations: []plan.Operation{aptOp("nvidia-driver-550", v[0])}, Flags: plan.Flags{NeedsReboot: true, NeedsModuleReload: true}},
+				{Address: "driver.hold", Action: plan.Create, ReasonCode: plan.ReasonMissing, DependsOn: []string{"driver"},
+					Operations: []plan.Operation{pkgOp(plan.PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550"}})}},
 			},
-			Inferred: []Inference{{Address: "driver", Attr: "kernel_modules", Value: "open", From: "architectures row hopper"}},
+			Inferred: []plan.Inference{{Address: "driver", Attr: "kernel_modules", Value: "open", From: "architectures row hopper"}},
 			Warnings: []finding.Finding{{Summary: "from the driver provider"}},
 		}
 	}}
 	cuda := &testProvider{name: "cuda", PlanFn: respond(&Response{
-		Steps: []Step{
-			{Address: "cuda", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"driver"}, After: map[string]string{"package": "cuda-toolkit-12-4=12.4.1-1", "version": "12.4.1"},
-				Operations: []Operation{aptOp("cuda-toolkit-12-4", "12.4.1-1")}},
-			{Address: "environment", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"cuda"}, Operations: []Operation{fileOp("/etc/profile.d/gpuenv.sh")}},
+		Steps: []plan.Step{
+			{Address: "cuda", Action: plan.Create, ReasonCode: plan.ReasonMissing, DependsOn: []string{"driver"}, After: map[string]string{"package": "cuda-toolkit-12-4=12.4.1-1", "version": "12.4.1"},
+				Operations: []plan.Operation{aptOp("cuda-toolkit-12-4", "12.4.1-1")}},
+			{Address: "environment", Action: plan.Create, ReasonCode: plan.ReasonMissing, DependsOn: []string{"cuda"}, Operations: []plan.Operation{fileOp("/etc/profile.d/gpuenv.sh")}},
 		},
-		Inferred: []Inference{{Address: "cuda", Attr: "path", Value: "/usr/local/cuda-12.4", From: "defaults"}},
+		Inferred: []plan.Inference{{Address: "cuda", Attr: "path", Value: "/usr/local/cuda-12.4", From: "defaults"}},
 	})}
 	repo := &testProvider{name: "repository", PlanFn: respond(&Response{
-		Steps: []Step{{Address: "repository.cuda", Action: Create, ReasonCode: ReasonMissing, Operations: []Operation{fileOp("/etc/apt/sources.list.d/gpuenv-cuda.list")}}},
+		Steps: []plan.Step{{Address: "repository.cuda", Action: plan.Create, ReasonCode: plan.ReasonMissing, Operations: []plan.Operation{fileOp("/etc/apt/sources.list.d/gpuenv-cuda.list")}}},
 	})}
 	obs := gpuFacts(1)
 	obs.NVML.Devices[0].Processes = []facts.GPUProcess{{PID: 10, Name: "python3", UsedMemory: 1 << 30}}
@@ -115,7 +116,7 @@ func TestPlannerCombinesProviders(t *testing.T) {
 	if len(p.Transactions) != 1 || !cmp.Equal(p.Transactions[0].Steps, []string{"driver", "driver.hold", "cuda"}) {
 		t.Errorf("transactions: %+v", p.Transactions)
 	}
-	if want := (Summary{Add: 4, Change: 1}); p.Summary != want || !p.NeedsReboot {
+	if want := (plan.Summary{Add: 4, Change: 1}); p.Summary != want || !p.NeedsReboot {
 		t.Errorf("summary %+v reboot %v", p.Summary, p.NeedsReboot)
 	}
 	if got := []string{p.Inferred[0].Address, p.Inferred[1].Address}; !cmp.Equal(got, []string{"cuda", "driver"}) {
@@ -149,7 +150,7 @@ func TestPlannerNoChanges(t *testing.T) {
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	if !p.Empty() || p.Steps == nil || p.NeedsReboot || p.Summary != (Summary{}) {
+	if !p.Empty() || p.Steps == nil || p.NeedsReboot || p.Summary != (plan.Summary{}) {
 		t.Errorf("plan %+v, want an empty one with a non-nil step list", p)
 	}
 	if _, ok := pl.Candidates.(NoCandidates); pl.Candidates != nil && !ok {
@@ -163,7 +164,7 @@ func TestPlannerNoChanges(t *testing.T) {
 func TestPlannerReportsEveryProblem(t *testing.T) {
 	bad := func(name, summary string) *testProvider {
 		return &testProvider{name: name, PlanFn: respond(&Response{
-			Steps:       []Step{{Address: name, Action: Create}},
+			Steps:       []plan.Step{{Address: name, Action: plan.Create}},
 			Diagnostics: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary}},
 		})}
 	}
@@ -191,16 +192,16 @@ func TestPlannerProgrammingErrors(t *testing.T) {
 	}{
 		{"a panic", &testProvider{name: "cuda", PlanFn: func(context.Context, *Request) *Response { panic("boom") }},
 			"The cuda provider panicked while planning: boom"},
-		{"a cycle", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []Step{
-			{Address: "cuda", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"driver"}},
-			{Address: "driver", Action: Create, ReasonCode: ReasonMissing, DependsOn: []string{"cuda"}},
+		{"a cycle", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []plan.Step{
+			{Address: "cuda", Action: plan.Create, ReasonCode: plan.ReasonMissing, DependsOn: []string{"driver"}},
+			{Address: "driver", Action: plan.Create, ReasonCode: plan.ReasonMissing, DependsOn: []string{"cuda"}},
 		}})}, "steps depend on each other in a cycle: driver → cuda → driver"},
-		{"a no-op step", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []Step{{Address: "cuda"}}})},
+		{"a no-op step", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []plan.Step{{Address: "cuda"}}})},
 			"step cuda: action no-op is not a change"},
-		{"a malformed operation", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []Step{
-			{Address: "cuda", Action: Create, Operations: []Operation{{Kind: OpFile}}},
+		{"a malformed operation", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []plan.Step{
+			{Address: "cuda", Action: plan.Create, Operations: []plan.Operation{{Kind: plan.OpFile}}},
 		}})}, `step cuda operation 1: kind "file" without its file field`},
-		{"a step without a reason code", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []Step{{Address: "cuda", Action: Create}}})},
+		{"a step without a reason code", &testProvider{name: "x", PlanFn: respond(&Response{Steps: []plan.Step{{Address: "cuda", Action: plan.Create}}})},
 			"step cuda has no action_reason"},
 	}
 	for _, tt := range tests {
@@ -229,7 +230,7 @@ func TestPlannerCancelled(t *testing.T) {
 func TestPlannerResolve(t *testing.T) {
 	prov := &testProvider{name: "x", PlanFn: respond(nil)}
 	pl := newTestPlanner(prov)
-	want := &Desired{Inferred: []Inference{{Address: "driver", Attr: "version", Value: ">= 550", From: "cuda_releases"}}}
+	want := &Desired{Inferred: []plan.Inference{{Address: "driver", Attr: "version", Value: ">= 550", From: "cuda_releases"}}}
 	pl.Resolve = func(*spec.Spec, *facts.Observation) (*Desired, hcl.Diagnostics) { return want, nil }
 	p, _ := pl.Plan(context.Background(), &spec.Spec{}, &facts.Observation{})
 	if prov.requests[0].Desired != want {
@@ -275,14 +276,14 @@ func BenchmarkPlannerEngine(b *testing.B) {
 		withOps("kernel.headers", aptOp("linux-headers-5.15.0-105-generic", "5.15.0-105.115")),
 		withOps("cuda", aptOp("cuda-toolkit-12-4", "12.4.1-1")),
 		withOps("cudnn", aptOp("libcudnn9-cuda-12", "9.1.0.70-1")),
-		withOps("driver.hold", pkgOp(PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550-open"}})),
-		withOps("driver.purge", pkgOp(PackagesOp{Manager: "apt", Remove: []string{"nvidia-driver-535"}, Purge: true})),
+		withOps("driver.hold", pkgOp(plan.PackagesOp{Manager: "apt", Hold: []string{"nvidia-driver-550-open"}})),
+		withOps("driver.purge", pkgOp(plan.PackagesOp{Manager: "apt", Remove: []string{"nvidia-driver-535"}, Purge: true})),
 	)
 	prov := &testProvider{name: "all", PlanFn: func(context.Context, *Request) *Response {
-		out := make([]Step, len(steps))
+		out := make([]plan.Step, len(steps))
 		copy(out, steps)
 		for i := range out {
-			out[i].Operations = make([]Operation, len(steps[i].Operations))
+			out[i].Operations = make([]plan.Operation, len(steps[i].Operations))
 			copy(out[i].Operations, steps[i].Operations)
 		}
 		return &Response{Steps: out}

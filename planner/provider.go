@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -76,9 +77,9 @@ type Request struct {
 type Response struct {
 	// Steps are the changes for the provider's resources, in no particular
 	// order: the planner orders every provider's steps together.
-	Steps []Step
+	Steps []plan.Step
 	// Inferred are values the spec left out that the provider completed.
-	Inferred []Inference
+	Inferred []plan.Inference
 	Warnings []finding.Finding
 	// Diagnostics report specs that cannot work on this host.
 	Diagnostics hcl.Diagnostics
@@ -94,7 +95,7 @@ type Candidates interface {
 	// "dnf") can install, newest first, written as the manager writes
 	// them. A package the manager does not know has no versions and no
 	// error; an error means the manager could not be asked.
-	Versions(ctx context.Context, manager Manager, name string) ([]string, error)
+	Versions(ctx context.Context, manager plan.Manager, name string) ([]string, error)
 }
 
 // NoCandidates is a Candidates that knows no package: for roots where no
@@ -102,6 +103,8 @@ type Candidates interface {
 type NoCandidates struct{}
 
 // Versions returns nothing.
-func (NoCandidates) Versions(context.Context, Manager, string) ([]string, error) { return nil, nil }
+func (NoCandidates) Versions(context.Context, plan.Manager, string) ([]string, error) {
+	return nil, nil
+}
 
 var _ Candidates = NoCandidates{}

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // RefreshAddress is the address of the step that refreshes manager's
 // indexes ("index.apt").
-func RefreshAddress(m Manager) string { return "index." + string(m) }
+func RefreshAddress(m plan.Manager) string { return "index." + string(m) }
 
 // refreshSteps adds, for each package manager that some step leaves a
 // version to apply for (PackagePin.KnownAfterApply), the step that fetches
@@ -19,20 +20,20 @@ func RefreshAddress(m Manager) string { return "index." + string(m) }
 // unless a step of the plan refreshes them already (a repository's sources
 // file is followed by apt-get update). Without a refresh, apply would pin
 // such a version from the same lists the planner could not find it in.
-func refreshSteps(steps []Step, ix *facts.PackageIndexes) []Step {
-	deferred := map[Manager][]int{}
-	refreshed := map[Manager]bool{}
+func refreshSteps(steps []plan.Step, ix *facts.PackageIndexes) []plan.Step {
+	deferred := map[plan.Manager][]int{}
+	refreshed := map[plan.Manager]bool{}
 	for i, s := range steps {
 		for _, op := range s.Operations {
 			switch {
 			case op.Packages != nil:
 				m := op.Packages.Manager
-				if slices.ContainsFunc(op.Packages.Install, PackagePin.KnownAfterApply) && !slices.Contains(deferred[m], i) {
+				if slices.ContainsFunc(op.Packages.Install, plan.PackagePin.KnownAfterApply) && !slices.Contains(deferred[m], i) {
 					deferred[m] = append(deferred[m], i)
 				}
 			case op.File != nil:
-				for _, m := range []Manager{ManagerApt, ManagerDnf} {
-					if slices.Equal(op.File.After, RefreshCommand(m)) {
+				for _, m := range []plan.Manager{plan.ManagerApt, plan.ManagerDnf} {
+					if slices.Equal(op.File.After, plan.RefreshCommand(m)) {
 						refreshed[m] = true
 					}
 				}
@@ -41,7 +42,7 @@ func refreshSteps(steps []Step, ix *facts.PackageIndexes) []Step {
 			}
 		}
 	}
-	for _, m := range []Manager{ManagerApt, ManagerDnf} {
+	for _, m := range []plan.Manager{plan.ManagerApt, plan.ManagerDnf} {
 		if len(deferred[m]) == 0 || refreshed[m] {
 			continue
 		}
@@ -56,8 +57,8 @@ func refreshSteps(steps []Step, ix *facts.PackageIndexes) []Step {
 }
 
 // refreshStep is the step that refreshes m's indexes for the steps users.
-func refreshStep(m Manager, ix *facts.PackageIndexes, users []string) Step {
-	tool := strings.Join(RefreshCommand(m), " ")
+func refreshStep(m plan.Manager, ix *facts.PackageIndexes, users []string) plan.Step {
+	tool := strings.Join(plan.RefreshCommand(m), " ")
 	var missing []facts.IndexSource
 	if ix != nil && ix.Manager == string(m) {
 		missing = ix.Missing
@@ -71,18 +72,18 @@ func refreshStep(m Manager, ix *facts.PackageIndexes, users []string) Step {
 	default:
 		why = fmt.Sprintf("the package indexes on disk list no version that %s can install", strings.Join(users, ", "))
 	}
-	return Step{
+	return plan.Step{
 		Address: RefreshAddress(m),
-		Action:  Update,
+		Action:  plan.Update,
 		Before:  map[string]string{"sources_without_index": strconv.Itoa(len(missing))},
 		After:   map[string]string{"sources_without_index": "0"},
-		Reason: Sentence([]string{
+		Reason: plan.Sentence([]string{
 			why,
 			fmt.Sprintf("it runs first, and the versions %s installs are known after apply, chosen from the fetched indexes as a plan chooses them", strings.Join(users, ", ")),
 			"the indexes are a cache of the archives, so rollback does not restore the ones before",
 		}),
-		ReasonCode: ReasonDependency,
-		Operations: []Operation{{Kind: OpRefresh, Refresh: &RefreshOp{Manager: m}}},
+		ReasonCode: plan.ReasonDependency,
+		Operations: []plan.Operation{{Kind: plan.OpRefresh, Refresh: &plan.RefreshOp{Manager: m}}},
 	}
 }
 

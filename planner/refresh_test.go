@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -18,27 +19,27 @@ import (
 // and a pin that claims both is refused.
 func TestPinJSON(t *testing.T) {
 	for _, tc := range []struct {
-		pin  PackagePin
+		pin  plan.PackagePin
 		json string
 	}{
-		{PackagePin{Name: "nvidia-smi", Constraint: "535.*"}, `{"name":"nvidia-smi","version":null,"known_after_apply":true,"constraint":"535.*"}`},
-		{PackagePin{Name: "nvidia-smi", Version: "535.261.03-1"}, `{"name":"nvidia-smi","version":"535.261.03-1"}`},
-		{PackagePin{Name: "torch", Version: "2.5.1", Extras: []string{"x"}}, `{"name":"torch","version":"2.5.1","extras":["x"]}`},
+		{plan.PackagePin{Name: "nvidia-smi", Constraint: "535.*"}, `{"name":"nvidia-smi","version":null,"known_after_apply":true,"constraint":"535.*"}`},
+		{plan.PackagePin{Name: "nvidia-smi", Version: "535.261.03-1"}, `{"name":"nvidia-smi","version":"535.261.03-1"}`},
+		{plan.PackagePin{Name: "torch", Version: "2.5.1", Extras: []string{"x"}}, `{"name":"torch","version":"2.5.1","extras":["x"]}`},
 	} {
 		b, err := json.Marshal(tc.pin)
 		if err != nil || string(b) != tc.json {
 			t.Errorf("%+v encodes as %s (%v), want %s", tc.pin, b, err, tc.json)
 		}
-		var back PackagePin
+		var back plan.PackagePin
 		if err := json.Unmarshal(b, &back); err != nil || !cmp.Equal(back, tc.pin) {
 			t.Errorf("%s decodes as %+v (%v)", b, back, err)
 		}
 	}
-	var old PackagePin
+	var old plan.PackagePin
 	if err := json.Unmarshal([]byte(`{"name":"cuda-toolkit-12-4","version":"","constraint":"12.4"}`), &old); err != nil || !old.KnownAfterApply() || old.Constraint != "12.4" {
 		t.Errorf("format 1.1's pin reads as %+v, %v", old, err)
 	}
-	var both PackagePin
+	var both plan.PackagePin
 	if err := json.Unmarshal([]byte(`{"name":"x","version":"1.0","known_after_apply":true}`), &both); err == nil {
 		t.Error("a pin with a version and known_after_apply was accepted")
 	}
@@ -56,28 +57,28 @@ func noIndexes() *facts.Observation {
 }
 
 // deferredDriver is a driver step whose pins are known after apply.
-func deferredDriver() Step {
-	return Step{Address: "driver", Action: Create, ReasonCode: ReasonMissing, Reason: "r",
-		After:      map[string]string{"version": KnownAfterApply, "packages": "nvidia-smi, libcuda1"},
-		Operations: []Operation{pkgOp(PackagesOp{Manager: "apt", Install: []PackagePin{{Name: "nvidia-smi", Constraint: "535.*"}, {Name: "libcuda1", Constraint: "535.*"}}})}}
+func deferredDriver() plan.Step {
+	return plan.Step{Address: "driver", Action: plan.Create, ReasonCode: plan.ReasonMissing, Reason: "r",
+		After:      map[string]string{"version": plan.KnownAfterApply, "packages": "nvidia-smi, libcuda1"},
+		Operations: []plan.Operation{pkgOp(plan.PackagesOp{Manager: "apt", Install: []plan.PackagePin{{Name: "nvidia-smi", Constraint: "535.*"}, {Name: "libcuda1", Constraint: "535.*"}}})}}
 }
 
 // A plan whose versions are known after apply fetches the indexes first,
 // in a step of its own that the steps installing them wait for — unless
 // a step of the plan runs apt-get update already, or no version waits.
 func TestRefreshStepFirst(t *testing.T) {
-	repo := Step{Address: "repository.cuda", Action: Create, ReasonCode: ReasonMissing, After: map[string]string{"url": "u"},
-		Operations: []Operation{{Kind: OpFile, File: &FileOp{Path: "/etc/apt/sources.list.d/gpuenv-cuda.sources", Content: "x\n", Mode: 0o644, After: []string{"apt-get", "update"}}}}}
-	known := Step{Address: "cuda", Action: Create, ReasonCode: ReasonMissing, After: map[string]string{"version": "12.4.1", "package": "cuda-toolkit-12-4=12.4.1-1"},
-		Operations: []Operation{aptOp("cuda-toolkit-12-4", "12.4.1-1")}}
+	repo := plan.Step{Address: "repository.cuda", Action: plan.Create, ReasonCode: plan.ReasonMissing, After: map[string]string{"url": "u"},
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/apt/sources.list.d/gpuenv-cuda.sources", Content: "x\n", Mode: 0o644, After: []string{"apt-get", "update"}}}}}
+	known := plan.Step{Address: "cuda", Action: plan.Create, ReasonCode: plan.ReasonMissing, After: map[string]string{"version": "12.4.1", "package": "cuda-toolkit-12-4=12.4.1-1"},
+		Operations: []plan.Operation{aptOp("cuda-toolkit-12-4", "12.4.1-1")}}
 	for _, tc := range []struct {
 		name    string
-		steps   []Step
+		steps   []plan.Step
 		refresh bool
 	}{
-		{"versions known after apply", []Step{deferredDriver(), known}, true},
-		{"a repository step runs apt-get update", []Step{repo, deferredDriver()}, false},
-		{"every version known", []Step{known}, false},
+		{"versions known after apply", []plan.Step{deferredDriver(), known}, true},
+		{"a repository step runs apt-get update", []plan.Step{repo, deferredDriver()}, false},
+		{"every version known", []plan.Step{known}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prov := &testProvider{name: "p", PlanFn: func(context.Context, *Request) *Response { return &Response{Steps: slices.Clone(tc.steps)} }}
@@ -95,7 +96,7 @@ func TestRefreshStepFirst(t *testing.T) {
 			if st == nil || p.Steps[0].Address != "index.apt" {
 				t.Fatalf("steps %v: want index.apt first", addressesOf(p))
 			}
-			if len(st.Operations) != 1 || st.Operations[0].Refresh == nil || st.Operations[0].Refresh.Manager != ManagerApt || st.Action != Update || st.ReasonCode != ReasonDependency {
+			if len(st.Operations) != 1 || st.Operations[0].Refresh == nil || st.Operations[0].Refresh.Manager != plan.ManagerApt || st.Action != plan.Update || st.ReasonCode != plan.ReasonDependency {
 				t.Errorf("refresh step %+v", st)
 			}
 			for _, want := range []string{"apt-get update has not run for the 2 configured sources", "http://deb.debian.org/debian bookworm non-free", "the versions driver installs are known after apply", "rollback does not restore"} {
@@ -118,7 +119,7 @@ func TestRefreshStepFirst(t *testing.T) {
 	}
 }
 
-func addressesOf(p *Plan) []string {
+func addressesOf(p *plan.Plan) []string {
 	var out []string
 	for _, s := range p.Steps {
 		out = append(out, s.Address)
@@ -128,13 +129,13 @@ func addressesOf(p *Plan) []string {
 
 // A refresh names apt or dnf, which have indexes; pip has none.
 func TestCheckRefresh(t *testing.T) {
-	for m, ok := range map[Manager]bool{ManagerApt: true, ManagerDnf: true, ManagerPip: false, "zypper": false} {
-		err := CheckOperation(Operation{Kind: OpRefresh, Refresh: &RefreshOp{Manager: m}})
+	for m, ok := range map[plan.Manager]bool{plan.ManagerApt: true, plan.ManagerDnf: true, plan.ManagerPip: false, "zypper": false} {
+		err := plan.CheckOperation(plan.Operation{Kind: plan.OpRefresh, Refresh: &plan.RefreshOp{Manager: m}})
 		if ok != (err == nil) {
 			t.Errorf("refresh of %s: %v", m, err)
 		}
 	}
-	if err := CheckOperation(Operation{Kind: OpRefresh}); err == nil {
+	if err := plan.CheckOperation(plan.Operation{Kind: plan.OpRefresh}); err == nil {
 		t.Error("a refresh without its field was accepted")
 	}
 }

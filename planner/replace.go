@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // ReplaceReason is what a step planned only because of -replace says.
@@ -71,7 +73,7 @@ func (r *Request) Replacing(address string) bool {
 // has a step. A resource the host lacks is created, not replaced, and one
 // the spec does not declare (or declares absent) has nothing to
 // reinstall: both are errors naming the address.
-func checkReplaced(steps []Step, addrs []string) hcl.Diagnostics {
+func checkReplaced(steps []plan.Step, addrs []string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, a := range addrs {
 		found := false
@@ -82,14 +84,14 @@ func checkReplaced(steps []Step, addrs []string) hcl.Diagnostics {
 			}
 			found = true
 			switch s.Action {
-			case Create:
+			case plan.Create:
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Nothing to replace",
 					Detail: fmt.Sprintf("-replace %s: %s is not installed on the host, so there is nothing to reinstall. "+
 						"Plan without -replace %s to install it.", a, s.Address, a),
 				})
-			case Delete:
+			case plan.Delete:
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Nothing to replace",

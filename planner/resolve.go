@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -169,7 +170,7 @@ func (r *resolver) report(sev hcl.DiagnosticSeverity, subject hcl.Range, summary
 }
 
 func (r *resolver) infer(address, attr, value string, from compat.Source) {
-	r.d.Inferred = append(r.d.Inferred, Inference{Address: address, Attr: attr, Value: value, From: from.Cited(), Unverified: from.UnverifiedText()})
+	r.d.Inferred = append(r.d.Inferred, plan.Inference{Address: address, Attr: attr, Value: value, From: from.Cited(), Unverified: from.UnverifiedText()})
 }
 
 // at writes a spec location as file:line for a diagnostic's detail.
@@ -248,9 +249,9 @@ func samePCI(nvml, sysfs string) bool {
 
 // hostOS is the operating system as the package tables name it.
 type hostOS struct {
-	ID, Version string  // "debian" "12", "ubuntu" "22.04", "rhel" "9"
-	Title       string  // "Debian 12"
-	Manager     Manager // ManagerApt, ManagerDnf, or "" when unknown
+	ID, Version string       // "debian" "12", "ubuntu" "22.04", "rhel" "9"
+	Title       string       // "Debian 12"
+	Manager     plan.Manager // ManagerApt, ManagerDnf, or "" when unknown
 }
 
 func osOf(o facts.OS) hostOS {
@@ -262,9 +263,9 @@ func osOf(o facts.OS) hostOS {
 	}
 	switch {
 	case o.Family == "deb" || o.ID == "debian" || o.ID == "ubuntu":
-		h.Manager = ManagerApt
+		h.Manager = plan.ManagerApt
 	case o.Family == "rpm" || rhelLike:
-		h.Manager = ManagerDnf
+		h.Manager = plan.ManagerDnf
 	}
 	name := o.ID
 	switch o.ID {

@@ -284,11 +284,6 @@ func InstalledKernels(obs *facts.Observation) []string {
 	return out
 }
 
-// AfterSignedModules is the shown value of a driver step that lists the
-// signed module packages it installs, each at its own version (they are
-// versioned by the kernel, not by the driver): "name=version, …".
-const AfterSignedModules = "signed_modules"
-
 // ShownPins writes packages as AfterSignedModules shows them.
 func ShownPins(pkgs []SignedPackage) string {
 	parts := make([]string, len(pkgs))
@@ -296,18 +291,4 @@ func ShownPins(pkgs []SignedPackage) string {
 		parts[i] = p.Name + "=" + p.Version
 	}
 	return strings.Join(parts, ", ")
-}
-
-// shownPins reads AfterSignedModules back: the version each package is
-// shown at, by name; false when a part is not "name=version".
-func shownPins(shown string) (map[string]string, bool) {
-	out := map[string]string{}
-	for _, part := range splitShown(shown) {
-		name, v, ok := strings.Cut(part, "=")
-		if !ok || name == "" || v == "" {
-			return nil, false
-		}
-		out[name] = v
-	}
-	return out, true
 }

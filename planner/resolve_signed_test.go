@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 func TestKernelFlavour(t *testing.T) {
@@ -218,13 +219,13 @@ func TestSignedMetaFollowsKernelMeta(t *testing.T) {
 // signedPlan is a plan whose driver step installs Ubuntu's signed modules
 // beside the driver, each at its own version, as the driver provider
 // makes it.
-func signedPlan() *Plan {
+func signedPlan() *plan.Plan {
 	const mod, sig, meta = "linux-modules-nvidia-550-open-6.8.0-45-generic", "linux-signatures-nvidia-6.8.0-45-generic", "linux-modules-nvidia-550-open-generic"
-	steps := []Step{{Address: "driver", Action: Create,
+	steps := []plan.Step{{Address: "driver", Action: plan.Create,
 		After: map[string]string{"version": "550.120-0ubuntu0.22.04.1", "packages": "nvidia-driver-550-open",
-			AfterSignedModules: ShownPins([]SignedPackage{{mod, "6.8.0-45.45"}, {sig, "6.8.0-45.45"}, {meta, "6.8.0-45.45"}})},
-		Operations: []Operation{aptOp("nvidia-driver-550-open", "550.120-0ubuntu0.22.04.1", mod, "6.8.0-45.45", sig, "6.8.0-45.45", meta, "6.8.0-45.45")}}}
-	p := &Plan{FormatVersion: FormatVersion, Steps: steps}
+			plan.AfterSignedModules: ShownPins([]SignedPackage{{mod, "6.8.0-45.45"}, {sig, "6.8.0-45.45"}, {meta, "6.8.0-45.45"}})},
+		Operations: []plan.Operation{aptOp("nvidia-driver-550-open", "550.120-0ubuntu0.22.04.1", mod, "6.8.0-45.45", sig, "6.8.0-45.45", meta, "6.8.0-45.45")}}}
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: steps}
 	p.Transactions = Batch(p.Steps)
 	return p
 }
@@ -232,24 +233,26 @@ func signedPlan() *Plan {
 // TestValidateSignedModules: a saved plan's signed module packages are
 // installed at the versions its driver step shows, and no others.
 func TestValidateSignedModules(t *testing.T) {
-	pins := func(p *Plan) []PackagePin { return p.Steps[0].Operations[0].Packages.Install }
-	edit := func(change func(pins []PackagePin)) func(p *Plan) {
-		return func(p *Plan) {
+	pins := func(p *plan.Plan) []plan.PackagePin { return p.Steps[0].Operations[0].Packages.Install }
+	edit := func(change func(pins []plan.PackagePin)) func(p *plan.Plan) {
+		return func(p *plan.Plan) {
 			change(pins(p))
 			change(p.Transactions[0].Op.Install)
 		}
 	}
 	checkRefused(t, signedPlan, "the signed plan as made", []planEdit{
-		{"another version of a signed package", edit(func(in []PackagePin) { in[2].Version = "6.8.0-45.44" }),
+		{"another version of a signed package", edit(func(in []plan.PackagePin) { in[2].Version = "6.8.0-45.44" }),
 			"it shows linux-signatures-nvidia-6.8.0-45-generic=6.8.0-45.45 but installs linux-signatures-nvidia-6.8.0-45-generic 6.8.0-45.44"},
-		{"a signed package shown and not installed", edit(func(in []PackagePin) {
-			in[3] = PackagePin{Name: "nvidia-utils-550", Version: "550.120-0ubuntu0.22.04.1"}
+		{"a signed package shown and not installed", edit(func(in []plan.PackagePin) {
+			in[3] = plan.PackagePin{Name: "nvidia-utils-550", Version: "550.120-0ubuntu0.22.04.1"}
 		}),
 			"it shows the signed module packages linux-modules-nvidia-550-open-generic but does not install them"},
-		{"a package at its own version, not shown", func(p *Plan) {
-			p.Steps[0].After[AfterSignedModules] = ShownPins([]SignedPackage{{"linux-modules-nvidia-550-open-6.8.0-45-generic", "6.8.0-45.45"}, {"linux-signatures-nvidia-6.8.0-45-generic", "6.8.0-45.45"}})
+		{"a package at its own version, not shown", func(p *plan.Plan) {
+			p.Steps[0].After[plan.AfterSignedModules] = ShownPins([]SignedPackage{{"linux-modules-nvidia-550-open-6.8.0-45-generic", "6.8.0-45.45"}, {"linux-signatures-nvidia-6.8.0-45-generic", "6.8.0-45.45"}})
 		}, "it shows version 550.120-0ubuntu0.22.04.1 but installs linux-modules-nvidia-550-open-generic 6.8.0-45.45"},
-		{"not a list of name=version", func(p *Plan) { p.Steps[0].After[AfterSignedModules] = "linux-modules-nvidia-550-open-generic" },
+		{"not a list of name=version", func(p *plan.Plan) {
+			p.Steps[0].After[plan.AfterSignedModules] = "linux-modules-nvidia-550-open-generic"
+		},
 			"which is not a list of name=version"},
 	})
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -141,7 +142,7 @@ func (r *resolver) nvidiaTable() (nvidiarepo.Repository, error) {
 	if repo.OS == "sles" {
 		return repo, fmt.Errorf("NVIDIA's repository for %s is %s, which is for zypper, and gpuenv installs packages with apt and dnf only", r.os.Title, repo.URL)
 	}
-	if want := map[string]Manager{"deb": ManagerApt, "rpm": ManagerDnf}[repo.Family]; want != r.os.Manager {
+	if want := map[string]plan.Manager{"deb": plan.ManagerApt, "rpm": plan.ManagerDnf}[repo.Family]; want != r.os.Manager {
 		return repo, fmt.Errorf("NVIDIA's repository for %s is %s, a %s repository, and the host's package manager is %s", r.os.Title, repo.URL, want, r.os.Manager)
 	}
 	return repo, nil
@@ -190,7 +191,7 @@ func (r *resolver) inferSource(c sourceCase) (src spec.Source, keep, ok bool) {
 		}
 		if s == spec.SourceDistro {
 			if fits, from, _ := c.tables(); fits {
-				r.d.Inferred = append(r.d.Inferred, Inference{Address: c.block, Attr: "source", Value: string(s),
+				r.d.Inferred = append(r.d.Inferred, plan.Inference{Address: c.block, Attr: "source", Value: string(s),
 					From: from.Cited() + "; the distribution's package lists are not on disk, so gpuenv's tables say what its archive offers", Unverified: from.UnverifiedText()})
 				return s, false, true
 			}
@@ -285,7 +286,7 @@ func (r *resolver) configured(s spec.Source) (string, bool) {
 
 // inferText records a value inferred from the host rather than a table.
 func (r *resolver) inferText(address, attr, value, from string) {
-	r.d.Inferred = append(r.d.Inferred, Inference{Address: address, Attr: attr, Value: value, From: from})
+	r.d.Inferred = append(r.d.Inferred, plan.Inference{Address: address, Attr: attr, Value: value, From: from})
 }
 
 // installedPart is a component installed by package pkg ("pkg version"

@@ -16,8 +16,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -38,7 +38,7 @@ type SavedPlan struct {
 	Marker      int          `json:"gpuenv_saved_plan"`
 	Fingerprint FactsDigest  `json:"facts_fingerprint"`
 	From        *PlannedFrom `json:"planned_from"`
-	Plan
+	plan.Plan
 }
 
 // PlannedFrom is what a plan was made from besides the host's facts: the
@@ -157,13 +157,13 @@ func (f *PlannedFrom) validate() error {
 // it was made from, over the sections its steps' kinds depend on, and
 // keeping from, the spec and flags it was made from. Only tests save a
 // plan without them; apply refuses such a plan.
-func Save(p *Plan, obs *facts.Observation, from *PlannedFrom, kinds *Kinds) *SavedPlan {
+func Save(p *plan.Plan, obs *facts.Observation, from *PlannedFrom, kinds *Kinds) *SavedPlan {
 	return &SavedPlan{Marker: SavedPlanMarker, Fingerprint: Fingerprint(p, obs, kinds), From: from, Plan: *p}
 }
 
 // WriteSavedPlan writes p, fingerprinted with obs and keeping from, as
 // indented JSON.
-func WriteSavedPlan(w io.Writer, p *Plan, obs *facts.Observation, from *PlannedFrom, kinds *Kinds) error {
+func WriteSavedPlan(w io.Writer, p *plan.Plan, obs *facts.Observation, from *PlannedFrom, kinds *Kinds) error {
 	b, err := json.MarshalIndent(Save(p, obs, from, kinds), "", "  ")
 	if err != nil {
 		return err
@@ -230,7 +230,7 @@ func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
 	if sp.Marker != SavedPlanMarker {
 		return nil, fmt.Errorf("saved plan layout %d is not known to this gpuenv (it knows %d)", sp.Marker, SavedPlanMarker)
 	}
-	if err := CheckFormatVersion(sp.FormatVersion); err != nil {
+	if err := plan.CheckFormatVersion(sp.FormatVersion); err != nil {
 		return nil, fmt.Errorf("saved plan: %w", err)
 	}
 	if sp.Fingerprint.Algorithm != "sha256" || sp.Fingerprint.Digest == "" {
@@ -286,14 +286,6 @@ func jsonKind(t reflect.Type) string {
 		return jsonKind(t.Elem())
 	}
 	return "another kind of value"
-}
-
-// CheckFormatVersion accepts a plan document's format_version when this
-// gpuenv can read it: any minor version of the shared JSON format's major,
-// since minor versions only add fields, and the 1.x of plan files saved
-// before the documents shared one version, which differ in nothing else.
-func CheckFormatVersion(v string) error {
-	return jsonformat.Check("plan", v, jsonformat.LegacyMajor)
 }
 
 // StaleError says that the host changed after a saved plan was made.

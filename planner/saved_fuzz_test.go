@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // FuzzReadSavedPlan: whatever file apply is handed, ReadSavedPlan
@@ -18,7 +20,7 @@ func FuzzReadSavedPlan(f *testing.F) {
 	}
 	f.Add(buf.Bytes())
 	var empty bytes.Buffer
-	if err := WriteSavedPlan(&empty, &Plan{FormatVersion: FormatVersion}, fingerprintFacts(), nil, stackKinds()); err != nil {
+	if err := WriteSavedPlan(&empty, &plan.Plan{FormatVersion: plan.FormatVersion}, fingerprintFacts(), nil, stackKinds()); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(empty.Bytes())
@@ -34,7 +36,7 @@ func FuzzReadSavedPlan(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if sp.Marker != SavedPlanMarker || CheckFormatVersion(sp.FormatVersion) != nil || sp.Plan.Validate() != nil {
+		if sp.Marker != SavedPlanMarker || plan.CheckFormatVersion(sp.FormatVersion) != nil || sp.Plan.Validate() != nil {
 			t.Fatalf("accepted a plan that is not one: %+v", sp)
 		}
 		again, err := json.Marshal(sp)

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // TargetCheck names the warning a targeted plan carries.
@@ -43,8 +44,8 @@ func targeted(address, target string) bool {
 // they depend on, directly or not, in their order, as Terraform's
 // -target does; the warning says that the plan is partial, and which
 // targets had nothing to change.
-func Target(steps []Step, targets []string) ([]Step, []finding.Finding) {
-	byAddr := make(map[string]*Step, len(steps))
+func Target(steps []plan.Step, targets []string) ([]plan.Step, []finding.Finding) {
+	byAddr := make(map[string]*plan.Step, len(steps))
 	for i := range steps {
 		byAddr[steps[i].Address] = &steps[i]
 	}
@@ -73,7 +74,7 @@ func Target(steps []Step, targets []string) ([]Step, []finding.Finding) {
 			unchanged = append(unchanged, t)
 		}
 	}
-	var out []Step
+	var out []plan.Step
 	var left []string
 	for _, s := range steps {
 		if keep[s.Address] {
@@ -83,7 +84,7 @@ func Target(steps []Step, targets []string) ([]Step, []finding.Finding) {
 		}
 	}
 	if out == nil {
-		out = []Step{}
+		out = []plan.Step{}
 	}
 	w := finding.Finding{
 		ID:      TargetCheck,

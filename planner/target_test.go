@@ -3,12 +3,14 @@ package planner
 import (
 	"slices"
 	"testing"
+
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Target keeps the targeted steps and every step they depend on,
 // transitively, in plan order, and says what it left out.
 func TestTarget(t *testing.T) {
-	steps := []Step{
+	steps := []plan.Step{
 		{Address: "repository.cuda"},
 		{Address: "index.apt", DependsOn: []string{"repository.cuda"}},
 		{Address: "driver", DependsOn: []string{"index.apt"}},

@@ -1,8 +1,8 @@
 package providers
 
 import (
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/environment"
 )
 
@@ -11,7 +11,7 @@ import (
 // its observer reads it from disk. Only the facts such files hold are
 // predicted (the environment's variables and gpuenv's files among them);
 // the rest stays as observed. obs is not changed.
-func EndState(obs *facts.Observation, steps []planner.Step) *facts.Observation {
+func EndState(obs *facts.Observation, steps []plan.Step) *facts.Observation {
 	end := *obs
 	for _, s := range steps {
 		for _, op := range s.Operations {

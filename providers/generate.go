@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
@@ -16,7 +16,7 @@ import (
 func GeneratorOf(h *host.Host) func(ctx context.Context, what string) (string, error) {
 	return func(ctx context.Context, what string) (string, error) {
 		switch what {
-		case planner.GenerateCDI:
+		case plan.GenerateCDI:
 			return containers.RegenerateCDI(ctx, h)
 		}
 		return "", fmt.Errorf("gpuenv makes no %q content", what)

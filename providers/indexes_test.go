@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
@@ -46,7 +47,7 @@ func TestPlanFromIndexesStartsNoProcess(t *testing.T) {
 	// The newest version of the archive, the security update, as apt
 	// would install it.
 	install := plan.Step("driver").Operations[0].Packages.Install
-	i := slices.IndexFunc(install, func(p planner.PackagePin) bool { return p.Name == "nvidia-kernel-dkms" })
+	i := slices.IndexFunc(install, func(p planpkg.PackagePin) bool { return p.Name == "nvidia-kernel-dkms" })
 	if i < 0 || install[i].Version != "535.309.01-0+deb12u1" {
 		t.Errorf("driver packages %+v", install)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/groups"
 	"github.com/gpuenv/gpuenv/providers/health"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/kernel"
 	"github.com/gpuenv/gpuenv/providers/kernellog"
 	"github.com/gpuenv/gpuenv/providers/kind"
@@ -93,14 +94,14 @@ var kinds = sync.OnceValue(func() *planner.Kinds { return planner.NewKinds(Plann
 // manager, when a provider asks, which it does only for a resource that
 // must change; the repository provider tells it first which packages the
 // spec installs (Expect), so that one command answers every question.
-func Candidates(h *host.Host) *repository.Candidates {
-	return repository.NewCandidates(h)
+func Candidates(h *host.Host) *pkgkit.Candidates {
+	return pkgkit.NewCandidates(h)
 }
 
 // FactsCandidates is Candidates for a host known only by a saved
 // observation (plan --facts): the observation's package indexes answer,
 // and what they cannot is an error naming the fact missing. No package
 // manager is asked, since this machine's is not the host's.
-func FactsCandidates() *repository.Candidates {
-	return repository.NewFactsCandidates()
+func FactsCandidates() *pkgkit.Candidates {
+	return pkgkit.NewFactsCandidates()
 }

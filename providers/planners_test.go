@@ -11,6 +11,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec"
@@ -71,7 +72,7 @@ func loadExample(t *testing.T, name string) *spec.Spec {
 	return s
 }
 
-func planRoot(t *testing.T, root string, s *spec.Spec, pkgs []facts.Package, more ...func(*facts.Observation)) (*planner.Plan, *aptCache) {
+func planRoot(t *testing.T, root string, s *spec.Spec, pkgs []facts.Package, more ...func(*facts.Observation)) (*planpkg.Plan, *aptCache) {
 	t.Helper()
 	runner := &aptCache{}
 	h := hosttest.New(t, root, host.WithRunner(runner))
@@ -91,7 +92,7 @@ func planRoot(t *testing.T, root string, s *spec.Spec, pkgs []facts.Package, mor
 	return plan, runner
 }
 
-func addresses(p *planner.Plan) []string {
+func addresses(p *planpkg.Plan) []string {
 	var out []string
 	for _, s := range p.Steps {
 		out = append(out, s.Address+" "+s.Action.String())
@@ -129,7 +130,7 @@ func TestDebianExampleWithoutGPU(t *testing.T) {
 		t.Errorf("package manager runs %q, want none: the root has no list to ask about", runner.runs)
 	}
 	if d := plan.Step("driver"); d == nil || d.Operations[0].Packages.Install[1].Name != "nvidia-kernel-dkms" || !d.Operations[0].Packages.Install[1].KnownAfterApply() ||
-		d.Operations[0].Packages.Install[1].Constraint != "535.*" || d.After["version"] != planner.KnownAfterApply {
+		d.Operations[0].Packages.Install[1].Constraint != "535.*" || d.After["version"] != planpkg.KnownAfterApply {
 		t.Errorf("driver step %+v: want nvidia-kernel-dkms known after apply, the newest 535.*", d)
 	}
 	if !slices.ContainsFunc(plan.Warnings, func(w finding.Finding) bool { return w.ID == planner.CheckNoGPU }) {
@@ -156,7 +157,7 @@ func TestDebianExampleWithoutGPU(t *testing.T) {
 	if d := plan.Step("driver"); d == nil || d.Operations[0].Packages.Install[1].Name != "nvidia-kernel-dkms" || d.Operations[0].Packages.Install[1].Version != "535.309.01-0+deb12u1" {
 		t.Errorf("with the lists fetched: driver step %+v", d)
 	}
-	if st := plan.Step(planner.RefreshAddress(planner.ManagerApt)); st != nil {
+	if st := plan.Step(planner.RefreshAddress(planpkg.ManagerApt)); st != nil {
 		t.Errorf("with the lists fetched: a refresh is planned: %+v", st)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -28,7 +29,7 @@ const issueSpec = "driver { version = \"550.*\" }\ncuda { version = \"12.4\" }\n
 // planUbuntuCUDA plans src on the Ubuntu 22.04 root with NVIDIA's
 // repository (testdata/roots/ubuntu2204-cuda-lists), after edit changes the
 // built root, with a runner that fails the test on any process.
-func planUbuntuCUDA(t *testing.T, src string, edit func(root string)) (*planner.Plan, error) {
+func planUbuntuCUDA(t *testing.T, src string, edit func(root string)) (*plan.Plan, error) {
 	t.Helper()
 	root := hosttest.Build(t, "ubuntu2204-cuda-lists")
 	if edit != nil {
@@ -52,13 +53,13 @@ func planUbuntuCUDA(t *testing.T, src string, edit func(root string)) (*planner.
 	return plan, nil
 }
 
-func inferred(p *planner.Plan, address, attr string) planner.Inference {
+func inferred(p *plan.Plan, address, attr string) plan.Inference {
 	for _, in := range p.Inferred {
 		if in.Address == address && in.Attr == attr {
 			return in
 		}
 	}
-	return planner.Inference{}
+	return plan.Inference{}
 }
 
 // TestInferredSourcesKeepWhatIsInstalled: on a host whose driver, CUDA
@@ -258,7 +259,7 @@ func TestSourceVersionsOnly(t *testing.T) {
 }
 
 // pinOf is the first package a step installs, as name=version.
-func pinOf(s *planner.Step) string {
+func pinOf(s *plan.Step) string {
 	p := s.Operations[0].Packages.Install[0]
 	return p.Name + "=" + p.Version
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
@@ -137,62 +138,62 @@ func BuildHost(dir string) (*Fixture, error) {
 // a group changed and one created, a unit enabled, a kernel and a device
 // operation (skipped in a fixture root), a pip upgrade in an existing
 // venv and an install into a new one.
-func StandardPlan(index string) *planner.Plan {
-	apt := func(op planner.PackagesOp) planner.Operation {
+func StandardPlan(index string) *plan.Plan {
+	apt := func(op plan.PackagesOp) plan.Operation {
 		op.Manager = "apt"
-		return planner.Operation{Kind: planner.OpPackages, Packages: &op}
+		return plan.Operation{Kind: plan.OpPackages, Packages: &op}
 	}
-	file := func(op planner.FileOp) planner.Operation {
-		return planner.Operation{Kind: planner.OpFile, File: &op}
+	file := func(op plan.FileOp) plan.Operation {
+		return plan.Operation{Kind: plan.OpFile, File: &op}
 	}
-	steps := []planner.Step{
-		{Address: "driver", Action: planner.Update, Reason: "driver 535.261.03 is older than the spec's 535.309.01",
+	steps := []plan.Step{
+		{Address: "driver", Action: plan.Update, Reason: "driver 535.261.03 is older than the spec's 535.309.01",
 			After: map[string]string{"version": DriverNew, "packages": "libnvidia-ml1, nvidia-smi"},
-			Operations: []planner.Operation{apt(planner.PackagesOp{
+			Operations: []plan.Operation{apt(plan.PackagesOp{
 				Unhold:  []string{"libnvidia-ml1"},
-				Install: []planner.PackagePin{{Name: "libnvidia-ml1", Version: DriverNew}, {Name: "nvidia-smi", Version: DriverNew}},
+				Install: []plan.PackagePin{{Name: "libnvidia-ml1", Version: DriverNew}, {Name: "nvidia-smi", Version: DriverNew}},
 				Hold:    []string{"libnvidia-ml1", "nvidia-smi"},
 			})}},
-		{Address: "cuda", Action: planner.Create, Reason: "CUDA 12.4 is not installed",
+		{Address: "cuda", Action: plan.Create, Reason: "CUDA 12.4 is not installed",
 			After: map[string]string{"version": "12.4.1", "package": "cuda-toolkit-12-4=12.4.1-1"},
-			Operations: []planner.Operation{apt(planner.PackagesOp{
-				Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
+			Operations: []plan.Operation{apt(plan.PackagesOp{
+				Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
 			})}},
-		{Address: "kernel.nouveau", Action: planner.Update, Reason: "nouveau must stay off",
-			Operations: []planner.Operation{
-				file(planner.FileOp{Path: "/etc/modprobe.d/nvidia-blacklists-nouveau.conf", Content: "blacklist nouveau\noptions nouveau modeset=0\n", Mode: 0o644}),
-				{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "rebuild_initramfs"}},
+		{Address: "kernel.nouveau", Action: plan.Update, Reason: "nouveau must stay off",
+			Operations: []plan.Operation{
+				file(plan.FileOp{Path: "/etc/modprobe.d/nvidia-blacklists-nouveau.conf", Content: "blacklist nouveau\noptions nouveau modeset=0\n", Mode: 0o644}),
+				{Kind: plan.OpKernel, Kernel: &plan.KernelOp{Action: "rebuild_initramfs"}},
 			},
-			Flags: planner.Flags{NeedsReboot: true}},
-		{Address: "environment", Action: planner.Update, Reason: "CUDA on PATH and the linker path",
-			Operations: []planner.Operation{
-				file(planner.FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "export PATH=/usr/local/cuda-12.4/bin:$PATH\n", Mode: 0o644}),
-				file(planner.FileOp{Path: "/etc/ld.so.conf.d/gpuenv.conf", Content: "/usr/local/cuda-12.4/targets/x86_64-linux/lib\n", Mode: 0o644, After: []string{"ldconfig"}}),
-				file(planner.FileOp{Path: "/etc/systemd/system.conf.d/gpuenv.conf", Content: "[Manager]\nDefaultEnvironment=CUDA_DEVICE_ORDER=PCI_BUS_ID\n", Mode: 0o644}),
-				file(planner.FileOp{Path: "/etc/profile.d/bash_completion.sh", Remove: true}),
+			Flags: plan.Flags{NeedsReboot: true}},
+		{Address: "environment", Action: plan.Update, Reason: "CUDA on PATH and the linker path",
+			Operations: []plan.Operation{
+				file(plan.FileOp{Path: "/etc/profile.d/gpuenv.sh", Content: "export PATH=/usr/local/cuda-12.4/bin:$PATH\n", Mode: 0o644}),
+				file(plan.FileOp{Path: "/etc/ld.so.conf.d/gpuenv.conf", Content: "/usr/local/cuda-12.4/targets/x86_64-linux/lib\n", Mode: 0o644, After: []string{"ldconfig"}}),
+				file(plan.FileOp{Path: "/etc/systemd/system.conf.d/gpuenv.conf", Content: "[Manager]\nDefaultEnvironment=CUDA_DEVICE_ORDER=PCI_BUS_ID\n", Mode: 0o644}),
+				file(plan.FileOp{Path: "/etc/profile.d/bash_completion.sh", Remove: true}),
 			}},
-		{Address: "group.video", Action: planner.Update, Reason: "members",
-			Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Add: []string{"bob"}, Remove: []string{"alice"}}}}},
-		{Address: "group.gpu", Action: planner.Create, Reason: "missing",
-			Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "gpu", Create: true, Add: []string{"carol", "alice"}}}}},
-		{Address: "service.nvidia-persistenced", Action: planner.Update, Reason: "persistence",
-			Operations: []planner.Operation{{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "nvidia-persistenced.service", Enable: true, Now: true}}}},
-		{Address: "device.0", Action: planner.Update, Reason: "compute mode",
-			Operations: []planner.Operation{{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: "GPU-00000000-0000-0000-0000-000000000000", Setting: "compute_mode", Value: "exclusive_process"}}}},
-		{Address: "framework.pytorch", Action: planner.Update, Reason: "torch 2.4.1 is older",
+		{Address: "group.video", Action: plan.Update, Reason: "members",
+			Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Add: []string{"bob"}, Remove: []string{"alice"}}}}},
+		{Address: "group.gpu", Action: plan.Create, Reason: "missing",
+			Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "gpu", Create: true, Add: []string{"carol", "alice"}}}}},
+		{Address: "service.nvidia-persistenced", Action: plan.Update, Reason: "persistence",
+			Operations: []plan.Operation{{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: "nvidia-persistenced.service", Enable: true, Now: true}}}},
+		{Address: "device.0", Action: plan.Update, Reason: "compute mode",
+			Operations: []plan.Operation{{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: "GPU-00000000-0000-0000-0000-000000000000", Setting: "compute_mode", Value: "exclusive_process"}}}},
+		{Address: "framework.pytorch", Action: plan.Update, Reason: "torch 2.4.1 is older",
 			After: map[string]string{"version": TorchNew, "index_url": index},
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+			Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 				Manager: "pip", Venv: Venv, IndexURL: index,
-				Install: []planner.PackagePin{{Name: "torch", Version: TorchNew}},
+				Install: []plan.PackagePin{{Name: "torch", Version: TorchNew}},
 			}}}},
-		{Address: "framework.jax", Action: planner.Create, Reason: "missing",
+		{Address: "framework.jax", Action: plan.Create, Reason: "missing",
 			After: map[string]string{"version": "0.4.30", "index_url": index},
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+			Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 				Manager: "pip", Venv: NewVenv, Python: "/usr/bin/python3", IndexURL: index,
-				Install: []planner.PackagePin{{Name: "jax", Version: "0.4.30"}},
+				Install: []plan.PackagePin{{Name: "jax", Version: "0.4.30"}},
 			}}}},
 	}
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, SpecDigest: "sha256:test", Steps: steps, NeedsReboot: true}
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, SpecDigest: "sha256:test", Steps: steps, NeedsReboot: true}
 	p.Transactions = planner.Batch(p.Steps)
 	return p
 }

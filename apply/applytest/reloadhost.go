@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -102,22 +103,22 @@ func BuildReloadHost(dir string) (*Fixture, error) {
 // in the driver provider's operations: this kit, like apply, imports
 // nothing of the providers but host access. It fails when no nvidia module
 // is loaded.
-func ReloadPlan(obs *facts.Observation, o reload.Options, operations func(rp reload.Plan, version string) []planner.Operation) (*planner.Plan, error) {
+func ReloadPlan(obs *facts.Observation, o reload.Options, operations func(rp reload.Plan, version string) []plan.Operation) (*plan.Plan, error) {
 	rp := reload.Decide(obs, o)
 	if !rp.Loaded {
 		return nil, fmt.Errorf("the reload host has no nvidia module loaded: %+v", obs.Kernel.Loaded)
 	}
-	var pins []planner.PackagePin
+	var pins []plan.PackagePin
 	for _, d := range ReloadDebs(DriverNew) {
-		pins = append(pins, planner.PackagePin{Name: d.Name, Version: DriverNew})
+		pins = append(pins, plan.PackagePin{Name: d.Name, Version: DriverNew})
 	}
 	up, _, _ := strings.Cut(DriverNew, "-")
-	ops := append([]planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "apt", Install: pins}}},
+	ops := append([]plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: "apt", Install: pins}}},
 		operations(rp, up)...)
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, SpecDigest: "sha256:test", Steps: []planner.Step{{
-		Address: "driver", Action: planner.Update, Reason: "driver upgrade", ReasonCode: planner.ReasonVersionMismatch,
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, SpecDigest: "sha256:test", Steps: []plan.Step{{
+		Address: "driver", Action: plan.Update, Reason: "driver upgrade", ReasonCode: plan.ReasonVersionMismatch,
 		After:      map[string]string{"version": DriverNew, "packages": "libnvidia-ml1, nvidia-smi, nvidia-kernel-dkms"},
-		Operations: ops, Flags: planner.Flags{NeedsModuleReload: true},
+		Operations: ops, Flags: plan.Flags{NeedsModuleReload: true},
 	}}}
 	p.Transactions = planner.Batch(p.Steps)
 	return p, nil

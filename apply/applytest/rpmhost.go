@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -116,28 +116,28 @@ func BuildRPMHost(dir string) (*RPMFixture, error) {
 }
 
 // DnfOp is a dnf package operation.
-func DnfOp(op planner.PackagesOp) planner.Operation {
+func DnfOp(op plan.PackagesOp) plan.Operation {
 	op.Manager = "dnf"
-	return planner.Operation{Kind: planner.OpPackages, Packages: &op}
+	return plan.Operation{Kind: plan.OpPackages, Packages: &op}
 }
 
 // DnfPlan moves the RPM host's driver to DnfDriverNew (releasing its
 // lock and locking both packages again), installs the CUDA toolkit with
 // its dependencies, and removes OldTool (taking Dependent with it).
-func DnfPlan() *planner.Plan {
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, SpecDigest: "sha256:dnf", Steps: []planner.Step{
-		{Address: "driver", Action: planner.Update, Reason: "driver 550 is older than the spec's 560",
-			Operations: []planner.Operation{DnfOp(planner.PackagesOp{
+func DnfPlan() *plan.Plan {
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, SpecDigest: "sha256:dnf", Steps: []plan.Step{
+		{Address: "driver", Action: plan.Update, Reason: "driver 550 is older than the spec's 560",
+			Operations: []plan.Operation{DnfOp(plan.PackagesOp{
 				Unhold:  []string{"libnvidia-ml"},
-				Install: []planner.PackagePin{{Name: "libnvidia-ml", Version: DnfDriverNew}, {Name: "nvidia-driver-cuda", Version: DnfDriverNew}},
+				Install: []plan.PackagePin{{Name: "libnvidia-ml", Version: DnfDriverNew}, {Name: "nvidia-driver-cuda", Version: DnfDriverNew}},
 				Hold:    []string{"libnvidia-ml", "nvidia-driver-cuda"},
 			})}},
-		{Address: "cuda", Action: planner.Create, Reason: "CUDA 12.4 is not installed",
-			Operations: []planner.Operation{DnfOp(planner.PackagesOp{
-				Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
+		{Address: "cuda", Action: plan.Create, Reason: "CUDA 12.4 is not installed",
+			Operations: []plan.Operation{DnfOp(plan.PackagesOp{
+				Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
 			})}},
-		{Address: "package.nvidia-old-tool", Action: planner.Delete, Reason: "absent = true",
-			Operations: []planner.Operation{DnfOp(planner.PackagesOp{Remove: []string{OldTool.Name}})}},
+		{Address: "package.nvidia-old-tool", Action: plan.Delete, Reason: "absent = true",
+			Operations: []plan.Operation{DnfOp(plan.PackagesOp{Remove: []string{OldTool.Name}})}},
 	}}
 	return p
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
@@ -142,7 +143,7 @@ reverted; 3 failed and the revert is incomplete: run "gpuenv rollback".`,
 
 // planned is a plan to apply and where it came from.
 type planned struct {
-	plan   *planner.Plan
+	plan   *plan.Plan
 	obs    *facts.Observation
 	spec   *spec.Spec // nil for a saved plan made without one (tests only)
 	files  map[string]*hcl.File

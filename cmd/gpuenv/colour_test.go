@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
-	"github.com/gpuenv/gpuenv/providers/verify"
+	"github.com/gpuenv/gpuenv/providers/probe/verify"
 )
 
 // On a terminal doctor colours a problem's ✗ red and a warning's !

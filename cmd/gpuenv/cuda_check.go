@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
 )
 
 // newCUDACheckCmd is the child of verify's framework-free check: verify

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -40,7 +41,7 @@ func TestPlanWarnsWhereDoctorWould(t *testing.T) {
 			}
 			obs := observeDocument(t, root)
 			code, stdout, stderr := runPlanCase(root, c, true)
-			var p planner.Plan
+			var p plan.Plan
 			if code != exitOK && code != exitChanges {
 				// A refused plan names the rule of each problem. One
 				// refused for another reason has no end state to judge:
@@ -100,7 +101,7 @@ func observeDocument(t *testing.T, root string) *facts.Observation {
 
 // writePlannedFiles does what the plan's file operations do to the root,
 // and nothing else, and returns how many files it wrote or removed.
-func writePlannedFiles(t *testing.T, root string, steps []planner.Step) int {
+func writePlannedFiles(t *testing.T, root string, steps []plan.Step) int {
 	t.Helper()
 	n := 0
 	for _, s := range steps {

@@ -11,9 +11,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // hostile is what a document or a host may hold to take over a
@@ -132,10 +132,10 @@ func TestHumanViewsEscapeHostileStrings(t *testing.T) {
 	}
 	scanTerminalSafe(t, "doctor", buf.String())
 
-	var pl planner.Plan
+	var pl plan.Plan
 	fill(reflect.ValueOf(&pl).Elem(), hostile, 0)
 	for i := range pl.Steps {
-		pl.Steps[i].Action = planner.Update
+		pl.Steps[i].Action = plan.Update
 	}
 	buf.Reset()
 	if err := (&humanPlan{w: &buf}).render(&pl); err != nil {

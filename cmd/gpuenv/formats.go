@@ -2,10 +2,10 @@ package main
 
 import (
 	"github.com/gpuenv/gpuenv/internal/jsonformat"
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
+	"github.com/gpuenv/gpuenv/planner/export"
 	"github.com/gpuenv/gpuenv/planner/fleet"
-	"github.com/gpuenv/gpuenv/planner/health"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // The versions of the documents whose format is kept here; the others'
@@ -34,7 +34,7 @@ type jsonFormat struct {
 // table; a test runs every command and holds it to it.
 func jsonFormats() []jsonFormat {
 	return []jsonFormat{
-		{"plan", "plan --json, show --json, the plan in apply --json", planner.FormatVersion},
+		{"plan", "plan --json, show --json, the plan in apply --json", plan.FormatVersion},
 		{"fleet-plan", "plan --facts --json", fleet.FormatVersion},
 		{"observation", "observe --json (also schema_version, schema_minor)", jsonformat.Version},
 		{"events", "apply --json, rollback --json (the first event)", streamFormatVersion},
@@ -45,7 +45,7 @@ func jsonFormats() []jsonFormat {
 		{"version", "version --json", versionFormatVersion},
 		{"slurm-health", "slurm-health --json", slurmFormatVersion},
 		{"error", "any command with --json that fails before its own document", errorFormatVersion},
-		{"drift", "the state directory's drift.json (plan --record-drift)", health.DriftFormatVersion},
+		{"drift", "the state directory's drift.json (plan --record-drift)", export.DriftFormatVersion},
 		{"refresh", "plan --refresh-only --json", refreshFormatVersion},
 	}
 }

@@ -18,11 +18,12 @@ import (
 	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
+	"github.com/gpuenv/gpuenv/planner/export"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/health"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
-	"github.com/gpuenv/gpuenv/providers/verify"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/verify"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -72,7 +73,7 @@ func (f *healthFiles) write(g *globalOptions, h *host.Host, r *doctor.Report, ob
 	s := healthSnapshot(g, h, r, obs, start)
 	if f.prometheus != "" {
 		var b bytes.Buffer
-		if err := health.WritePrometheus(&b, s); err != nil {
+		if err := export.WritePrometheus(&b, s); err != nil {
 			return err
 		}
 		// World-readable: node_exporter runs as its own user.
@@ -81,7 +82,7 @@ func (f *healthFiles) write(g *globalOptions, h *host.Host, r *doctor.Report, ob
 		}
 	}
 	if f.nfd != "" {
-		data, err := health.NFDFile(s.NFDLabels(), s.Time.Add(f.nfdExpiry))
+		data, err := export.NFDFile(s.NFDLabels(), s.Time.Add(f.nfdExpiry))
 		if err != nil {
 			return fmt.Errorf("--nfd %s: %w", f.nfd, err)
 		}
@@ -95,11 +96,11 @@ func (f *healthFiles) write(g *globalOptions, h *host.Host, r *doctor.Report, ob
 // healthSnapshot gathers doctor's report with the state directory's drift
 // record and status. Neither stops the report: what cannot be read is
 // reported as missing, with a warning on stderr.
-func healthSnapshot(g *globalOptions, h *host.Host, r *doctor.Report, obs *facts.Observation, start time.Time) *health.Snapshot {
-	s := &health.Snapshot{Report: r, Obs: obs, Time: start, Took: time.Since(start)}
+func healthSnapshot(g *globalOptions, h *host.Host, r *doctor.Report, obs *facts.Observation, start time.Time) *export.Snapshot {
+	s := &export.Snapshot{Report: r, Obs: obs, Time: start, Took: time.Since(start)}
 	data, err := apply.ReadDrift(h, g.stateDir())
 	if err == nil && data != nil {
-		s.Drift, err = health.ReadDrift(bytes.NewReader(data))
+		s.Drift, err = export.ReadDrift(bytes.NewReader(data))
 	}
 	if err != nil {
 		s.DriftErr = err
@@ -120,29 +121,29 @@ func healthSnapshot(g *globalOptions, h *host.Host, r *doctor.Report, obs *facts
 // record is written, and an error saying so, with exit status 1, when it
 // is not: a drift timer that cannot record must fail where systemd shows
 // it.
-func recordDrift(g *globalOptions, specPath string, s *spec.Spec, p *planner.Plan, diags hcl.Diagnostics, err error) error {
-	rec := &health.DriftRecord{FormatVersion: health.DriftFormatVersion, Time: time.Now().UTC(), Spec: specPath, SpecDigest: planner.SpecDigest(s)}
+func recordDrift(g *globalOptions, specPath string, s *spec.Spec, p *plan.Plan, diags hcl.Diagnostics, err error) error {
+	rec := &export.DriftRecord{FormatVersion: export.DriftFormatVersion, Time: time.Now().UTC(), Spec: specPath, SpecDigest: planner.SpecDigest(s)}
 	var ec *exitCodeError
 	switch {
 	case err == nil:
-		rec.Outcome = health.NoChanges
+		rec.Outcome = export.NoChanges
 	case errors.As(err, &ec) && ec.code == exitChanges:
-		rec.Outcome, rec.ExitCode = health.Changes, exitChanges
+		rec.Outcome, rec.ExitCode = export.Changes, exitChanges
 	case errors.As(err, &ec):
-		rec.Outcome, rec.ExitCode = health.Error, ec.code
+		rec.Outcome, rec.ExitCode = export.Error, ec.code
 		rec.Error = spec.ErrorsText(diags)
 	default:
-		rec.Outcome, rec.ExitCode, rec.Error = health.Error, exitError, err.Error()
+		rec.Outcome, rec.ExitCode, rec.Error = export.Error, exitError, err.Error()
 	}
-	if p != nil && rec.Outcome != health.Error {
+	if p != nil && rec.Outcome != export.Error {
 		if !p.Empty() {
 			// Without --detailed-exitcode plan exits 0 with changes;
 			// the record says what the host is, not how plan exited.
-			rec.Outcome = health.Changes
+			rec.Outcome = export.Changes
 		}
 		rec.Add, rec.Change, rec.Remove, rec.NeedsReboot = p.Summary.Add, p.Summary.Change, p.Summary.Remove, p.NeedsReboot
 	}
-	if rec.Outcome == health.Error && rec.Error == "" {
+	if rec.Outcome == export.Error && rec.Error == "" {
 		rec.Error = "plan failed without a diagnostic"
 	}
 	data, encErr := rec.Encode()
@@ -173,7 +174,7 @@ func attachVerified(g *globalOptions, h *host.Host, obs *facts.Observation) {
 		return
 	}
 	if err == nil && data != nil {
-		obs.Health.Verified, err = health.ReadVerified(data)
+		obs.Health.Verified, err = export.ReadVerified(data)
 	}
 	if err != nil {
 		fmt.Fprintf(g.Stderr, "Warning: the verify record is not used: %v\n", err)
@@ -189,7 +190,7 @@ func recordVerified(g *globalOptions, h *host.Host, obs *facts.Observation, c *c
 	}
 	var prev *facts.VerifyRecord
 	if data, err := apply.ReadVerified(h, g.stateDir()); err == nil && data != nil {
-		prev, _ = health.ReadVerified(data)
+		prev, _ = export.ReadVerified(data)
 	}
 	data, err := json.MarshalIndent(verify.Record(obs, c, prev, time.Now()), "", "  ")
 	if err == nil {

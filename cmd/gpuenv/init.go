@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/providers"
-	"github.com/gpuenv/gpuenv/providers/capture"
+	"github.com/gpuenv/gpuenv/providers/export/capture"
 	"github.com/gpuenv/gpuenv/spec"
 )
 

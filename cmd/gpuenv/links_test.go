@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
 )
 
 // verify judges each GPU's copies against the link observed for it,

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuenv/gpuenv/internal/safefile"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/spec"
@@ -211,7 +212,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, specPath stri
 	opts, diags := o.vars.loadOptions(g.Env)
 	var files map[string]*hcl.File
 	var s *spec.Spec
-	var p *planner.Plan
+	var p *plan.Plan
 	if o.recordDrift {
 		defer func() { err = recordDrift(g, specPath, s, p, diags, err) }()
 	}
@@ -304,8 +305,8 @@ func pythonsToObserve(s *spec.Spec, flags []string) []string {
 // plan changes nothing and a user should still see the plan. So is one in
 // a state directory that others could have written, which is then not
 // believed: plan acts on nothing it reads there.
-func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*planner.ApplyStatus, hcl.Diagnostics) {
-	p := path.Join(stateDir, planner.StatusFile)
+func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*plan.ApplyStatus, hcl.Diagnostics) {
+	p := path.Join(stateDir, plan.StatusFile)
 	st, err := apply.ReadStatus(h, stateDir)
 	var insecure *apply.InsecureError
 	switch {
@@ -321,7 +322,7 @@ func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*pla
 			Summary:  "Unreadable apply status",
 			Detail:   fmt.Sprintf("The status file %s could not be read (%v), so plan cannot tell whether an earlier apply finished.", p, err),
 		})
-	case st == (planner.ApplyStatus{}):
+	case st == (plan.ApplyStatus{}):
 		return nil, diags
 	}
 	return &st, diags
@@ -334,7 +335,7 @@ func readApplyStatus(h *host.Host, stateDir string, diags hcl.Diagnostics) (*pla
 func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner.Planner) hcl.Diagnostics {
 	return func(pl *planner.Planner) hcl.Diagnostics {
 		f.configure(pl)
-		pl.StatusPath = path.Join(g.stateDir(), planner.StatusFile)
+		pl.StatusPath = path.Join(g.stateDir(), plan.StatusFile)
 		var status hcl.Diagnostics
 		pl.Status, status = readApplyStatus(h, g.stateDir(), nil)
 		return status
@@ -372,7 +373,7 @@ func plannedFrom(g *globalOptions, f *planFlags, specPath string, s *spec.Spec, 
 // savePlan writes the saved plan next to its final name and renames it
 // into place, so that an interrupted plan leaves no half-written file for
 // apply to find.
-func savePlan(name string, p *planner.Plan, obs *facts.Observation, from *planner.PlannedFrom) error {
+func savePlan(name string, p *plan.Plan, obs *facts.Observation, from *planner.PlannedFrom) error {
 	var buf bytes.Buffer
 	if err := planner.WriteSavedPlan(&buf, p, obs, from, providers.Kinds()); err != nil {
 		return fmt.Errorf("saving the plan: %w", err)

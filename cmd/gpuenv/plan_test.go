@@ -18,6 +18,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -111,7 +112,7 @@ func (refuseRunner) Run(_ context.Context, c host.Command) error {
 	return fmt.Errorf("this test starts no process, but plan ran %q", c.Argv)
 }
 
-func (c *tableCandidates) Versions(_ context.Context, manager planner.Manager, name string) ([]string, error) {
+func (c *tableCandidates) Versions(_ context.Context, manager plan.Manager, name string) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.asked = append(c.asked, string(manager)+" "+name)

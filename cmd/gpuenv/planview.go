@@ -8,8 +8,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -21,7 +21,7 @@ import (
 type planDocument struct {
 	FormatVersion string `json:"format_version"`
 	Errored       bool   `json:"errored"`
-	*planner.Plan
+	*plan.Plan
 	Diagnostics []spec.JSONDiagnostic `json:"diagnostics"`
 }
 
@@ -48,23 +48,23 @@ func (h *humanPlan) style(s, code string) string {
 	return code + s + ansiReset
 }
 
-func (h *humanPlan) actionStyle(a planner.Action) string {
+func (h *humanPlan) actionStyle(a plan.Action) string {
 	switch a {
-	case planner.Create:
+	case plan.Create:
 		return ansiGreen
-	case planner.Update, planner.Replace:
+	case plan.Update, plan.Replace:
 		return ansiYellow
-	case planner.Delete:
+	case plan.Delete:
 		return ansiRed
 	}
 	return ""
 }
 
-var actionPhrases = map[planner.Action]string{
-	planner.Create:  "will be created",
-	planner.Update:  "will be updated in place",
-	planner.Replace: "will be replaced",
-	planner.Delete:  "will be removed",
+var actionPhrases = map[plan.Action]string{
+	plan.Create:  "will be created",
+	plan.Update:  "will be updated in place",
+	plan.Replace: "will be replaced",
+	plan.Delete:  "will be removed",
 }
 
 // stickyWriter keeps the first write error and writes nothing after it:
@@ -86,13 +86,13 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 
 // render writes the whole plan: steps, inferred values, warnings and the
 // closing line, and returns the first write error.
-func (h *humanPlan) render(p *planner.Plan) error {
+func (h *humanPlan) render(p *plan.Plan) error {
 	sw := &stickyWriter{w: h.w}
 	h.w = sw
 	defer func() { h.w = sw.w }()
 	if len(p.Steps) > 0 {
 		fmt.Fprintln(h.w, "gpuenv will make these changes, in this order:")
-		txs := map[int]*planner.Transaction{}
+		txs := map[int]*plan.Transaction{}
 		for i := range p.Transactions {
 			txs[p.Transactions[i].ID] = &p.Transactions[i]
 		}
@@ -115,9 +115,9 @@ func (h *humanPlan) render(p *planner.Plan) error {
 // inferred lists the values the spec leaves out, each with where it came
 // from, and then, once, the table rows among those whose facts no source
 // confirms yet.
-func (h *humanPlan) inferred(ins []planner.Inference) {
+func (h *humanPlan) inferred(ins []plan.Inference) {
 	completed := "gpuenv's tables"
-	if slices.ContainsFunc(ins, func(in planner.Inference) bool { return !tableRow.MatchString(in.From) }) {
+	if slices.ContainsFunc(ins, func(in plan.Inference) bool { return !tableRow.MatchString(in.From) }) {
 		completed = "gpuenv's tables and the host's packages"
 	}
 	fmt.Fprintf(h.w, "Values the spec leaves out, completed from %s:\n", completed)
@@ -139,7 +139,7 @@ func (h *humanPlan) inferred(ins []planner.Inference) {
 // ("cuda_releases row 12.4.1 (…)"), as opposed to one read from the host.
 var tableRow = lazyregexp.New(`^[a-z_]+ row `)
 
-func (h *humanPlan) step(s *planner.Step, txs map[int]*planner.Transaction) {
+func (h *humanPlan) step(s *plan.Step, txs map[int]*plan.Transaction) {
 	code := h.actionStyle(s.Action)
 	addr := esc(s.Address)
 	head := fmt.Sprintf("  # %s %s", addr, actionPhrases[s.Action])
@@ -163,12 +163,12 @@ func (h *humanPlan) step(s *planner.Step, txs map[int]*planner.Transaction) {
 // values prints the step's attributes: each with its old and new value,
 // in name order. A created resource shows only what it will be and a
 // removed one only what it was, whatever else the step carries.
-func (h *humanPlan) values(s *planner.Step) {
+func (h *humanPlan) values(s *plan.Step) {
 	before, after := s.Before, s.After
 	switch s.Action {
-	case planner.Create:
+	case plan.Create:
 		before = nil
-	case planner.Delete:
+	case plan.Delete:
 		after = nil
 	}
 	keys := make([]string, 0, len(before)+len(after))
@@ -210,7 +210,7 @@ func valueText(v string) string {
 	return esc(v)
 }
 
-func flagWords(f planner.Flags) []string {
+func flagWords(f plan.Flags) []string {
 	var out []string
 	if f.NeedsReboot {
 		out = append(out, "needs reboot")
@@ -228,7 +228,7 @@ func flagWords(f planner.Flags) []string {
 }
 
 // operationText says what one operation does, in a line.
-func operationText(op planner.Operation, addr string, txs map[int]*planner.Transaction) string {
+func operationText(op plan.Operation, addr string, txs map[int]*plan.Transaction) string {
 	switch {
 	case op.Packages != nil:
 		return packagesText(op.Packages) + transactionNote(op.Transaction, addr, txs)
@@ -276,16 +276,16 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 		}
 		return "group " + g.Group + ": " + strings.Join(parts, "; ")
 	case op.Kernel != nil:
-		switch planner.KernelAction(op.Kernel.Action) {
-		case planner.KernelRebuildInitramfs:
+		switch plan.KernelAction(op.Kernel.Action) {
+		case plan.KernelRebuildInitramfs:
 			return "rebuild the initramfs"
-		case planner.KernelLoadModule:
+		case plan.KernelLoadModule:
 			return "load module " + op.Kernel.Module
-		case planner.KernelUnloadModule:
+		case plan.KernelUnloadModule:
 			return "unload module " + op.Kernel.Module
-		case planner.KernelCheckVersion:
+		case plan.KernelCheckVersion:
 			return "check that the kernel and NVML report driver " + op.Kernel.Version
-		case planner.KernelStopProcess:
+		case plan.KernelStopProcess:
 			return fmt.Sprintf("stop GPU process %s (pid %d)", op.Kernel.Process, op.Kernel.PID)
 		}
 		return strings.TrimSpace(string(op.Kernel.Action) + " " + op.Kernel.Module)
@@ -305,12 +305,12 @@ func operationText(op planner.Operation, addr string, txs map[int]*planner.Trans
 		d := op.Device
 		return fmt.Sprintf("set %s = %s on GPU %d (%s)", d.Setting, d.Value, d.Index, d.UUID)
 	case op.Refresh != nil:
-		return fmt.Sprintf("fetch %s's package indexes (%s)", op.Refresh.Manager, strings.Join(planner.RefreshCommand(op.Refresh.Manager), " "))
+		return fmt.Sprintf("fetch %s's package indexes (%s)", op.Refresh.Manager, strings.Join(plan.RefreshCommand(op.Refresh.Manager), " "))
 	}
 	return string(op.Kind)
 }
 
-func packagesText(p *planner.PackagesOp) string {
+func packagesText(p *plan.PackagesOp) string {
 	var parts []string
 	if len(p.Install) > 0 {
 		pins := make([]string, len(p.Install))
@@ -320,12 +320,12 @@ func packagesText(p *planner.PackagesOp) string {
 				name += "[" + strings.Join(pin.Extras, ",") + "]"
 			}
 			sep := "="
-			if planner.Manager(p.Manager) == planner.ManagerPip {
+			if plan.Manager(p.Manager) == plan.ManagerPip {
 				sep = "=="
 			}
 			v := pin.Version
 			if pin.KnownAfterApply() {
-				v = planner.KnownAfterApply
+				v = plan.KnownAfterApply
 			}
 			pins[i] = name + sep + v
 		}
@@ -352,7 +352,7 @@ func packagesText(p *planner.PackagesOp) string {
 	if p.AllowDowngrade {
 		s += " (a downgrade)"
 	}
-	if planner.Manager(p.Manager) == planner.ManagerPip {
+	if plan.Manager(p.Manager) == plan.ManagerPip {
 		switch {
 		case p.Venv != "":
 			s += " in a new venv " + p.Venv
@@ -367,7 +367,7 @@ func packagesText(p *planner.PackagesOp) string {
 }
 
 // transactionNote says which other steps share an operation's transaction.
-func transactionNote(id int, addr string, txs map[int]*planner.Transaction) string {
+func transactionNote(id int, addr string, txs map[int]*plan.Transaction) string {
 	t := txs[id]
 	if t == nil || len(t.Steps) < 2 {
 		return ""
@@ -409,7 +409,7 @@ func (h *humanPlan) warning(w finding.Finding) {
 	}
 }
 
-func (h *humanPlan) closing(p *planner.Plan) {
+func (h *humanPlan) closing(p *plan.Plan) {
 	if p.Empty() {
 		fmt.Fprintln(h.w, h.style("No changes.", ansiBold+ansiGreen)+" This host matches the spec.")
 		return
@@ -450,6 +450,6 @@ func wrap(w io.Writer, indent, text string) {
 
 // writePlan prints the plan in the format the flags chose, with diags:
 // warnings before a human plan on stderr, or in the JSON document.
-func writePlan(g *globalOptions, files map[string]*hcl.File, p *planner.Plan, diags hcl.Diagnostics) error {
+func writePlan(g *globalOptions, files map[string]*hcl.File, p *plan.Plan, diags hcl.Diagnostics) error {
 	return newPlanView(g).Plan(files, p, diags)
 }

@@ -11,80 +11,81 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // viewPlan has a step of each action and an operation of each kind, the
 // way the planner returns them (ordered, batched, summarised).
-func viewPlan() *planner.Plan {
-	p := &planner.Plan{
-		FormatVersion: planner.FormatVersion,
-		Steps: []planner.Step{
+func viewPlan() *plan.Plan {
+	p := &plan.Plan{
+		FormatVersion: plan.FormatVersion,
+		Steps: []plan.Step{
 			{
-				Address: "repository.cuda", Action: planner.Create,
+				Address: "repository.cuda", Action: plan.Create,
 				After:  map[string]string{"url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/", "priority": "600"},
 				Reason: "The spec names this repository, and the host has no such package source.",
-				Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{
+				Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{
 					Path: "/etc/apt/sources.list.d/gpuenv-cuda.list", Content: "deb [signed-by=/k.gpg] https://x/ /\n", Mode: 0o644, After: []string{"apt-get", "update"},
 				}}},
 			},
 			{
-				Address: "driver", Action: planner.Replace,
+				Address: "driver", Action: plan.Replace,
 				Before:    map[string]string{"version": "535.161.07", "kernel_modules": "proprietary", "source": "nvidia"},
 				After:     map[string]string{"version": "550.54.15", "kernel_modules": "open", "source": "nvidia"},
 				Reason:    "The spec asks for >= 550.54.15, < 551 with open kernel modules; 535.161.07 with proprietary modules is installed.",
 				DependsOn: []string{"repository.cuda"},
-				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+				Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 					Manager: "apt", Remove: []string{"nvidia-driver-535"}, Purge: true,
-					Install: []planner.PackagePin{{Name: "nvidia-driver-550-open", Version: "550.54.15-0ubuntu1"}},
+					Install: []plan.PackagePin{{Name: "nvidia-driver-550-open", Version: "550.54.15-0ubuntu1"}},
 				}}},
-				Flags: planner.Flags{NeedsReboot: true, NeedsModuleReload: true, InterruptsGPUProcesses: true},
+				Flags: plan.Flags{NeedsReboot: true, NeedsModuleReload: true, InterruptsGPUProcesses: true},
 			},
 			{
-				Address: "cuda", Action: planner.Update,
+				Address: "cuda", Action: plan.Update,
 				Before: map[string]string{"version": "12.3.2", "set_environment": "false"},
 				After:  map[string]string{"version": "12.4.1", "set_environment": "true"},
-				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-					Manager: "apt", Install: []planner.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
+				Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
+					Manager: "apt", Install: []plan.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}},
 				}}},
 			},
 			{
-				Address: "framework.pytorch", Action: planner.Create,
+				Address: "framework.pytorch", Action: plan.Create,
 				After: map[string]string{"version": "2.5.1+cu124"},
-				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
+				Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
 					Manager: "pip", Venv: "/opt/pytorch", Python: "/opt/pytorch/bin/python", IndexURL: "https://download.pytorch.org/whl/cu124",
-					Install: []planner.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
+					Install: []plan.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
 				}}},
 			},
 			{
-				Address: "group.video", Action: planner.Update,
+				Address: "group.video", Action: plan.Update,
 				Before:     map[string]string{"members": "alice"},
 				After:      map[string]string{"members": "alice, bob"},
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Add: []string{"bob"}}}},
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Add: []string{"bob"}}}},
 			},
 			{
-				Address: "environment", Action: planner.Delete,
+				Address: "environment", Action: plan.Delete,
 				Before:     map[string]string{"CUDA_VISIBLE_DEVICES": "0,1"},
-				Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: "/etc/profile.d/gpuenv.sh", Remove: true}}},
+				Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/profile.d/gpuenv.sh", Remove: true}}},
 			},
 			{
-				Address: "device.all", Action: planner.Update,
+				Address: "device.all", Action: plan.Update,
 				Before: map[string]string{"compute_mode": "default"},
 				After:  map[string]string{"compute_mode": "exclusive_process"},
-				Operations: []planner.Operation{
-					{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: "GPU-0a", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}},
-					{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: "nvidia-persistenced.service", Enable: true, Now: true}},
-					{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: "rebuild_initramfs"}},
+				Operations: []plan.Operation{
+					{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: "GPU-0a", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}},
+					{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: "nvidia-persistenced.service", Enable: true, Now: true}},
+					{Kind: plan.OpKernel, Kernel: &plan.KernelOp{Action: "rebuild_initramfs"}},
 				},
 			},
 		},
-		Inferred: []planner.Inference{{Address: "framework.pytorch", Attr: "index_url", Value: "https://download.pytorch.org/whl/cu124", From: "torch_variants row 2.5/cu124"}},
+		Inferred: []plan.Inference{{Address: "framework.pytorch", Attr: "index_url", Value: "https://download.pytorch.org/whl/cu124", From: "torch_variants row 2.5/cu124"}},
 		Warnings: []finding.Finding{{
 			ID: planner.CheckGPUProcesses, Status: finding.Warning, Stage: finding.Plan,
 			Summary:  "Applying this plan interrupts running GPU processes",
 			Detail:   "driver must unload the nvidia modules, which stops every process using a GPU. Stop them first, or apply when they are done.",
 			Evidence: []string{"GPU 0 (GPU-0a): pid 4242 python3, 3.0 GiB"},
 		}},
-		Summary:     planner.Summary{Add: 3, Change: 3, Remove: 2},
+		Summary:     plan.Summary{Add: 3, Change: 3, Remove: 2},
 		NeedsReboot: true,
 	}
 	p.Transactions = planner.Batch(p.Steps)
@@ -182,17 +183,17 @@ func TestHumanPlanColor(t *testing.T) {
 
 func TestHumanPlanClosingLines(t *testing.T) {
 	tests := []struct {
-		plan *planner.Plan
+		plan *plan.Plan
 		want string
 	}{
-		{&planner.Plan{Steps: []planner.Step{}}, "No changes. This host matches the spec.\n"},
-		{&planner.Plan{
-			Steps:   []planner.Step{{Address: "driver", Action: planner.Update, Flags: planner.Flags{NeedsModuleReload: true}}},
-			Summary: planner.Summary{Change: 1},
+		{&plan.Plan{Steps: []plan.Step{}}, "No changes. This host matches the spec.\n"},
+		{&plan.Plan{
+			Steps:   []plan.Step{{Address: "driver", Action: plan.Update, Flags: plan.Flags{NeedsModuleReload: true}}},
+			Summary: plan.Summary{Change: 1},
 		}, "Plan: 0 to add, 1 to change, 0 to remove. The nvidia kernel modules will be reloaded.\n"},
-		{&planner.Plan{
-			Steps:   []planner.Step{{Address: "group.video", Action: planner.Create}},
-			Summary: planner.Summary{Add: 1},
+		{&plan.Plan{
+			Steps:   []plan.Step{{Address: "group.video", Action: plan.Create}},
+			Summary: plan.Summary{Add: 1},
 		}, "Plan: 1 to add, 0 to change, 0 to remove.\n"},
 	}
 	for _, tt := range tests {
@@ -213,14 +214,14 @@ func TestJSONPlanIsThePlan(t *testing.T) {
 	if err := writePlan(g, nil, want, nil); err != nil {
 		t.Fatal(err)
 	}
-	var got planner.Plan
+	var got plan.Plan
 	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, &got); diff != "" {
 		t.Errorf("JSON plan (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(buf.String(), `"diagnostics": []`) || !strings.Contains(buf.String(), `"format_version": "`+planner.FormatVersion+`"`) {
+	if !strings.Contains(buf.String(), `"diagnostics": []`) || !strings.Contains(buf.String(), `"format_version": "`+plan.FormatVersion+`"`) {
 		t.Errorf("JSON plan lacks diagnostics or format_version:\n%s", buf.String())
 	}
 }
@@ -264,7 +265,7 @@ func TestHumanPlanReportsWriteErrors(t *testing.T) {
 // are named once, after the inferred values, not on each value's line;
 // values read from the host change the heading.
 func TestHumanPlanUnverifiedOnce(t *testing.T) {
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{}, Inferred: []planner.Inference{
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{}, Inferred: []plan.Inference{
 		{Address: "framework.pytorch", Attr: "version", Value: "2.1.2", From: "torch_releases row 2.1 (torch-prev-versions)", Unverified: "torch_releases row 2.1: default_variant"},
 		{Address: "framework.pytorch", Attr: "cuda", Value: "12.1", From: "torch_variants row 2.1 cu121 (torch-prev-versions)"},
 		{Address: "framework.pytorch", Attr: "index_url", Value: "https://download.pytorch.org/whl/cu121", From: "torch_releases row 2.1 (torch-prev-versions)", Unverified: "torch_releases row 2.1: default_variant"},
@@ -291,7 +292,7 @@ No changes. This host matches the spec.
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 
-	p.Inferred = []planner.Inference{{Address: "cuda", Attr: "source", Value: "nvidia", From: "the installed cuda-toolkit-12-4 12.4.1-1 at /usr/local/cuda-12.4, which satisfies the spec and which /var/lib/apt/lists/x_Packages (NVIDIA CUDA) lists"}}
+	p.Inferred = []plan.Inference{{Address: "cuda", Attr: "source", Value: "nvidia", From: "the installed cuda-toolkit-12-4 12.4.1-1 at /usr/local/cuda-12.4, which satisfies the spec and which /var/lib/apt/lists/x_Packages (NVIDIA CUDA) lists"}}
 	buf.Reset()
 	(&humanPlan{w: &buf}).render(p)
 	if !strings.HasPrefix(buf.String(), "Values the spec leaves out, completed from gpuenv's tables and the host's packages:\n") {
@@ -304,18 +305,18 @@ No changes. This host matches the spec.
 // A file whose content apply makes says so rather than "0 bytes".
 func TestOperationTextOwner(t *testing.T) {
 	for _, c := range []struct {
-		op   planner.FileOp
+		op   plan.FileOp
 		want string
 	}{
-		{planner.FileOp{Path: "/etc/docker/daemon.json", Content: "{}\n", Mode: 0o600, UID: 1000, GID: 1001, After: []string{"systemctl", "restart", "docker"}},
+		{plan.FileOp{Path: "/etc/docker/daemon.json", Content: "{}\n", Mode: 0o600, UID: 1000, GID: 1001, After: []string{"systemctl", "restart", "docker"}},
 			"write /etc/docker/daemon.json (mode 0600, owner 1000:1001, 3 bytes), then run systemctl restart docker"},
-		{planner.FileOp{Path: "/etc/containerd/config.toml", Content: "x\n", Mode: 0o600},
+		{plan.FileOp{Path: "/etc/containerd/config.toml", Content: "x\n", Mode: 0o600},
 			"write /etc/containerd/config.toml (mode 0600, 2 bytes)"},
 		// Content made at apply has no size to show yet.
-		{planner.FileOp{Path: "/etc/cdi/nvidia.yaml", Mode: 0o644, Generate: planner.GenerateCDI},
+		{plan.FileOp{Path: "/etc/cdi/nvidia.yaml", Mode: 0o644, Generate: plan.GenerateCDI},
 			"write /etc/cdi/nvidia.yaml (mode 0644, content made at apply from the host's files)"},
 	} {
-		if got := operationText(planner.Operation{Kind: planner.OpFile, File: &c.op}, "", nil); got != c.want {
+		if got := operationText(plan.Operation{Kind: plan.OpFile, File: &c.op}, "", nil); got != c.want {
 			t.Errorf("got  %q\nwant %q", got, c.want)
 		}
 	}

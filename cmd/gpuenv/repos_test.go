@@ -10,15 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
 // jsonPlan is what these tests read of plan --json.
 type jsonPlan struct {
-	Errored bool           `json:"errored"`
-	Steps   []planner.Step `json:"steps"`
+	Errored bool        `json:"errored"`
+	Steps   []plan.Step `json:"steps"`
 }
 
 // planFresh plans spec (text) on fixture root as planCases plans it, and
@@ -106,7 +106,7 @@ func TestFreshHostsPlanNVIDIARepositoryFirst(t *testing.T) {
 				}
 			}
 			last := first.Operations[len(first.Operations)-1].File
-			if !slices.Equal(last.After, planner.RefreshCommand(map[string]planner.Manager{"deb": planner.ManagerApt, "rpm": planner.ManagerDnf}[repo.Family])) {
+			if !slices.Equal(last.After, plan.RefreshCommand(map[string]plan.Manager{"deb": plan.ManagerApt, "rpm": plan.ManagerDnf}[repo.Family])) {
 				t.Errorf("the sources file is not followed by the refresh: %+v", last)
 			}
 			for _, s := range p.Steps[1:] {
@@ -115,7 +115,7 @@ func TestFreshHostsPlanNVIDIARepositoryFirst(t *testing.T) {
 				}
 			}
 			for _, block := range []string{"cuda", "cudnn"} {
-				if !slices.ContainsFunc(p.Steps, func(s planner.Step) bool { return s.Address == block }) {
+				if !slices.ContainsFunc(p.Steps, func(s plan.Step) bool { return s.Address == block }) {
 					t.Errorf("no %s step:\n%s", block, human)
 				}
 			}
@@ -146,8 +146,8 @@ func TestNVIDIASourceNeverPlannedWithoutRepository(t *testing.T) {
 	// A repository block (a mirror) overrides the table: nothing is added.
 	mirror := "repository \"cuda\" {\n  url     = \"https://mirror.example.com/cuda/ubuntu2204/x86_64/\"\n  keyring = \"/usr/share/keyrings/cuda-archive-keyring.gpg\"\n}\n" + spec
 	code, p, human = planFresh(t, "ubuntu2204-h100-fresh", mirror, nil)
-	if code != exitOK || slices.ContainsFunc(p.Steps, func(s planner.Step) bool { return s.Address == nvidiarepo.Address }) ||
-		!slices.ContainsFunc(p.Steps, func(s planner.Step) bool { return s.Address == "repository.cuda" }) {
+	if code != exitOK || slices.ContainsFunc(p.Steps, func(s plan.Step) bool { return s.Address == nvidiarepo.Address }) ||
+		!slices.ContainsFunc(p.Steps, func(s plan.Step) bool { return s.Address == "repository.cuda" }) {
 		t.Errorf("exit %d, want the spec's repository and not the table's:\n%s", code, human)
 	}
 }
@@ -162,8 +162,8 @@ func TestFreshHostsPlanToolkitRepository(t *testing.T) {
 	for _, root := range []string{"fresh-debian12", "fresh-rhel9"} {
 		t.Run(root, func(t *testing.T) {
 			code, p, human := planFresh(t, root, spec, nil)
-			at := slices.IndexFunc(p.Steps, func(s planner.Step) bool { return s.Address == nvidiarepo.ToolkitFiles.Address })
-			tk := slices.IndexFunc(p.Steps, func(s planner.Step) bool { return s.Address == "container_toolkit" })
+			at := slices.IndexFunc(p.Steps, func(s plan.Step) bool { return s.Address == nvidiarepo.ToolkitFiles.Address })
+			tk := slices.IndexFunc(p.Steps, func(s plan.Step) bool { return s.Address == "container_toolkit" })
 			if code != exitOK || at < 0 || tk < at || !slices.Contains(p.Steps[tk].DependsOn, nvidiarepo.ToolkitFiles.Address) {
 				t.Fatalf("exit %d, want %s before container_toolkit:\n%s", code, nvidiarepo.ToolkitFiles.Address, human)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/internal/regular"
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -63,7 +64,7 @@ func runShow(g *globalOptions, name string) error {
 	sp := sf.plan
 	if g.JSON {
 		return writeJSON(g, showDocument{
-			planDocument: planDocument{FormatVersion: planner.FormatVersion, Plan: &sp.Plan, Diagnostics: []spec.JSONDiagnostic{}},
+			planDocument: planDocument{FormatVersion: plan.FormatVersion, Plan: &sp.Plan, Diagnostics: []spec.JSONDiagnostic{}},
 			PlannedFrom:  sp.From,
 			Apply:        applyArgv(name, sp.From),
 		})

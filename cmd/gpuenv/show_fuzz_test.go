@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers"
 )
 
@@ -26,7 +27,7 @@ func FuzzShowSavedPlan(f *testing.F) {
 	var buf bytes.Buffer
 	from := &planner.PlannedFrom{Spec: planner.SavedSpec{Path: "spec.hcl", Files: []planner.SavedFile{{Name: "spec.hcl", Content: "group \"video\" {}\n"}}, Vars: map[string]string{"x": "it's"}},
 		Root: "/srv/root dir", StateDir: "/var/lib/gpuenv", RootBoots: true}
-	if err := planner.WriteSavedPlan(&buf, &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{}}, &facts.Observation{}, from, providers.Kinds()); err != nil {
+	if err := planner.WriteSavedPlan(&buf, &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{}}, &facts.Observation{}, from, providers.Kinds()); err != nil {
 		f.Fatal(err)
 	}
 	whole := buf.Bytes()

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/internal/childproc"
 	"github.com/gpuenv/gpuenv/planner/doctor"
-	"github.com/gpuenv/gpuenv/planner/health"
+	"github.com/gpuenv/gpuenv/planner/export"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
@@ -90,7 +90,7 @@ type slurmResult struct {
 	Problems      int                  `json:"problems"`
 	State         string               `json:"state_before"`
 	Reason        string               `json:"reason_before,omitempty"`
-	Decision      health.SlurmDecision `json:"decision"`
+	Decision      export.SlurmDecision `json:"decision"`
 	// Checks are the checks that found a problem.
 	Checks []doctor.Check `json:"problem_checks,omitempty"`
 	Took   float64        `json:"took_seconds"`
@@ -145,11 +145,11 @@ func runSlurmHealth(ctx context.Context, g *globalOptions, o *slurmOptions) erro
 		r, err := slurmDoctor(dctx, g, h)
 		ch <- done{r, err}
 	}()
-	out, err := runScontrol(ctx, scontrol, health.ScontrolShow(node))
+	out, err := runScontrol(ctx, scontrol, export.ScontrolShow(node))
 	if err != nil {
 		return err
 	}
-	n, err := health.ParseSlurmNode(out)
+	n, err := export.ParseSlurmNode(out)
 	if err != nil {
 		return err
 	}
@@ -167,17 +167,17 @@ func runSlurmHealth(ctx context.Context, g *globalOptions, o *slurmOptions) erro
 				res.Checks = append(res.Checks, c)
 			}
 		}
-		reason = health.SlurmReason(d.r)
+		reason = export.SlurmReason(d.r)
 	case <-dctx.Done():
 		res.TimedOut = true
-		reason = health.CleanReason(fmt.Sprintf("%s doctor did not finish within %s (a GPU driver call may hang)", health.SlurmReasonPrefix, (o.timeout - scontrolShare).Round(time.Second)))
+		reason = export.CleanReason(fmt.Sprintf("%s doctor did not finish within %s (a GPU driver call may hang)", export.SlurmReasonPrefix, (o.timeout - scontrolShare).Round(time.Second)))
 	}
-	res.Decision = health.DecideSlurm(n, res.Healthy, reason)
+	res.Decision = export.DecideSlurm(n, res.Healthy, reason)
 	switch res.Decision.Action {
-	case health.SlurmDrain:
-		_, err = runScontrol(ctx, scontrol, health.ScontrolDrain(node, res.Decision.Reason))
-	case health.SlurmResume:
-		_, err = runScontrol(ctx, scontrol, health.ScontrolResume(node))
+	case export.SlurmDrain:
+		_, err = runScontrol(ctx, scontrol, export.ScontrolDrain(node, res.Decision.Reason))
+	case export.SlurmResume:
+		_, err = runScontrol(ctx, scontrol, export.ScontrolResume(node))
 	}
 	if err != nil {
 		return err
@@ -227,9 +227,9 @@ func showSlurmResult(g *globalOptions, res *slurmResult) error {
 		p.printfEscaped("  %s %s\n", markStyle(c.Status, g.Color()), esc(c.Summary))
 	}
 	switch d := res.Decision; d.Action {
-	case health.SlurmDrain:
+	case export.SlurmDrain:
 		p.printf("Drained: %s (%s)\n", d.Reason, d.Why)
-	case health.SlurmResume:
+	case export.SlurmResume:
 		p.printf("Resumed: %s\n", d.Why)
 	default:
 		p.printf("Left as it is: %s\n", d.Why)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/internal/jsonformat"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -59,8 +59,8 @@ func (s *eventStream) encode(v any) {
 }
 
 // plan prints the plan document, as `plan --json` prints it.
-func (s *eventStream) plan(p *planner.Plan) {
-	s.write(map[string]any{"type": "plan", "plan": planDocument{FormatVersion: planner.FormatVersion, Plan: p, Diagnostics: []spec.JSONDiagnostic{}}})
+func (s *eventStream) plan(p *plan.Plan) {
+	s.write(map[string]any{"type": "plan", "plan": planDocument{FormatVersion: plan.FormatVersion, Plan: p, Diagnostics: []spec.JSONDiagnostic{}}})
 }
 
 // diagnostics prints one event per diagnostic.

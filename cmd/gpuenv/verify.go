@@ -17,8 +17,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/environment"
 	"github.com/gpuenv/gpuenv/providers/host"
-	"github.com/gpuenv/gpuenv/providers/verify"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/verify"
 	"github.com/gpuenv/gpuenv/spec"
 )
 

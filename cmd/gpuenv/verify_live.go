@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuenv/gpuenv/providers/verify"
+	"github.com/gpuenv/gpuenv/providers/probe/verify"
 )
 
 // verifyLiveTick is how often the live line of verify is redrawn, for

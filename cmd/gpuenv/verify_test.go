@@ -7,8 +7,8 @@ import (
 
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
-	"github.com/gpuenv/gpuenv/providers/verify"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck/cudachecktest"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck/cudachecktest"
+	"github.com/gpuenv/gpuenv/providers/probe/verify"
 )
 
 // gpuenv-unchrooted is gpuenv whose workloads run the root's interpreter

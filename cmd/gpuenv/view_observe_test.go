@@ -9,8 +9,8 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/verify"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/verify"
 )
 
 // closedStream fails every write, as a stdout whose reader has gone.

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -17,7 +18,7 @@ type planView interface {
 	// Plan shows p with diags, the spec's and the planner's diagnostics;
 	// files are the spec's sources, for the source lines diagnostics cite.
 	// p is nil when the spec or planning failed and only diags are shown.
-	Plan(files map[string]*hcl.File, p *planner.Plan, diags hcl.Diagnostics) error
+	Plan(files map[string]*hcl.File, p *plan.Plan, diags hcl.Diagnostics) error
 	// Saved says that the plan was saved to path for gpuenv apply, made
 	// from from.
 	Saved(path string, from *planner.PlannedFrom) error
@@ -41,7 +42,7 @@ type planHuman struct {
 
 var _ planView = (*planHuman)(nil)
 
-func (v *planHuman) Plan(files map[string]*hcl.File, p *planner.Plan, diags hcl.Diagnostics) error {
+func (v *planHuman) Plan(files map[string]*hcl.File, p *plan.Plan, diags hcl.Diagnostics) error {
 	if len(diags) > 0 {
 		if err := v.diagnostics(files).WriteDiagnostics(diags); err != nil {
 			return err
@@ -68,9 +69,9 @@ type planJSON struct {
 
 var _ planView = (*planJSON)(nil)
 
-func (v *planJSON) Plan(_ map[string]*hcl.File, p *planner.Plan, diags hcl.Diagnostics) error {
+func (v *planJSON) Plan(_ map[string]*hcl.File, p *plan.Plan, diags hcl.Diagnostics) error {
 	return writeJSON(v.g, planDocument{
-		FormatVersion: planner.FormatVersion,
+		FormatVersion: plan.FormatVersion,
 		Errored:       p == nil || diags.HasErrors(),
 		Plan:          p,
 		Diagnostics:   spec.DiagnosticsJSON(diags),

@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // runView shows an apply or a rollback: what it is about to do, the
@@ -30,7 +30,7 @@ type runView interface {
 	// spec and flags it keeps, to the very same plan.
 	Replanned(saved string)
 	// Plan shows the plan apply is about to carry out.
-	Plan(p *planner.Plan) error
+	Plan(p *plan.Plan) error
 	// RollbackPlan shows what rollback is about to undo.
 	RollbackPlan(p *apply.RollbackPlan)
 	// Cancelled ends a run the person at the terminal declined.
@@ -48,7 +48,7 @@ type runView interface {
 	Failed(err error) error
 	// Forward shows the recorded plan of generation to, which rollback
 	// --to applies again (rolling forward).
-	Forward(to int, p *planner.Plan) error
+	Forward(to int, p *plan.Plan) error
 	// Forwarded ends a roll forward the engine carried out.
 	Forwarded(to int, res *apply.Result) error
 }
@@ -233,7 +233,7 @@ func (v *runHuman) Replanned(saved string) {
 	fmt.Fprintf(v.out, "Planned again from the spec saved in %s on this host: the same plan.\n\n", saved)
 }
 
-func (v *runHuman) Plan(p *planner.Plan) error {
+func (v *runHuman) Plan(p *plan.Plan) error {
 	return (&humanPlan{w: v.out, color: v.color}).render(p)
 }
 
@@ -260,7 +260,7 @@ func (v *runHuman) Cancelled() error {
 	return &exitCodeError{code: exitError}
 }
 
-func (v *runHuman) Forward(to int, p *planner.Plan) error {
+func (v *runHuman) Forward(to int, p *plan.Plan) error {
 	v.forward = true
 	fmt.Fprintf(v.out, "%s\n\n", forwardLine(to))
 	return v.Plan(p)
@@ -435,7 +435,7 @@ func (v *runJSON) Replanned(saved string) {
 	v.st.write(map[string]any{"type": "message", "line": "Planned again from the spec saved in " + saved + " on this host: the same plan."})
 }
 
-func (v *runJSON) Plan(p *planner.Plan) error {
+func (v *runJSON) Plan(p *plan.Plan) error {
 	v.st.plan(p)
 	return nil
 }
@@ -452,7 +452,7 @@ func (v *runJSON) Cancelled() error {
 	return fmt.Errorf("%s cancelled: nothing was changed", v.kind)
 }
 
-func (v *runJSON) Forward(to int, p *planner.Plan) error {
+func (v *runJSON) Forward(to int, p *plan.Plan) error {
 	v.forward = true
 	v.st.write(map[string]any{"type": "message", "line": forwardLine(to)})
 	v.st.plan(p)

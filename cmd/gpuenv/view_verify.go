@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gpuenv/gpuenv/providers/verify"
-	"github.com/gpuenv/gpuenv/providers/verify/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/cudacheck"
+	"github.com/gpuenv/gpuenv/providers/probe/verify"
 )
 
 // verifyStart is what verify is about to do.

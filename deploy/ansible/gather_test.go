@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/fleet"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // TestGatherPlaybook: gather.yml saves each host's observation, named by
@@ -48,12 +48,12 @@ func TestGatherPlaybook(t *testing.T) {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	st := &planner.ApplyStatus{Generation: 2, Kind: planner.KindApply, Status: planner.StatusApplied, Updated: time.Now().UTC()}
+	st := &plan.ApplyStatus{Generation: 2, Kind: plan.KindApply, Status: plan.StatusApplied, Updated: time.Now().UTC()}
 	data, err := st.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(state, planner.StatusFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(state, plan.StatusFile), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	facts := filepath.Join(dir, "facts")

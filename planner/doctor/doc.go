@@ -8,7 +8,7 @@
 //
 // The rules the checks judge by that other layers need too are exported
 // (rules.go): observe's problems (providers), plan's warnings and
-// resolution (planner), init (providers/capture) and the kernel planner
+// resolution (planner), init (providers/export/capture) and the kernel planner
 // call them instead of restating them, so the package is the one rule
 // book. It imports nothing of ours but facts, the compatibility tables and
 // versions, so any layer may import it.

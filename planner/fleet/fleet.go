@@ -14,6 +14,7 @@ import (
 	"github.com/gpuenv/gpuenv/internal/jsonformat"
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -76,7 +77,7 @@ type Host struct {
 	Hostname string  `json:"hostname,omitempty"`
 	Outcome  Outcome `json:"outcome"`
 	// Summary counts the plan's steps as plan's closing line does.
-	Summary     planner.Summary `json:"summary"`
+	Summary     planpkg.Summary `json:"summary"`
 	NeedsReboot bool            `json:"needs_reboot"`
 	Steps       []StepRow       `json:"steps,omitempty"`
 	// Warnings are the summaries of the plan's warnings.
@@ -103,7 +104,7 @@ type Host struct {
 // StepRow is one step of a host's plan, without its operations.
 type StepRow struct {
 	Address     string         `json:"address"`
-	Action      planner.Action `json:"action"`
+	Action      planpkg.Action `json:"action"`
 	NeedsReboot bool           `json:"needs_reboot,omitempty"`
 }
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuenv/gpuenv/planner"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // Summary is what a fleet's plans come to: hosts by outcome, and the
@@ -51,7 +51,7 @@ type PlanGroup struct {
 	ID          int             `json:"id"`
 	Hosts       int             `json:"hosts"`
 	Outcome     Outcome         `json:"outcome"`
-	Summary     planner.Summary `json:"summary"`
+	Summary     planpkg.Summary `json:"summary"`
 	NeedsReboot bool            `json:"needs_reboot"`
 	Steps       []StepRow       `json:"steps,omitempty"`
 	Warnings    []string        `json:"warnings,omitempty"`

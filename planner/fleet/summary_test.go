@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // TestSummaryBounded: a host counts once per group however many of its
@@ -17,8 +17,8 @@ func TestSummaryBounded(t *testing.T) {
 		s.add(&Host{Name: fmt.Sprintf("h%d", i), Outcome: Refused, Reason: fmt.Sprintf("reason %d", i), Error: fmt.Sprintf("error %d", i)})
 	}
 	s.add(&Host{Name: "twice", Outcome: Reboot, Steps: []StepRow{
-		{Address: "driver", Action: planner.Update, NeedsReboot: true},
-		{Address: "driver.purge", Action: planner.Delete, NeedsReboot: true},
+		{Address: "driver", Action: planpkg.Update, NeedsReboot: true},
+		{Address: "driver.purge", Action: planpkg.Delete, NeedsReboot: true},
 	}})
 	s.finish()
 	if len(s.Refusals) != maxGroups+1 || s.Refused != maxGroups+50 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -34,13 +35,13 @@ func LoadSpec(tb testing.TB, src string) *spec.Spec {
 type Candidates map[string][]string
 
 // Versions implements planner.Candidates.
-func (c Candidates) Versions(_ context.Context, _ planner.Manager, name string) ([]string, error) {
+func (c Candidates) Versions(_ context.Context, _ plan.Manager, name string) ([]string, error) {
 	return c[name], nil
 }
 
 // Plan plans s against obs with pl, failing the test on an error
 // diagnostic.
-func Plan(tb testing.TB, pl *planner.Planner, s *spec.Spec, obs *facts.Observation) *planner.Plan {
+func Plan(tb testing.TB, pl *planner.Planner, s *spec.Spec, obs *facts.Observation) *plan.Plan {
 	tb.Helper()
 	plan, diags := pl.Plan(context.Background(), s, obs)
 	if diags.HasErrors() {

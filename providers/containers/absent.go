@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -20,14 +21,14 @@ const defaultRuntime = "runc"
 // its runtime (above all as the default) makes the engine fail every
 // container it starts with it. Each file keeps every other setting, and
 // rollback restores its bytes.
-func planAbsentEngines(req *planner.Request, c *spec.ContainerToolkit, resp *planner.Response) []planner.Step {
-	var steps []planner.Step
+func planAbsentEngines(req *planner.Request, c *spec.ContainerToolkit, resp *planner.Response) []plan.Step {
+	var steps []plan.Step
 	for _, e := range []spec.Engine{spec.EngineDocker, spec.EngineContainerd, spec.EngineCRIO} {
 		cfg := engineFacts(req.Facts, e)
 		if !cfg.Exists || cfg.Error != "" || !cfg.NVIDIARuntime && cfg.DefaultRuntime != RuntimeName {
 			continue
 		}
-		op := &planner.FileOp{Path: cfg.Path}
+		op := &plan.FileOp{Path: cfg.Path}
 		what := fmt.Sprintf("removes the nvidia runtime from %s, keeping every other setting", cfg.Path)
 		if e == spec.EngineCRIO {
 			// The drop-in is gpuenv's own: nothing else is in it.
@@ -58,13 +59,13 @@ func planAbsentEngines(req *planner.Request, c *spec.ContainerToolkit, resp *pla
 		if cfg.DefaultRuntime != "" {
 			before["default_runtime"] = fmt.Sprint(cfg.DefaultRuntime == RuntimeName)
 		}
-		steps = append(steps, planner.Step{
+		steps = append(steps, plan.Step{
 			Address:    engineAddress + string(e),
-			Action:     planner.Delete,
-			ReasonCode: planner.ReasonAbsentRequested,
+			Action:     plan.Delete,
+			ReasonCode: plan.ReasonAbsentRequested,
 			Before:     before,
-			Operations: []planner.Operation{{Kind: planner.OpFile, File: op}},
-			Reason:     planner.Sentence([]string{cfg.Path + " names the runtime of the NVIDIA container toolkit, which absent = true removes", what + ", " + restart}),
+			Operations: []plan.Operation{{Kind: plan.OpFile, File: op}},
+			Reason:     plan.Sentence([]string{cfg.Path + " names the runtime of the NVIDIA container toolkit, which absent = true removes", what + ", " + restart}),
 		})
 	}
 	return steps

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/devaccess"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -39,7 +40,7 @@ ACTION=="add", DEVPATH=="/bus/pci/drivers/nvidia", RUN+="/usr/bin/nvidia-ctk sys
 // planDevChar plans the links the observation lacks and the rule that
 // keeps them; nil when both are in place, when the block turns them off,
 // or inside a container, whose /dev is the engine's.
-func planDevChar(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planner.Step) *planner.Step {
+func planDevChar(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.Step) *plan.Step {
 	obs := req.Facts
 	if !c.EffectiveDevCharLinks() || req.Desired != nil && req.Desired.NoKernel != "" || obs.Context.Kind == "container" || obs.Context.Container != nil {
 		return nil
@@ -48,10 +49,10 @@ func planDevChar(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *pl
 	if len(ops) == 0 {
 		return nil
 	}
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    DevCharAddress,
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
 		After:      map[string]string{"udev_rule": DevCharRulePath},
 		Operations: ops,
 		DependsOn:  []string{"driver"},
@@ -64,10 +65,10 @@ func planDevChar(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *pl
 	}
 	var why []string
 	if len(made) > 0 {
-		why = append(why, fmt.Sprintf("%s lack their %s links, which systemd names devices by when it rewrites a container's device rules", strings.Join(linkTargets(made), ", "), planner.DevCharDir))
+		why = append(why, fmt.Sprintf("%s lack their %s links, which systemd names devices by when it rewrites a container's device rules", strings.Join(linkTargets(made), ", "), plan.DevCharDir))
 	}
 	if len(obs.DeviceAccess.CharLinks) > 0 || rule != "missing" {
-		step.Action = planner.Update
+		step.Action = plan.Update
 		before := map[string]string{}
 		if len(obs.DeviceAccess.CharLinks) > 0 {
 			before["links"] = strings.Join(obs.DeviceAccess.CharLinks, ", ")
@@ -83,13 +84,13 @@ func planDevChar(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *pl
 	case "differs":
 		why = append(why, fmt.Sprintf("%s is not the rule gpuenv writes; replaces it", DevCharRulePath))
 	}
-	step.Reason = planner.Sentence(why)
+	step.Reason = plan.Sentence(why)
 	return step
 }
 
 // devCharOps are the operations that make the links obs lacks and the
 // rule, with the links as "link → node" and the rule's state.
-func devCharOps(obs *facts.Observation) (ops []planner.Operation, made []string, rule string) {
+func devCharOps(obs *facts.Observation) (ops []plan.Operation, made []string, rule string) {
 	nodes := map[string]facts.DeviceNode{}
 	for _, n := range obs.DeviceNodes {
 		nodes[n.Path] = n
@@ -100,12 +101,12 @@ func devCharOps(obs *facts.Observation) (ops []planner.Operation, made []string,
 			continue
 		}
 		link := devaccess.CharLink(n)
-		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: link, Symlink: p}})
+		ops = append(ops, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: link, Symlink: p}})
 		made = append(made, fmt.Sprintf("%s → %s", link, p))
 	}
 	rule = devCharRuleState(obs.Containers.DevCharRules)
 	if rule != "in place" {
-		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: DevCharRulePath, Content: DevCharRule, Mode: 0o644}})
+		ops = append(ops, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: DevCharRulePath, Content: DevCharRule, Mode: 0o644}})
 	}
 	return ops, made, rule
 }

@@ -11,7 +11,7 @@ import (
 
 	gpuapply "github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/apply/applytest"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -21,8 +21,8 @@ import (
 const devCharSpec = repo + "container_toolkit {\n  cdi = false\n}\n"
 
 // devCharStep is the plan's dev_char step, or nil.
-func devCharStep(p *planner.Plan) *planner.Step {
-	i := slices.IndexFunc(p.Steps, func(s planner.Step) bool { return s.Address == containers.DevCharAddress })
+func devCharStep(p *plan.Plan) *plan.Step {
+	i := slices.IndexFunc(p.Steps, func(s plan.Step) bool { return s.Address == containers.DevCharAddress })
 	if i < 0 {
 		return nil
 	}
@@ -30,7 +30,7 @@ func devCharStep(p *planner.Plan) *planner.Step {
 }
 
 // links are a step's symlink operations, "link -> target".
-func links(s *planner.Step) []string {
+func links(s *plan.Step) []string {
 	var out []string
 	for _, op := range s.Operations {
 		if f := op.File; f != nil && f.Symlink != "" {
@@ -54,7 +54,7 @@ func TestDevCharPlan(t *testing.T) {
 	}
 	p := plantest.Plan(t, newPlanner(), plantest.LoadSpec(t, devCharSpec), observe(t, dir))
 	s := devCharStep(p)
-	if s == nil || s.Action != planner.Create {
+	if s == nil || s.Action != plan.Create {
 		t.Fatalf("no dev_char step to create: %q", addresses(p))
 	}
 	want := []string{
@@ -98,7 +98,7 @@ func TestDevCharPlan(t *testing.T) {
 	}
 	hosttest.WriteFile(t, dir, containers.DevCharRulePath, "# edited\n")
 	fix := devCharStep(plantest.Plan(t, newPlanner(), plantest.LoadSpec(t, devCharSpec), observe(t, dir)))
-	if fix == nil || fix.Action != planner.Update || !slices.Equal(links(fix), []string{"/dev/char/195:1 -> /dev/nvidia1"}) ||
+	if fix == nil || fix.Action != plan.Update || !slices.Equal(links(fix), []string{"/dev/char/195:1 -> /dev/nvidia1"}) ||
 		!strings.Contains(fix.Reason, "is not the rule gpuenv writes") || len(fix.Operations) != 2 {
 		t.Errorf("step %+v", fix)
 	}
@@ -111,7 +111,7 @@ func TestDevCharRuleOfThePackage(t *testing.T) {
 	dir := root(t, true)
 	hosttest.WriteFile(t, dir, "/usr/lib/udev/rules.d/71-nvidia-dev-char.rules", "# the package's\n")
 	s := devCharStep(plantest.Plan(t, newPlanner(), plantest.LoadSpec(t, devCharSpec), observe(t, dir)))
-	if s == nil || slices.ContainsFunc(s.Operations, func(op planner.Operation) bool { return op.File.Symlink == "" }) {
+	if s == nil || slices.ContainsFunc(s.Operations, func(op plan.Operation) bool { return op.File.Symlink == "" }) {
 		t.Errorf("step %+v", s)
 	}
 }
@@ -126,7 +126,7 @@ func TestDevCharApplyRollback(t *testing.T) {
 	}
 	// Only the links and the rule: the other steps would run package
 	// managers.
-	p.Steps = []planner.Step{*devCharStep(p)}
+	p.Steps = []plan.Step{*devCharStep(p)}
 	p.Steps[0].DependsOn = nil
 	before, err := applytest.Snapshot(dir, "/var/lib/gpuenv")
 	if err != nil {

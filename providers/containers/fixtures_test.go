@@ -18,9 +18,11 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/containers"
+	cdipkg "github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -119,11 +121,11 @@ func newPlanner() *planner.Planner {
 
 // golden is what a golden file holds: the steps and warnings.
 type golden struct {
-	Steps    []planner.Step   `json:"steps"`
+	Steps    []plan.Step      `json:"steps"`
 	Warnings finding.Warnings `json:"warnings,omitempty"`
 }
 
-func checkGolden(t *testing.T, name string, p *planner.Plan) {
+func checkGolden(t *testing.T, name string, p *plan.Plan) {
 	t.Helper()
 	var warns []finding.Finding
 	for _, w := range p.Warnings {
@@ -156,7 +158,7 @@ func checkGolden(t *testing.T, name string, p *planner.Plan) {
 }
 
 // apply writes what the plan's file operations write, as apply would.
-func apply(t *testing.T, dir string, p *planner.Plan) {
+func apply(t *testing.T, dir string, p *plan.Plan) {
 	t.Helper()
 	for _, s := range p.Steps {
 		for _, op := range s.Operations {
@@ -176,7 +178,7 @@ func apply(t *testing.T, dir string, p *planner.Plan) {
 	}
 }
 
-func addresses(p *planner.Plan) []string {
+func addresses(p *plan.Plan) []string {
 	var out []string
 	for _, s := range p.Steps {
 		out = append(out, s.Address+" "+s.Action.String())
@@ -256,13 +258,13 @@ func TestGoldenPlans(t *testing.T) {
 			checkGolden(t, tc.name, p)
 			shown := checkCDIShown(t, p)
 			if tc.driverStep {
-				if f := p.Steps[0].Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
+				if f := p.Steps[0].Operations[0].File; f.Generate != plan.GenerateCDI || f.Content != "" {
 					t.Errorf("the CDI step of a driver change is not made at apply: %+v", f)
 				}
 				// The planner drops the dependency on a step its plan does
 				// not have; the provider's own step names the driver.
 				resp := containers.Provider{}.Plan(context.Background(), &planner.Request{Spec: s, Facts: observe(t, dir), Candidates: candidates})
-				if i := slices.IndexFunc(resp.Steps, func(s planner.Step) bool { return s.Address == containers.CDIAddress }); i < 0 || !slices.Contains(resp.Steps[i].DependsOn, "driver") {
+				if i := slices.IndexFunc(resp.Steps, func(s plan.Step) bool { return s.Address == containers.CDIAddress }); i < 0 || !slices.Contains(resp.Steps[i].DependsOn, "driver") {
 					t.Errorf("the CDI step does not wait for the driver: %+v", resp.Steps)
 				}
 				return
@@ -273,7 +275,7 @@ func TestGoldenPlans(t *testing.T) {
 			if shown != "" {
 				// What the plan showed is what is on disk.
 				for _, sp := range observe(t, dir).Containers.CDISpecs {
-					if sp.Path == containers.CDISpecPath && sp.SHA256 != shown {
+					if sp.Path == cdipkg.CDISpecPath && sp.SHA256 != shown {
 						t.Errorf("the plan showed sha256 %s for %s, the file written has %s", shown, sp.Path, sp.SHA256)
 					}
 				}
@@ -290,7 +292,7 @@ func TestGoldenPlans(t *testing.T) {
 // the digest of the content it carries and every device in it, or, for a
 // spec apply makes, that its digest is known after apply. It returns the
 // digest shown for content made at plan.
-func checkCDIShown(t *testing.T, p *planner.Plan) string {
+func checkCDIShown(t *testing.T, p *plan.Plan) string {
 	t.Helper()
 	for _, st := range p.Steps {
 		if st.Address != containers.CDIAddress {
@@ -298,7 +300,7 @@ func checkCDIShown(t *testing.T, p *planner.Plan) string {
 		}
 		f := st.Operations[0].File
 		if f.Generate != "" {
-			if st.After["sha256"] != planner.KnownAfterApply {
+			if st.After["sha256"] != plan.KnownAfterApply {
 				t.Errorf("the CDI step made at apply shows sha256 %q", st.After["sha256"])
 			}
 			return ""
@@ -326,11 +328,11 @@ func checkCDIShown(t *testing.T, p *planner.Plan) string {
 func TestCDISpecReadByTheCDIProject(t *testing.T) {
 	dir := root(t, true)
 	obs := observe(t, dir)
-	s, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	s, err := cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := containers.MarshalCDI(s)
+	text, err := cdipkg.MarshalCDI(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,14 +375,14 @@ func TestCDISpecReadByTheCDIProject(t *testing.T) {
 	// Without the driver's files there is no spec to write.
 	files := obs.Containers.DriverFiles
 	obs.Containers.DriverFiles = nil
-	if _, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
+	if _, err := cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
 		t.Errorf("a spec without driver files: %v", err)
 	}
 	obs.Containers.DriverFiles = files
 
 	// Toolkit 1.12 has no update-ldcache hook: the spec names none.
 	obs.Containers.Toolkit.Version, obs.Containers.Toolkit.Hooks = "1.12.0", nil
-	s, err = containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	s, err = cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +443,7 @@ func TestCDIAfterToolkitKnownAtApply(t *testing.T) {
 		t.Fatalf("steps %q, want %q", got, want)
 	}
 	cdiStep := p.Steps[2]
-	if f := cdiStep.Operations[0].File; f.Generate != planner.GenerateCDI || f.Content != "" {
+	if f := cdiStep.Operations[0].File; f.Generate != plan.GenerateCDI || f.Content != "" {
 		t.Errorf("the CDI spec is written at plan time, before its toolkit is known: %+v", f)
 	}
 	if !slices.Contains(cdiStep.DependsOn, containers.ToolkitAddress) || cdiStep.After["driver_version"] != "550.54.15" {
@@ -487,7 +489,7 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 			c := obs.Containers
 			v := version.MustParse(tc.toolkit)
 			c.Toolkit = facts.ContainerToolkit{Version: tc.toolkit, HookPath: tc.hookPath, Hooks: compat.ToolkitHooks(v)}
-			s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+			s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -514,7 +516,7 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 	// Without libcuda among the driver's files no link is made.
 	c := obs.Containers
 	c.DriverFiles = slices.DeleteFunc(slices.Clone(c.DriverFiles), func(f string) bool { return strings.Contains(f, "libcuda.so") })
-	s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+	s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +557,7 @@ func TestCDISpecItemsByToolkitVersion(t *testing.T) {
 			if tc.toolkit != "" {
 				c.Toolkit = facts.ContainerToolkit{Version: tc.toolkit, HookPath: containers.CDIHookPath, Hooks: compat.ToolkitHooks(version.MustParse(tc.toolkit))}
 			}
-			s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+			s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -691,7 +693,7 @@ func TestMergeKeepsModeAndOwner(t *testing.T) {
 		"/etc/docker/daemon.json":     {0o640, wantUID, wantGID},
 		containers.CRIODropIn:         {0o644, 0, 0},
 	}
-	check := func(p *planner.Plan, what string) {
+	check := func(p *plan.Plan, what string) {
 		t.Helper()
 		n := 0
 		for _, st := range p.Steps {

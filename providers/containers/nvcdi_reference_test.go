@@ -16,6 +16,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/containers"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
@@ -134,7 +135,7 @@ func testAgreesWithNVCDI(t *testing.T, installed string) {
 	if obs.Containers.Toolkit.Version != installed {
 		t.Fatalf("the fixture's toolkit is %q, not %s", obs.Containers.Toolkit.Version, installed)
 	}
-	ours, err := containers.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	ours, err := cdi.GenerateCDI(&obs.Containers, obs.DeviceNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func testAgreesWithNVCDI(t *testing.T, installed string) {
 		v := version.MustParse(tv)
 		c := obs.Containers
 		c.Toolkit = facts.ContainerToolkit{Version: tv, HookPath: containers.CDIHookPath, Hooks: compat.ToolkitHooks(v)}
-		s, err := containers.GenerateCDI(&c, obs.DeviceNodes)
+		s, err := cdi.GenerateCDI(&c, obs.DeviceNodes)
 		if err != nil {
 			t.Fatal(err)
 		}

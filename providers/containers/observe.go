@@ -19,6 +19,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
@@ -163,7 +164,7 @@ func observeEngine(h *host.Host, e spec.Engine) facts.EngineConfig {
 func observeCDI(h *host.Host) ([]facts.CDISpec, []facts.Warning) {
 	var out []facts.CDISpec
 	var warns []facts.Warning
-	for _, dir := range []string{StaticCDIDir, DynamicCDIDir} {
+	for _, dir := range []string{cdi.StaticCDIDir, cdi.DynamicCDIDir} {
 		entries, err := h.ReadDir(dir)
 		if err != nil {
 			continue
@@ -187,7 +188,7 @@ func observeCDI(h *host.Host) ([]facts.CDISpec, []facts.Warning) {
 				out = append(out, s)
 				continue
 			}
-			if !strings.HasPrefix(raw.Kind, cdiVendor+"/") {
+			if !strings.HasPrefix(raw.Kind, cdi.CDIVendor+"/") {
 				continue
 			}
 			s.Kind = raw.Kind
@@ -274,8 +275,8 @@ func hookName(hk *cdispec.Hook) string {
 func cdiInUse(specs []facts.CDISpec) string {
 	in := ""
 	for _, s := range specs {
-		if s.Kind == CDIKind && s.Error == "" {
-			if in == "" || strings.HasPrefix(s.Path, DynamicCDIDir+"/") && !strings.HasPrefix(in, DynamicCDIDir+"/") {
+		if s.Kind == cdi.CDIKind && s.Error == "" {
+			if in == "" || strings.HasPrefix(s.Path, cdi.DynamicCDIDir+"/") && !strings.HasPrefix(in, cdi.DynamicCDIDir+"/") {
 				in = s.Path
 			}
 		}

@@ -12,10 +12,13 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -62,7 +65,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		slices.Sort(remove)
 		engines := planAbsentEngines(req, c, resp)
 		resp.Steps = append(resp.Steps, engines...)
-		if s := repository.Remove(ToolkitAddress, "the NVIDIA container toolkit", manager, remove); s != nil {
+		if s := pkgkit.Remove(ToolkitAddress, "the NVIDIA container toolkit", manager, remove); s != nil {
 			// The engines stop naming the runtime before it goes.
 			for _, e := range engines {
 				s.DependsOn = append(s.DependsOn, e.Address)
@@ -91,14 +94,14 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	return resp
 }
 
-func packageManager(req *planner.Request) planner.Manager {
+func packageManager(req *planner.Request) plan.Manager {
 	if req.Desired != nil && req.Desired.Manager != "" {
 		return req.Desired.Manager
 	}
 	if req.Facts.OS.Family == "rpm" {
-		return planner.ManagerDnf
+		return plan.ManagerDnf
 	}
-	return planner.ManagerApt
+	return plan.ManagerApt
 }
 
 func repositoryDeps(req *planner.Request) []string {
@@ -109,7 +112,7 @@ func repositoryDeps(req *planner.Request) []string {
 		}
 		return out
 	}
-	return repository.Deps(req)
+	return pkgkit.Deps(req)
 }
 
 // toolkitPackages are the packages a plan pins: every one at the same
@@ -125,7 +128,7 @@ func toolkitPackages() []planner.PackageName {
 
 // planToolkit installs the toolkit when it is missing or outside the
 // block's version constraint; nil when it fits.
-func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToolkit, manager planner.Manager, resp *planner.Response) *planner.Step {
+func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToolkit, manager plan.Manager, resp *planner.Response) *plan.Step {
 	obs := req.Facts
 	installed := obs.Containers.Toolkit.Version
 	if installed != "" {
@@ -137,7 +140,7 @@ func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToo
 	}
 	pkgs := toolkitPackages()
 	deps := repositoryDeps(req)
-	var picked repository.Picked
+	var picked pkgkit.Picked
 	var err error
 	switch add, ok := toolkitRepository(ctx, req, manager); {
 	case !ok:
@@ -151,46 +154,46 @@ func planToolkit(ctx context.Context, req *planner.Request, c *spec.ContainerToo
 			resp.Steps = append(resp.Steps, *s)
 		}
 		deps = append(deps, nvidiarepo.ToolkitFiles.Address)
-		picked = repository.Picked{Constraint: c.Version.Value.String(),
+		picked = pkgkit.Picked{Constraint: c.Version.Value.String(),
 			Note: fmt.Sprintf("NVIDIA's libnvidia-container repository, which the plan adds, has no index on disk yet, so the toolkit's version is known after apply: the newest its index lists that satisfies %s", c.Version.Value.Quoted())}
 	default:
-		picked, err = repository.Pick(ctx, req.Candidates, repository.PickQuery{
+		picked, err = pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 			Manager: manager, Packages: pkgs, Versions: c.Version.Value,
-			OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: offersToolkit(req.Spec),
+			OS: pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: offersToolkit(req.Spec),
 		})
 	}
 	if err != nil {
 		if !offersToolkit(req.Spec) {
 			resp.Diagnostics = append(resp.Diagnostics, missingRepository(obs, c))
 		} else {
-			resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("container toolkit", err, c.Version.RangeOr(c.DefRange)))
+			resp.Diagnostics = append(resp.Diagnostics, pkgkit.NoVersion("container toolkit", err, c.Version.RangeOr(c.DefRange)))
 		}
 		return nil
 	}
 	if v, err := version.FromDebian(picked.Version); err == nil {
 		checkToolkitDriver(req, v, resp)
 	}
-	names := repository.Names(pkgs)
+	names := pkgkit.Names(pkgs)
 	op := picked.Install(manager, pkgs)
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    ToolkitAddress,
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", ")},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
+		After:      map[string]string{"version": pkgkit.ShownVersion(picked.Version), "packages": strings.Join(names, ", ")},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
 		DependsOn:  deps,
 	}
 	why := []string{"the NVIDIA container toolkit is not installed"}
 	if installed != "" {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonVersionMismatch
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonVersionMismatch
 		step.Before = map[string]string{"version": installed, "packages": strings.Join(packageNames(obs.Containers.Toolkit.Packages), ", ")}
 		why = []string{fmt.Sprintf("the installed container toolkit %s does not satisfy %s", installed, c.Version.Value.Quoted())}
 		if cur, ok := pkgdb.Installed(obs.Packages, ToolkitPackages[0], pkgdb.Configured); ok {
 			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
 		}
 	}
-	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), repository.ShownVersion(picked.Version)))
+	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), pkgkit.ShownVersion(picked.Version)))
 	step.Reason = picked.Reason(why)
 	return step
 }
@@ -210,7 +213,7 @@ func packageNames(pkgs []facts.Package) []string {
 // toolkit; nil where they do (or the spec's repository blocks may). ok is
 // false where the toolkit has no source at all: the table has no
 // repository for the host, and a plan never installs it without one.
-func toolkitRepository(ctx context.Context, req *planner.Request, manager planner.Manager) (add *nvidiarepo.Repository, ok bool) {
+func toolkitRepository(ctx context.Context, req *planner.Request, manager plan.Manager) (add *nvidiarepo.Repository, ok bool) {
 	obs := req.Facts
 	if offersToolkit(req.Spec) {
 		return nil, true
@@ -302,7 +305,7 @@ func driverBranch(req *planner.Request) (uint64, bool) {
 
 // planEngine merges the runtime into one engine's configuration; nil when
 // the file already says what the merge would.
-func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, toolkitChanges bool, resp *planner.Response) *planner.Step {
+func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, toolkitChanges bool, resp *planner.Response) *plan.Step {
 	cfg := engineFacts(req.Facts, e)
 	var setDefault *bool
 	if c.DefaultRuntime.Set {
@@ -340,12 +343,12 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 		op.After = RestartCommand(e)
 		restart = "then " + strings.Join(op.After, " ")
 	}
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    engineAddress + string(e),
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
 		After:      map[string]string{"path": cfg.Path, "runtime": RuntimeName},
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: op}},
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: op}},
 	}
 	if c.DefaultRuntime.Set {
 		step.After["default_runtime"] = fmt.Sprint(c.DefaultRuntime.Value)
@@ -355,8 +358,8 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 		what = fmt.Sprintf("%s does not exist", cfg.Path)
 	}
 	if cfg.Exists {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonContentDiffers
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonContentDiffers
 		step.Before = map[string]string{"path": cfg.Path, "runtime": ""}
 		if cfg.NVIDIARuntime {
 			step.Before["runtime"] = RuntimeName
@@ -369,7 +372,7 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 	if toolkitChanges {
 		step.DependsOn = []string{ToolkitAddress}
 	}
-	step.Reason = planner.Sentence([]string{what, fmt.Sprintf("merges the nvidia runtime into it, keeping every other setting, %s", restart)})
+	step.Reason = plan.Sentence([]string{what, fmt.Sprintf("merges the nvidia runtime into it, keeping every other setting, %s", restart)})
 	return step
 }
 
@@ -378,8 +381,8 @@ func planEngine(req *planner.Request, c *spec.ContainerToolkit, e spec.Engine, t
 // one keeps its mode (setuid, setgid and sticky aside), owner and group,
 // for it is the administrator's and may hold secrets, as a containerd
 // config.toml 0600 with a registry's password does.
-func engineFileOp(cfg facts.EngineConfig, content string) *planner.FileOp {
-	op := &planner.FileOp{Path: cfg.Path, Content: content, Mode: 0o644}
+func engineFileOp(cfg facts.EngineConfig, content string) *plan.FileOp {
+	op := &plan.FileOp{Path: cfg.Path, Content: content, Mode: 0o644}
 	if cfg.Exists && cfg.Mode != 0 {
 		op.Mode, op.UID, op.GID = cfg.Mode&0o777, cfg.UID, cfg.GID
 	}
@@ -434,7 +437,7 @@ func normalize(v any) any {
 
 // planCDI writes the CDI spec when the one on disk differs from what the
 // host's files make.
-func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planner.Step, resp *planner.Response) *planner.Step {
+func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.Step, resp *planner.Response) *plan.Step {
 	obs := req.Facts
 	cs := obs.Containers
 	if toolkitStep != nil {
@@ -444,65 +447,65 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		cs.Toolkit = incomingToolkit(toolkitStep)
 	}
 	if driverChanges(req) {
-		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", CDISpecPath))
+		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", cdi.CDISpecPath))
 	}
-	s, err := GenerateCDI(&cs, obs.DeviceNodes)
+	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes)
 	if err != nil {
 		resp.Warnings = append(resp.Warnings, finding.Finding{
 			ID:      CheckCDIUnplanned,
 			Summary: "No CDI spec can be made on this host yet",
-			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), CDISpecPath),
+			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), cdi.CDISpecPath),
 		})
 		return nil
 	}
 	if toolkitStep != nil && cs.Toolkit.Version == "" {
-		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", CDISpecPath))
+		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", cdi.CDISpecPath))
 		// The driver stays: only the hooks wait for the toolkit.
 		step.After["driver_version"] = cs.DriverVersion
 		step.After["devices"] = strings.Join(deviceNames(s.Devices), ", ")
 		return step
 	}
-	content, err := MarshalCDI(s)
+	content, err := cdi.MarshalCDI(s)
 	if err != nil {
 		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "CDI spec not written", Detail: err.Error(), Subject: c.DefRange.Ptr()})
 		return nil
 	}
-	if in := cs.CDIInUse; in != "" && in != CDISpecPath && strings.HasPrefix(in, DynamicCDIDir+"/") {
+	if in := cs.CDIInUse; in != "" && in != cdi.CDISpecPath && strings.HasPrefix(in, cdi.DynamicCDIDir+"/") {
 		resp.Warnings = append(resp.Warnings, finding.Finding{
 			ID:       CheckCDIOutranked,
-			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, CDISpecPath),
-			Detail:   fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", CDIKind, DynamicCDIDir, StaticCDIDir),
+			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, cdi.CDISpecPath),
+			Detail:   fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", cdi.CDIKind, cdi.DynamicCDIDir, cdi.StaticCDIDir),
 			Evidence: []string{in},
 		})
 	}
 	var current *facts.CDISpec
 	for i := range cs.CDISpecs {
-		if cs.CDISpecs[i].Path == CDISpecPath {
+		if cs.CDISpecs[i].Path == cdi.CDISpecPath {
 			current = &cs.CDISpecs[i]
 		}
 	}
 	if current != nil && current.SHA256 == planner.Digest(content) {
 		return nil
 	}
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    CDIAddress,
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"path": CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", "), "sha256": planner.Digest(content)},
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Content: content, Mode: 0o644}}},
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
+		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", "), "sha256": planner.Digest(content)},
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: cdi.CDISpecPath, Content: content, Mode: 0o644}}},
 		DependsOn:  []string{"driver"},
 	}
 	if toolkitStep != nil {
 		step.DependsOn = append(step.DependsOn, ToolkitAddress)
 	}
-	why := []string{fmt.Sprintf("%s does not exist", CDISpecPath)}
+	why := []string{fmt.Sprintf("%s does not exist", cdi.CDISpecPath)}
 	if current != nil {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonContentDiffers
-		step.Before = map[string]string{"path": CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", "), "sha256": current.SHA256}
-		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", CDISpecPath)}
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonContentDiffers
+		step.Before = map[string]string{"path": cdi.CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", "), "sha256": current.SHA256}
+		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", cdi.CDISpecPath)}
 		if current.DriverVersion != "" && current.DriverVersion != cs.DriverVersion {
-			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", CDISpecPath, current.DriverVersion, cs.DriverVersion)}
+			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", cdi.CDISpecPath, current.DriverVersion, cs.DriverVersion)}
 		}
 		switch n := len(current.Missing); {
 		case n == 1:
@@ -512,7 +515,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 		}
 	}
 	why = append(why, fmt.Sprintf("writes the spec for %d GPUs and all from the device nodes and %d driver files", len(cs.GPUs), len(cs.DriverFiles)))
-	step.Reason = planner.Sentence(why)
+	step.Reason = plan.Sentence(why)
 	return step
 }
 
@@ -522,13 +525,13 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *planne
 // names its hooks). Apply makes the spec from the host as those steps
 // left it, right after them; rollback restores the spec the host had, as
 // for every file.
-func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason string) *planner.Step {
-	step := &planner.Step{
+func regenerateAtApply(cs facts.Containers, toolkitStep *plan.Step, reason string) *plan.Step {
+	step := &plan.Step{
 		Address:    CDIAddress,
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonDependency,
-		After:      map[string]string{"path": CDISpecPath, "driver_version": planner.KnownAfterApply, "devices": planner.KnownAfterApply, "sha256": planner.KnownAfterApply},
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: CDISpecPath, Mode: 0o644, Generate: planner.GenerateCDI}}},
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonDependency,
+		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": plan.KnownAfterApply, "devices": plan.KnownAfterApply, "sha256": plan.KnownAfterApply},
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: cdi.CDISpecPath, Mode: 0o644, Generate: plan.GenerateCDI}}},
 		DependsOn:  []string{"driver"},
 		Reason:     reason,
 	}
@@ -536,9 +539,9 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason st
 		step.DependsOn = append(step.DependsOn, ToolkitAddress)
 	}
 	for _, sp := range cs.CDISpecs {
-		if sp.Path == CDISpecPath {
-			step.Action = planner.Update
-			step.Before = map[string]string{"path": CDISpecPath, "driver_version": sp.DriverVersion, "devices": strings.Join(sp.Devices, ", "), "sha256": sp.SHA256}
+		if sp.Path == cdi.CDISpecPath {
+			step.Action = plan.Update
+			step.Before = map[string]string{"path": cdi.CDISpecPath, "driver_version": sp.DriverVersion, "devices": strings.Join(sp.Devices, ", "), "sha256": sp.SHA256}
 		}
 	}
 	return step
@@ -546,7 +549,7 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *planner.Step, reason st
 
 // incomingToolkit is the toolkit a toolkit step installs, as the CDI spec
 // needs it: its version, hooks and hook executable.
-func incomingToolkit(s *planner.Step) facts.ContainerToolkit {
+func incomingToolkit(s *plan.Step) facts.ContainerToolkit {
 	var t facts.ContainerToolkit
 	for _, op := range s.Operations {
 		if op.Packages == nil || len(op.Packages.Install) == 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/packages"
 	"github.com/gpuenv/gpuenv/providers/system"
 )
@@ -25,7 +26,7 @@ func (noNVML) Devices() ([]host.NVMLDevice, error) { return nil, errNoNVML }
 
 // RegenerateCDI makes the CDI spec's text from h's files as they are
 // now: what apply is handed (providers.GeneratorOf) for a plan's CDI step
-// made at apply (planner.GenerateCDI), run once the driver or toolkit step
+// made at apply (plan.GenerateCDI), run once the driver or toolkit step
 // before it has put the new files in place.
 func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 	obs := &facts.Observation{}
@@ -33,9 +34,9 @@ func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 	driver.Observe(ctx, h, noNVML{}, obs)
 	pkgs, _ := packages.Observe(ctx, h, obs.OS.Family)
 	c, _ := Observe(ctx, h, pkgs, obs.Driver)
-	s, err := GenerateCDI(&c, obs.DeviceNodes)
+	s, err := cdi.GenerateCDI(&c, obs.DeviceNodes)
 	if err != nil {
 		return "", err
 	}
-	return MarshalCDI(s)
+	return cdi.MarshalCDI(s)
 }

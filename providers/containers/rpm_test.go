@@ -11,6 +11,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/containers"
 	"github.com/gpuenv/gpuenv/providers/host"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
@@ -65,7 +66,7 @@ func TestDriverFilesFromRPM(t *testing.T) {
 		t.Errorf("files %q, warnings %+v", c.DriverFiles, warns)
 	}
 	c.GPUs = []facts.ContainerGPU{{Index: 0, Minor: 0}}
-	if _, err := containers.GenerateCDI(&c, []facts.DeviceNode{{Path: "/dev/nvidia0"}}); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
+	if _, err := cdi.GenerateCDI(&c, []facts.DeviceNode{{Path: "/dev/nvidia0"}}); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
 		t.Errorf("a spec without the driver's files: %v", err)
 	}
 }

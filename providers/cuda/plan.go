@@ -11,7 +11,9 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -44,7 +46,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 				paths = append(paths, t.Path)
 			}
 		}
-		if s := repository.Remove("cuda", "the CUDA toolkit", manager, remove); s != nil {
+		if s := pkgkit.Remove("cuda", "the CUDA toolkit", manager, remove); s != nil {
 			s.Before["path"] = strings.Join(paths, ", ")
 			resp.Steps = append(resp.Steps, *s)
 		}
@@ -78,7 +80,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	}
 	pkg := d.Packages[0]
 	minor := d.Minor
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(_ string, up version.Version) bool { return up.Trunc(2).Equal(minor) },
 		// The spec names the release, which Debian's package carries
@@ -91,11 +93,11 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			}
 			return up
 		},
-		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
+		OS: pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: pkgkit.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source, Adds: pkgkit.Adds(req, d.Source),
 	})
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("CUDA toolkit", err, d.Block.Version.RangeOr(d.Block.DefRange)))
+		resp.Diagnostics = append(resp.Diagnostics, pkgkit.NoVersion("CUDA toolkit", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
 	op := picked.Install(manager, d.Packages)
@@ -109,18 +111,18 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 	} else if up, err := pkgdb.UpstreamVersion(string(manager), picked.Version); err == nil {
 		release = up.String()
 	}
-	step := planner.Step{
+	step := plan.Step{
 		Address:    "cuda",
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"version": release, "package": pkg.Name + "=" + repository.ShownVersion(picked.Version), "path": d.Path, "source": string(d.Source)},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "driver"),
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
+		After:      map[string]string{"version": release, "package": pkg.Name + "=" + pkgkit.ShownVersion(picked.Version), "path": d.Path, "source": string(d.Source)},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
+		DependsOn:  append(pkgkit.Deps(req), "driver"),
 	}
 	why := []string{fmt.Sprintf("no CUDA %s toolkit from the %s source is installed", minor, d.Source)}
 	if current != nil {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonVersionMismatch
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonVersionMismatch
 		step.Before = map[string]string{"version": current.Version, "path": current.Path}
 		if current.Package != "" {
 			step.Before["package"] = current.Package
@@ -130,7 +132,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
 		}
 	}
-	why = append(why, fmt.Sprintf("installs %s %s into %s", strings.Join(repository.Names(d.Packages), ", "), repository.ShownVersion(picked.Version), d.Path))
+	why = append(why, fmt.Sprintf("installs %s %s into %s", strings.Join(pkgkit.Names(d.Packages), ", "), pkgkit.ShownVersion(picked.Version), d.Path))
 	step.Reason = picked.Reason(why)
 	resp.Steps = append(resp.Steps, step)
 	return resp
@@ -147,10 +149,10 @@ func describe(c version.Constraint, minor version.Version) string {
 // satisfies the spec: the packages it came from reinstalled at the
 // version installed now. A toolkit no package installed (a runfile's) is
 // an error: there is nothing gpuenv could reinstall it from.
-func reinstall(ctx context.Context, req *planner.Request, t facts.Toolkit) (*planner.Step, *hcl.Diagnostic) {
+func reinstall(ctx context.Context, req *planner.Request, t facts.Toolkit) (*plan.Step, *hcl.Diagnostic) {
 	d := req.Desired.CUDA
 	subject := d.Block.Version.RangeOr(d.Block.DefRange)
-	names := repository.Names(d.Packages)
+	names := pkgkit.Names(d.Packages)
 	if t.Package != "" && !slices.Contains(names, t.Package) {
 		names = append([]string{t.Package}, names...)
 	}
@@ -165,19 +167,19 @@ func reinstall(ctx context.Context, req *planner.Request, t facts.Toolkit) (*pla
 	}
 	// One step shows one version: the toolkit's packages share it.
 	main := op.Install[0]
-	op.Install = slices.DeleteFunc(op.Install, func(p planner.PackagePin) bool { return p.Version != main.Version })
+	op.Install = slices.DeleteFunc(op.Install, func(p plan.PackagePin) bool { return p.Version != main.Version })
 	if diag := repository.Reinstallable(ctx, req.Candidates, "cuda", op, subject); diag != nil {
 		return nil, diag
 	}
 	shown := map[string]string{"version": t.Version, "package": main.Name + "=" + main.Version, "path": t.Path, "source": string(d.Source)}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    "cuda",
-		Action:     planner.Replace,
+		Action:     plan.Replace,
 		Before:     shown,
 		After:      maps.Clone(shown),
 		Reason:     repository.ReinstallReason(op, "into "+t.Path),
-		ReasonCode: planner.ReasonReplaceRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "driver"),
+		ReasonCode: plan.ReasonReplaceRequested,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
+		DependsOn:  append(pkgkit.Deps(req), "driver"),
 	}, nil
 }

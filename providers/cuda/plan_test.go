@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner/plantest"
-
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/cuda"
 )
 
@@ -20,7 +20,7 @@ func TestPlan(t *testing.T) {
 		os       facts.OS
 		toolkits []facts.Toolkit
 		src      string
-		action   planner.Action
+		action   planpkg.Action
 		pins     string
 		reason   string
 		// installed is the toolkit apply leaves, for the idempotence check.
@@ -30,7 +30,7 @@ func TestPlan(t *testing.T) {
 			name:      "NVIDIA's toolkit on a host without one",
 			os:        ubuntu,
 			src:       "cuda {\n  version = \"12.4\"\n  source = \"nvidia\"\n}\n",
-			action:    planner.Create,
+			action:    planpkg.Create,
 			pins:      "cuda-toolkit-12-4=12.4.1-1",
 			reason:    "No CUDA 12.4 toolkit from the nvidia source is installed; installs cuda-toolkit-12-4 12.4.1-1 into /usr/local/cuda-12.4.",
 			installed: facts.Toolkit{Path: "/usr/local/cuda-12.4", Version: "12.4.1", Layout: cuda.LayoutNVIDIA, Package: "cuda-toolkit-12-4"},
@@ -40,7 +40,7 @@ func TestPlan(t *testing.T) {
 			os:        ubuntu,
 			toolkits:  []facts.Toolkit{{Path: "/usr/local/cuda-12.1", Version: "12.1.1", Layout: cuda.LayoutNVIDIA, Package: "cuda-toolkit-12-1"}},
 			src:       "cuda {\n  version = \"12.4\"\n  source = \"nvidia\"\n}\n",
-			action:    planner.Update,
+			action:    planpkg.Update,
 			pins:      "cuda-toolkit-12-4=12.4.1-1",
 			reason:    "The installed toolkit at /usr/local/cuda-12.1 is CUDA 12.1.1 and the spec asks for \"12.4\"",
 			installed: facts.Toolkit{Path: "/usr/local/cuda-12.4", Version: "12.4.1", Layout: cuda.LayoutNVIDIA, Package: "cuda-toolkit-12-4"},
@@ -49,7 +49,7 @@ func TestPlan(t *testing.T) {
 			name:      "Debian's toolkit",
 			os:        debian,
 			src:       "cuda {\n  version = \"11.8\"\n  source = \"distro\"\n}\n",
-			action:    planner.Create,
+			action:    planpkg.Create,
 			pins:      "nvidia-cuda-toolkit=11.8.89~11.8.0-5~deb12u1",
 			reason:    "installs nvidia-cuda-toolkit 11.8.89~11.8.0-5~deb12u1 into /usr",
 			installed: facts.Toolkit{Path: cuda.DistroDir, Version: "11.8.89", Layout: cuda.LayoutDistro, Package: cuda.DistroPackage},
@@ -59,7 +59,7 @@ func TestPlan(t *testing.T) {
 			os:       ubuntu,
 			toolkits: []facts.Toolkit{{Path: "/usr/local/cuda-12.4", Version: "12.4.1", Layout: cuda.LayoutNVIDIA, Package: "cuda-toolkit-12-4"}},
 			src:      "cuda {\n  absent = true\n}\n",
-			action:   planner.Delete,
+			action:   planpkg.Delete,
 			pins:     "-cuda-toolkit-12-4",
 			reason:   "absent = true removes the CUDA toolkit: cuda-toolkit-12-4.",
 		},
@@ -98,7 +98,7 @@ func TestPlan(t *testing.T) {
 			// the provider's own answer names the driver.
 			d, _ := planner.Resolve(s, obs)
 			resp := cuda.Provider{}.Plan(context.Background(), &planner.Request{Spec: s, Facts: obs, Desired: d, Candidates: cands})
-			if deps := resp.Steps[0].DependsOn; tt.action != planner.Delete && (len(deps) == 0 || deps[len(deps)-1] != "driver") {
+			if deps := resp.Steps[0].DependsOn; tt.action != planpkg.Delete && (len(deps) == 0 || deps[len(deps)-1] != "driver") {
 				t.Errorf("the toolkit must wait for the driver: %v", deps)
 			}
 			obs.CUDA.Toolkits = nil

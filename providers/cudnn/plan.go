@@ -11,7 +11,9 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -56,7 +58,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			}
 		}
 		slices.Sort(remove)
-		if s := repository.Remove("cudnn", "cuDNN", manager, remove); s != nil {
+		if s := pkgkit.Remove("cudnn", "cuDNN", manager, remove); s != nil {
 			resp.Steps = append(resp.Steps, *s)
 		}
 		return resp
@@ -86,30 +88,30 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			current = &obs.CuDNN.Installs[i]
 		}
 	}
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
 		Accept: func(raw string, _ version.Version) bool { return buildFits(raw, d.CUDA) },
-		OS:     repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
+		OS:     pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: pkgkit.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source, Adds: pkgkit.Adds(req, d.Source),
 	})
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("cuDNN", err, d.Block.Version.RangeOr(d.Block.DefRange)))
+		resp.Diagnostics = append(resp.Diagnostics, pkgkit.NoVersion("cuDNN", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
-	names := repository.Names(d.Packages)
+	names := pkgkit.Names(d.Packages)
 	op := picked.Install(manager, d.Packages)
-	step := planner.Step{
+	step := plan.Step{
 		Address:    "cudnn",
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
-		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "cuda"),
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
+		After:      map[string]string{"version": pkgkit.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
+		DependsOn:  append(pkgkit.Deps(req), "cuda"),
 	}
 	why := []string{fmt.Sprintf("no cuDNN matching %s for CUDA %d is installed", d.Versions.Quoted(), d.CUDAMajor)}
 	if current != nil {
-		step.Action = planner.Update
-		step.ReasonCode = planner.ReasonVersionMismatch
+		step.Action = plan.Update
+		step.ReasonCode = plan.ReasonVersionMismatch
 		step.Before = map[string]string{"version": current.Version}
 		if current.Package != "" {
 			step.Before["packages"] = current.Package
@@ -119,7 +121,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 			op.AllowDowngrade = picked.Downgrades(manager, cur.Version)
 		}
 	}
-	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), repository.ShownVersion(picked.Version)))
+	why = append(why, fmt.Sprintf("installs %s %s", strings.Join(names, ", "), pkgkit.ShownVersion(picked.Version)))
 	if d.Source == spec.SourceDistro {
 		for _, p := range d.Packages {
 			if p.Notes != "" {
@@ -154,10 +156,10 @@ func buildFits(raw string, cuda version.Version) bool {
 // in satisfies the spec: its packages reinstalled at the version
 // installed now. A cuDNN no package installed (a tarball's) is an error:
 // there is nothing gpuenv could reinstall it from.
-func reinstall(ctx context.Context, req *planner.Request, in facts.CuDNNInstall) (*planner.Step, *hcl.Diagnostic) {
+func reinstall(ctx context.Context, req *planner.Request, in facts.CuDNNInstall) (*plan.Step, *hcl.Diagnostic) {
 	d := req.Desired.CuDNN
 	subject := d.Block.Version.RangeOr(d.Block.DefRange)
-	names := repository.Names(d.Packages)
+	names := pkgkit.Names(d.Packages)
 	if in.Package != "" && !slices.Contains(names, in.Package) {
 		names = append([]string{in.Package}, names...)
 	}
@@ -171,7 +173,7 @@ func reinstall(ctx context.Context, req *planner.Request, in facts.CuDNNInstall)
 		}
 	}
 	main := op.Install[0]
-	op.Install = slices.DeleteFunc(op.Install, func(p planner.PackagePin) bool { return p.Version != main.Version })
+	op.Install = slices.DeleteFunc(op.Install, func(p plan.PackagePin) bool { return p.Version != main.Version })
 	if diag := repository.Reinstallable(ctx, req.Candidates, "cudnn", op, subject); diag != nil {
 		return nil, diag
 	}
@@ -180,14 +182,14 @@ func reinstall(ctx context.Context, req *planner.Request, in facts.CuDNNInstall)
 		pkgs[i] = p.Name
 	}
 	shown := map[string]string{"version": main.Version, "packages": strings.Join(pkgs, ", "), "cuda_major": fmt.Sprint(d.CUDAMajor), "source": string(d.Source)}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    "cudnn",
-		Action:     planner.Replace,
+		Action:     plan.Replace,
 		Before:     shown,
 		After:      maps.Clone(shown),
 		Reason:     repository.ReinstallReason(op),
-		ReasonCode: planner.ReasonReplaceRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "cuda"),
+		ReasonCode: plan.ReasonReplaceRequested,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
+		DependsOn:  append(pkgkit.Deps(req), "cuda"),
 	}, nil
 }

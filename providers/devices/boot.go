@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -117,7 +118,7 @@ func reload(in facts.Init) []string {
 // only when some block manages compute modes: without one the unit is
 // left as it is. While NVML shows no GPU the unit cannot name them, and
 // an existing unit is left alone then too (the device blocks warn).
-func (Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.Step {
+func (Provider) bootStep(req *planner.Request, deviceSteps []string) *plan.Step {
 	var unit *facts.Unit
 	for i := range req.Facts.Units {
 		if req.Facts.Units[i].Name == BootUnit {
@@ -143,7 +144,7 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.St
 	case exists:
 		state = "disabled"
 	}
-	step := planner.Step{
+	step := plan.Step{
 		Address:   BootAddress,
 		Before:    map[string]string{"unit": state},
 		DependsOn: append([]string{"driver"}, deviceSteps...),
@@ -152,27 +153,27 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.St
 		if !exists && !enabled {
 			return nil
 		}
-		step.Action = planner.Delete
+		step.Action = plan.Delete
 		step.After = map[string]string{"unit": "absent"}
 		// Disabled first: systemctl reads the unit's [Install] section to
 		// find the links to remove.
 		if enabled {
-			step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: BootUnit}})
+			step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: BootUnit}})
 		}
 		if exists {
-			step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Remove: true, After: reload(req.Facts.Init)}})
+			step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: BootUnitPath, Remove: true, After: reload(req.Facts.Init)}})
 		}
 		step.Reason = fmt.Sprintf("No device block asks for a compute mode other than default, so %s, which set the modes at boot, is disabled and removed.", BootUnit)
-		step.ReasonCode = planner.ReasonNotRequested
+		step.ReasonCode = plan.ReasonNotRequested
 		return &step
 	}
 	same := exists && unit.File.SHA256 != "" && unit.File.SHA256 == planner.Digest(content)
 	if same && enabled {
 		return nil
 	}
-	step.Action = planner.Update
+	step.Action = plan.Update
 	if !exists {
-		step.Action = planner.Create
+		step.Action = plan.Create
 		step.Before = nil
 	}
 	step.After = map[string]string{"unit": "enabled"}
@@ -182,20 +183,20 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *planner.St
 	var why []string
 	switch {
 	case !exists:
-		step.ReasonCode = planner.ReasonMissing
+		step.ReasonCode = plan.ReasonMissing
 	case !same:
-		step.ReasonCode = planner.ReasonContentDiffers
+		step.ReasonCode = plan.ReasonContentDiffers
 	default:
-		step.ReasonCode = planner.ReasonSettingDiffers // written, not enabled
+		step.ReasonCode = plan.ReasonSettingDiffers // written, not enabled
 	}
 	if !same {
-		step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: BootUnitPath, Content: content, Mode: 0o644, After: reload(req.Facts.Init)}})
+		step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: BootUnitPath, Content: content, Mode: 0o644, After: reload(req.Facts.Init)}})
 		why = append(why, "writes "+BootUnitPath)
 	}
 	if !enabled {
 		// Enabled only, not started: the device steps set the modes now,
 		// and the unit repeats them at the next boot.
-		step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: BootUnit, Enable: true}})
+		step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: BootUnit, Enable: true}})
 		why = append(why, "enables it")
 	}
 	step.Reason = fmt.Sprintf("NVML forgets compute modes when the driver unloads, so gpuenv %s: at each boot it runs nvidia-smi to set the modes the spec asks for again.", strings.Join(why, " and "))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/driver"
@@ -36,13 +37,13 @@ func dgxH100(t *testing.T) (*host.Host, *facts.Observation) {
 
 // bootStep plans src and returns the device.boot step, nil when there is
 // none, checking that the device steps it depends on are among the steps.
-func bootStep(t *testing.T, h *host.Host, obs *facts.Observation, src string) *planner.Step {
+func bootStep(t *testing.T, h *host.Host, obs *facts.Observation, src string) *planpkg.Step {
 	t.Helper()
 	// The unit is observed afresh: the tests change the root between
 	// plans.
 	obs.Units = []facts.Unit{devices.ObserveUnit(h)}
 	plan := plantest.Plan(t, planner.New(devices.Kind.Provider()), plantest.LoadSpec(t, src), obs)
-	var boot *planner.Step
+	var boot *planpkg.Step
 	var addrs []string
 	for i, s := range plan.Steps {
 		addrs = append(addrs, s.Address)
@@ -105,7 +106,7 @@ func TestBootUnitCreated(t *testing.T) {
 	if s == nil {
 		t.Fatal("no device.boot step")
 	}
-	if s.Action != planner.Create || s.Before != nil || s.After["unit"] != "enabled" || s.After["gpu7.compute_mode_at_boot"] != "prohibited" || s.After["gpu0.compute_mode_at_boot"] != "exclusive_process" {
+	if s.Action != planpkg.Create || s.Before != nil || s.After["unit"] != "enabled" || s.After["gpu7.compute_mode_at_boot"] != "prohibited" || s.After["gpu0.compute_mode_at_boot"] != "exclusive_process" {
 		t.Errorf("step %s before %v after %v", s.Action, s.Before, s.After)
 	}
 	if _, ok := s.After["gpu3.compute_mode_at_boot"]; ok {
@@ -114,7 +115,7 @@ func TestBootUnitCreated(t *testing.T) {
 	if !slices.Equal(s.DependsOn, []string{"device.7", "device.all"}) {
 		t.Errorf("depends on %v", s.DependsOn)
 	}
-	if len(s.Operations) != 2 || s.Operations[0].Kind != planner.OpFile || s.Operations[1].Kind != planner.OpService {
+	if len(s.Operations) != 2 || s.Operations[0].Kind != planpkg.OpFile || s.Operations[1].Kind != planpkg.OpService {
 		t.Fatalf("operations %+v", s.Operations)
 	}
 	f := s.Operations[0].File
@@ -124,7 +125,7 @@ func TestBootUnitCreated(t *testing.T) {
 	if f.Content != mixedUnit {
 		t.Errorf("unit:\n%s\nwant:\n%s", f.Content, mixedUnit)
 	}
-	if sv := s.Operations[1].Service; *sv != (planner.ServiceOp{Unit: devices.BootUnit, Enable: true}) {
+	if sv := s.Operations[1].Service; *sv != (planpkg.ServiceOp{Unit: devices.BootUnit, Enable: true}) {
 		t.Errorf("service %+v", sv)
 	}
 
@@ -177,14 +178,14 @@ func TestBootUnitConverges(t *testing.T) {
 	// In place but not enabled: only enabled.
 	install(t, h, mixedUnit, false)
 	s := bootStep(t, h, obs, mixedSpec)
-	if s == nil || s.Action != planner.Update || s.Before["unit"] != "disabled" || len(s.Operations) != 1 || s.Operations[0].Kind != planner.OpService || !s.Operations[0].Service.Enable {
+	if s == nil || s.Action != planpkg.Update || s.Before["unit"] != "disabled" || len(s.Operations) != 1 || s.Operations[0].Kind != planpkg.OpService || !s.Operations[0].Service.Enable {
 		t.Fatalf("disabled unit: %+v", s)
 	}
 
 	// Enabled with other modes: only rewritten.
 	install(t, h, wantUnit(execStart("0", "PROHIBITED")), true)
 	s = bootStep(t, h, obs, mixedSpec)
-	if s == nil || s.Action != planner.Update || s.Before["unit"] != "enabled" || len(s.Operations) != 1 || s.Operations[0].Kind != planner.OpFile || s.Operations[0].File.Content != mixedUnit {
+	if s == nil || s.Action != planpkg.Update || s.Before["unit"] != "enabled" || len(s.Operations) != 1 || s.Operations[0].Kind != planpkg.OpFile || s.Operations[0].File.Content != mixedUnit {
 		t.Fatalf("stale unit: %+v", s)
 	}
 }
@@ -200,11 +201,11 @@ func TestBootUnitRemoved(t *testing.T) {
 		}
 		install(t, h, mixedUnit, true)
 		s := bootStep(t, h, obs, src)
-		if s == nil || s.Action != planner.Delete || s.Before["unit"] != "enabled" || s.After["unit"] != "absent" || len(s.Operations) != 2 {
+		if s == nil || s.Action != planpkg.Delete || s.Before["unit"] != "enabled" || s.After["unit"] != "absent" || len(s.Operations) != 2 {
 			t.Fatalf("%s: %+v", src, s)
 		}
 		// Disabled first: systemctl reads the unit file to find its links.
-		if sv := s.Operations[0].Service; sv == nil || *sv != (planner.ServiceOp{Unit: devices.BootUnit}) {
+		if sv := s.Operations[0].Service; sv == nil || *sv != (planpkg.ServiceOp{Unit: devices.BootUnit}) {
 			t.Errorf("first operation %+v", s.Operations[0])
 		}
 		if f := s.Operations[1].File; f == nil || f.Path != devices.BootUnitPath || !f.Remove || f.After != nil {
@@ -218,7 +219,7 @@ func TestBootUnitRemoved(t *testing.T) {
 
 		// A unit that is no longer enabled is only removed.
 		install(t, h, mixedUnit, false)
-		if s := bootStep(t, h, obs, src); s == nil || len(s.Operations) != 1 || s.Operations[0].Kind != planner.OpFile {
+		if s := bootStep(t, h, obs, src); s == nil || len(s.Operations) != 1 || s.Operations[0].Kind != planpkg.OpFile {
 			t.Errorf("disabled unit: %+v", s)
 		}
 	}
@@ -257,7 +258,7 @@ func TestPlanPrecedence(t *testing.T) {
 	set := map[int][]string{}
 	for _, s := range plan.Steps {
 		for _, op := range s.Operations {
-			if op.Kind == planner.OpDevice {
+			if op.Kind == planpkg.OpDevice {
 				set[op.Device.Index] = append(set[op.Device.Index], s.Address+"="+op.Device.Value)
 			}
 		}

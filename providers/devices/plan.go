@@ -14,6 +14,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -102,7 +103,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			})
 			continue
 		}
-		var ops []planner.Operation
+		var ops []plan.Operation
 		before, after := map[string]string{}, map[string]string{}
 		var unknown []string
 		for _, d := range picked {
@@ -115,7 +116,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 				continue
 			}
 			before[key], after[key] = d.ComputeMode, want
-			ops = append(ops, planner.Operation{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: planner.SettingComputeMode, Value: want}})
+			ops = append(ops, plan.Operation{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: plan.SettingComputeMode, Value: want}})
 		}
 		if len(unknown) > 0 {
 			resp.Warnings = append(resp.Warnings, finding.Finding{
@@ -128,14 +129,14 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			continue
 		}
 		reason := fmt.Sprintf("compute_mode = %q and %d of the GPUs it selects %s another mode; NVML sets it on each, and apply records the mode before so that rollback restores it.", want, len(ops), map[bool]string{true: "has", false: "have"}[len(ops) == 1])
-		code := planner.ReasonSettingDiffers
+		code := plan.ReasonSettingDiffers
 		if blk.IsAbsent() {
 			reason = "absent = true puts the compute mode back to default on the GPUs it selects."
-			code = planner.ReasonAbsentRequested
+			code = plan.ReasonAbsentRequested
 		}
-		resp.Steps = append(resp.Steps, planner.Step{
+		resp.Steps = append(resp.Steps, plan.Step{
 			Address:    addr,
-			Action:     planner.Update,
+			Action:     plan.Update,
 			Before:     before,
 			After:      after,
 			Reason:     strings.ToUpper(reason[:1]) + reason[1:],

@@ -3,10 +3,10 @@ package devices_test
 import (
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner/plantest"
-
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/devices"
 )
 
@@ -21,13 +21,13 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name     string
 		src      string
-		want     []planner.DeviceOp
+		want     []planpkg.DeviceOp
 		warnings int
 	}{
-		{"every GPU", "device \"all\" {\n  compute_mode = \"exclusive_process\"\n}\n", []planner.DeviceOp{{UUID: "GPU-5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}}, 1},
-		{"one GPU by index", "device \"1\" {\n  compute_mode = \"default\"\n}\n", []planner.DeviceOp{{UUID: "GPU-6e6b2ff3-3a3b-4c44-8bd4-6c4f9a2c3d5e", Index: 1, Setting: "compute_mode", Value: "default"}}, 0},
+		{"every GPU", "device \"all\" {\n  compute_mode = \"exclusive_process\"\n}\n", []planpkg.DeviceOp{{UUID: "GPU-5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d", Index: 0, Setting: "compute_mode", Value: "exclusive_process"}}, 1},
+		{"one GPU by index", "device \"1\" {\n  compute_mode = \"default\"\n}\n", []planpkg.DeviceOp{{UUID: "GPU-6e6b2ff3-3a3b-4c44-8bd4-6c4f9a2c3d5e", Index: 1, Setting: "compute_mode", Value: "default"}}, 0},
 		{"one GPU by UUID, already so", "device \"GPU-5D5A1EE2-2F2A-4B33-9AC3-5B3E8F1B2C4D\" {\n  compute_mode = \"default\"\n}\n", nil, 0},
-		{"absent puts the default back", "device \"1\" {\n  absent = true\n}\n", []planner.DeviceOp{{UUID: "GPU-6e6b2ff3-3a3b-4c44-8bd4-6c4f9a2c3d5e", Index: 1, Setting: "compute_mode", Value: "default"}}, 0},
+		{"absent puts the default back", "device \"1\" {\n  absent = true\n}\n", []planpkg.DeviceOp{{UUID: "GPU-6e6b2ff3-3a3b-4c44-8bd4-6c4f9a2c3d5e", Index: 1, Setting: "compute_mode", Value: "default"}}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,9 +35,9 @@ func TestPlan(t *testing.T) {
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(devices.Kind.Provider())
 			plan := plantest.Plan(t, pl, s, obs)
-			var got []planner.DeviceOp
+			var got []planpkg.DeviceOp
 			for _, st := range plan.Steps {
-				if st.Address != "device."+s.Devices[0].Selector || st.Action != planner.Update {
+				if st.Address != "device."+s.Devices[0].Selector || st.Action != planpkg.Update {
 					t.Errorf("step %s %s", st.Address, st.Action)
 				}
 				for _, op := range st.Operations {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/driver"
@@ -51,7 +52,7 @@ func hgxInstalled() []facts.Package {
 	}
 }
 
-func stepOps(s *planner.Step) []string {
+func stepOps(s *planpkg.Step) []string {
 	var out []string
 	for _, op := range s.Operations {
 		switch {
@@ -87,7 +88,7 @@ func TestFabricManagerFollowsUpgrade(t *testing.T) {
 	if got := planPins(*fm); got != "nvidia-fabricmanager-550=550.127.05-1 libnvidia-nscq-550=550.127.05-1 hold:nvidia-fabricmanager-550 hold:libnvidia-nscq-550" {
 		t.Errorf("Fabric Manager pins %q", got)
 	}
-	if fm.Action != planner.Update || fm.Before["version"] != "550.54.15-1" || !strings.Contains(fm.Reason, "error 802") {
+	if fm.Action != planpkg.Update || fm.Before["version"] != "550.54.15-1" || !strings.Contains(fm.Reason, "error 802") {
 		t.Errorf("step %+v", fm)
 	}
 	if fmOp, dOp := fm.Operations[0], d.Operations[0]; fmOp.Transaction == 0 || fmOp.Transaction != dOp.Transaction {
@@ -185,7 +186,7 @@ func TestFabricManagerAtInstalledDriver(t *testing.T) {
 	if ops := stepOps(&fm); !slices.Equal(ops, []string{"packages", "enable nvidia-fabricmanager.service"}) {
 		t.Errorf("operations %q", ops)
 	}
-	if fm.Action != planner.Create || !strings.Contains(fm.Reason, "next boot") {
+	if fm.Action != planpkg.Create || !strings.Contains(fm.Reason, "next boot") {
 		t.Errorf("step %+v", fm)
 	}
 	planApply(obs, plan.Steps)

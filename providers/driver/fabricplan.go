@@ -11,8 +11,9 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -26,7 +27,7 @@ const FabricStep = "driver.fabricmanager"
 // since it is versioned with the driver too and a driver upgrade that
 // leaves it behind breaks the NVSwitch reads of DCGM and nvidia-smi.
 func fabricNames(obs *facts.Observation, src spec.Source, driverNames []string, branch uint64) ([]string, error) {
-	q := compat.PackageQuery{OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Repo: compat.RepoDistro, Branch: branch, Component: "fabricmanager"}
+	q := compat.PackageQuery{OS: pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Repo: compat.RepoDistro, Branch: branch, Component: "fabricmanager"}
 	if q.OS == "rhel" {
 		q.OSVersion, _, _ = strings.Cut(q.OSVersion, ".")
 	}
@@ -93,17 +94,17 @@ func fabricVersion(ctx context.Context, req *planner.Request, name, upstream, ex
 // module reload stops Fabric Manager before unloading the modules and
 // starts it after loading the new ones, and the service is enabled once
 // the new module runs.
-func planFabric(ctx context.Context, req *planner.Request, install *planner.Step) (*planner.Step, error) {
+func planFabric(ctx context.Context, req *planner.Request, install *plan.Step) (*plan.Step, error) {
 	obs := req.Facts
 	d := req.Desired.Driver
 	if len(obs.Fabric.NVSwitches) == 0 || d.KernelModules == spec.KernelModulesNone {
 		return nil, nil
 	}
 	manager := req.Desired.Manager
-	driverNames := repository.Names(d.Packages)
+	driverNames := pkgkit.Names(d.Packages)
 	fm := obs.Fabric.Manager
 	var names []string
-	var pins []planner.PackagePin
+	var pins []plan.PackagePin
 	shown := ""
 	if install != nil && install.Operations[0].Packages.Install[0].KnownAfterApply() {
 		// The driver's version is picked by apply once the indexes are
@@ -119,9 +120,9 @@ func planFabric(ctx context.Context, req *planner.Request, install *planner.Step
 			return nil, err
 		}
 		for _, n := range names {
-			pins = append(pins, planner.PackagePin{Name: n, Constraint: install.Operations[0].Packages.Install[0].Constraint})
+			pins = append(pins, plan.PackagePin{Name: n, Constraint: install.Operations[0].Packages.Install[0].Constraint})
 		}
-		shown = planner.KnownAfterApply
+		shown = plan.KnownAfterApply
 	} else {
 		raw := ""
 		if install != nil {
@@ -154,7 +155,7 @@ func planFabric(ctx context.Context, req *planner.Request, install *planner.Step
 		if err != nil {
 			return nil, err
 		}
-		pins = append(pins, planner.PackagePin{Name: names[0], Version: fmVersion})
+		pins = append(pins, plan.PackagePin{Name: names[0], Version: fmVersion})
 		for _, n := range names[1:] {
 			// One step shows one version: the query library must be
 			// published at Fabric Manager's own, as NVIDIA does.
@@ -162,7 +163,7 @@ func planFabric(ctx context.Context, req *planner.Request, install *planner.Step
 			if err != nil {
 				return nil, err
 			}
-			pins = append(pins, planner.PackagePin{Name: n, Version: v})
+			pins = append(pins, plan.PackagePin{Name: n, Version: v})
 		}
 		shown = fmVersion
 	}
@@ -172,19 +173,19 @@ func planFabric(ctx context.Context, req *planner.Request, install *planner.Step
 			hold = append(hold, n)
 		}
 	}
-	op := &planner.PackagesOp{Manager: manager, Install: pins, Hold: hold}
+	op := &plan.PackagesOp{Manager: manager, Install: pins, Hold: hold}
 	if fm.Version != "" && pins[0].Version != "" && pkgdb.Compare(string(manager), pins[0].Version, fm.Version) < 0 {
 		op.AllowDowngrade = true
 	}
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    FabricStep,
-		Action:     planner.Create,
-		ReasonCode: planner.ReasonMissing,
+		Action:     plan.Create,
+		ReasonCode: plan.ReasonMissing,
 		After:      map[string]string{"version": shown, "packages": strings.Join(names, ", ")},
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
 	}
 	if fm.Package != "" {
-		step.Action, step.ReasonCode = planner.Update, planner.ReasonVersionMismatch
+		step.Action, step.ReasonCode = plan.Update, plan.ReasonVersionMismatch
 		step.Before = map[string]string{"version": fm.Version, "packages": fm.Package}
 	}
 	what := fmt.Sprintf("Fabric Manager follows the driver on this board's %d NVSwitches: without it at the driver's version, running, CUDA fails on every GPU with error 802 (system not yet initialized)", len(obs.Fabric.NVSwitches))
@@ -196,22 +197,22 @@ func planFabric(ctx context.Context, req *planner.Request, install *planner.Step
 		// packages join the driver's transaction.
 		step.DependsOn = slices.Clone(install.DependsOn)
 		install.DependsOn = append(install.DependsOn, FabricStep)
-		step.Reason = planner.Sentence([]string{what, "installs " + strings.Join(names, ", ") + " in the driver's package transaction"})
+		step.Reason = plan.Sentence([]string{what, "installs " + strings.Join(names, ", ") + " in the driver's package transaction"})
 		install.Reason += fmt.Sprintf(" %s joins its package transaction (%s).", names[0], FabricStep)
 		reloadFabric(install, obs)
 		enableFabric(obs, install)
 		return step, nil
 	}
-	step.DependsOn = append(repository.Deps(req), "driver")
-	step.Reason = planner.Sentence([]string{what, "installs " + strings.Join(names, ", ") + " at the installed driver's version"})
+	step.DependsOn = append(pkgkit.Deps(req), "driver")
+	step.Reason = plan.Sentence([]string{what, "installs " + strings.Join(names, ", ") + " at the installed driver's version"})
 	if obs.Init.Systemd && fm.Running == "yes" {
 		// The daemon running is the old one: it stops before the
 		// transaction and starts after it as the new one, against the
 		// driver already loaded.
-		svc := func(run string) planner.Operation {
-			return planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: compat.FabricManagerUnit, Run: run}}
+		svc := func(run string) plan.Operation {
+			return plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: compat.FabricManagerUnit, Run: run}}
 		}
-		step.Operations = []planner.Operation{svc(planner.ServiceStop), step.Operations[0], svc(planner.ServiceStart)}
+		step.Operations = []plan.Operation{svc(plan.ServiceStop), step.Operations[0], svc(plan.ServiceStart)}
 	}
 	enableFabric(obs, step)
 	return step, nil
@@ -231,7 +232,7 @@ func installedDriver(obs *facts.Observation, names []string) (facts.Package, boo
 	return pkgdb.Installed(obs.Packages, names[0], pkgdb.Configured)
 }
 
-func nscqAt(obs *facts.Observation, manager planner.Manager, upstream string) bool {
+func nscqAt(obs *facts.Observation, manager plan.Manager, upstream string) bool {
 	up, err := pkgdb.UpstreamVersion(string(manager), obs.Fabric.Manager.NSCQVersion)
 	return err == nil && up.String() == upstream
 }
@@ -240,12 +241,12 @@ func nscqAt(obs *facts.Observation, manager planner.Manager, upstream string) bo
 // the enabling of its service where it is not enabled: started now where
 // systemd runs the host and the new module is what runs after the step,
 // else at the next boot.
-func enableFabric(obs *facts.Observation, step *planner.Step) {
+func enableFabric(obs *facts.Observation, step *plan.Step) {
 	if obs.Fabric.Manager.Enabled {
 		return
 	}
 	now := obs.Init.Systemd && !step.Flags.NeedsReboot
-	step.Operations = append(step.Operations, planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: compat.FabricManagerUnit, Enable: true, Now: now}})
+	step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: compat.FabricManagerUnit, Enable: true, Now: now}})
 	if now {
 		step.Reason += " Fabric Manager's service is enabled and started."
 	} else {
@@ -258,7 +259,7 @@ func enableFabric(obs *facts.Observation, step *planner.Step) {
 // seen holding the modules): it talks to the driver it was started
 // against, so it must stop before the old module goes and start after
 // the new one is loaded.
-func reloadFabric(step *planner.Step, obs *facts.Observation) {
+func reloadFabric(step *plan.Step, obs *facts.Observation) {
 	if obs.Fabric.Manager.Running != "yes" {
 		return
 	}
@@ -268,10 +269,10 @@ func reloadFabric(step *planner.Step, obs *facts.Observation) {
 			return
 		}
 		if k := op.Kernel; k != nil && k.Reload {
-			if k.Action == planner.KernelUnloadModule && firstUnload < 0 {
+			if k.Action == plan.KernelUnloadModule && firstUnload < 0 {
 				firstUnload = i
 			}
-			if k.Action == planner.KernelCheckVersion {
+			if k.Action == plan.KernelCheckVersion {
 				check = i
 			}
 		}
@@ -279,11 +280,11 @@ func reloadFabric(step *planner.Step, obs *facts.Observation) {
 	if firstUnload < 0 || check < 0 {
 		return
 	}
-	svc := func(run string) planner.Operation {
-		return planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: compat.FabricManagerUnit, Run: run, Reload: true}}
+	svc := func(run string) plan.Operation {
+		return plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: compat.FabricManagerUnit, Run: run, Reload: true}}
 	}
 	// The start goes just before the version check, after the new
 	// modules and the other services are up.
-	ops := slices.Insert(step.Operations, check, svc(planner.ServiceStart))
-	step.Operations = slices.Insert(ops, firstUnload, svc(planner.ServiceStop))
+	ops := slices.Insert(step.Operations, check, svc(plan.ServiceStart))
+	step.Operations = slices.Insert(ops, firstUnload, svc(plan.ServiceStop))
 }

@@ -13,8 +13,10 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/reload"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -63,7 +65,7 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 		return resp
 	}
 	if err != nil {
-		resp.Diagnostics = append(resp.Diagnostics, repository.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))
+		resp.Diagnostics = append(resp.Diagnostics, pkgkit.NoVersion("driver", err, d.Block.Version.RangeOr(d.Block.DefRange)))
 		return resp
 	}
 	fabric, err := planFabric(ctx, req, install)
@@ -74,7 +76,7 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 	if fabric != nil {
 		resp.Steps = append(resp.Steps, *fabric)
 	}
-	if install != nil && install.ReasonCode == planner.ReasonReplaceRequested {
+	if install != nil && install.ReasonCode == plan.ReasonReplaceRequested {
 		// A reinstall leaves the driver as the spec has it: what is
 		// planned around a driver that changes (purge, holds) is not.
 		resp.Steps = append(resp.Steps, *install)
@@ -102,11 +104,11 @@ func (p Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respo
 
 // planPackages returns the "driver" step, or nil when the installed
 // packages already satisfy the spec.
-func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, error) {
+func planPackages(ctx context.Context, req *planner.Request) (*plan.Step, error) {
 	d := req.Desired.Driver
 	obs := req.Facts
 	manager := req.Desired.Manager
-	names := repository.Names(d.Packages)
+	names := pkgkit.Names(d.Packages)
 	installed := map[string]facts.Package{}
 	for _, n := range names {
 		if pkg, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); ok {
@@ -148,48 +150,48 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if len(inPlace(obs, d, manager)) > 0 {
 		return nil, nil
 	}
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 		Manager: manager, Packages: d.Packages, Versions: d.Versions,
-		OS: repository.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
-		Archive: req.Desired.Archive, Source: d.Source, Adds: repository.Adds(req, d.Source),
+		OS: pkgkit.OSID(obs.OS), OSVersion: obs.OS.VersionID, Pending: pkgkit.Pending(req),
+		Archive: req.Desired.Archive, Source: d.Source, Adds: pkgkit.Adds(req, d.Source),
 	})
 	if err != nil {
 		return nil, err
 	}
 	op := picked.Install(manager, d.Packages)
-	action := planner.Create
-	code := planner.ReasonMissing
+	action := plan.Create
+	code := plan.ReasonMissing
 	var why []string
 	switch {
 	case haveMain && mainPkg.Version != picked.Version:
-		action = planner.Update
+		action = plan.Update
 		op.AllowDowngrade = picked.Downgrades(manager, mainPkg.Version)
-		code = planner.ReasonVersionMismatch
+		code = plan.ReasonVersionMismatch
 		why = append(why, fmt.Sprintf("the installed %s %s does not satisfy %s", names[0], mainPkg.Version, d.Versions.Quoted()))
 	case haveMain:
-		action = planner.Update
+		action = plan.Update
 		var missing []string
 		for _, n := range names {
 			if _, ok := installed[n]; !ok {
 				missing = append(missing, n)
 			}
 		}
-		code = planner.ReasonIncomplete
+		code = plan.ReasonIncomplete
 		why = append(why, fmt.Sprintf("the package %s is installed without %s", names[0], strings.Join(missing, ", ")))
 	case len(conflicting(obs, d)) > 0:
 		// Another driver's packages are installed: this one takes their
 		// place (driver.purge removes them first).
-		action = planner.Replace
-		code = planner.ReasonVariantMismatch
+		action = plan.Replace
+		code = plan.ReasonVariantMismatch
 		why = append(why, fmt.Sprintf("the installed %s are another driver than the spec's", strings.Join(conflicting(obs, d), ", ")))
 	default:
 		why = append(why, fmt.Sprintf("no %s driver package is installed", d.Source))
 	}
 	if cur := obs.Driver.ModuleFlavor; cur != "" && d.KernelModules != spec.KernelModulesNone && cur != string(d.KernelModules) {
-		action = planner.Replace
+		action = plan.Replace
 		why = append(why, fmt.Sprintf("the loaded module is the %s flavour and the spec asks for %s modules", cur, d.KernelModules))
 	}
-	installs := strings.Join(names, ", ") + " " + repository.ShownVersion(picked.Version)
+	installs := strings.Join(names, ", ") + " " + pkgkit.ShownVersion(picked.Version)
 	if len(picked.Versions) > 0 {
 		// A dnf set shares its upstream version only: each package is
 		// shown at the EVR it is pinned at.
@@ -202,7 +204,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	why = append(why, fmt.Sprintf("installs %s (%s kernel modules)", installs, d.KernelModules))
 	signed := d.Signed.Pins()
 	for _, p := range signed {
-		op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: p.Version})
+		op.Install = append(op.Install, plan.PackagePin{Name: p.Name, Version: p.Version})
 	}
 	switch {
 	case len(signed) > 0:
@@ -216,20 +218,20 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 	if d.FloorFor != "" {
 		why = append(why, fmt.Sprintf("%s needs %s or newer", d.FloorFor, d.Floor))
 	}
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    "driver",
 		Action:     action,
-		After:      map[string]string{"version": repository.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
+		After:      map[string]string{"version": pkgkit.ShownVersion(picked.Version), "packages": strings.Join(names, ", "), "kernel_modules": string(d.KernelModules), "source": string(d.Source)},
 		Reason:     picked.Reason(why),
 		ReasonCode: code,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
+		DependsOn:  append(pkgkit.Deps(req), "driver.purge", "kernel.nouveau", "kernel.headers"),
 	}
 	if len(before) > 0 {
 		step.Before = before
 	}
 	if len(signed) > 0 {
-		step.After[planner.AfterSignedModules] = planner.ShownPins(signed)
+		step.After[plan.AfterSignedModules] = planner.ShownPins(signed)
 	}
 	if d.KernelModules != spec.KernelModulesNone {
 		step.Flags.NeedsReboot = true
@@ -251,7 +253,7 @@ func planPackages(ctx context.Context, req *planner.Request) (*planner.Step, err
 // reload a driver change gets, so that the module loaded is the one
 // reinstalled; where the modules cannot be reloaded the step needs a
 // reboot and says why.
-func reinstallDriver(ctx context.Context, req *planner.Request, names []string, mainPkg facts.Package, before map[string]string) (*planner.Step, error) {
+func reinstallDriver(ctx context.Context, req *planner.Request, names []string, mainPkg facts.Package, before map[string]string) (*plan.Step, error) {
 	d := req.Desired.Driver
 	obs := req.Facts
 	manager := req.Desired.Manager
@@ -272,7 +274,7 @@ func reinstallDriver(ctx context.Context, req *planner.Request, names []string, 
 	for _, p := range d.Signed.Pins() {
 		if inst, ok := pkgdb.Installed(obs.Packages, p.Name, pkgdb.Configured); ok && inst.Version == p.Version {
 			signed = append(signed, p)
-			op.Install = append(op.Install, planner.PackagePin{Name: p.Name, Version: p.Version})
+			op.Install = append(op.Install, plan.PackagePin{Name: p.Name, Version: p.Version})
 		}
 	}
 	if diag := repository.Reinstallable(ctx, req.Candidates, "driver", op, d.Block.Version.RangeOr(d.Block.DefRange)); diag != nil {
@@ -287,18 +289,18 @@ func reinstallDriver(ctx context.Context, req *planner.Request, names []string, 
 	before = maps.Clone(before)
 	before["packages"] = strings.Join(shown, ", ")
 	after := maps.Clone(before)
-	step := &planner.Step{
+	step := &plan.Step{
 		Address:    "driver",
-		Action:     planner.Replace,
+		Action:     plan.Replace,
 		Before:     before,
 		After:      after,
 		Reason:     repository.ReinstallReason(op),
-		ReasonCode: planner.ReasonReplaceRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  append(repository.Deps(req), "kernel.nouveau", "kernel.headers"),
+		ReasonCode: plan.ReasonReplaceRequested,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
+		DependsOn:  append(pkgkit.Deps(req), "kernel.nouveau", "kernel.headers"),
 	}
 	if len(signed) > 0 {
-		step.After[planner.AfterSignedModules] = planner.ShownPins(signed)
+		step.After[plan.AfterSignedModules] = planner.ShownPins(signed)
 	}
 	if d.KernelModules != spec.KernelModulesNone {
 		step.Flags.NeedsReboot = true
@@ -322,7 +324,7 @@ func (e replaceError) Error() string { return e.diag.Detail }
 // reload that puts the new module in its place, after the package
 // transaction, when the facts allow one; otherwise the step keeps its
 // reboot and its reason says why the modules cannot be reloaded.
-func planReload(step *planner.Step, obs *facts.Observation, manager planner.Manager, version string, interrupt bool) {
+func planReload(step *plan.Step, obs *facts.Observation, manager plan.Manager, version string, interrupt bool) {
 	rp := reload.Decide(obs, reload.Options{Interrupt: interrupt, BuildsModule: step.Flags.BuildsKernelModule})
 	want, err := pkgdb.UpstreamVersion(string(manager), version)
 	if version == "" || err != nil {
@@ -358,31 +360,31 @@ func planReload(step *planner.Step, obs *facts.Observation, manager planner.Mana
 // processes that hold the modules, unload the old modules, load the new
 // ones, start the services again, and check that the loaded driver is
 // version.
-func ReloadOperations(rp reload.Plan, version string) []planner.Operation {
-	var ops []planner.Operation
-	svc := func(unit, run string) planner.Operation {
-		return planner.Operation{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: unit, Run: run, Reload: true}}
+func ReloadOperations(rp reload.Plan, version string) []plan.Operation {
+	var ops []plan.Operation
+	svc := func(unit, run string) plan.Operation {
+		return plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: unit, Run: run, Reload: true}}
 	}
-	kern := func(k planner.KernelOp) planner.Operation {
+	kern := func(k plan.KernelOp) plan.Operation {
 		k.Reload = true
-		return planner.Operation{Kind: planner.OpKernel, Kernel: &k}
+		return plan.Operation{Kind: plan.OpKernel, Kernel: &k}
 	}
 	for _, u := range rp.Stop {
-		ops = append(ops, svc(u, planner.ServiceStop))
+		ops = append(ops, svc(u, plan.ServiceStop))
 	}
 	for _, p := range rp.Interrupt {
-		ops = append(ops, kern(planner.KernelOp{Action: planner.KernelStopProcess, PID: p.PID, Process: p.Command}))
+		ops = append(ops, kern(plan.KernelOp{Action: plan.KernelStopProcess, PID: p.PID, Process: p.Command}))
 	}
 	for _, m := range rp.Unload {
-		ops = append(ops, kern(planner.KernelOp{Action: planner.KernelUnloadModule, Module: m}))
+		ops = append(ops, kern(plan.KernelOp{Action: plan.KernelUnloadModule, Module: m}))
 	}
 	for _, m := range rp.Load {
-		ops = append(ops, kern(planner.KernelOp{Action: planner.KernelLoadModule, Module: m}))
+		ops = append(ops, kern(plan.KernelOp{Action: plan.KernelLoadModule, Module: m}))
 	}
 	for _, u := range slices.Backward(rp.Stop) {
-		ops = append(ops, svc(u, planner.ServiceStart))
+		ops = append(ops, svc(u, plan.ServiceStart))
 	}
-	return append(ops, kern(planner.KernelOp{Action: planner.KernelCheckVersion, Version: version}))
+	return append(ops, kern(plan.KernelOp{Action: plan.KernelCheckVersion, Version: version}))
 }
 
 func gpuBusy(obs *facts.Observation) bool {
@@ -399,7 +401,7 @@ func gpuBusy(obs *facts.Observation) bool {
 // nvidia-driver-550-open where the spec, asking for ">= 545", would
 // install nvidia-open): same flavour, a version the spec admits. Such a
 // driver is left alone. None when the spec installs the userspace alone.
-func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager planner.Manager) []string {
+func inPlace(obs *facts.Observation, d *planner.DesiredDriver, manager plan.Manager) []string {
 	var out []string
 	for p := range installedTopLevel(obs, d) {
 		up, err := pkgdb.UpstreamVersion(string(manager), p.Version)
@@ -442,7 +444,7 @@ func conflicting(obs *facts.Observation, d *planner.DesiredDriver) []string {
 
 // purgeStep removes installed top-level driver packages of another
 // branch, flavour or source than the spec's.
-func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager planner.Manager) *planner.Step {
+func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager plan.Manager) *plan.Step {
 	remove := conflicting(obs, d)
 	if len(remove) == 0 {
 		return nil
@@ -453,25 +455,25 @@ func purgeStep(obs *facts.Observation, d *planner.DesiredDriver, manager planner
 			unhold = append(unhold, n)
 		}
 	}
-	return &planner.Step{
+	return &plan.Step{
 		Address: "driver.purge",
-		Action:  planner.Delete,
+		Action:  plan.Delete,
 		Before:  map[string]string{"packages": strings.Join(remove, ", ")},
 		Reason: fmt.Sprintf("Removes %s: another driver branch, flavour or source than the spec's (%s %s modules), which would conflict with it.",
 			strings.Join(remove, ", "), d.Source, d.KernelModules),
-		ReasonCode: planner.ReasonVariantMismatch,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: remove, Purge: true, Unhold: unhold}}},
-		Flags:      planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
+		ReasonCode: plan.ReasonVariantMismatch,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: manager, Remove: remove, Purge: true, Unhold: unhold}}},
+		Flags:      plan.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)},
 	}
 }
 
 // holdStep holds the driver packages when hold = true, or releases them
 // when hold = false; nil when the spec does not say or they already are.
-func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner.Step, manager planner.Manager, alike []string) *planner.Step {
+func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *plan.Step, manager plan.Manager, alike []string) *plan.Step {
 	if !d.Block.Hold.Set || manager == "" {
 		return nil
 	}
-	names := repository.Names(d.Packages)
+	names := pkgkit.Names(d.Packages)
 	if d.Signed != nil {
 		// Each kernel's signed modules are held with the driver they
 		// were built for; their meta package is not, so that it goes on
@@ -505,7 +507,7 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 	if len(change) == 0 {
 		return nil
 	}
-	op := &planner.PackagesOp{Manager: manager}
+	op := &plan.PackagesOp{Manager: manager}
 	reason := fmt.Sprintf("hold = true keeps %s at the planned version: unattended upgrades cannot move the driver away from the loaded kernel module.", strings.Join(change, ", "))
 	if d.Hold {
 		op.Hold = change
@@ -513,24 +515,24 @@ func holdStep(obs *facts.Observation, d *planner.DesiredDriver, install *planner
 		op.Unhold = change
 		reason = fmt.Sprintf("hold = false releases %s, so that upgrades may move them.", strings.Join(change, ", "))
 	}
-	action := planner.Update
-	if install != nil && install.Action == planner.Create {
-		action = planner.Create
+	action := plan.Update
+	if install != nil && install.Action == plan.Create {
+		action = plan.Create
 	}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    "driver.hold",
 		Action:     action,
 		Before:     map[string]string{"held": strings.Join(before, ", ")},
 		After:      map[string]string{"held": map[bool]string{true: strings.Join(change, ", "), false: ""}[d.Hold]},
 		Reason:     reason,
-		ReasonCode: planner.ReasonHoldDiffers,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		ReasonCode: plan.ReasonHoldDiffers,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
 		DependsOn:  []string{"driver"},
 	}
 }
 
 // persistenceStep enables or disables nvidia-persistenced.
-func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step {
+func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriver) *plan.Step {
 	if !d.PersistenceMode.Set {
 		return nil
 	}
@@ -539,17 +541,17 @@ func (p Provider) persistenceStep(obs *facts.Observation, d *planner.DesiredDriv
 	if known && enabled == want {
 		return nil
 	}
-	state := map[bool]string{true: planner.PersistenceEnabled, false: planner.PersistenceDisabled}
-	step := &planner.Step{
+	state := map[bool]string{true: plan.PersistenceEnabled, false: plan.PersistenceDisabled}
+	step := &plan.Step{
 		Address:    "driver.persistence",
-		Action:     planner.Update,
-		ReasonCode: planner.ReasonSettingDiffers,
-		After:      map[string]string{string(planner.SettingPersistenceMode): state[want]},
-		Operations: []planner.Operation{{Kind: planner.OpService, Service: &planner.ServiceOp{Unit: PersistencedUnit, Enable: want, Now: obs.Init.Systemd}}},
+		Action:     plan.Update,
+		ReasonCode: plan.ReasonSettingDiffers,
+		After:      map[string]string{string(plan.SettingPersistenceMode): state[want]},
+		Operations: []plan.Operation{{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: PersistencedUnit, Enable: want, Now: obs.Init.Systemd}}},
 		DependsOn:  []string{"driver"},
 	}
 	if known {
-		step.Before = map[string]string{string(planner.SettingPersistenceMode): state[enabled]}
+		step.Before = map[string]string{string(plan.SettingPersistenceMode): state[enabled]}
 	}
 	switch {
 	case want:
@@ -618,17 +620,17 @@ func PersistenceEnabled(obs *facts.Observation) (enabled, known bool) {
 var driverPackage = lazyregexp.New(`^(nvidia-(driver|kernel|open|dkms|utils|compute-utils|smi|alternative|persistenced|modprobe|vdpau-driver|egl|settings|tesla)|libnvidia-|libcuda1|cuda-drivers|kmod-nvidia|xserver-xorg-video-nvidia|firmware-nvidia-gsp|linux-(modules|objects|signatures)-nvidia-)`)
 
 // removeDriver plans the removal of every installed driver package.
-func removeDriver(obs *facts.Observation, manager planner.Manager) *planner.Step {
+func removeDriver(obs *facts.Observation, manager plan.Manager) *plan.Step {
 	var remove []string
 	for _, p := range obs.Packages.Packages {
 		if p.State == facts.StateInstalled && driverPackage.MatchString(p.Name) && !strings.HasPrefix(p.Name, "nvidia-cuda") {
 			remove = append(remove, p.Name)
 		}
 	}
-	s := repository.Remove("driver", "the NVIDIA driver", manager, remove)
+	s := pkgkit.Remove("driver", "the NVIDIA driver", manager, remove)
 	if s != nil {
 		s.Operations[0].Packages.Purge = true
-		s.Flags = planner.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)}
+		s.Flags = plan.Flags{NeedsReboot: true, InterruptsGPUProcesses: gpuBusy(obs)}
 	}
 	return s
 }

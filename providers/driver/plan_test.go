@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner/plantest"
-
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
-	"github.com/gpuenv/gpuenv/providers/repository"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 )
 
 // countingCandidates answers candidate questions from a map and counts them.
@@ -25,7 +25,7 @@ type countingCandidates struct {
 	asked    *int
 }
 
-func (tb countingCandidates) Versions(_ context.Context, _ planner.Manager, name string) ([]string, error) {
+func (tb countingCandidates) Versions(_ context.Context, _ planpkg.Manager, name string) ([]string, error) {
 	*tb.asked++
 	return tb.versions[name], nil
 }
@@ -54,7 +54,7 @@ func planInstalled(name, ver string, hold bool) facts.Package {
 }
 
 // planApply changes the observation as apt would carry out the steps.
-func planApply(obs *facts.Observation, steps []planner.Step) {
+func planApply(obs *facts.Observation, steps []planpkg.Step) {
 	for _, s := range steps {
 		for _, op := range s.Operations {
 			p := op.Packages
@@ -62,7 +62,7 @@ func planApply(obs *facts.Observation, steps []planner.Step) {
 				continue
 			}
 			obs.Packages.Packages = slices.DeleteFunc(obs.Packages.Packages, func(q facts.Package) bool {
-				return slices.Contains(p.Remove, q.Name) || slices.ContainsFunc(p.Install, func(i planner.PackagePin) bool { return i.Name == q.Name })
+				return slices.Contains(p.Remove, q.Name) || slices.ContainsFunc(p.Install, func(i planpkg.PackagePin) bool { return i.Name == q.Name })
 			})
 			for _, i := range p.Install {
 				obs.Packages.Packages = append(obs.Packages.Packages, planInstalled(i.Name, i.Version, false))
@@ -90,12 +90,12 @@ var planDebianVersions = map[string][]string{
 
 type planStep struct {
 	address string
-	action  planner.Action
+	action  planpkg.Action
 	pins    string // name=version … of the step's package operations
 	reason  string // a part of the reason
 }
 
-func planPins(s planner.Step) string {
+func planPins(s planpkg.Step) string {
 	var out []string
 	for _, op := range s.Operations {
 		if p := op.Packages; p != nil {
@@ -126,8 +126,8 @@ func TestPlan(t *testing.T) {
 			fixture: "debian12-distro",
 			src:     "driver {\n  version = \"535.*\"\n  kernel_modules = \"proprietary\"\n  hold = true\n}\n",
 			want: []planStep{
-				{"driver", planner.Create, "nvidia-driver=535.309.01-0+deb12u1 nvidia-kernel-dkms=535.309.01-0+deb12u1", "No distro driver package is installed; installs nvidia-driver, nvidia-kernel-dkms 535.309.01-0+deb12u1 (proprietary kernel modules)"},
-				{"driver.hold", planner.Create, "hold:nvidia-driver hold:nvidia-kernel-dkms", "hold = true keeps nvidia-driver, nvidia-kernel-dkms at the planned version"},
+				{"driver", planpkg.Create, "nvidia-driver=535.309.01-0+deb12u1 nvidia-kernel-dkms=535.309.01-0+deb12u1", "No distro driver package is installed; installs nvidia-driver, nvidia-kernel-dkms 535.309.01-0+deb12u1 (proprietary kernel modules)"},
+				{"driver.hold", planpkg.Create, "hold:nvidia-driver hold:nvidia-kernel-dkms", "hold = true keeps nvidia-driver, nvidia-kernel-dkms at the planned version"},
 			},
 		},
 		{
@@ -142,8 +142,8 @@ func TestPlan(t *testing.T) {
 			pkgs:    []facts.Package{planInstalled("nvidia-driver", "535.261.03-1", false), planInstalled("nvidia-kernel-dkms", "535.261.03-1", false)},
 			src:     "driver {\n  version = \"535.*\"\n  kernel_modules = \"open\"\n}\n",
 			want: []planStep{
-				{"driver.purge", planner.Delete, "-nvidia-kernel-dkms", "Removes nvidia-kernel-dkms: another driver branch, flavour or source"},
-				{"driver", planner.Replace, "nvidia-driver=535.261.03-1 nvidia-open-kernel-dkms=535.261.03-1 firmware-nvidia-gsp=535.261.03-1", "The package nvidia-driver is installed without nvidia-open-kernel-dkms, firmware-nvidia-gsp; the loaded module is the proprietary flavour and the spec asks for open modules"},
+				{"driver.purge", planpkg.Delete, "-nvidia-kernel-dkms", "Removes nvidia-kernel-dkms: another driver branch, flavour or source"},
+				{"driver", planpkg.Replace, "nvidia-driver=535.261.03-1 nvidia-open-kernel-dkms=535.261.03-1 firmware-nvidia-gsp=535.261.03-1", "The package nvidia-driver is installed without nvidia-open-kernel-dkms, firmware-nvidia-gsp; the loaded module is the proprietary flavour and the spec asks for open modules"},
 			},
 		},
 		{
@@ -157,7 +157,7 @@ func TestPlan(t *testing.T) {
 			fixture: "debian12-distro",
 			src:     "driver {\n  version = \"535.*\"\n  kernel_modules = \"none\"\n}\n",
 			want: []planStep{
-				{"driver", planner.Create, "nvidia-smi=535.309.01-0+deb12u1 libnvidia-ml1=535.309.01-0+deb12u1 libcuda1=535.309.01-0+deb12u1", "the driver's userspace only"},
+				{"driver", planpkg.Create, "nvidia-smi=535.309.01-0+deb12u1 libnvidia-ml1=535.309.01-0+deb12u1 libcuda1=535.309.01-0+deb12u1", "the driver's userspace only"},
 			},
 		},
 		{
@@ -166,7 +166,7 @@ func TestPlan(t *testing.T) {
 			pkgs:    []facts.Package{planInstalled("nvidia-driver", "535.261.03-1", false), planInstalled("nvidia-kernel-dkms", "535.261.03-1", false), planInstalled("bash", "5.2.15-2+b8", false)},
 			src:     "driver {\n  absent = true\n}\n",
 			want: []planStep{
-				{"driver", planner.Delete, "-nvidia-driver -nvidia-kernel-dkms", "absent = true removes the NVIDIA driver"},
+				{"driver", planpkg.Delete, "-nvidia-driver -nvidia-kernel-dkms", "absent = true removes the NVIDIA driver"},
 			},
 		},
 		{
@@ -180,7 +180,7 @@ func TestPlan(t *testing.T) {
 				planInstalled("linux-modules-5.15.0-105-generic", "5.15.0-105.115", false)},
 			src: "driver {\n  absent = true\n}\n",
 			want: []planStep{
-				{"driver", planner.Delete, "-nvidia-driver-550-open -linux-modules-nvidia-550-open-5.15.0-105-generic -linux-objects-nvidia-550-open-5.15.0-105-generic -linux-signatures-nvidia-5.15.0-105-generic -linux-modules-nvidia-550-open-generic", "absent = true removes the NVIDIA driver"},
+				{"driver", planpkg.Delete, "-nvidia-driver-550-open -linux-modules-nvidia-550-open-5.15.0-105-generic -linux-objects-nvidia-550-open-5.15.0-105-generic -linux-signatures-nvidia-5.15.0-105-generic -linux-modules-nvidia-550-open-generic", "absent = true removes the NVIDIA driver"},
 			},
 		},
 		{
@@ -188,7 +188,7 @@ func TestPlan(t *testing.T) {
 			fixture: "ubuntu2204-h100-fresh",
 			src:     "driver {\n  version = \">= 550.54.15, < 551\"\n  source = \"nvidia\"\n  kernel_modules = \"open\"\n}\n",
 			want: []planStep{
-				{"driver", planner.Create, "nvidia-driver-550-open=550.127.05-0ubuntu1", "No nvidia driver package is installed"},
+				{"driver", planpkg.Create, "nvidia-driver-550-open=550.127.05-0ubuntu1", "No nvidia driver package is installed"},
 			},
 		},
 	}
@@ -393,8 +393,8 @@ func TestPlanReload(t *testing.T) {
 	pl.InterruptGPUProcesses = true
 	plan = plantest.Plan(t, pl, s, job)
 	d = plan.Step("driver")
-	stops := slices.IndexFunc(d.Operations, func(op planner.Operation) bool {
-		return op.Kernel != nil && op.Kernel.Action == planner.KernelStopProcess && op.Kernel.PID == 4242 && op.Kernel.Process == "python3"
+	stops := slices.IndexFunc(d.Operations, func(op planpkg.Operation) bool {
+		return op.Kernel != nil && op.Kernel.Action == planpkg.KernelStopProcess && op.Kernel.PID == 4242 && op.Kernel.Process == "python3"
 	})
 	if stops < 0 || d.Flags.NeedsReboot || !d.Flags.InterruptsGPUProcesses || !strings.Contains(d.Reason, "stopping the GPU processes /usr/bin/python3 (pid 4242) runs on GPU 0") {
 		t.Errorf("interrupting: stop at %d, flags %+v, reason %q", stops, d.Flags, d.Reason)
@@ -422,7 +422,7 @@ func TestPlanDnfMixedEVR(t *testing.T) {
 		}},
 		// dnf's cache of NVIDIA's repository: what the source offers.
 		{"rhel9-dnf, from the cache", "rhel9-dnf", func(obs *facts.Observation) planner.Candidates {
-			c := repository.NewFactsCandidates()
+			c := pkgkit.NewFactsCandidates()
 			c.UseIndexes(&obs.PackageIndexes)
 			return c
 		}},

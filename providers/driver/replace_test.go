@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/driver"
 )
@@ -44,7 +45,7 @@ func TestPlanReplaceDriverReloads(t *testing.T) {
 		t.Fatalf("steps %v, want the driver's alone", plan.Steps)
 	}
 	d := plan.Steps[0]
-	if d.Address != "driver" || d.Action != planner.Replace || d.ReasonCode != planner.ReasonReplaceRequested || !strings.HasPrefix(d.Reason, "Requested with -replace") {
+	if d.Address != "driver" || d.Action != planpkg.Replace || d.ReasonCode != planpkg.ReasonReplaceRequested || !strings.HasPrefix(d.Reason, "Requested with -replace") {
 		t.Errorf("step %s %s %s %q", d.Address, d.Action, d.ReasonCode, d.Reason)
 	}
 	op := d.Operations[0].Packages

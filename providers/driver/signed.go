@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
 )
 
@@ -44,7 +45,7 @@ func signedWhy(d *planner.DesiredDriver) string {
 // Ubuntu's signed modules, a kernel the archive has none for; with DKMS,
 // a kernel whose headers are not installed (the running kernel's are
 // the kernel provider's to install).
-func kernelsWithoutModule(req *planner.Request, install *planner.Step) []finding.Finding {
+func kernelsWithoutModule(req *planner.Request, install *plan.Step) []finding.Finding {
 	d := req.Desired.Driver
 	obs := req.Facts
 	if d.KernelModules == spec.KernelModulesNone || req.Desired.NoKernel != "" {

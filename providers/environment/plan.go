@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -135,11 +136,11 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		return resp
 	}
 	files := planFiles(req)
-	var ops []planner.Operation
+	var ops []plan.Operation
 	before, after := map[string]string{}, map[string]string{}
 	var why []string
-	var code planner.ReasonCode // the first change's
-	because := func(c planner.ReasonCode) {
+	var code plan.ReasonCode // the first change's
+	because := func(c plan.ReasonCode) {
 		if code == "" {
 			code = c
 		}
@@ -158,9 +159,9 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		case f.Remove:
 			removes++
 			changed[f.Path] = true
-			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Remove: true, After: f.After}})
+			ops = append(ops, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: f.Path, Remove: true, After: f.After}})
 			why = append(why, fmt.Sprintf("removes %s: the spec sets nothing for %s", f.Path, f.What))
-			because(planner.ReasonNotRequested)
+			because(plan.ReasonNotRequested)
 			continue
 		}
 		after[f.Path] = strings.TrimSpace(strings.Join(contentLines(f.Content), "; "))
@@ -168,30 +169,30 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			continue
 		}
 		changed[f.Path] = true
-		ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Content: f.Content, Mode: 0o644, After: f.After}})
+		ops = append(ops, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: f.Path, Content: f.Content, Mode: 0o644, After: f.After}})
 		if exists {
 			why = append(why, fmt.Sprintf("rewrites %s, which differs from the spec (%s)", f.Path, f.What))
-			because(planner.ReasonContentDiffers)
+			because(plan.ReasonContentDiffers)
 		} else {
 			why = append(why, fmt.Sprintf("writes %s (%s)", f.Path, f.What))
-			because(planner.ReasonMissing)
+			because(plan.ReasonMissing)
 		}
 	}
 	if len(ops) == 0 {
 		return resp
 	}
-	action := planner.Update
+	action := plan.Update
 	switch {
 	case existed == 0:
-		action = planner.Create
+		action = plan.Create
 	case removes == len(ops) && len(after) == 0:
-		action = planner.Delete
+		action = plan.Delete
 	}
-	reason := planner.Sentence(why)
+	reason := plan.Sentence(why)
 	if changed[ManagedSystemd] && !req.Facts.Init.Systemd {
 		reason += " " + nextBoot(req.Facts.Init, changed[ManagedProfile])
 	}
-	s := planner.Step{
+	s := plan.Step{
 		Address:    "environment",
 		Action:     action,
 		Reason:     reason,
@@ -199,7 +200,7 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		Operations: ops,
 		DependsOn:  []string{"cuda"},
 	}
-	if len(before) > 0 && action != planner.Create {
+	if len(before) > 0 && action != plan.Create {
 		s.Before = before
 	}
 	if len(after) > 0 {

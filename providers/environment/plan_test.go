@@ -8,19 +8,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner/plantest"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/environment"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
-func planApply(t *testing.T, root string, steps []planner.Step) {
+func planApply(t *testing.T, root string, steps []planpkg.Step) {
 	for _, s := range steps {
 		for _, op := range s.Operations {
 			f := op.File
@@ -58,7 +58,7 @@ func TestPlan(t *testing.T) {
 		name   string
 		src    string
 		init   facts.Init
-		action planner.Action
+		action planpkg.Action
 		want   []file
 		// reason is how the step's reason ends.
 		reason string
@@ -67,7 +67,7 @@ func TestPlan(t *testing.T) {
 			name:   "visible devices, order and a variable for shells and services",
 			src:    variables,
 			init:   systemd,
-			action: planner.Create,
+			action: planpkg.Create,
 			want:   []file{profile, reexec},
 			reason: "writes /etc/systemd/system.conf.d/gpuenv.conf (services' variables).",
 		},
@@ -77,7 +77,7 @@ func TestPlan(t *testing.T) {
 			name:   "a live root whose process 1 is not systemd",
 			src:    variables,
 			init:   facts.Init{PID1: "bash", Live: true},
-			action: planner.Create,
+			action: planpkg.Create,
 			want:   []file{profile, dropIn},
 			reason: "systemd is not process 1 here (bash is), so services see the change at the next boot with systemd, and login shells at their next login.",
 		},
@@ -85,7 +85,7 @@ func TestPlan(t *testing.T) {
 			name:   "an image whose /proc says systemd is not the running system",
 			src:    variables,
 			init:   facts.Init{PID1: "systemd"},
-			action: planner.Create,
+			action: planpkg.Create,
 			want:   []file{profile, dropIn},
 			reason: "The root is not the running system, so services see the change when it next boots, and login shells at their next login.",
 		},
@@ -93,7 +93,7 @@ func TestPlan(t *testing.T) {
 			name:   "a live root without /proc/1/comm",
 			src:    variables,
 			init:   facts.Init{Live: true},
-			action: planner.Create,
+			action: planpkg.Create,
 			want:   []file{profile, dropIn},
 			reason: "Process 1 is unknown (no /proc/1/comm), so services see the change at the next boot with systemd, and login shells at their next login.",
 		},
@@ -101,7 +101,7 @@ func TestPlan(t *testing.T) {
 			name:   "the toolkit on PATH and in the loader's cache",
 			src:    "cuda {\n  version = \"12.4\"\n  source = \"nvidia\"\n  set_environment = true\n}\n",
 			init:   systemd,
-			action: planner.Create,
+			action: planpkg.Create,
 			want: []file{
 				{Path: environment.ManagedProfile, Content: "# Written by gpuenv from the spec; gpuenv rewrites it on every apply.\ncase \":$PATH:\" in *:/usr/local/cuda-12.4/bin:*) ;; *) export PATH='/usr/local/cuda-12.4'\"/bin:$PATH\" ;; esac\n"},
 				{Path: environment.ManagedLdSoConf, After: []string{"ldconfig"}, Content: "# Written by gpuenv from the spec.\n/usr/local/cuda-12.4/lib64\n"},
@@ -143,10 +143,10 @@ func TestPlan(t *testing.T) {
 			obs.Environment, _ = environment.Observe(h)
 			plantest.Converged(t, pl, s, obs, "applying")
 			// Emptying the block removes what it wrote.
-			if tt.action == planner.Create && s.Environment != nil {
+			if tt.action == planpkg.Create && s.Environment != nil {
 				empty := plantest.LoadSpec(t, "environment {\n  absent = true\n}\n")
 				plan, _ = pl.Plan(context.Background(), empty, obs)
-				if len(plan.Steps) != 1 || plan.Steps[0].Action != planner.Delete || len(plan.Steps[0].Operations) != 2 {
+				if len(plan.Steps) != 1 || plan.Steps[0].Action != planpkg.Delete || len(plan.Steps[0].Operations) != 2 {
 					t.Errorf("absent: %+v", plan.Steps)
 				}
 				planApply(t, root, plan.Steps)

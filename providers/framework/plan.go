@@ -11,7 +11,9 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
@@ -31,7 +33,7 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		return resp
 	}
 	for _, df := range req.Desired.Frameworks {
-		var s *planner.Step
+		var s *plan.Step
 		var diag *hcl.Diagnostic
 		if df.Source == spec.SourceDistro {
 			s, diag = planDistroFramework(ctx, req, df)
@@ -76,13 +78,13 @@ func planInstalled(env *facts.PythonEnv, name spec.FrameworkName) *facts.Framewo
 
 // planMatches reports whether an installed build satisfies the resolved
 // framework, and why not.
-func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, planner.ReasonCode, string) {
+func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, plan.ReasonCode, string) {
 	v, err := version.Parse(inst.Version)
 	if err != nil {
-		return false, planner.ReasonVersionMismatch, fmt.Sprintf("its version %q cannot be read", inst.Version)
+		return false, plan.ReasonVersionMismatch, fmt.Sprintf("its version %q cannot be read", inst.Version)
 	}
 	if !df.Versions.Check(v) {
-		return false, planner.ReasonVersionMismatch, fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())
+		return false, plan.ReasonVersionMismatch, fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())
 	}
 	switch df.Name {
 	case spec.PyTorch:
@@ -90,22 +92,22 @@ func planMatches(inst *facts.Framework, df *planner.DesiredFramework) (bool, pla
 			return true, "", ""
 		}
 		if inst.CPUOnly || inst.CUDA == "" {
-			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is a CPU-only build and the spec needs the CUDA %s build", df.Package, inst.Version, df.CUDA)
+			return false, plan.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is a CPU-only build and the spec needs the CUDA %s build", df.Package, inst.Version, df.CUDA)
 		}
 		if c, err := version.Parse(inst.CUDA); err != nil || !c.Trunc(2).Equal(df.CUDA.Trunc(2)) {
-			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is built for CUDA %s and the spec needs CUDA %s", df.Package, inst.Version, inst.CUDA, df.CUDA)
+			return false, plan.ReasonVariantMismatch, fmt.Sprintf("the installed %s %s is built for CUDA %s and the spec needs CUDA %s", df.Package, inst.Version, inst.CUDA, df.CUDA)
 		}
 	case spec.JAX:
 		want := fmt.Sprintf("cuda%d", df.CUDA.Major())
 		if !slices.ContainsFunc(inst.Plugins, func(l facts.Library) bool { return strings.Contains(strings.ReplaceAll(l.Path, "_", ""), want) }) {
-			return false, planner.ReasonVariantMismatch, fmt.Sprintf("the installed jax %s has no CUDA %d plugin", inst.Version, df.CUDA.Major())
+			return false, plan.ReasonVariantMismatch, fmt.Sprintf("the installed jax %s has no CUDA %d plugin", inst.Version, df.CUDA.Major())
 		}
 	}
 	return true, "", ""
 }
 
 // planPipFramework plans a pip transaction.
-func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *planner.Step {
+func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *plan.Step {
 	env := planEnvironment(obs, df)
 	inst := planInstalled(env, df.Name)
 	where := df.Python
@@ -116,28 +118,28 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 		if inst == nil {
 			return nil
 		}
-		return &planner.Step{
+		return &plan.Step{
 			Address:    df.Address,
-			Action:     planner.Delete,
+			Action:     plan.Delete,
 			Before:     map[string]string{"version": inst.Version, "environment": where},
 			Reason:     fmt.Sprintf("absent = true removes %s %s from %s.", df.Package, inst.Version, where),
-			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: planner.ManagerPip, Remove: []string{df.Package}, Python: df.Python}}},
+			ReasonCode: plan.ReasonAbsentRequested,
+			Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerPip, Remove: []string{df.Package}, Python: df.Python}}},
 		}
 	}
 	if df.Version.IsZero() {
 		return nil
 	}
 	var why []string
-	action := planner.Create
-	code := planner.ReasonMissing
+	action := plan.Create
+	code := plan.ReasonMissing
 	before := map[string]string(nil)
 	if inst != nil {
 		ok, c, reason := planMatches(inst, df)
 		if ok {
 			return nil
 		}
-		action, code = planner.Update, c
+		action, code = plan.Update, c
 		before = map[string]string{"version": inst.Version, "environment": where}
 		why = append(why, reason)
 	} else {
@@ -168,16 +170,16 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 	if df.Venv != "" {
 		python = df.BasePython
 	}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    df.Address,
 		Action:     action,
 		Before:     before,
 		After:      after,
-		Reason:     planner.Sentence(why),
+		Reason:     plan.Sentence(why),
 		ReasonCode: code,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-			Manager:  planner.ManagerPip,
-			Install:  []planner.PackagePin{{Name: df.Package, Version: df.Version.String(), Extras: slices.Clone(df.Extras)}},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
+			Manager:  plan.ManagerPip,
+			Install:  []plan.PackagePin{{Name: df.Package, Version: df.Version.String(), Extras: slices.Clone(df.Extras)}},
 			Python:   python,
 			Venv:     df.Venv,
 			IndexURL: df.IndexURL,
@@ -187,7 +189,7 @@ func planPipFramework(obs *facts.Observation, df *planner.DesiredFramework) *pla
 }
 
 // planDistroFramework plans the distribution's package.
-func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.DesiredFramework) (*planner.Step, *hcl.Diagnostic) {
+func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.DesiredFramework) (*plan.Step, *hcl.Diagnostic) {
 	obs := req.Facts
 	manager := req.Desired.Manager
 	inst, installed := pkgdb.Installed(obs.Packages, df.Package, pkgdb.Configured)
@@ -195,13 +197,13 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		if !installed {
 			return nil, nil
 		}
-		return &planner.Step{
+		return &plan.Step{
 			Address:    df.Address,
-			Action:     planner.Delete,
+			Action:     plan.Delete,
 			Before:     map[string]string{"package": df.Package + "=" + inst.Version},
 			Reason:     fmt.Sprintf("absent = true removes %s %s.", df.Package, inst.Version),
-			ReasonCode: planner.ReasonAbsentRequested,
-			Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: manager, Remove: []string{df.Package}}}},
+			ReasonCode: plan.ReasonAbsentRequested,
+			Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: manager, Remove: []string{df.Package}}}},
 		}, nil
 	}
 	if df.Package == "" {
@@ -216,33 +218,33 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 		}
 	}
 	pkgs := []planner.PackageName{{Name: df.Package}}
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{
 		Manager: manager, Packages: pkgs, Versions: df.Versions,
-		OS: obs.OS.ID, OSVersion: obs.OS.VersionID, Pending: repository.Pending(req),
+		OS: obs.OS.ID, OSVersion: obs.OS.VersionID, Pending: pkgkit.Pending(req),
 	})
 	if err != nil {
-		return nil, repository.NoVersion("framework", err, df.Block.DefRange)
+		return nil, pkgkit.NoVersion("framework", err, df.Block.DefRange)
 	}
 	why := []string{fmt.Sprintf("the package %s is not installed", df.Package)}
-	action, code := planner.Create, planner.ReasonMissing
+	action, code := plan.Create, plan.ReasonMissing
 	var before map[string]string
 	op := picked.Install(manager, pkgs)
 	if installed {
-		action, code = planner.Update, planner.ReasonVersionMismatch
+		action, code = plan.Update, plan.ReasonVersionMismatch
 		before = map[string]string{"package": df.Package + "=" + inst.Version}
 		why = []string{fmt.Sprintf("the installed %s %s does not satisfy %q", df.Package, inst.Version, df.Versions.String())}
 		op.AllowDowngrade = picked.Downgrades(manager, inst.Version)
 	}
-	why = append(why, fmt.Sprintf("installs the distribution's %s %s for the system's Python", df.Package, repository.ShownVersion(picked.Version)))
-	return &planner.Step{
+	why = append(why, fmt.Sprintf("installs the distribution's %s %s for the system's Python", df.Package, pkgkit.ShownVersion(picked.Version)))
+	return &plan.Step{
 		Address:    df.Address,
 		Action:     action,
 		Before:     before,
-		After:      map[string]string{"package": df.Package + "=" + repository.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
+		After:      map[string]string{"package": df.Package + "=" + pkgkit.ShownVersion(picked.Version), "source": string(spec.SourceDistro)},
 		Reason:     picked.Reason(why),
 		ReasonCode: code,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  repository.Deps(req),
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
+		DependsOn:  pkgkit.Deps(req),
 	}, nil
 }
 
@@ -251,7 +253,7 @@ func planDistroFramework(ctx context.Context, req *planner.Request, df *planner.
 // (pip install --force-reinstall --no-deps), which rewrites its files and
 // leaves what it depends on as it is. Nil when it is not installed, which
 // the planner reports.
-func reinstallPip(obs *facts.Observation, df *planner.DesiredFramework) *planner.Step {
+func reinstallPip(obs *facts.Observation, df *planner.DesiredFramework) *plan.Step {
 	env := planEnvironment(obs, df)
 	inst := planInstalled(env, df.Name)
 	if inst == nil || df.Absent {
@@ -263,30 +265,30 @@ func reinstallPip(obs *facts.Observation, df *planner.DesiredFramework) *planner
 		where = "the venv " + df.Venv
 		python = df.BasePython
 	}
-	op := &planner.PackagesOp{
-		Manager:   planner.ManagerPip,
-		Install:   []planner.PackagePin{{Name: df.Package, Version: inst.Version}},
+	op := &plan.PackagesOp{
+		Manager:   plan.ManagerPip,
+		Install:   []plan.PackagePin{{Name: df.Package, Version: inst.Version}},
 		Python:    python,
 		Venv:      df.Venv,
 		IndexURL:  df.IndexURL,
 		Reinstall: true,
 	}
 	shown := map[string]string{"version": inst.Version, "environment": where, "index_url": df.IndexURL}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    df.Address,
-		Action:     planner.Replace,
+		Action:     plan.Replace,
 		Before:     shown,
 		After:      maps.Clone(shown),
 		Reason:     repository.ReinstallReason(op, "in "+where+" from "+df.IndexURL+", without its dependencies"),
-		ReasonCode: planner.ReasonReplaceRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
+		ReasonCode: plan.ReasonReplaceRequested,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
 		DependsOn:  []string{"driver"},
 	}
 }
 
 // reinstallDistro is the step -replace plans for the distribution's
 // framework package inst, which matches the spec.
-func reinstallDistro(ctx context.Context, req *planner.Request, df *planner.DesiredFramework, inst facts.Package) (*planner.Step, *hcl.Diagnostic) {
+func reinstallDistro(ctx context.Context, req *planner.Request, df *planner.DesiredFramework, inst facts.Package) (*plan.Step, *hcl.Diagnostic) {
 	op := repository.Reinstall(req.Facts, req.Desired.Manager, []string{df.Package})
 	if op == nil {
 		return nil, nil
@@ -295,14 +297,14 @@ func reinstallDistro(ctx context.Context, req *planner.Request, df *planner.Desi
 		return nil, diag
 	}
 	shown := map[string]string{"package": df.Package + "=" + inst.Version, "source": string(spec.SourceDistro)}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    df.Address,
-		Action:     planner.Replace,
+		Action:     plan.Replace,
 		Before:     shown,
 		After:      maps.Clone(shown),
 		Reason:     repository.ReinstallReason(op),
-		ReasonCode: planner.ReasonReplaceRequested,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: op}},
-		DependsOn:  repository.Deps(req),
+		ReasonCode: plan.ReasonReplaceRequested,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: op}},
+		DependsOn:  pkgkit.Deps(req),
 	}, nil
 }

@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner/plantest"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/framework"
 )
 
@@ -34,20 +34,20 @@ func TestPlan(t *testing.T) {
 		name   string
 		src    string
 		obs    *facts.Observation
-		want   *planner.Step
+		want   *planpkg.Step
 		update facts.Framework // what apply leaves installed
 	}{
 		{
 			name: "torch into a venv gpuenv creates",
 			src:  "framework \"pytorch\" {\n  version = \"2.5.*\"\n  venv = \"/opt/pytorch\"\n}\n",
 			obs:  h100(),
-			want: &planner.Step{
-				Address: "framework.pytorch", Action: planner.Create,
+			want: &planpkg.Step{
+				Address: "framework.pytorch", Action: planpkg.Create,
 				After:      map[string]string{"version": "2.5.1+cu124", "environment": "the venv /opt/pytorch", "index_url": "https://download.pytorch.org/whl/cu124"},
 				Reason:     "The package torch is not installed in the venv /opt/pytorch; installs torch==2.5.1+cu124 from https://download.pytorch.org/whl/cu124; the venv /opt/pytorch is created first with /usr/bin/python3; the cu124 wheels bring their own CUDA 12.4 runtime and cuDNN.",
-				ReasonCode: planner.ReasonMissing,
-				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-					Manager: "pip", Install: []planner.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
+				ReasonCode: planpkg.ReasonMissing,
+				Operations: []planpkg.Operation{{Kind: planpkg.OpPackages, Packages: &planpkg.PackagesOp{
+					Manager: "pip", Install: []planpkg.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
 					Python: "/usr/bin/python3", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124",
 				}}},
 			},
@@ -57,14 +57,14 @@ func TestPlan(t *testing.T) {
 			name: "a CPU-only build is replaced by the CUDA one",
 			src:  "framework \"pytorch\" {\n  version = \"2.5.*\"\n  venv = \"/opt/pytorch\"\n}\n",
 			obs:  h100(venv("/opt/pytorch", torch("2.5.1+cpu", ""))),
-			want: &planner.Step{
-				Address: "framework.pytorch", Action: planner.Update,
+			want: &planpkg.Step{
+				Address: "framework.pytorch", Action: planpkg.Update,
 				Before:     map[string]string{"version": "2.5.1+cpu", "environment": "the venv /opt/pytorch"},
 				After:      map[string]string{"version": "2.5.1+cu124", "environment": "the venv /opt/pytorch", "index_url": "https://download.pytorch.org/whl/cu124"},
 				Reason:     "The installed torch 2.5.1+cpu is a CPU-only build and the spec needs the CUDA 12.4 build; installs torch==2.5.1+cu124 from https://download.pytorch.org/whl/cu124; the cu124 wheels bring their own CUDA 12.4 runtime and cuDNN.",
-				ReasonCode: planner.ReasonVariantMismatch,
-				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-					Manager: "pip", Install: []planner.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
+				ReasonCode: planpkg.ReasonVariantMismatch,
+				Operations: []planpkg.Operation{{Kind: planpkg.OpPackages, Packages: &planpkg.PackagesOp{
+					Manager: "pip", Install: []planpkg.PackagePin{{Name: "torch", Version: "2.5.1+cu124"}},
 					Python: "/usr/bin/python3", Venv: "/opt/pytorch", IndexURL: "https://download.pytorch.org/whl/cu124",
 				}}},
 			},
@@ -80,13 +80,13 @@ func TestPlan(t *testing.T) {
 			name: "TensorFlow with CUDA from its wheels, in an existing environment",
 			src:  "framework \"tensorflow\" {\n  version = \"2.17.*\"\n  python = \"/srv/tf/bin/python\"\n  extras = [\"and-cuda\"]\n}\n",
 			obs:  h100(venv("/srv/tf")),
-			want: &planner.Step{
-				Address: "framework.tensorflow", Action: planner.Create,
+			want: &planpkg.Step{
+				Address: "framework.tensorflow", Action: planpkg.Create,
 				After:      map[string]string{"version": "2.17.0", "environment": "/srv/tf/bin/python", "index_url": "https://pypi.org/simple", "extras": "and-cuda"},
 				Reason:     "The package tensorflow is not installed in /srv/tf/bin/python; installs tensorflow[and-cuda]==2.17.0 from https://pypi.org/simple.",
-				ReasonCode: planner.ReasonMissing,
-				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{
-					Manager: "pip", Install: []planner.PackagePin{{Name: "tensorflow", Version: "2.17.0", Extras: []string{"and-cuda"}}},
+				ReasonCode: planpkg.ReasonMissing,
+				Operations: []planpkg.Operation{{Kind: planpkg.OpPackages, Packages: &planpkg.PackagesOp{
+					Manager: "pip", Install: []planpkg.PackagePin{{Name: "tensorflow", Version: "2.17.0", Extras: []string{"and-cuda"}}},
 					Python: "/srv/tf/bin/python", IndexURL: "https://pypi.org/simple",
 				}}},
 			},
@@ -96,12 +96,12 @@ func TestPlan(t *testing.T) {
 			name: "absent uninstalls",
 			src:  "framework \"pytorch\" {\n  absent = true\n  venv = \"/opt/pytorch\"\n}\n",
 			obs:  h100(venv("/opt/pytorch", torch("2.5.1+cu124", "12.4"))),
-			want: &planner.Step{
-				Address: "framework.pytorch", Action: planner.Delete,
+			want: &planpkg.Step{
+				Address: "framework.pytorch", Action: planpkg.Delete,
 				Before:     map[string]string{"version": "2.5.1+cu124", "environment": "the venv /opt/pytorch"},
 				Reason:     "absent = true removes torch 2.5.1+cu124 from the venv /opt/pytorch.",
-				ReasonCode: planner.ReasonAbsentRequested,
-				Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: &planner.PackagesOp{Manager: "pip", Remove: []string{"torch"}, Python: "/opt/pytorch/bin/python"}}},
+				ReasonCode: planpkg.ReasonAbsentRequested,
+				Operations: []planpkg.Operation{{Kind: planpkg.OpPackages, Packages: &planpkg.PackagesOp{Manager: "pip", Remove: []string{"torch"}, Python: "/opt/pytorch/bin/python"}}},
 			},
 		},
 	}
@@ -110,9 +110,9 @@ func TestPlan(t *testing.T) {
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(framework.Kind.Provider())
 			plan := plantest.Plan(t, pl, s, tt.obs)
-			var want []planner.Step
+			var want []planpkg.Step
 			if tt.want != nil {
-				want = []planner.Step{*tt.want}
+				want = []planpkg.Step{*tt.want}
 			}
 			got := plan.Steps
 			for i := range got {
@@ -121,7 +121,7 @@ func TestPlan(t *testing.T) {
 					got[i].Operations[j].Transaction = 0
 				}
 			}
-			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b []planner.Step) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal(a, b) })); diff != "" {
+			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b []planpkg.Step) bool { return len(a) == 0 && len(b) == 0 || cmp.Equal(a, b) })); diff != "" {
 				t.Errorf("steps (-want +got):\n%s", diff)
 			}
 			// Apply: the environment holds what was installed or removed.
@@ -150,7 +150,7 @@ func TestPlanDistro(t *testing.T) {
 	pl := planner.New(framework.Kind.Provider())
 	pl.Candidates = plantest.Candidates{"python3-torch": {"1.13.1+dfsg-4"}}
 	plan := plantest.Plan(t, pl, s, obs)
-	if len(plan.Steps) != 1 || !cmp.Equal(plan.Steps[0].Operations[0].Packages.Install, []planner.PackagePin{{Name: "python3-torch", Version: "1.13.1+dfsg-4"}}) || plan.Steps[0].Operations[0].Packages.Manager != "apt" {
+	if len(plan.Steps) != 1 || !cmp.Equal(plan.Steps[0].Operations[0].Packages.Install, []planpkg.PackagePin{{Name: "python3-torch", Version: "1.13.1+dfsg-4"}}) || plan.Steps[0].Operations[0].Packages.Manager != "apt" {
 		t.Fatalf("steps %+v", plan.Steps)
 	}
 	obs.Packages.Packages = []facts.Package{{Name: "python3-torch", Version: "1.13.1+dfsg-4", State: "installed", Want: "install"}}

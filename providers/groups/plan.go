@@ -9,6 +9,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
@@ -35,13 +36,13 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 			if cur == nil {
 				continue
 			}
-			resp.Steps = append(resp.Steps, planner.Step{
+			resp.Steps = append(resp.Steps, plan.Step{
 				Address:    addr,
-				Action:     planner.Delete,
+				Action:     plan.Delete,
 				Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
 				Reason:     fmt.Sprintf("absent = true removes the group %s.", g.Name),
-				ReasonCode: planner.ReasonAbsentRequested,
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Delete: true}}},
+				ReasonCode: plan.ReasonAbsentRequested,
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: g.Name, Delete: true}}},
 			})
 			continue
 		}
@@ -52,13 +53,13 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 				// exists.
 				want = nil
 			}
-			resp.Steps = append(resp.Steps, planner.Step{
+			resp.Steps = append(resp.Steps, plan.Step{
 				Address:    addr,
-				Action:     planner.Create,
+				Action:     plan.Create,
 				After:      map[string]string{"members": strings.Join(want, ", ")},
 				Reason:     fmt.Sprintf("The group %s does not exist: it is created%s.", g.Name, withMembers(want)),
-				ReasonCode: planner.ReasonMissing,
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Create: true, System: deviceGroups[g.Name], Add: slices.Clone(want)}}},
+				ReasonCode: plan.ReasonMissing,
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: g.Name, Create: true, System: deviceGroups[g.Name], Add: slices.Clone(want)}}},
 			})
 			continue
 		}
@@ -89,14 +90,14 @@ func (Provider) Plan(_ context.Context, req *planner.Request) *planner.Response 
 		if len(remove) > 0 {
 			why = append(why, fmt.Sprintf("removes %s from %s: exclusive = true admits only the listed members", and(remove), g.Name))
 		}
-		resp.Steps = append(resp.Steps, planner.Step{
+		resp.Steps = append(resp.Steps, plan.Step{
 			Address:    addr,
-			Action:     planner.Update,
+			Action:     plan.Update,
 			Before:     map[string]string{"members": strings.Join(cur.Members, ", ")},
 			After:      map[string]string{"members": strings.Join(after, ", ")},
-			Reason:     planner.Sentence(why),
-			ReasonCode: planner.ReasonMembersDiffer,
-			Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: g.Name, Add: add, Remove: remove}}},
+			Reason:     plan.Sentence(why),
+			ReasonCode: plan.ReasonMembersDiffer,
+			Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: g.Name, Add: add, Remove: remove}}},
 		})
 	}
 	return resp

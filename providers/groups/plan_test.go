@@ -4,18 +4,18 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner/plantest"
-
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/groups"
 )
 
 // planApply changes the observed groups as gpasswd and groupadd would.
-func planApply(obs *facts.Observation, steps []planner.Step) {
+func planApply(obs *facts.Observation, steps []plan.Step) {
 	for _, s := range steps {
 		op := s.Operations[0].Group
 		i := slices.IndexFunc(obs.Groups, func(g facts.Group) bool { return g.Name == op.Group })
@@ -37,52 +37,52 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
-		want []planner.Step
+		want []plan.Step
 	}{
 		{
 			name: "members added; others stay",
 			src:  "group \"video\" {\n  members = [\"alice\", \"bob\", \"carol\"]\n}\n",
-			want: []planner.Step{{
-				Address: "group.video", Action: planner.Update,
+			want: []plan.Step{{
+				Address: "group.video", Action: plan.Update,
 				Before:     map[string]string{"members": "alice, mallory"},
 				After:      map[string]string{"members": "alice, mallory, bob, carol"},
 				Reason:     "Adds bob and carol, whom the spec lists, to video.",
-				ReasonCode: planner.ReasonMembersDiffer,
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Add: []string{"bob", "carol"}}}},
+				ReasonCode: plan.ReasonMembersDiffer,
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Add: []string{"bob", "carol"}}}},
 			}},
 		},
 		{
 			name: "exclusive removes the others",
 			src:  "group \"video\" {\n  members = [\"alice\"]\n  exclusive = true\n}\n",
-			want: []planner.Step{{
-				Address: "group.video", Action: planner.Update,
+			want: []plan.Step{{
+				Address: "group.video", Action: plan.Update,
 				Before:     map[string]string{"members": "alice, mallory"},
 				After:      map[string]string{"members": "alice"},
 				Reason:     "Removes mallory from video: exclusive = true admits only the listed members.",
-				ReasonCode: planner.ReasonMembersDiffer,
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Remove: []string{"mallory"}}}},
+				ReasonCode: plan.ReasonMembersDiffer,
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Remove: []string{"mallory"}}}},
 			}},
 		},
 		{
 			name: "a missing group is created",
 			src:  "group \"render\" {\n  members = [\"alice\", \"bob\"]\n}\n",
-			want: []planner.Step{{
-				Address: "group.render", Action: planner.Create,
+			want: []plan.Step{{
+				Address: "group.render", Action: plan.Create,
 				After:      map[string]string{"members": "alice, bob"},
 				Reason:     "The group render does not exist: it is created with alice and bob.",
-				ReasonCode: planner.ReasonMissing,
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "render", Create: true, System: true, Add: []string{"alice", "bob"}}}},
+				ReasonCode: plan.ReasonMissing,
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "render", Create: true, System: true, Add: []string{"alice", "bob"}}}},
 			}},
 		},
 		{
 			name: "absent removes the group",
 			src:  "group \"video\" {\n  absent = true\n}\n",
-			want: []planner.Step{{
-				Address: "group.video", Action: planner.Delete,
+			want: []plan.Step{{
+				Address: "group.video", Action: plan.Delete,
 				Before:     map[string]string{"members": "alice, mallory"},
 				Reason:     "absent = true removes the group video.",
-				ReasonCode: planner.ReasonAbsentRequested,
-				Operations: []planner.Operation{{Kind: planner.OpGroup, Group: &planner.GroupOp{Group: "video", Delete: true}}},
+				ReasonCode: plan.ReasonAbsentRequested,
+				Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Delete: true}}},
 			}},
 		},
 		{

@@ -10,7 +10,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
 	"github.com/gpuenv/gpuenv/apply"
-	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
@@ -82,11 +82,11 @@ func TestApplyDeviceOnLiveRoot(t *testing.T) {
 	s := host.NewDeviceSettings(srv)
 	state := t.TempDir()
 	x := &apply.HostExecutor{Host: h, Devices: s}
-	p := &planner.Plan{FormatVersion: planner.FormatVersion, Steps: []planner.Step{{
-		Address: "device.2", Action: planner.Update,
-		Operations: []planner.Operation{
-			{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: uuids[2], Index: 2, Setting: "persistence_mode", Value: "enabled"}},
-			{Kind: planner.OpDevice, Device: &planner.DeviceOp{UUID: uuids[2], Index: 2, Setting: "compute_mode", Value: "exclusive_process"}},
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
+		Address: "device.2", Action: plan.Update,
+		Operations: []plan.Operation{
+			{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: uuids[2], Index: 2, Setting: "persistence_mode", Value: "enabled"}},
+			{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: uuids[2], Index: 2, Setting: "compute_mode", Value: "exclusive_process"}},
 		},
 	}}}
 	var out messages

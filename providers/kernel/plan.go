@@ -14,8 +14,9 @@ import (
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
+	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/kind"
-	"github.com/gpuenv/gpuenv/providers/repository"
 	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
@@ -71,26 +72,26 @@ func nouveauBlacklists(obs *facts.Observation) []facts.Blacklist {
 
 // nouveauStep blacklists nouveau when blacklist_nouveau = true, and takes
 // gpuenv's blacklist away when it is false.
-func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step {
+func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *plan.Step {
 	b := d.Block
 	if b == nil || !b.BlacklistNouveau.Set || d.Absent {
 		return nil
 	}
-	rebuild := planner.Operation{Kind: planner.OpKernel, Kernel: &planner.KernelOp{Action: planner.KernelRebuildInitramfs}}
+	rebuild := plan.Operation{Kind: plan.OpKernel, Kernel: &plan.KernelOp{Action: plan.KernelRebuildInitramfs}}
 	lists := nouveauBlacklists(obs)
 	ours := slices.ContainsFunc(lists, func(l facts.Blacklist) bool { return l.File == BlacklistFile })
 	if !d.BlacklistNouveau {
 		if !ours {
 			return nil
 		}
-		return &planner.Step{
+		return &plan.Step{
 			Address:    "kernel.nouveau",
-			Action:     planner.Delete,
+			Action:     plan.Delete,
 			Before:     map[string]string{"blacklist": BlacklistFile},
 			Reason:     "blacklist_nouveau = false removes gpuenv's nouveau blacklist and rebuilds the initramfs without it.",
-			ReasonCode: planner.ReasonNotRequested,
-			Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: BlacklistFile, Remove: true}}, rebuild},
-			Flags:      planner.Flags{NeedsReboot: true},
+			ReasonCode: plan.ReasonNotRequested,
+			Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: BlacklistFile, Remove: true}}, rebuild},
+			Flags:      plan.Flags{NeedsReboot: true},
 		}
 	}
 	loaded := doctor.NouveauLoaded(obs)
@@ -101,33 +102,33 @@ func nouveauStep(obs *facts.Observation, d *planner.DesiredDriver) *planner.Step
 		if stale == nil {
 			return nil
 		}
-		return &planner.Step{
+		return &plan.Step{
 			Address: "kernel.nouveau",
-			Action:  planner.Update,
+			Action:  plan.Update,
 			Before:  map[string]string{"blacklist": stale.File, "initramfs": "older than the blacklist"},
 			After:   map[string]string{"blacklist": stale.File, "initramfs": "rebuilt"},
 			Reason: fmt.Sprintf("%s blacklists nouveau but is newer than the initramfs %s, which still loads nouveau at boot; the initramfs is rebuilt.",
 				stale.File, obs.Kernel.Initramfs.Path),
-			ReasonCode: planner.ReasonStaleInitramfs,
-			Operations: []planner.Operation{rebuild},
-			Flags:      planner.Flags{NeedsReboot: loaded},
+			ReasonCode: plan.ReasonStaleInitramfs,
+			Operations: []plan.Operation{rebuild},
+			Flags:      plan.Flags{NeedsReboot: loaded},
 		}
 	}
 	reason := "blacklist_nouveau = true and nothing blacklists nouveau: " + BlacklistFile + " blacklists it and the initramfs is rebuilt so that it holds the blacklist at boot."
 	if loaded {
 		reason += " nouveau is loaded now, so the change takes effect at the next boot."
 	}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    "kernel.nouveau",
-		Action:     planner.Create,
+		Action:     plan.Create,
 		After:      map[string]string{"blacklist": BlacklistFile},
 		Reason:     reason,
-		ReasonCode: planner.ReasonMissing,
-		Operations: []planner.Operation{
-			{Kind: planner.OpFile, File: &planner.FileOp{Path: BlacklistFile, Content: BlacklistContent, Mode: 0o644}},
+		ReasonCode: plan.ReasonMissing,
+		Operations: []plan.Operation{
+			{Kind: plan.OpFile, File: &plan.FileOp{Path: BlacklistFile, Content: BlacklistContent, Mode: 0o644}},
 			rebuild,
 		},
-		Flags: planner.Flags{NeedsReboot: true},
+		Flags: plan.Flags{NeedsReboot: true},
 	}
 }
 
@@ -145,7 +146,7 @@ func headersPackage(obs *facts.Observation, release string) string {
 // headersStep installs the running kernel's headers when a DKMS-built
 // module will be installed and they are missing; none for Ubuntu's signed
 // prebuilt modules (planner.DesiredDriver.Signed).
-func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *finding.Finding) {
+func headersStep(ctx context.Context, req *planner.Request) (*plan.Step, *finding.Finding) {
 	d := req.Desired.Driver
 	obs := req.Facts
 	if d.Absent || d.KernelModules == spec.KernelModulesNone || req.Desired.Manager == "" || d.Signed != nil {
@@ -165,7 +166,7 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *fin
 	name := headersPackage(obs, release)
 	manager := req.Desired.Manager
 	pkgs := []planner.PackageName{{Name: name}}
-	picked, err := repository.Pick(ctx, req.Candidates, repository.PickQuery{Manager: manager, Packages: pkgs})
+	picked, err := pkgkit.Pick(ctx, req.Candidates, pkgkit.PickQuery{Manager: manager, Packages: pkgs})
 	if err != nil {
 		return nil, &finding.Finding{
 			Summary:  "Kernel headers for the running kernel are missing",
@@ -173,13 +174,13 @@ func headersStep(ctx context.Context, req *planner.Request) (*planner.Step, *fin
 			Evidence: []string{fmt.Sprintf("/lib/modules/%s/build does not lead to a directory", release)},
 		}
 	}
-	return &planner.Step{
+	return &plan.Step{
 		Address:    "kernel.headers",
-		Action:     planner.Create,
+		Action:     plan.Create,
 		After:      map[string]string{"package": name, "version": picked.Version},
 		Reason:     fmt.Sprintf("DKMS builds the nvidia module against the running kernel's headers, which are not installed (/lib/modules/%s/build): installs %s %s.", release, name, picked.Version),
-		ReasonCode: planner.ReasonDependency,
-		Operations: []planner.Operation{{Kind: planner.OpPackages, Packages: picked.Install(manager, pkgs)}},
-		DependsOn:  repository.Deps(req),
+		ReasonCode: plan.ReasonDependency,
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: picked.Install(manager, pkgs)}},
+		DependsOn:  pkgkit.Deps(req),
 	}, nil
 }

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuenv/gpuenv/planner/plantest"
-
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -124,7 +124,7 @@ func TestStaleInitramfs(t *testing.T) {
 	pl := planner.New(kernel.Kind.Provider())
 	plan := plantest.Plan(t, pl, plantest.LoadSpec(t, "driver {\n  version = \"535.*\"\n  blacklist_nouveau = true\n}\n"), obs)
 	st := plan.Step("kernel.nouveau")
-	if st == nil || st.Action != planner.Update || len(st.Operations) != 1 || st.Operations[0].Kernel == nil {
+	if st == nil || st.Action != planpkg.Update || len(st.Operations) != 1 || st.Operations[0].Kernel == nil {
 		t.Fatalf("a blacklist newer than the initramfs must rebuild it: %+v", plan.Steps)
 	}
 }

@@ -8,14 +8,15 @@ import (
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/plan"
 )
 
 // nvidiaStep is the step that adds NVIDIA's CUDA repository for the host
 // from gpuenv's table (Desired.NVIDIARepository); nil when none is
 // needed or the root has it so.
-func nvidiaStep(req *planner.Request) *planner.Step {
+func nvidiaStep(req *planner.Request) *plan.Step {
 	nr := req.Desired.NVIDIARepository
 	if nr == nil {
 		return nil
@@ -28,7 +29,7 @@ func nvidiaStep(req *planner.Request) *planner.Step {
 // pinned fingerprint first, then the files that make the package manager
 // use it. what names the packages that need it ("CUDA and cuDNN
 // packages"). nil when the root has them so.
-func AddStep(observed facts.RepositoryFiles, repo nvidiarepo.Repository, names nvidiarepo.Files, what string) *planner.Step {
+func AddStep(observed facts.RepositoryFiles, repo nvidiarepo.Repository, names nvidiarepo.Files, what string) *plan.Step {
 	keyring, files := repoFiles(repo, names)
 	s := fileStep(observed, names.Address, false, files, fmt.Sprintf("NVIDIA's repository %s", repo.URL))
 	keyOK := keyringHolds(observed, keyring, repo.Key.Fingerprint)
@@ -36,16 +37,16 @@ func AddStep(observed facts.RepositoryFiles, repo nvidiarepo.Repository, names n
 		return nil
 	}
 	if s == nil {
-		s = &planner.Step{Address: names.Address, Action: planner.Update}
+		s = &plan.Step{Address: names.Address, Action: plan.Update}
 	}
 	var did []string
 	if !keyOK {
-		key := planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: keyring, Mode: 0o644,
-			Key: &planner.KeyFetch{URL: repo.KeyURL(), Fingerprint: repo.Key.Fingerprint, Armored: repo.Family == "rpm"}}}
+		key := plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: keyring, Mode: 0o644,
+			Key: &plan.KeyFetch{URL: repo.KeyURL(), Fingerprint: repo.Key.Fingerprint, Armored: repo.Family == "rpm"}}}
 		// The key goes first: a key that is not the pinned one stops the
 		// step before any file makes the package manager read the
 		// repository.
-		s.Operations = append([]planner.Operation{key}, s.Operations...)
+		s.Operations = append([]plan.Operation{key}, s.Operations...)
 		did = append(did, fmt.Sprintf("fetches its key %s and writes it to %s only if its fingerprint is %s", repo.KeyURL(), keyring, repo.Key.Fingerprint))
 	}
 	for _, op := range s.Operations[len(did):] {
@@ -56,20 +57,20 @@ func AddStep(observed facts.RepositoryFiles, repo nvidiarepo.Repository, names n
 		}
 	}
 	s.After = map[string]string{"url": repo.URL, "key": repo.KeyURL(), "fingerprint": repo.Key.Fingerprint, "keyring": keyring}
-	if s.Action == planner.Update && len(s.Before) == 0 {
+	if s.Action == plan.Update && len(s.Before) == 0 {
 		s.Before = map[string]string{"url": repo.URL}
 	}
 	manager := "apt"
 	if repo.Family == "rpm" {
 		manager = "dnf"
 	}
-	s.Reason = planner.Sentence([]string{
+	s.Reason = plan.Sentence([]string{
 		fmt.Sprintf("%s come from NVIDIA's repository, which no package source of the host and no repository block of the spec configures", what),
 		fmt.Sprintf("the plan adds the one gpuenv's table names for the host, %s (%s)", repo.URL, repo.Source),
 		fmt.Sprintf("it %s, before %s reads the repository", strings.Join(did, ", then "), manager),
 		"rollback removes the key and the files again",
 	})
-	s.ReasonCode = planner.ReasonDependency
+	s.ReasonCode = plan.ReasonDependency
 	return s
 }
 
@@ -86,7 +87,7 @@ func repoFiles(repo nvidiarepo.Repository, names nvidiarepo.Files) (string, []re
 			check = "repo_gpgcheck=1\ngpgcheck=0\n"
 		}
 		content := head + fmt.Sprintf("[gpuenv-%s]\nname=NVIDIA %s\nbaseurl=%s\nenabled=1\n%sgpgkey=file://%s\n", section, repo.Name, repo.URL, check, names.DnfKey)
-		return names.DnfKey, []repoFile{{Path: names.DnfRepo, Content: content, After: planner.RefreshCommand(planner.ManagerDnf)}}
+		return names.DnfKey, []repoFile{{Path: names.DnfRepo, Content: content, After: plan.RefreshCommand(plan.ManagerDnf)}}
 	}
 	sources := head + fmt.Sprintf("Types: deb\nURIs: %s\nSuites: /\nSigned-By: %s\n", repo.URL, names.AptKeyring)
 	pref := repoFile{Path: names.AptPreferences}
@@ -105,7 +106,7 @@ func repoFiles(repo nvidiarepo.Repository, names nvidiarepo.Files) (string, []re
 	}
 	// The pin first: apt-get update after the sources file then reads
 	// both.
-	return names.AptKeyring, []repoFile{pref, {Path: names.AptSources, Content: sources, After: planner.RefreshCommand(planner.ManagerApt)}}
+	return names.AptKeyring, []repoFile{pref, {Path: names.AptSources, Content: sources, After: plan.RefreshCommand(plan.ManagerApt)}}
 }
 
 // keyringHolds reports whether the observed keyring at p holds the key

@@ -19,7 +19,8 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 	"github.com/gpuenv/gpuenv/providers/kind"
 	"github.com/gpuenv/gpuenv/spec"
 )
@@ -30,10 +31,7 @@ const (
 	PreferencesDir = "/etc/apt/preferences.d"
 	YumReposDir    = "/etc/yum.repos.d"
 	SourcesList    = "/etc/apt/sources.list"
-	// ComponentsAddress is the step that enables archive components the
-	// spec's distribution packages need and the host's sources lack.
-	ComponentsAddress = "repository.distro-components"
-	ComponentsFile    = SourcesDir + "/gpuenv-distro-components.sources"
+	ComponentsFile = SourcesDir + "/gpuenv-distro-components.sources"
 	// DebianKeyring signs Debian's archive; debian-archive-keyring
 	// installs it on every Debian system.
 	DebianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -47,7 +45,7 @@ type Provider struct{}
 // Expecter is the optional capability of a planner.Candidates to learn
 // in advance which packages providers may ask about (Candidates.Expect).
 type Expecter interface {
-	Expect(manager planner.Manager, names ...string)
+	Expect(manager plan.Manager, names ...string)
 }
 
 var _ kind.Planner = Provider{}
@@ -223,13 +221,13 @@ func (p Provider) repositoryFiles(r *spec.Repository, family string) ([]repoFile
 
 // fileStep plans writing files (or removing them when absent, or when a
 // file has no content); nil when the root already has them so.
-func fileStep(observed facts.RepositoryFiles, address string, absent bool, files []repoFile, what string) *planner.Step {
-	var ops []planner.Operation
+func fileStep(observed facts.RepositoryFiles, address string, absent bool, files []repoFile, what string) *plan.Step {
+	var ops []plan.Operation
 	before, after := map[string]string{}, map[string]string{}
 	created := true
 	var changed []string
-	var code planner.ReasonCode // the first change's
-	because := func(c planner.ReasonCode) {
+	var code plan.ReasonCode // the first change's
+	because := func(c plan.ReasonCode) {
 		if code == "" {
 			code = c
 		}
@@ -245,39 +243,39 @@ func fileStep(observed facts.RepositoryFiles, address string, absent bool, files
 		case remove && !exists:
 			continue
 		case remove:
-			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Remove: true, After: f.After}})
+			ops = append(ops, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: f.Path, Remove: true, After: f.After}})
 			changed = append(changed, "removes "+f.Path)
-			because(planner.ReasonNotRequested)
+			because(plan.ReasonNotRequested)
 		case exists && cur != "" && cur == planner.Digest(f.Content):
 			after[f.Path] = "present"
 			continue
 		default:
-			ops = append(ops, planner.Operation{Kind: planner.OpFile, File: &planner.FileOp{Path: f.Path, Content: f.Content, Mode: 0o644, After: f.After}})
+			ops = append(ops, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: f.Path, Content: f.Content, Mode: 0o644, After: f.After}})
 			after[f.Path] = "present"
 			if exists {
 				changed = append(changed, "rewrites "+f.Path+", which differs from the spec")
-				because(planner.ReasonContentDiffers)
+				because(plan.ReasonContentDiffers)
 			} else {
 				changed = append(changed, "writes "+f.Path)
-				because(planner.ReasonMissing)
+				because(plan.ReasonMissing)
 			}
 		}
 	}
 	if len(ops) == 0 {
 		return nil
 	}
-	action := planner.Update
+	action := plan.Update
 	switch {
 	case absent:
-		action = planner.Delete
+		action = plan.Delete
 		after = nil
 	case created:
-		action = planner.Create
+		action = plan.Create
 		before = nil
 	}
-	s := &planner.Step{Address: address, Action: action, Before: before, After: after, Operations: ops, ReasonCode: code}
+	s := &plan.Step{Address: address, Action: action, Before: before, After: after, Operations: ops, ReasonCode: code}
 	if absent {
-		s.ReasonCode = planner.ReasonAbsentRequested
+		s.ReasonCode = plan.ReasonAbsentRequested
 		s.Reason = fmt.Sprintf("absent = true removes %s: %s.", what, strings.Join(changed, "; "))
 	} else {
 		s.Reason = fmt.Sprintf("The spec configures %s: %s.", what, strings.Join(changed, "; "))
@@ -457,7 +455,7 @@ func keyringEvidence(p string) string {
 // componentsStep enables the archive components the distribution's
 // packages need, for the suites the host uses, where neither the host's
 // sources nor the spec's repositories enable them.
-func (p Provider) componentsStep(req *planner.Request) *planner.Step {
+func (p Provider) componentsStep(req *planner.Request) *plan.Step {
 	need := req.Desired.Components
 	os := req.Facts.OS
 	if len(need) == 0 || os.ID != "debian" || os.Codename == "" {
@@ -516,14 +514,14 @@ func (p Provider) componentsStep(req *planner.Request) *planner.Step {
 		}
 		fmt.Fprintf(&b, "Types: deb\nURIs: %s\nSuites: %s\nComponents: %s\nSigned-By: %s\n", uri, strings.Join(byURI[uri], " "), strings.Join(need, " "), DebianKeyring)
 	}
-	return &planner.Step{
-		Address: ComponentsAddress,
-		Action:  planner.Create,
+	return &plan.Step{
+		Address: pkgkit.ComponentsAddress,
+		Action:  plan.Create,
 		After:   map[string]string{"components": strings.Join(need, " "), "suites": strings.Join(suites, " ")},
 		Reason: fmt.Sprintf("The spec's Debian packages are in %s, which the host's package sources do not enable (%s missing); %s adds them for the suites the host uses.",
 			strings.Join(need, " and "), strings.Join(missing, ", "), ComponentsFile),
-		ReasonCode: planner.ReasonDependency,
-		Operations: []planner.Operation{{Kind: planner.OpFile, File: &planner.FileOp{Path: ComponentsFile, Content: b.String(), Mode: 0o644, After: []string{"apt-get", "update"}}}},
+		ReasonCode: plan.ReasonDependency,
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: ComponentsFile, Content: b.String(), Mode: 0o644, After: []string{"apt-get", "update"}}}},
 	}
 }
 
@@ -532,30 +530,4 @@ func defaultDebianURI(suite string) string {
 		return "https://security.debian.org/debian-security"
 	}
 	return "https://deb.debian.org/debian"
-}
-
-// OSID is the package tables' name for the host's system: RHEL and its
-// rebuilds (Rocky, Alma) share NVIDIA's rhel repositories and names.
-func OSID(o facts.OS) string {
-	if o.ID == "rhel" || slices.Contains(o.IDLike, "rhel") {
-		return "rhel"
-	}
-	return o.ID
-}
-
-// Deps are the addresses of the steps that configure package sources in a
-// plan: a package step runs after them, as apt cannot see the packages
-// before.
-func Deps(req *planner.Request) []string {
-	var out []string
-	for _, r := range req.Spec.Repositories {
-		out = append(out, "repository."+r.Name)
-	}
-	if len(req.Desired.Components) > 0 {
-		out = append(out, ComponentsAddress)
-	}
-	if req.Desired.NVIDIARepository != nil {
-		out = append(out, nvidiarepo.Address)
-	}
-	return out
 }

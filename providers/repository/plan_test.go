@@ -8,19 +8,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner/finding"
-	"github.com/gpuenv/gpuenv/planner/plantest"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
+	planpkg "github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
 )
 
 // applyFiles writes and removes files as apply would.
-func applyFiles(t *testing.T, root string, steps []planner.Step) {
+func applyFiles(t *testing.T, root string, steps []planpkg.Step) {
 	for _, s := range steps {
 		for _, op := range s.Operations {
 			if f := op.File; f != nil {
@@ -63,14 +64,14 @@ func TestPlanRepositories(t *testing.T) {
 	s := plantest.LoadSpec(t, nvidiaRepo)
 	pl := planner.New(Kind.Provider())
 	plan := plantest.Plan(t, pl, s, obs)
-	if len(plan.Steps) != 1 || plan.Steps[0].Address != "repository.cuda" || plan.Steps[0].Action != planner.Create {
+	if len(plan.Steps) != 1 || plan.Steps[0].Address != "repository.cuda" || plan.Steps[0].Action != planpkg.Create {
 		t.Fatalf("steps %+v", plan.Steps)
 	}
-	var files []planner.FileOp
+	var files []planpkg.FileOp
 	for _, op := range plan.Steps[0].Operations {
 		files = append(files, *op.File)
 	}
-	want := []planner.FileOp{
+	want := []planpkg.FileOp{
 		{Path: "/etc/apt/sources.list.d/gpuenv-cuda.sources", Mode: 0o644, After: []string{"apt-get", "update"}, Content: `# Written by gpuenv for repository "cuda".
 Types: deb
 URIs: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/
@@ -96,12 +97,12 @@ Pin-Priority: 600
 	// A changed priority rewrites the pin; absent removes both files.
 	s2 := plantest.LoadSpec(t, strings.Replace(nvidiaRepo, "priority = 600", "priority = 700", 1))
 	plan, _ = pl.Plan(context.Background(), s2, obs)
-	if len(plan.Steps) != 1 || plan.Steps[0].Action != planner.Update || len(plan.Steps[0].Operations) != 1 {
+	if len(plan.Steps) != 1 || plan.Steps[0].Action != planpkg.Update || len(plan.Steps[0].Operations) != 1 {
 		t.Errorf("priority change: %+v", plan.Steps)
 	}
 	s3 := plantest.LoadSpec(t, "repository \"cuda\" {\n  absent = true\n}\n")
 	plan, _ = pl.Plan(context.Background(), s3, obs)
-	if len(plan.Steps) != 1 || plan.Steps[0].Action != planner.Delete || len(plan.Steps[0].Operations) != 2 {
+	if len(plan.Steps) != 1 || plan.Steps[0].Action != planpkg.Delete || len(plan.Steps[0].Operations) != 2 {
 		t.Fatalf("absent: %+v", plan.Steps)
 	}
 	applyFiles(t, root, plan.Steps)
@@ -192,7 +193,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			s := plantest.LoadSpec(t, tt.src)
 			pl := planner.New(Kind.Provider())
 			plan := plantest.Plan(t, pl, s, obs)
-			st := plan.Step(ComponentsAddress)
+			st := plan.Step(pkgkit.ComponentsAddress)
 			if tt.want == "" {
 				if st != nil {
 					t.Fatalf("unexpected %+v", st)
@@ -205,10 +206,10 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 			if diff := cmp.Diff(tt.want, st.Operations[0].File.Content); diff != "" {
 				t.Errorf("file (-want +got):\n%s", diff)
 			}
-			applyFiles(t, root, []planner.Step{*st})
+			applyFiles(t, root, []planpkg.Step{*st})
 			obs.Repositories, _ = Observe(h, "deb")
 			again, _ := pl.Plan(context.Background(), s, obs)
-			if again.Step(ComponentsAddress) != nil {
+			if again.Step(pkgkit.ComponentsAddress) != nil {
 				t.Error("the components are enabled after applying, and still planned")
 			}
 		})

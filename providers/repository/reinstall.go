@@ -9,17 +9,18 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 )
 
 // Reinstall is the package operation that -replace plans for the
 // installed packages among names: each pinned at the version installed
 // now. It is nil when none of them is installed.
-func Reinstall(obs *facts.Observation, manager planner.Manager, names []string) *planner.PackagesOp {
-	op := &planner.PackagesOp{Manager: manager, Reinstall: true}
+func Reinstall(obs *facts.Observation, manager plan.Manager, names []string) *plan.PackagesOp {
+	op := &plan.PackagesOp{Manager: manager, Reinstall: true}
 	for _, n := range names {
 		if p, ok := pkgdb.Installed(obs.Packages, n, pkgdb.Configured); ok {
-			op.Install = append(op.Install, planner.PackagePin{Name: n, Version: p.Version})
+			op.Install = append(op.Install, plan.PackagePin{Name: n, Version: p.Version})
 		}
 	}
 	if len(op.Install) == 0 {
@@ -32,7 +33,7 @@ func Reinstall(obs *facts.Observation, manager planner.Manager, names []string) 
 // manager's indexes do not offer a pin of op at its installed version:
 // apt and dnf reinstall from the repository, and a version it no longer
 // lists would fail only once apply has begun.
-func Reinstallable(ctx context.Context, cands planner.Candidates, address string, op *planner.PackagesOp, subject hcl.Range) *hcl.Diagnostic {
+func Reinstallable(ctx context.Context, cands planner.Candidates, address string, op *plan.PackagesOp, subject hcl.Range) *hcl.Diagnostic {
 	var missing []string
 	for _, p := range op.Install {
 		vs, err := cands.Versions(ctx, op.Manager, p.Name)
@@ -57,10 +58,10 @@ func Reinstallable(ctx context.Context, cands planner.Candidates, address string
 }
 
 // ReinstallReason is the reason of a step that -replace alone plans.
-func ReinstallReason(op *planner.PackagesOp, more ...string) string {
+func ReinstallReason(op *plan.PackagesOp, more ...string) string {
 	pins := make([]string, len(op.Install))
 	for i, p := range op.Install {
 		pins[i] = p.Name + " " + p.Version
 	}
-	return planner.Sentence(append([]string{planner.ReplaceReason, "reinstalls " + strings.Join(pins, ", ") + ", the versions installed now"}, more...))
+	return plan.Sentence(append([]string{planner.ReplaceReason, "reinstalls " + strings.Join(pins, ", ") + ", the versions installed now"}, more...))
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/providers/containers"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 )
 
 // cdiScript runs in a private mount namespace on this machine. It gives
@@ -92,14 +92,14 @@ func TestCDIDevicesInPodmanContainer(t *testing.T) {
 		DriverVersion: "550.54.15",
 		DriverFiles:   []string{lib},
 	}
-	s, err := containers.GenerateCDI(&c, []facts.DeviceNode{{Path: "/dev/nvidia0"}, {Path: "/dev/nvidiactl"}})
+	s, err := cdi.GenerateCDI(&c, []facts.DeviceNode{{Path: "/dev/nvidia0"}, {Path: "/dev/nvidiactl"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(s.ContainerEdits.Hooks) != 0 {
 		t.Fatalf("a spec without a toolkit names hooks: %+v", s.ContainerEdits.Hooks)
 	}
-	text, err := containers.MarshalCDI(s)
+	text, err := cdi.MarshalCDI(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/apply"
 	"github.com/gpuenv/gpuenv/providers/containers"
+	"github.com/gpuenv/gpuenv/providers/host/cdi"
 )
 
 // Containers adds Debian 12's engines (docker.io 20.10, containerd 1.6,
@@ -123,9 +124,9 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 
 	r.WriteFile(containers.DockerConfig, origDaemonJSON)
 	r.MustSh("cat /etc/containerd/config.toml - > /tmp/config.toml <<'EOF'\n" + origContainerdExtra + "EOF\nmv /tmp/config.toml /etc/containerd/config.toml")
-	r.WriteFile(containers.CDISpecPath, staleCDI)
+	r.WriteFile(cdi.CDISpecPath, staleCDI)
 	originals := map[string][]byte{}
-	for _, p := range []string{containers.DockerConfig, containers.ContainerdConfig, containers.CDISpecPath} {
+	for _, p := range []string{containers.DockerConfig, containers.ContainerdConfig, cdi.CDISpecPath} {
 		originals[p] = r.readFile(p)
 	}
 	dumpBefore := r.containerdDump()
@@ -139,8 +140,8 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 	// written its source.
 	// The CDI spec names the hooks of the toolkit apt then picks: apply
 	// makes it after the toolkit step.
-	for _, want := range []string{"nvidia-container-toolkit=(known after apply)", containers.DockerConfig, containers.ContainerdConfig, containers.CDISpecPath,
-		"write " + containers.CDISpecPath + " (mode 0644, content made at apply from the host's files)"} {
+	for _, want := range []string{"nvidia-container-toolkit=(known after apply)", containers.DockerConfig, containers.ContainerdConfig, cdi.CDISpecPath,
+		"write " + cdi.CDISpecPath + " (mode 0644, content made at apply from the host's files)"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("plan does not name %s:\n%s", want, res.Stdout)
 		}
@@ -149,8 +150,8 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 		t.Fatalf("apply: %s", res)
 	}
 	// The journal holds the spec apply made, byte for byte as written.
-	if got, want := r.journaledContent(containers.CDISpecPath), string(r.readFile(containers.CDISpecPath)); got != want {
-		t.Errorf("the journal records for %s:\n%s\nthe file holds:\n%s", containers.CDISpecPath, got, want)
+	if got, want := r.journaledContent(cdi.CDISpecPath), string(r.readFile(cdi.CDISpecPath)); got != want {
+		t.Errorf("the journal records for %s:\n%s\nthe file holds:\n%s", cdi.CDISpecPath, got, want)
 	}
 	pkgs := r.Dpkg()
 	for _, name := range containers.ToolkitPackages {
@@ -199,7 +200,7 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 	// podman reads the CDI spec gpuenv wrote and gives the container the
 	// GPU's device nodes and the driver's library, running the hooks of
 	// toolkit 1.17.8.
-	out := r.podmanRun("--device", containers.CDIKind+"=all", "--rootfs", "/srv/rootfs",
+	out := r.podmanRun("--device", cdi.CDIKind+"=all", "--rootfs", "/srv/rootfs",
 		"/bin/busybox", "ls", "-l", gpu, "/dev/nvidiactl", "/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so."+driver)
 	for path, want := range map[string]string{gpu: "crw-rw-rw- 195,0", "/dev/nvidiactl": "crw-rw-rw- 195,255", "/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so." + driver: "-rw-r--r--"} {
 		if got := lsLine(out, path); got != want {
@@ -220,11 +221,11 @@ func TestContainerToolkitApplyRollback(t *testing.T) {
 
 	obs := r.Observe()
 	c := obs.Containers
-	if c.CDIInUse != containers.CDISpecPath {
-		t.Errorf("observe: engines use %q, want %s", c.CDIInUse, containers.CDISpecPath)
+	if c.CDIInUse != cdi.CDISpecPath {
+		t.Errorf("observe: engines use %q, want %s", c.CDIInUse, cdi.CDISpecPath)
 	}
 	for _, s := range c.CDISpecs {
-		if s.Path == containers.CDISpecPath && (s.DriverVersion != driver || len(s.Missing) > 0 || !slices.Equal(s.Hooks, []string{"create-symlinks", "enable-cuda-compat", "update-ldcache"})) {
+		if s.Path == cdi.CDISpecPath && (s.DriverVersion != driver || len(s.Missing) > 0 || !slices.Equal(s.Hooks, []string{"create-symlinks", "enable-cuda-compat", "update-ldcache"})) {
 			t.Errorf("observe: the spec names driver %s, hooks %q, missing %v; want %s, toolkit 1.17.8's three hooks, nothing missing", s.DriverVersion, s.Hooks, s.Missing, driver)
 		}
 	}

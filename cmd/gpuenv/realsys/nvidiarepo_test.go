@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/providers/host/pgpkey"
 )
 
@@ -25,7 +25,7 @@ const nvidiaRepoDir = "/srv/nvidia/compute/cuda/repos/debian12/x86_64"
 // fingerprint fpr. The binary replaces the root's gpuenv.
 func (r *Root) gpuenvForRepo(fpr string) {
 	r.t.Helper()
-	const pkg = "github.com/gpuenv/gpuenv/planner/nvidiarepo"
+	const pkg = "github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	ldflags := fmt.Sprintf("-X %s.testDir=debian12 -X %s.testURL=file://%s/ -X %s.testKeyFile=testkey.pub -X %s.testFingerprint=%s",
 		pkg, pkg, nvidiaRepoDir, pkg, pkg, fpr)
 	bin := filepath.Join(r.t.TempDir(), "gpuenv")
