@@ -152,6 +152,16 @@ func (m MIGModel) Names() []string {
 	return out
 }
 
+// ComputeProfileName names a compute instance of slices compute slices
+// in a GPU instance of profile gi as nvidia-smi does: "1c.3g.40gb", or
+// the GPU instance's own name when it has all of its slices.
+func ComputeProfileName(gi MIGProfile, slices int) string {
+	if slices == gi.Slices {
+		return gi.Name
+	}
+	return fmt.Sprintf("%dc.%s", slices, gi.Name)
+}
+
 // Placed is a GPU instance at a placement: a profile and the memory slice
 // it starts at.
 type Placed struct {
