@@ -101,7 +101,7 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 	add(warns)
 	obs.Session, warns = session.Observe(h, session.Options{Home: opts.Home, PID: opts.PID, Session: opts.Session, System: obs.Environment.Variables, LoaderPaths: obs.Environment.LoaderPaths})
 	add(warns)
-	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h)}
+	obs.Units = []facts.Unit{driver.ObserveUnit(h), devices.ObserveUnit(h), devices.ObserveMIGUnit(h)}
 	driver.ObserveFabric(h, obs)
 	obs.Containers, warns = containers.Observe(ctx, h, obs.Packages, obs.Driver)
 	add(warns)

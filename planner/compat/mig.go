@@ -208,6 +208,10 @@ func (m MIGModel) Place(keep []Placed, want []string) ([]Placed, error) {
 		}
 		return profiles[b].Slices - profiles[a].Slices
 	})
+	maxSlices := 7
+	if m.MemorySlices == 4 {
+		maxSlices = 4
+	}
 	total := 0
 	for _, k := range keep {
 		p, _ := m.Profile(k.Profile)
@@ -215,13 +219,9 @@ func (m MIGModel) Place(keep []Placed, want []string) ([]Placed, error) {
 	}
 	for _, p := range profiles {
 		total += p.Slices
-	}
-	maxSlices := 7
-	if m.MemorySlices == 4 {
-		maxSlices = 4
-	}
-	if total > maxSlices {
-		return nil, fmt.Errorf("the layout takes %d compute slices and the %s has %d", total, m.Model, maxSlices)
+		if total > maxSlices {
+			return nil, fmt.Errorf("%s does not fit: with it the layout takes %d compute slices and the %s has %d", p.Name, total, m.Model, maxSlices)
+		}
 	}
 	out := make([]Placed, len(want))
 	deepest := 0

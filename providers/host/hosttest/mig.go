@@ -193,3 +193,86 @@ func completeGI(m *MIG, gi *server.GpuInstance) {
 		return c, ret
 	}
 }
+
+// MIGGPUState is a mock GPU's MIG mode and instances, as a test keeps
+// them across processes: the GPU outlives a process killed mid-apply.
+type MIGGPUState struct {
+	Mode      int                `json:"mode"`
+	Pending   int                `json:"pending"`
+	Instances []MIGInstanceState `json:"instances,omitempty"`
+}
+
+// MIGInstanceState is a GPU instance by profile and placement, with its
+// compute instances' slices.
+type MIGInstanceState struct {
+	ProfileID int    `json:"profile_id"`
+	Start     uint32 `json:"start"`
+	Size      uint32 `json:"size"`
+	Compute   []int  `json:"compute"`
+}
+
+// MIGSnapshot reads every GPU's MIG state, instances in placement order.
+func MIGSnapshot(s *server.Server) []MIGGPUState {
+	out := make([]MIGGPUState, len(s.Devices))
+	for i, d := range s.Devices {
+		dev := d.(*server.Device)
+		m := MIGOf(dev)
+		dev.RLock()
+		st := MIGGPUState{Mode: dev.MigMode, Pending: m.Pending}
+		for gi := range dev.GpuInstances {
+			in := MIGInstanceState{ProfileID: int(gi.Info.ProfileId), Start: gi.Info.Placement.Start, Size: gi.Info.Placement.Size}
+			gi.RLock()
+			for ci := range gi.ComputeInstances {
+				p := gi.MIGProfiles.ComputeInstanceProfiles[int(gi.Info.ProfileId)][int(ci.Info.ProfileId)]
+				in.Compute = append(in.Compute, int(p.SliceCount))
+			}
+			gi.RUnlock()
+			slices.Sort(in.Compute)
+			st.Instances = append(st.Instances, in)
+		}
+		dev.RUnlock()
+		slices.SortFunc(st.Instances, func(a, b MIGInstanceState) int { return int(a.Start) - int(b.Start) })
+		out[i] = st
+	}
+	return out
+}
+
+// LoadMIGState gives the GPUs of s the states st, as a fresh process
+// finds the GPUs another left.
+func LoadMIGState(s *server.Server, st []MIGGPUState) error {
+	for i, g := range st {
+		dev := s.Devices[i].(*server.Device)
+		m := MIGOf(dev)
+		dev.Lock()
+		dev.MigMode = g.Mode
+		clear(dev.GpuInstances)
+		dev.Unlock()
+		m.Pending = g.Pending
+		for _, in := range g.Instances {
+			info := dev.Config.MIGProfiles.GpuInstanceProfiles[in.ProfileID]
+			gi, ret := dev.CreateGpuInstanceWithPlacement(&info, &nvml.GpuInstancePlacement{Start: in.Start, Size: in.Size})
+			if ret != nvml.SUCCESS {
+				return fmt.Errorf("GPU %d: instance %+v: %v", i, in, ret)
+			}
+			for _, n := range in.Compute {
+				found := false
+				for id := 0; id < nvml.COMPUTE_INSTANCE_PROFILE_COUNT; id++ {
+					p, ok := dev.Config.MIGProfiles.ComputeInstanceProfiles[in.ProfileID][id]
+					if !ok || int(p.SliceCount) != n {
+						continue
+					}
+					cinfo, _ := gi.GetComputeInstanceProfileInfo(id, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+					if _, ret := gi.CreateComputeInstance(&cinfo); ret != nvml.SUCCESS {
+						return fmt.Errorf("GPU %d: compute instance of %d slices: %v", i, n, ret)
+					}
+					found = true
+					break
+				}
+				if !found {
+					return fmt.Errorf("GPU %d: no compute profile of %d slices", i, n)
+				}
+			}
+		}
+	}
+	return nil
+}
