@@ -288,7 +288,7 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 			ReasonCode: planner.ReasonSettingDiffers,
 			DependsOn:  []string{"driver", "driver.persistence"},
 		}
-		var modeGPUs, busyGPUs []string
+		var modeGPUs, busyGPUs, unpersisted []string
 		entering := false
 		for _, d := range picked {
 			g, diags := planMIGGPU(blk, d)
@@ -297,6 +297,9 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 				continue
 			}
 			finals[d.Index] = g
+			if g.mode == string(spec.MIGEnabled) && d.PersistenceMode == "disabled" && !persistenceAsked(req.Spec) {
+				unpersisted = append(unpersisted, strconv.Itoa(d.Index))
+			}
 			step.Operations = append(step.Operations, g.ops...)
 			for k, v := range g.before {
 				step.Before[k] = v
@@ -311,6 +314,13 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 					busyGPUs = append(busyGPUs, strconv.Itoa(d.Index))
 				}
 			}
+		}
+		if len(unpersisted) > 0 {
+			resp.Warnings = append(resp.Warnings, planner.Warning{
+				Summary:  fmt.Sprintf("MIG without persistence mode on GPU %s", strings.Join(unpersisted, ", ")),
+				Detail:   "Without persistence mode the driver tears a GPU's state down whenever no program holds it, and nvidia-smi warns of it when MIG is enabled (NVIDIA's MIG user guide, \"Enable MIG Mode\"). Set persistence_mode = true in the driver block, so that nvidia-persistenced holds the GPUs.",
+				Evidence: []string{"NVML: persistence mode disabled"},
+			})
 		}
 		if len(step.Operations) == 0 {
 			continue
@@ -341,6 +351,11 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 		resp.Steps = append(resp.Steps, step)
 		addrs = append(addrs, step.Address)
 	}
+}
+
+// persistenceAsked tells whether the spec turns persistence mode on.
+func persistenceAsked(s *spec.Spec) bool {
+	return s.Driver != nil && !s.Driver.IsAbsent() && s.Driver.PersistenceMode.Set && s.Driver.PersistenceMode.Value
 }
 
 func orWord(s, alt string) string {

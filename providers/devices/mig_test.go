@@ -179,3 +179,20 @@ func TestMIGBootUnitMakesTheLayoutAgain(t *testing.T) {
 	}
 	plantest.Converged(t, pl, s, observe(), "the boot unit after a reboot")
 }
+
+// TestMIGWithoutPersistenceWarns: entering MIG mode on GPUs whose
+// persistence mode is off is planned with a warning.
+func TestMIGWithoutPersistenceWarns(t *testing.T) {
+	_, _, observe := dgxA100(t)
+	obs := observe()
+	obs.NVML.Devices[1].PersistenceMode = "disabled"
+	plan := plantest.Plan(t, planner.New(devices.Provider{}), plantest.LoadSpec(t, "mig \"all\" {\n  instances = [\"7g.40gb\"]\n}\n"), obs)
+	if len(plan.Warnings) != 1 || plan.Warnings[0].Summary != "MIG without persistence mode on GPU 1" {
+		t.Errorf("warnings %+v", plan.Warnings)
+	}
+	obs.NVML.Devices[1].PersistenceMode = "enabled"
+	plan = plantest.Plan(t, planner.New(devices.Provider{}), plantest.LoadSpec(t, "mig \"all\" {\n  instances = [\"7g.40gb\"]\n}\n"), obs)
+	if len(plan.Warnings) != 0 {
+		t.Errorf("with persistence on: %+v", plan.Warnings)
+	}
+}

@@ -346,8 +346,7 @@ func (n *nvmlLib) device(h nvml.Device, d *NVMLDevice) {
 		d.MIGMode = enabled(cur == nvml.DEVICE_MIG_ENABLE)
 		d.MIGPending = enabled(pending == nvml.DEVICE_MIG_ENABLE)
 		if cur == nvml.DEVICE_MIG_ENABLE {
-			d.MIGDevices = n.migDevices(h, e)
-			d.GPUInstances = n.gpuInstances(h, e, procs)
+			d.GPUInstances, d.MIGDevices = n.gpuInstances(h, e, procs)
 		}
 	}
 }
@@ -364,15 +363,19 @@ func (n *nvmlLib) process(p nvml.ProcessInfo) NVMLProcess {
 // by profile, each with its compute instances, the UUIDs of the MIG
 // devices they are, and the processes NVML places on them (a process
 // of a MIG device carries its GPU and compute instance ids).
-func (n *nvmlLib) gpuInstances(h nvml.Device, e *[]string, procs []nvml.ProcessInfo) []NVMLGPUInstance {
+func (n *nvmlLib) gpuInstances(h nvml.Device, e *[]string, procs []nvml.ProcessInfo) ([]NVMLGPUInstance, int) {
 	type key struct{ gi, ci uint32 }
 	uuids := map[key]string{}
+	count := 0
 	if max, ret := h.GetMaxMigDeviceCount(); query(e, "MIG device count", ret) {
+		// Slots up to the maximum that hold no MIG device answer
+		// NOT_FOUND.
 		for i := 0; i < max; i++ {
 			m, ret := h.GetMigDeviceHandleByIndex(i)
 			if ret != nvml.SUCCESS {
 				continue
 			}
+			count++
 			gi, r1 := m.GetGpuInstanceId()
 			ci, r2 := m.GetComputeInstanceId()
 			u, r3 := m.GetUUID()
@@ -432,23 +435,7 @@ func (n *nvmlLib) gpuInstances(h nvml.Device, e *[]string, procs []nvml.ProcessI
 		}
 		return a.ProfileID - b.ProfileID
 	})
-	return out
-}
-
-// migDevices counts the MIG devices that exist: slots up to the maximum
-// that hold none answer NOT_FOUND.
-func (n *nvmlLib) migDevices(h nvml.Device, e *[]string) int {
-	max, ret := h.GetMaxMigDeviceCount()
-	if !query(e, "MIG device count", ret) {
-		return 0
-	}
-	count := 0
-	for i := 0; i < max; i++ {
-		if _, ret := h.GetMigDeviceHandleByIndex(i); ret == nvml.SUCCESS {
-			count++
-		}
-	}
-	return count
+	return out, count
 }
 
 func enabled(b bool) string {
