@@ -24,11 +24,13 @@ import (
 )
 
 // migSpec changes the layout of every GPU of a DGX A100 laid out by
-// migHost: GPUs 0-3 enter MIG mode and get a mixed layout; 4 and 5 trade
+// migStart: GPUs 0-3 enter MIG mode and get a mixed layout (its 2g
+// instance divided in two compute instances); 4 and 5 trade
 // their 7g instance for it; 6 keeps its two 3g instances; 7 leaves MIG
 // mode, its instances destroyed first.
 const migSpec = `mig "all" {
-  instances = ["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"]
+  instances         = ["3g.20gb", "2g.10gb", "1g.5gb", "1g.5gb"]
+  compute_instances = { "2g.10gb" = ["1c", "1c"] }
 }
 
 mig "6" {
@@ -171,7 +173,7 @@ func TestMIGApplyConvergesAndRollsBack(t *testing.T) {
 	}
 	after := hosttest.MIGSnapshot(fx.srv)
 	mixed := []hosttest.MIGInstanceState{
-		{ProfileID: nvml.GPU_INSTANCE_PROFILE_2_SLICE, Start: 0, Size: 2, Compute: []int{2}},
+		{ProfileID: nvml.GPU_INSTANCE_PROFILE_2_SLICE, Start: 0, Size: 2, Compute: []int{1, 1}},
 		{ProfileID: nvml.GPU_INSTANCE_PROFILE_1_SLICE, Start: 2, Size: 1, Compute: []int{1}},
 		{ProfileID: nvml.GPU_INSTANCE_PROFILE_1_SLICE, Start: 3, Size: 1, Compute: []int{1}},
 		{ProfileID: nvml.GPU_INSTANCE_PROFILE_3_SLICE, Start: 4, Size: 4, Compute: []int{3}},

@@ -46,6 +46,7 @@ var diagCases = []diagCase{
 	{name: "mig bad profile names", src: "mig \"all\" {\n  instances = [\"3g.40gb\", \"3g40gb\", \"1g.5gb+mem\"]\n}\n"},
 	{name: "mig instances with mode disabled", src: "mig \"0\" {\n  mode      = \"disabled\"\n  instances = [\"7g.80gb\"]\n}\n"},
 	{name: "mig bad mode and selector", src: "mig \"gpu0\" {\n  mode = \"on\"\n}\n"},
+	{name: "mig compute instances", src: "mig \"0\" {\n  instances         = [\"3g.40gb\"]\n  compute_instances = { \"3g.40gb\" = [\"2c\", \"2c\"], \"2g.20gb\" = [\"1c\"] }\n}\n"},
 	{name: "duplicate mig", src: "mig \"1\" {\n  mode = \"enabled\"\n}\nmig \"01\" {\n  mode = \"disabled\"\n}\n"},
 	{name: "duplicate device uuid case", src: "device \"GPU-" + uuidA + "\" {\n}\ndevice \"GPU-5D5A1EE2-2F2A-4B33-9AC3-5B3E8F1B2C4D\" {\n}\n"},
 	{name: "duplicate variable", src: "variable \"cuda\" {\n  default = \"12.4\"\n}\nvariable \"cuda\" {\n  default = \"12.6\"\n}\n"},

@@ -99,6 +99,10 @@ var diagWants = map[string][]diag{
 		{"error", "Invalid mode value", "The allowed values for mode are \"enabled\" and \"disabled\"; \"on\" is not one of them.", "spec.hcl:2,10-14"},
 		{"error", "Invalid device selector", "\"gpu0\" is not a device selector: write \"all\", a device index such as \"0\", or a GPU UUID such as \"GPU-5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d\", as nvidia-smi -L lists them.", "spec.hcl:1,5-11"},
 	},
+	"mig compute instances": {
+		{"error", "Compute instances of no GPU instance", "compute_instances divides the GPU instances of profile \"2g.20gb\", which instances does not list.", "spec.hcl:3,23-71"},
+		{"error", "Compute instances over their GPU instance", "The compute instances of \"3g.40gb\" take 4 compute slices, and the GPU instance has 3.", "spec.hcl:3,23-71"},
+	},
 	"duplicate mig": {
 		{"error", "Duplicate mig block", "A mig block for \"01\" was already declared at spec.hcl:1,1-8. Write a GPU's whole layout in one block.", "spec.hcl:4,1-9"},
 	},

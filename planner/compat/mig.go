@@ -152,6 +152,15 @@ func (m MIGModel) Names() []string {
 	return out
 }
 
+// computeSizes are the compute instance sizes, in compute slices, a GPU
+// instance of each size offers: NVML's compute instance profiles as
+// nvidia-smi mig -lcip lists them, and as go-nvml's A100 mock
+// (pkg/nvml/mock/gpus, a100_ComputeInstanceProfiles) carries them.
+var computeSizes = map[int][]int{1: {1}, 2: {1, 2}, 3: {1, 2, 3}, 4: {1, 2, 4}, 7: {1, 2, 3, 4, 7}}
+
+// ComputeSizes lists the sizes of compute instance the profile offers.
+func (p MIGProfile) ComputeSizes() []int { return slices.Clone(computeSizes[p.Slices]) }
+
 // ComputeProfileName names a compute instance of slices compute slices
 // in a GPU instance of profile gi as nvidia-smi does: "1c.3g.40gb", or
 // the GPU instance's own name when it has all of its slices.

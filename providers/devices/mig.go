@@ -2,6 +2,7 @@ package devices
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,6 +133,25 @@ func planMIGGPU(blk *spec.MIG, d facts.GPUDevice) (*migGPU, hcl.Diagnostics) {
 		if bad {
 			return nil, diags
 		}
+		if blk.ComputeInstances.Set {
+			for _, name := range slices.Sorted(maps.Keys(blk.ComputeInstances.Value)) {
+				sizes := blk.ComputeInstances.Value[name]
+				p, _ := model.Profile(name)
+				for _, n := range sizes {
+					if !slices.Contains(p.ComputeSizes(), n) {
+						diags = append(diags, &hcl.Diagnostic{
+							Severity: hcl.DiagError,
+							Summary:  "Unknown compute instance",
+							Detail:   fmt.Sprintf("A GPU instance %s of %s offers compute instances of %s compute slices; %dc is not one of them.", name, gpu, joinInts(p.ComputeSizes()), n),
+							Subject:  blk.ComputeInstances.Range.Ptr(),
+						})
+					}
+				}
+			}
+			if diags.HasErrors() {
+				return nil, diags
+			}
+		}
 		if _, err := model.Place(nil, want); err != nil {
 			return nil, append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -160,7 +180,7 @@ func planMIGGPU(blk *spec.MIG, d facts.GPUDevice) (*migGPU, hcl.Diagnostics) {
 	case wantMode == string(spec.MIGDisabled):
 		destroy = have
 	case blk.Instances.Set:
-		destroy, create = layoutDiff(model, have, want)
+		destroy, create = layoutDiff(model, have, want, blk.ComputeInstances.Value)
 	}
 	for _, in := range destroy {
 		if pids := holders(d, in.Start); len(pids) > 0 {
@@ -223,13 +243,24 @@ func describeMode(d facts.GPUDevice) string {
 
 // layoutDiff returns the instances to destroy and to create so that a GPU
 // holding have holds want.
-func layoutDiff(model compat.MIGModel, have []planner.MIGInstance, want []string) (destroy, create []planner.MIGInstance) {
+func layoutDiff(model compat.MIGModel, have []planner.MIGInstance, want []string, compute map[string][]int) (destroy, create []planner.MIGInstance) {
+	// computeOf is the compute instances the spec wants in an instance
+	// of profile p: those compute_instances gives, else one of all its
+	// slices.
+	computeOf := func(p compat.MIGProfile) []int {
+		if c, ok := compute[p.Name]; ok {
+			c = slices.Clone(c)
+			slices.Sort(c)
+			return c
+		}
+		return []int{p.Slices}
+	}
 	left := slices.Clone(want)
 	var keep []compat.Placed
 	for _, in := range have {
 		p, ok := model.ProfileByID(in.ProfileID)
-		whole := ok && len(in.Compute) == 1 && in.Compute[0] == p.Slices
-		if i := slices.Index(left, in.Profile); whole && i >= 0 {
+		same := ok && slices.Equal(in.Compute, computeOf(p))
+		if i := slices.Index(left, in.Profile); same && i >= 0 {
 			left = slices.Delete(left, i, i+1)
 			keep = append(keep, compat.Placed{Profile: in.Profile, Start: in.Start})
 			continue
@@ -244,7 +275,7 @@ func layoutDiff(model compat.MIGModel, have []planner.MIGInstance, want []string
 	}
 	for _, pl := range placed {
 		p, _ := model.Profile(pl.Profile)
-		create = append(create, planner.MIGInstance{Profile: p.Name, ProfileID: p.ID, Start: pl.Start, Size: p.Size, Compute: []int{p.Slices}})
+		create = append(create, planner.MIGInstance{Profile: p.Name, ProfileID: p.ID, Start: pl.Start, Size: p.Size, Compute: computeOf(p)})
 	}
 	slices.SortFunc(create, func(a, b planner.MIGInstance) int { return a.Start - b.Start })
 	return destroy, create
@@ -356,6 +387,14 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 // persistenceAsked tells whether the spec turns persistence mode on.
 func persistenceAsked(s *spec.Spec) bool {
 	return s.Driver != nil && !s.Driver.IsAbsent() && s.Driver.PersistenceMode.Set && s.Driver.PersistenceMode.Value
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 func orWord(s, alt string) string {

@@ -65,6 +65,9 @@ func TestMIGPlanRefusals(t *testing.T) {
 		{"over capacity, naming the GPU and profile", "mig \"2\" {\n  instances = [\"4g.20gb\", \"3g.20gb\", \"1g.5gb\"]\n}\n", []string{
 			"Impossible MIG layout|GPU 2 (Mock NVIDIA A100-SXM4-40GB, " + uuid + ") cannot hold this layout: 1g.5gb does not fit: with it the layout takes 8 compute slices and the A100 40GB has 7.|2,15-47",
 		}},
+		{"a compute instance the GPU instance does not offer", "mig \"2\" {\n  instances = [\"4g.20gb\"]\n  compute_instances = { \"4g.20gb\" = [\"3c\"] }\n}\n", []string{
+			"Unknown compute instance|A GPU instance 4g.20gb of GPU 2 (Mock NVIDIA A100-SXM4-40GB, " + uuid + ") offers compute instances of 1, 2, 4 compute slices; 3c is not one of them.|3,23-45",
+		}},
 		{"no room for a placement", "mig \"2\" {\n  instances = [\"3g.20gb\", \"3g.20gb\", \"1g.5gb\"]\n}\n", []string{
 			"Impossible MIG layout|GPU 2 (Mock NVIDIA A100-SXM4-40GB, " + uuid + ") cannot hold this layout: the A100 40GB has no room for 1g.5gb in the layout 3g.20gb, 3g.20gb, 1g.5gb: no placement of its memory slices fits every instance (8 of 8 memory slices free around the instances kept).|2,15-47",
 		}},
@@ -107,7 +110,7 @@ func TestMIGPlanRefusals(t *testing.T) {
 // empty once more.
 func TestMIGBootUnitMakesTheLayoutAgain(t *testing.T) {
 	h, srv, observe := dgxA100(t)
-	src := "mig \"all\" {\n  instances = [\"3g.20gb\", \"2g.10gb\", \"1g.10gb\"]\n}\n\nmig \"3\" {\n  instances = [\"7g.40gb\"]\n}\n"
+	src := "mig \"all\" {\n  instances = [\"3g.20gb\", \"2g.10gb\", \"1g.10gb\"]\n  compute_instances = { \"3g.20gb\" = [\"1c\", \"2c\"] }\n}\n\nmig \"3\" {\n  instances = [\"7g.40gb\"]\n}\n"
 	s := plantest.LoadSpec(t, src)
 	pl := planner.New(devices.Provider{})
 	plan := plantest.Plan(t, pl, s, observe())
