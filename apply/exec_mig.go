@@ -96,6 +96,11 @@ func (x deviceExecutor) runMIG(ws *Workspace, op *planner.DeviceOp) error {
 		return nil
 	}
 	if op.Value == planner.GPUInstanceAbsent {
+		// Outside MIG mode no instance exists, and NVML may refuse even
+		// to list them.
+		if cur, _, err := m.MIGMode(op.UUID); err != nil || cur != "enabled" {
+			return err
+		}
 		return m.DestroyGPUInstance(op.UUID, op.Instance.ProfileID, uint32(op.Instance.Start))
 	}
 	return m.CreateGPUInstance(op.UUID, hostInstance(op.Instance))
@@ -121,12 +126,15 @@ func (x deviceExecutor) undoMIG(inv *DeviceInverse) error {
 		return err
 	}
 	in := inv.Instance
-	if inv.Value == planner.GPUInstanceAbsent {
-		return m.DestroyGPUInstance(inv.UUID, in.ProfileID, uint32(in.Start))
-	}
 	cur, _, err := m.MIGMode(inv.UUID)
 	if err != nil {
 		return err
+	}
+	if inv.Value == planner.GPUInstanceAbsent {
+		if cur != "enabled" {
+			return nil
+		}
+		return m.DestroyGPUInstance(inv.UUID, in.ProfileID, uint32(in.Start))
 	}
 	if cur != "enabled" {
 		return fmt.Errorf("creating MIG instance %s at memory slice %d of GPU %s again: its MIG mode is %s", in.Profile, in.Start, inv.UUID, cur)
