@@ -93,6 +93,12 @@ func Describe(op plan.Operation) string {
 			verb = "enabling "
 		}
 		return verb + op.Service.Unit
+	case op.Device != nil && op.Device.Instance != nil:
+		verb := "creating"
+		if op.Device.Value == plan.GPUInstanceAbsent {
+			verb = "destroying"
+		}
+		return fmt.Sprintf("%s MIG instance %s at memory slice %d of GPU %d", verb, op.Device.Instance.Profile, op.Device.Instance.Start, op.Device.Index)
 	case op.Device != nil:
 		return fmt.Sprintf("setting %s of GPU %d to %s", op.Device.Setting, op.Device.Index, op.Device.Value)
 	case op.Refresh != nil:
@@ -163,6 +169,11 @@ func DescribeInverse(inv *Inverse) string {
 			return "re-enabling " + inv.Service.Unit
 		}
 		return "disabling " + inv.Service.Unit
+	case inv.Device != nil && inv.Device.Instance != nil:
+		if inv.Device.Value == plan.GPUInstancePresent {
+			return fmt.Sprintf("creating MIG instance %s at memory slice %d of GPU %s again", inv.Device.Instance.Profile, inv.Device.Instance.Start, inv.Device.UUID)
+		}
+		return fmt.Sprintf("destroying MIG instance %s at memory slice %d of GPU %s", inv.Device.Instance.Profile, inv.Device.Instance.Start, inv.Device.UUID)
 	case inv.Device != nil:
 		return fmt.Sprintf("setting %s of GPU %s back to %s", inv.Device.Setting, inv.Device.UUID, inv.Device.Value)
 	case inv.Refresh != nil:

@@ -296,6 +296,10 @@ func (x deviceExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan
 	if x.Devices == nil {
 		return nil, fmt.Errorf("setting %s of GPU %d (%s): NVML is not available", op.Setting, op.Index, op.UUID)
 	}
+	switch op.Setting {
+	case plan.SettingMIGMode, plan.SettingGPUInstance:
+		return x.prepareMIG(op)
+	}
 	prev, err := x.Devices.Get(op.UUID, string(op.Setting))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s of GPU %d (%s): %w", op.Setting, op.Index, op.UUID, err)
@@ -303,7 +307,11 @@ func (x deviceExecutor) prepare(_ context.Context, _ *Workspace, _ int, op *plan
 	return &DeviceInverse{UUID: op.UUID, Setting: string(op.Setting), Value: prev}, nil
 }
 
-func (x deviceExecutor) run(_ context.Context, _ *Workspace, op *plan.DeviceOp) error {
+func (x deviceExecutor) run(ctx context.Context, ws *Workspace, op *plan.DeviceOp) error {
+	switch op.Setting {
+	case plan.SettingMIGMode, plan.SettingGPUInstance:
+		return x.runMIG(ws, op)
+	}
 	return x.Devices.Set(op.UUID, string(op.Setting), op.Value)
 }
 
@@ -313,6 +321,10 @@ func (x deviceExecutor) undo(_ context.Context, _ *Workspace, inv *DeviceInverse
 	}
 	if x.Devices == nil {
 		return fmt.Errorf("restoring %s of GPU %s: NVML is not available", inv.Setting, inv.UUID)
+	}
+	switch plan.DeviceSetting(inv.Setting) {
+	case plan.SettingMIGMode, plan.SettingGPUInstance:
+		return x.undoMIG(inv)
 	}
 	cur, err := x.Devices.Get(inv.UUID, inv.Setting)
 	if err != nil {

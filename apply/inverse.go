@@ -135,9 +135,14 @@ type RefreshInverse struct {
 	Manager string `json:"manager"`
 }
 
-// DeviceInverse is a device setting's previous value.
+// DeviceInverse is a device setting's previous value. For a GPU
+// instance, Value is whether an instance was at the placement
+// (plan.GPUInstancePresent) and Instance is that instance, with the
+// compute instances it had: undoing its destruction creates it again
+// where it was.
 type DeviceInverse struct {
-	UUID    string `json:"uuid"`
-	Setting string `json:"setting"`
-	Value   string `json:"value"`
+	UUID     string            `json:"uuid"`
+	Setting  string            `json:"setting"`
+	Value    string            `json:"value"`
+	Instance *plan.MIGInstance `json:"instance,omitempty"`
 }

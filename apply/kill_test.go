@@ -38,6 +38,10 @@ func TestKillHelper(t *testing.T) {
 	}
 	at, _ := strconv.Atoi(os.Getenv(envKillAt))
 	mode := os.Getenv(envKillMode)
+	if mode == "mig-apply" || mode == "mig-rollback" {
+		migKillHelper(t, dir, at, mode)
+		return
+	}
 	var root string
 	var env []string
 	var plan *plan.Plan

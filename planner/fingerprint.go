@@ -177,6 +177,16 @@ func section(name string, obs *facts.Observation) any {
 		for i, d := range obs.NVML.Devices {
 			d.MemoryUsed = 0
 			d.Processes = nil
+			// The processes on MIG instances come and go as those on
+			// the GPU do; an instance one holds is refused at apply.
+			d.GPUInstances = slices.Clone(d.GPUInstances)
+			for j, g := range d.GPUInstances {
+				g.Compute = slices.Clone(g.Compute)
+				for k := range g.Compute {
+					g.Compute[k].Processes = nil
+				}
+				d.GPUInstances[j] = g
+			}
 			devs[i] = d
 		}
 		return devs

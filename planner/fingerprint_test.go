@@ -25,6 +25,7 @@ func fingerprintFacts() *facts.Observation {
 	}}
 	obs.NVML.Devices[0].MemoryUsed = 1 << 30
 	obs.NVML.Devices[0].PersistenceMode = "disabled"
+	obs.NVML.Devices[0].GPUInstances = []facts.GPUInstance{{Profile: "7g.80gb", ProfileID: 4, Size: 8, Compute: []facts.ComputeInstance{{Slices: 7, UUID: "MIG-0"}}}}
 	obs.Groups = []facts.Group{{Name: "video", GID: 44, Members: []string{"alice"}}}
 	obs.Repositories = []facts.Repository{{File: "/etc/apt/sources.list", URIs: []string{"http://archive.ubuntu.com/ubuntu/"}, Suites: []string{"jammy"}, Components: []string{"main", "restricted"}}}
 	return obs
@@ -74,6 +75,13 @@ func TestFingerprintStaleness(t *testing.T) {
 		{"the group a group plan changes", groupPlan, func(o *facts.Observation) { o.Groups[0].Members = nil }, []string{FactsGroups}},
 		{"a package a group plan does not use", groupPlan, func(o *facts.Observation) { o.Packages.Packages = nil }, nil},
 		{"a device setting", devicePlan, func(o *facts.Observation) { o.NVML.Devices[0].PersistenceMode = "enabled" }, []string{FactsDevices}},
+		{"a MIG instance", devicePlan, func(o *facts.Observation) {
+			o.NVML.Devices[1].GPUInstances = []facts.GPUInstance{{Profile: "7g.80gb", ProfileID: 4, Size: 8, Compute: []facts.ComputeInstance{{Slices: 7}}}}
+		}, []string{FactsDevices}},
+		// fingerprintFacts gives GPU 0 a 7g instance with no process.
+		{"a process on a MIG instance", devicePlan, func(o *facts.Observation) {
+			o.NVML.Devices[0].GPUInstances[0].Compute[0].Processes = []facts.GPUProcess{{PID: 7, UsedMemory: 1 << 30}}
+		}, nil},
 		{"a package under an empty plan", emptyPlan, func(o *facts.Observation) { o.Packages.Packages = nil }, []string{FactsPackages}},
 		{"a package source a repository plan adds", repoPlan, func(o *facts.Observation) {
 			o.Repositories = append(o.Repositories, facts.Repository{File: "/etc/apt/sources.list.d/cuda.list", URIs: []string{"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}, Suites: []string{"/"}})

@@ -22,7 +22,7 @@ const module = "github.com/gpuenv/gpuenv"
 // notKinds are the packages under providers/ that plan and observe
 // nothing: host access, active probes and captures, and the descriptors'
 // own package.
-var notKinds = []string{"capture", "host", "kind", "testdata", "verify"}
+var notKinds = []string{"export", "host", "kind", "probe", "testdata"}
 
 // TestDescriptorsListEveryPackage: a package under providers/ that is
 // not in the descriptor list would neither plan nor observe, without a

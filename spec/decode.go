@@ -314,6 +314,7 @@ func (l *loader) decodeResources(blocks hcl.Blocks) {
 	repos := map[string]*Repository{}
 	groups := map[string]*Group{}
 	devices := map[string]*Device{}
+	migs := map[string]*MIG{}
 
 	for _, blk := range blocks {
 		switch blk.Type {
@@ -391,6 +392,18 @@ func (l *loader) decodeResources(blocks hcl.Blocks) {
 			}
 			devices[key] = d
 			l.spec.Devices = append(l.spec.Devices, d)
+		case "mig":
+			m, key := l.decodeMIG(blk)
+			if m == nil {
+				continue
+			}
+			if prev, ok := migs[key]; ok {
+				l.errorf(blk.DefRange.Ptr(), "Duplicate mig block",
+					"A mig block for %q was already declared at %s. Write a GPU's whole layout in one block.", m.Selector, prev.DefRange)
+				continue
+			}
+			migs[key] = m
+			l.spec.MIG = append(l.spec.MIG, m)
 		}
 	}
 }

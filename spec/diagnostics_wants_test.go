@@ -88,6 +88,24 @@ var diagWants = map[string][]diag{
 	"duplicate device": {
 		{"error", "Duplicate device block", "A device block for \"00\" (the same device as \"0\") was already declared at spec.hcl:1,1-11. Write all settings for a device in one block.", "spec.hcl:4,1-12"},
 	},
+	"mig bad profile names": {
+		{"error", "Invalid MIG profile", "\"3g40gb\" is not a MIG GPU instance profile: write it as nvidia-smi mig -lgip lists them, compute slices and memory, such as \"1g.10gb\" or \"3g.40gb\".", "spec.hcl:2,27-35"},
+		{"error", "Invalid MIG profile", "\"1g.5gb+mem\" is not a MIG GPU instance profile: write it as nvidia-smi mig -lgip lists them, compute slices and memory, such as \"1g.10gb\" or \"3g.40gb\".", "spec.hcl:2,37-49"},
+	},
+	"mig instances with mode disabled": {
+		{"error", "MIG instances without MIG mode", "mode = \"disabled\" leaves no room for GPU instances: remove instances, or set mode = \"enabled\".", "spec.hcl:3,15-26"},
+	},
+	"mig bad mode and selector": {
+		{"error", "Invalid mode value", "The allowed values for mode are \"enabled\" and \"disabled\"; \"on\" is not one of them.", "spec.hcl:2,10-14"},
+		{"error", "Invalid device selector", "\"gpu0\" is not a device selector: write \"all\", a device index such as \"0\", or a GPU UUID such as \"GPU-5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d\", as nvidia-smi -L lists them.", "spec.hcl:1,5-11"},
+	},
+	"mig compute instances": {
+		{"error", "Compute instances of no GPU instance", "compute_instances divides the GPU instances of profile \"2g.20gb\", which instances does not list.", "spec.hcl:3,23-71"},
+		{"error", "Compute instances over their GPU instance", "The compute instances of \"3g.40gb\" take 4 compute slices, and the GPU instance has 3.", "spec.hcl:3,23-71"},
+	},
+	"duplicate mig": {
+		{"error", "Duplicate mig block", "A mig block for \"01\" was already declared at spec.hcl:1,1-8. Write a GPU's whole layout in one block.", "spec.hcl:4,1-9"},
+	},
 	"duplicate device uuid case": {
 		{"error", "Duplicate device block", "A device block for \"GPU-5D5A1EE2-2F2A-4B33-9AC3-5B3E8F1B2C4D\" (the same device as \"GPU-5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d\") was already declared at spec.hcl:1,1-50. Write all settings for a device in one block.", "spec.hcl:3,1-50"},
 	},

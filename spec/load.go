@@ -70,6 +70,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "group", LabelNames: []string{"name"}},
 		{Type: "environment"},
 		{Type: "device", LabelNames: []string{"selector"}},
+		{Type: "mig", LabelNames: []string{"selector"}},
 		{Type: "container_toolkit"},
 	},
 }

@@ -34,6 +34,8 @@ type Spec struct {
 	Groups       []*Group
 	Environment  *Environment
 	Devices      []*Device
+	// MIG are the mig blocks: MIG mode and layout by GPU selector.
+	MIG []*MIG
 	// ContainerToolkit is the host's container GPU support: NVIDIA's
 	// container toolkit, the engines' runtime entries, the CDI spec.
 	ContainerToolkit *ContainerToolkit

@@ -17,6 +17,7 @@ import (
 //
 //	gpuenv-fixture NAME DIR   lays out testdata/roots/NAME into DIR
 //	gpuenv-dgxh100 ARGS...    gpuenv whose NVML is go-nvml's DGX H100 mock
+//	gpuenv-dgxa100 ARGS...    the same with go-nvml's DGX A100 mock (MIG off)
 //	gpuenv-nvml-mismatch ...  gpuenv whose NVML Init fails with
 //	                          LIB_RM_VERSION_MISMATCH, as after an
 //	                          upgrade without reboot
@@ -26,6 +27,7 @@ import (
 func init() {
 	extraTestCommands["gpuenv-fixture"] = buildFixture
 	extraTestCommands["gpuenv-dgxh100"] = withNVML(func() host.NVML { return host.NewNVML(hosttest.NVMLServer("dgxh100")) })
+	extraTestCommands["gpuenv-dgxa100"] = withNVML(func() host.NVML { return host.NewNVML(hosttest.NVMLServer("dgxa100")) })
 	extraTestCommands["gpuenv-nvml-mismatch"] = withNVML(func() host.NVML {
 		return host.NewNVML(hosttest.FailingNVML(nvml.ERROR_LIB_RM_VERSION_MISMATCH))
 	})

@@ -301,6 +301,13 @@ func operationText(op plan.Operation, addr string, txs map[int]*plan.Transaction
 			now = ""
 		}
 		return verb + sv.Unit + now
+	case op.Device != nil && op.Device.Instance != nil:
+		d := op.Device
+		verb := "create"
+		if d.Value == plan.GPUInstanceAbsent {
+			verb = "destroy"
+		}
+		return fmt.Sprintf("%s MIG instance %s at memory slice %d on GPU %d (%s)", verb, d.Instance.Profile, d.Instance.Start, d.Index, d.UUID)
 	case op.Device != nil:
 		d := op.Device
 		return fmt.Sprintf("set %s = %s on GPU %d (%s)", d.Setting, d.Value, d.Index, d.UUID)

@@ -149,7 +149,7 @@ func terminalWidth(w io.Writer) int {
 var commands = []func(g *globalOptions) *cobra.Command{
 	newApplyCmd, newCUDACheckCmd, newDoctorCmd, newFmtCmd, newHistoryCmd, newInitCmd, newObserveCmd, newPlanCmd,
 	newRollbackCmd, newShowCmd, newUnlockCmd, newValidateCmd, newVerifyCmd, newVersionCmd, newManCmd,
-	newSlurmHealthCmd,
+	newSlurmHealthCmd, newMIGRestoreCmd,
 }
 
 // exitCodeError ends a command with a given exit code after the command has

@@ -190,6 +190,7 @@ var checks = []func(*doctor){
 	(*doctor).stubLibrary,
 	(*doctor).visibleDeviceUUIDs,
 	(*doctor).gpuState,
+	(*doctor).migState,
 	(*doctor).gpuHealth,
 	(*doctor).programs,
 	(*doctor).containers,

@@ -25,6 +25,7 @@ func (d *doctor) visibleDevices() {
 		uuids[strings.ToLower(g.UUID)] = true
 	}
 	n := d.gpuCount()
+	migs := d.migUUIDs()
 	var bad []string
 	var good []string
 	for _, a := range as {
@@ -60,6 +61,15 @@ func (d *doctor) visibleDevices() {
 				}
 				good = append(good, e)
 			case strings.HasPrefix(strings.ToUpper(e), "MIG-"):
+				// Resolved against the MIG devices NVML lists, once it
+				// lists any: a MIG UUID of another host, or of a
+				// layout since changed, names nothing.
+				if at, ok := migs[strings.ToLower(e)]; ok {
+					c.Evidence = append(c.Evidence, fmt.Sprintf("%s is %s (NVML)", e, at))
+				} else if len(migs) > 0 {
+					bad = append(bad, fmt.Sprintf("%s names %s, which no MIG device of this host has", where(a), e))
+					continue
+				}
 				good = append(good, e)
 			default:
 				bad = append(bad, fmt.Sprintf("%s names %q, which is no device (CUDA hides it and every later entry)", where(a), e))

@@ -227,6 +227,46 @@ type GPUDevice struct {
 	MIGMode         string       `json:"mig_mode,omitempty"`         // "enabled", "disabled"
 	MIGDevices      int          `json:"mig_devices,omitempty"`
 	Processes       []GPUProcess `json:"processes,omitempty"`
+	// MIGModePending is the MIG mode the GPU takes at its next reset
+	// ("enabled", "disabled"): one that differs from MIGMode waits for a
+	// GPU reset or a reboot. "" when NVML did not say. Added in minor 6.
+	MIGModePending string `json:"mig_mode_pending,omitempty"`
+	// GPUInstances are the MIG GPU instances, in the order of their
+	// placements; read only while MIG mode is enabled. Added in minor 6.
+	GPUInstances []GPUInstance `json:"gpu_instances,omitempty"`
+}
+
+// GPUInstance is a MIG GPU instance.
+type GPUInstance struct {
+	// ID is NVML's id of the instance on its GPU.
+	ID uint32 `json:"id"`
+	// ProfileID is NVML's GPU instance profile id, Profile its name
+	// ("3g.40gb") from gpuenv's table of the GPU's model; "" for a model
+	// the table lacks.
+	ProfileID int    `json:"profile_id"`
+	Profile   string `json:"profile,omitempty"`
+	// Start and Size are its placement: the first memory slice it holds
+	// and how many.
+	Start uint32 `json:"placement_start"`
+	Size  uint32 `json:"placement_size"`
+	// Compute are its compute instances.
+	Compute []ComputeInstance `json:"compute_instances,omitempty"`
+}
+
+// ComputeInstance is a compute instance of a GPU instance: a MIG device
+// programs see.
+type ComputeInstance struct {
+	ID        uint32 `json:"id"`
+	ProfileID int    `json:"profile_id"`
+	// Slices is the number of the GPU instance's compute slices it has;
+	// Profile names it as nvidia-smi does ("1c.3g.40gb", or the GPU
+	// instance's own name when it has every slice).
+	Slices  int    `json:"slices"`
+	Profile string `json:"profile,omitempty"`
+	// UUID is the MIG device's ("MIG-…"), which CUDA_VISIBLE_DEVICES
+	// and container runtimes name it by.
+	UUID      string       `json:"uuid,omitempty"`
+	Processes []GPUProcess `json:"processes,omitempty"`
 }
 
 // GPUProcess is a compute process running on a device.

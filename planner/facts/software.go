@@ -262,4 +262,9 @@ type Unit struct {
 	// Enabled is true when the link `systemctl enable` makes from its
 	// WantedBy= target (multi-user.target.wants) exists.
 	Enabled bool `json:"enabled"`
+	// MIGLayout is, for gpuenv-mig.service, the layout its command lines
+	// make at boot: by GPU UUID, each GPU instance as
+	// "PROFILE:START:SIZE:SLICES" (NVML's profile id, its placement, its
+	// compute instances' slices joined by "+"). Added in minor 6.
+	MIGLayout map[string][]string `json:"mig_layout,omitempty"`
 }

@@ -444,6 +444,24 @@ type DeviceOp struct {
 	// Value is one the setting takes.
 	Setting DeviceSetting `json:"setting"`
 	Value   string        `json:"value"`
+	// Instance is the GPU instance of SettingGPUInstance: created with
+	// its compute instances (Value GPUInstancePresent) or destroyed
+	// (GPUInstanceAbsent). Its profile and placement name it.
+	Instance *MIGInstance `json:"instance,omitempty"`
+}
+
+// MIGInstance is a MIG GPU instance at a placement, with the compute
+// instances it holds.
+type MIGInstance struct {
+	// Profile is the profile's name ("3g.40gb"), ProfileID NVML's id.
+	Profile   string `json:"profile"`
+	ProfileID int    `json:"profile_id"`
+	// Start and Size are the placement, in memory slices.
+	Start int `json:"placement_start"`
+	Size  int `json:"placement_size"`
+	// Compute are its compute instances by their number of compute
+	// slices.
+	Compute []int `json:"compute_slices"`
 }
 
 // DeviceSetting names an NVML device setting.
@@ -454,6 +472,19 @@ const (
 	SettingPersistenceMode DeviceSetting = "persistence_mode"
 	// SettingComputeMode takes the spec's compute modes (spec.ComputeMode).
 	SettingComputeMode DeviceSetting = "compute_mode"
+	// SettingMIGMode takes spec.MIGEnabled or spec.MIGDisabled: the mode
+	// NVML activates at once when it can reset the GPU, else at the
+	// next reset or reboot.
+	SettingMIGMode DeviceSetting = "mig_mode"
+	// SettingGPUInstance takes GPUInstancePresent or GPUInstanceAbsent,
+	// for DeviceOp.Instance.
+	SettingGPUInstance DeviceSetting = "gpu_instance"
+)
+
+// The values of SettingGPUInstance.
+const (
+	GPUInstancePresent = "present"
+	GPUInstanceAbsent  = "absent"
 )
 
 // The values of SettingPersistenceMode.

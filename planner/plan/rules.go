@@ -69,7 +69,7 @@ var managedDirs = []managedDir{
 	{dir: "/etc/ld.so.conf.d"},
 	{dir: "/etc/systemd/system.conf.d"},
 	{dir: "/etc/modprobe.d"},
-	{dir: "/etc/systemd/system", names: []string{"gpuenv-compute-mode.service"}},
+	{dir: "/etc/systemd/system", names: []string{"gpuenv-compute-mode.service", "gpuenv-mig.service"}},
 	{dir: "/etc/docker", names: []string{"daemon.json"}, merged: true},
 	{dir: "/etc/containerd", names: []string{"config.toml"}, merged: true},
 	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}, merged: true},
@@ -98,7 +98,7 @@ var followUps = [][]string{
 
 // units are the systemd units a service operation may enable or disable:
 // the driver's nvidia-persistenced and the devices' compute-mode unit.
-var units = []string{"nvidia-persistenced.service", "gpuenv-compute-mode.service",
+var units = []string{"nvidia-persistenced.service", "gpuenv-compute-mode.service", "gpuenv-mig.service",
 	"nvidia-fabricmanager.service", "nvidia-dcgm.service", "dcgm-exporter.service"}
 
 // modules are the kernel modules a kernel operation may load or unload, as
@@ -112,6 +112,35 @@ var modules = []string{"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "
 var deviceSettings = map[DeviceSetting][]string{
 	SettingComputeMode:     {string(spec.ComputeModeDefault), string(spec.ComputeModeExclusiveProcess), string(spec.ComputeModeProhibited)},
 	SettingPersistenceMode: {PersistenceEnabled, PersistenceDisabled},
+	SettingMIGMode:         {string(spec.MIGEnabled), string(spec.MIGDisabled)},
+	SettingGPUInstance:     {GPUInstancePresent, GPUInstanceAbsent},
+}
+
+// migProfileName is a GPU instance profile as NVIDIA writes it.
+var migProfileName = lazyregexp.New(`^[1-8]g\.[0-9]{1,3}gb(\+me)?$`)
+
+// checkMIGInstance checks a GPU instance: a profile name, NVML's profile
+// and compute-slice numbers, and a placement inside the eight memory
+// slices of the largest GPUs.
+func checkMIGInstance(in *MIGInstance) error {
+	if !migProfileName.MatchString(in.Profile) {
+		return fmt.Errorf("device operation: %q is not a MIG profile", in.Profile)
+	}
+	if in.ProfileID < 0 || in.ProfileID > 14 {
+		return fmt.Errorf("device operation: MIG profile id %d", in.ProfileID)
+	}
+	if in.Start < 0 || in.Size < 1 || in.Start+in.Size > 8 {
+		return fmt.Errorf("device operation: MIG placement %d+%d is outside memory slices 0-7", in.Start, in.Size)
+	}
+	if len(in.Compute) == 0 || len(in.Compute) > 8 {
+		return fmt.Errorf("device operation: %d compute instances", len(in.Compute))
+	}
+	for _, n := range in.Compute {
+		if !slices.Contains([]int{1, 2, 3, 4, 6, 7, 8}, n) {
+			return fmt.Errorf("device operation: a compute instance of %d slices", n)
+		}
+	}
+	return nil
 }
 
 // CheckOperation checks one operation as strictly as the planner's own
@@ -535,6 +564,12 @@ func checkDevice(d *DeviceOp) error {
 	}
 	if !slices.Contains(values, d.Value) {
 		return fmt.Errorf("device operation: %s %q is not one of %s", d.Setting, d.Value, strings.Join(values, ", "))
+	}
+	if (d.Setting == SettingGPUInstance) != (d.Instance != nil) {
+		return fmt.Errorf("device operation: %s with an instance is not one gpuenv plans", d.Setting)
+	}
+	if d.Instance != nil {
+		return checkMIGInstance(d.Instance)
 	}
 	return nil
 }

@@ -23,6 +23,6 @@ var Kind = &kind.Descriptor{
 }
 
 func observeUnit(_ context.Context, in kind.Input, obs *facts.Observation) []facts.Warning {
-	obs.Units = append(obs.Units, ObserveUnit(in.Host))
+	obs.Units = append(obs.Units, ObserveUnit(in.Host), ObserveMIGUnit(in.Host))
 	return nil
 }

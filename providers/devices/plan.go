@@ -149,5 +149,6 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	if s := p.bootStep(req, deviceSteps); s != nil {
 		resp.Steps = append(resp.Steps, *s)
 	}
+	p.migSteps(req, resp)
 	return resp
 }

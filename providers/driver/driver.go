@@ -568,6 +568,8 @@ func (o *observer) nvml(n host.NVML) {
 		for _, p := range d.Processes {
 			g.Processes = append(g.Processes, facts.GPUProcess{PID: p.PID, UsedMemory: p.UsedMemory, Name: p.Name})
 		}
+		g.MIGModePending = d.MIGPending
+		g.GPUInstances = gpuInstances(d)
 		for _, e := range d.Errors {
 			o.warn("", fmt.Errorf("NVML device %d: %s", d.Index, e))
 		}
@@ -587,4 +589,31 @@ func (o *observer) nvml(n host.NVML) {
 			})
 		}
 	}
+}
+
+// gpuInstances turns NVML's MIG instances into facts, named from the
+// compatibility table's profiles of the GPU's model.
+func gpuInstances(d host.NVMLDevice) []facts.GPUInstance {
+	model, known := compat.MIGModelOf(d.Name, d.MemoryTotal)
+	var out []facts.GPUInstance
+	for _, gi := range d.GPUInstances {
+		g := facts.GPUInstance{ID: gi.ID, ProfileID: gi.ProfileID, Start: gi.Start, Size: gi.Size}
+		prof, named := compat.MIGProfile{}, false
+		if known {
+			prof, named = model.ProfileByID(gi.ProfileID)
+			g.Profile = prof.Name
+		}
+		for _, ci := range gi.Compute {
+			c := facts.ComputeInstance{ID: ci.ID, ProfileID: ci.ProfileID, Slices: ci.Slices, UUID: ci.UUID}
+			if named {
+				c.Profile = compat.ComputeProfileName(prof, ci.Slices)
+			}
+			for _, p := range ci.Processes {
+				c.Processes = append(c.Processes, facts.GPUProcess{PID: p.PID, UsedMemory: p.UsedMemory, Name: p.Name})
+			}
+			g.Compute = append(g.Compute, c)
+		}
+		out = append(out, g)
+	}
+	return out
 }

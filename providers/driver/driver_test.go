@@ -349,7 +349,7 @@ func TestNVMLDGXH100(t *testing.T) {
 		}
 	}
 	want := facts.GPUDevice{Index: 7, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-00000000-0000-0000-0000-000000000007", PCIBusID: "0000:db:00.0",
-		MemoryTotal: 80 << 30, ComputeCapability: "9.0", PersistenceMode: "enabled", ComputeMode: "default", MIGMode: "disabled"}
+		MemoryTotal: 80 << 30, ComputeCapability: "9.0", PersistenceMode: "enabled", ComputeMode: "default", MIGMode: "disabled", MIGModePending: "disabled"}
 	if diff := cmp.Diff(want, r.Devices[7]); diff != "" {
 		t.Errorf("device 7 (-want +got):\n%s", diff)
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -156,9 +157,33 @@ type NVMLDevice struct {
 	PersistenceMode   string
 	ComputeMode       string
 	MIGMode           string
-	MIGDevices        int
-	Processes         []NVMLProcess
-	Errors            []string
+	// MIGPending is the MIG mode NVML moves to at the next activation
+	// (a GPU reset): MIGMode's word, "" when MIG is not supported.
+	MIGPending   string
+	MIGDevices   int
+	GPUInstances []NVMLGPUInstance
+	Processes    []NVMLProcess
+	Errors       []string
+}
+
+// NVMLGPUInstance is a MIG GPU instance: NVML's ids and where its memory
+// slices lie.
+type NVMLGPUInstance struct {
+	ID        uint32
+	ProfileID int
+	Start     uint32
+	Size      uint32
+	Compute   []NVMLComputeInstance
+}
+
+// NVMLComputeInstance is a compute instance of a GPU instance, with the
+// UUID of the MIG device it is ("MIG-…") and the processes on it.
+type NVMLComputeInstance struct {
+	ID        uint32
+	ProfileID int
+	Slices    int
+	UUID      string
+	Processes []NVMLProcess
 }
 
 // NVMLProcess is a compute process on a device.
@@ -310,37 +335,107 @@ func (n *nvmlLib) device(h nvml.Device, d *NVMLDevice) {
 	if v, ret := h.GetComputeMode(); query(e, "compute mode", ret) {
 		d.ComputeMode = computeMode(v)
 	}
-	if cur, _, ret := h.GetMigMode(); query(e, "MIG mode", ret) {
-		d.MIGMode = enabled(cur == nvml.DEVICE_MIG_ENABLE)
-		if cur == nvml.DEVICE_MIG_ENABLE {
-			d.MIGDevices = n.migDevices(h, e)
+	var procs []nvml.ProcessInfo
+	if v, ret := h.GetComputeRunningProcesses(); query(e, "compute processes", ret) {
+		procs = v
+		for _, p := range procs {
+			d.Processes = append(d.Processes, n.process(p))
 		}
 	}
-	if procs, ret := h.GetComputeRunningProcesses(); query(e, "compute processes", ret) {
-		for _, p := range procs {
-			np := NVMLProcess{PID: p.Pid, UsedMemory: p.UsedGpuMemory}
-			if name, ret := n.lib.SystemGetProcessName(int(p.Pid)); ret == nvml.SUCCESS {
-				np.Name = name
-			}
-			d.Processes = append(d.Processes, np)
+	if cur, pending, ret := h.GetMigMode(); query(e, "MIG mode", ret) {
+		d.MIGMode = enabled(cur == nvml.DEVICE_MIG_ENABLE)
+		d.MIGPending = enabled(pending == nvml.DEVICE_MIG_ENABLE)
+		if cur == nvml.DEVICE_MIG_ENABLE {
+			d.GPUInstances, d.MIGDevices = n.gpuInstances(h, e, procs)
 		}
 	}
 }
 
-// migDevices counts the MIG devices that exist: slots up to the maximum
-// that hold none answer NOT_FOUND.
-func (n *nvmlLib) migDevices(h nvml.Device, e *[]string) int {
-	max, ret := h.GetMaxMigDeviceCount()
-	if !query(e, "MIG device count", ret) {
-		return 0
+func (n *nvmlLib) process(p nvml.ProcessInfo) NVMLProcess {
+	np := NVMLProcess{PID: p.Pid, UsedMemory: p.UsedGpuMemory}
+	if name, ret := n.lib.SystemGetProcessName(int(p.Pid)); ret == nvml.SUCCESS {
+		np.Name = name
 	}
+	return np
+}
+
+// gpuInstances reads the GPU instances of a device in MIG mode, profile
+// by profile, each with its compute instances, the UUIDs of the MIG
+// devices they are, and the processes NVML places on them (a process
+// of a MIG device carries its GPU and compute instance ids).
+func (n *nvmlLib) gpuInstances(h nvml.Device, e *[]string, procs []nvml.ProcessInfo) ([]NVMLGPUInstance, int) {
+	type key struct{ gi, ci uint32 }
+	uuids := map[key]string{}
 	count := 0
-	for i := 0; i < max; i++ {
-		if _, ret := h.GetMigDeviceHandleByIndex(i); ret == nvml.SUCCESS {
+	if max, ret := h.GetMaxMigDeviceCount(); query(e, "MIG device count", ret) {
+		// Slots up to the maximum that hold no MIG device answer
+		// NOT_FOUND.
+		for i := 0; i < max; i++ {
+			m, ret := h.GetMigDeviceHandleByIndex(i)
+			if ret != nvml.SUCCESS {
+				continue
+			}
 			count++
+			gi, r1 := m.GetGpuInstanceId()
+			ci, r2 := m.GetComputeInstanceId()
+			u, r3 := m.GetUUID()
+			if query(e, "MIG device GPU instance id", r1) && query(e, "MIG device compute instance id", r2) && query(e, "MIG device UUID", r3) {
+				uuids[key{uint32(gi), uint32(ci)}] = u
+			}
 		}
 	}
-	return count
+	var out []NVMLGPUInstance
+	for id := 0; id < nvml.GPU_INSTANCE_PROFILE_COUNT; id++ {
+		info, ret := h.GetGpuInstanceProfileInfo(id)
+		if ret != nvml.SUCCESS {
+			// Profiles the GPU does not have answer NOT_SUPPORTED or
+			// INVALID_ARGUMENT: not a failure.
+			continue
+		}
+		gis, ret := h.GetGpuInstances(&info)
+		if !query(e, fmt.Sprintf("GPU instances of profile %d", id), ret) {
+			continue
+		}
+		for _, g := range gis {
+			gi, ret := g.GetInfo()
+			if !query(e, "GPU instance info", ret) {
+				continue
+			}
+			ng := NVMLGPUInstance{ID: gi.Id, ProfileID: int(gi.ProfileId), Start: gi.Placement.Start, Size: gi.Placement.Size}
+			for cid := 0; cid < nvml.COMPUTE_INSTANCE_PROFILE_COUNT; cid++ {
+				cinfo, ret := g.GetComputeInstanceProfileInfo(cid, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+				if ret != nvml.SUCCESS {
+					continue
+				}
+				cis, ret := g.GetComputeInstances(&cinfo)
+				if !query(e, "compute instances", ret) {
+					continue
+				}
+				for _, c := range cis {
+					ci, ret := c.GetInfo()
+					if !query(e, "compute instance info", ret) {
+						continue
+					}
+					nc := NVMLComputeInstance{ID: ci.Id, ProfileID: int(ci.ProfileId), Slices: int(cinfo.SliceCount), UUID: uuids[key{gi.Id, ci.Id}]}
+					for _, p := range procs {
+						if p.GpuInstanceId == gi.Id && p.ComputeInstanceId == ci.Id {
+							nc.Processes = append(nc.Processes, n.process(p))
+						}
+					}
+					ng.Compute = append(ng.Compute, nc)
+				}
+			}
+			slices.SortFunc(ng.Compute, func(a, b NVMLComputeInstance) int { return int(a.ID) - int(b.ID) })
+			out = append(out, ng)
+		}
+	}
+	slices.SortFunc(out, func(a, b NVMLGPUInstance) int {
+		if a.Start != b.Start {
+			return int(a.Start) - int(b.Start)
+		}
+		return a.ProfileID - b.ProfileID
+	})
+	return out, count
 }
 
 func enabled(b bool) string {

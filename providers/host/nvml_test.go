@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -117,6 +118,7 @@ func TestNVMLDGXH100(t *testing.T) {
 		PersistenceMode:   "enabled",
 		ComputeMode:       "default",
 		MIGMode:           "disabled",
+		MIGPending:        "disabled",
 	}
 	if diff := cmp.Diff(wantDev, devs[3]); diff != "" {
 		t.Errorf("device 3 (-want +got):\n%s", diff)
@@ -170,12 +172,20 @@ func TestNVMLUnsupportedAndFailingQueries(t *testing.T) {
 		GetMaxMigDeviceCountFunc:     func() (int, nvml.Return) { return 7, nvml.SUCCESS },
 		GetMigDeviceHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
 			if migSlots[i] {
-				return &mock.Device{}, nvml.SUCCESS
+				return &mock.Device{
+					GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return i, nvml.SUCCESS },
+					GetComputeInstanceIdFunc: func() (int, nvml.Return) { return 0, nvml.SUCCESS },
+					GetUUIDFunc:              func() (string, nvml.Return) { return fmt.Sprintf("MIG-%d", i), nvml.SUCCESS },
+				}, nvml.SUCCESS
 			}
 			return nil, nvml.ERROR_NOT_FOUND
 		},
 		GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
 			return []nvml.ProcessInfo{{Pid: 4242, UsedGpuMemory: 512 << 20}, {Pid: 7, UsedGpuMemory: 1}}, nvml.SUCCESS
+		},
+		// No GPU instance profile: the instances are not listed.
+		GetGpuInstanceProfileInfoFunc: func(int) (nvml.GpuInstanceProfileInfo, nvml.Return) {
+			return nvml.GpuInstanceProfileInfo{}, nvml.ERROR_NOT_SUPPORTED
 		},
 	}
 	lib := &mock.Interface{
@@ -217,7 +227,7 @@ func TestNVMLUnsupportedAndFailingQueries(t *testing.T) {
 	want := []host.NVMLDevice{{
 		Index: 0, Name: "NVIDIA GeForce RTX 4090", UUID: "GPU-x", PCIBusID: "0000:65:00.0",
 		MemoryTotal: 24 << 30, MemoryUsed: 1 << 30, ComputeCapability: "8.9",
-		MIGMode: "enabled", MIGDevices: 2,
+		MIGMode: "enabled", MIGPending: "enabled", MIGDevices: 2,
 		Processes: []host.NVMLProcess{{PID: 4242, UsedMemory: 512 << 20, Name: "/usr/bin/python3"}, {PID: 7, UsedMemory: 1}},
 		Errors:    []string{"compute mode: ERROR_GPU_IS_LOST"},
 	}, {

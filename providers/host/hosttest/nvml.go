@@ -5,6 +5,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxb200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
@@ -18,7 +19,7 @@ var DGXBusIDs = [8]string{
 	"0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0",
 }
 
-// NVMLServer returns one of go-nvml's DGX mock servers ("dgxh100",
+// NVMLServer returns one of go-nvml's DGX mock servers ("dgxa100", "dgxh100",
 // "dgxh200", "dgxb200") made deterministic and complete for observation:
 // fixed UUIDs (GPU-00000000-0000-0000-0000-00000000000N) instead of random
 // ones, the bus ids of DGXBusIDs, and the queries the mock leaves unset
@@ -27,6 +28,8 @@ var DGXBusIDs = [8]string{
 func NVMLServer(name string) *server.Server {
 	var s *server.Server
 	switch name {
+	case "dgxa100":
+		s = dgxa100.New()
 	case "dgxh100":
 		s = dgxh100.New()
 	case "dgxh200":
@@ -76,12 +79,7 @@ func Complete(dev *server.Device) {
 	dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 		return nil, nvml.SUCCESS
 	}
-	dev.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) {
-		return 7, nvml.SUCCESS
-	}
-	dev.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
-		return nil, nvml.ERROR_NOT_FOUND
-	}
+	completeMIG(dev)
 	SetHealth(dev, Healthy())
 }
 
