@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,28 +21,38 @@ import (
 const module = "github.com/gpuenv/gpuenv"
 
 // notKinds are the packages under providers/ that plan and observe
-// nothing: host access, active probes and captures, and the descriptors'
-// own package.
-var notKinds = []string{"export", "host", "kind", "probe", "testdata"}
+// nothing: host access, active probes and captures, the descriptors' own
+// package, and the folder the observers that plan nothing live in (each
+// of them is a package that must describe itself).
+var notKinds = []string{"export", "host", "kind", "observer", "probe", "testdata"}
 
-// TestDescriptorsListEveryPackage: a package under providers/ that is
-// not in the descriptor list would neither plan nor observe, without a
-// word. Every package declares its Kind, and the list names each.
+// TestDescriptorsListEveryPackage: a package under providers/ or
+// providers/observer/ that is not in the descriptor list would neither
+// plan nor observe, without a word. Every package declares its Kind, and
+// the list names each.
 func TestDescriptorsListEveryPackage(t *testing.T) {
 	listed := listedDescriptors(t)
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
+	var dirs []string
+	for _, parent := range []string{".", "observer"} {
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.IsDir() && !(parent == "." && slices.Contains(notKinds, e.Name())) {
+				dirs = append(dirs, path.Join(parent, e.Name()))
+			}
+		}
 	}
-	for _, e := range entries {
-		if !e.IsDir() || slices.Contains(notKinds, e.Name()) {
-			continue
+	if !slices.Contains(dirs, "observer/kernellog") {
+		t.Fatalf("the observers are not where this test looks: %q", dirs)
+	}
+	for _, dir := range dirs {
+		if !declaresKind(t, dir) {
+			t.Errorf("providers/%s declares no Kind (a *kind.Descriptor): every package under providers/ that plans or observes describes itself once", dir)
 		}
-		if !declaresKind(t, e.Name()) {
-			t.Errorf("providers/%s declares no Kind (a *kind.Descriptor): every package under providers/ that plans or observes describes itself once", e.Name())
-		}
-		if !listed[module+"/providers/"+e.Name()] {
-			t.Errorf("providers/%s is missing from the descriptor list (providers/planners.go)", e.Name())
+		if !listed[module+"/providers/"+dir] {
+			t.Errorf("providers/%s is missing from the descriptor list (providers/planners.go)", dir)
 		}
 	}
 	names := map[string]bool{}

@@ -9,7 +9,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plan"
-	"github.com/gpuenv/gpuenv/providers/devaccess"
+	"github.com/gpuenv/gpuenv/providers/observer/devaccess"
 	"github.com/gpuenv/gpuenv/spec"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/cdi"
-	"github.com/gpuenv/gpuenv/providers/packages"
-	"github.com/gpuenv/gpuenv/providers/system"
+	"github.com/gpuenv/gpuenv/providers/observer/packages"
+	"github.com/gpuenv/gpuenv/providers/observer/system"
 )
 
 // noNVML keeps NVML out of the observation apply makes for the CDI spec:

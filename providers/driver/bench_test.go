@@ -11,7 +11,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
-	"github.com/gpuenv/gpuenv/providers/system"
+	"github.com/gpuenv/gpuenv/providers/observer/system"
 )
 
 // BenchmarkObserveHardware is the share of an observation this package and

@@ -18,7 +18,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
-	"github.com/gpuenv/gpuenv/providers/system"
+	"github.com/gpuenv/gpuenv/providers/observer/system"
 )
 
 // observe runs system and driver observation over root, as the

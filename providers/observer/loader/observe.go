@@ -21,7 +21,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/ldcache"
-	"github.com/gpuenv/gpuenv/providers/system"
+	"github.com/gpuenv/gpuenv/providers/observer/system"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
-	"github.com/gpuenv/gpuenv/providers/system"
+	"github.com/gpuenv/gpuenv/providers/observer/system"
 )
 
 func observe(t *testing.T, root string) *facts.Observation {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
-	"github.com/gpuenv/gpuenv/providers/runtime"
+	"github.com/gpuenv/gpuenv/providers/observer/runtime"
 )
 
 func nodes(paths ...string) []facts.DeviceNode {

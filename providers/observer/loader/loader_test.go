@@ -11,7 +11,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/providers/host/ldcache"
-	"github.com/gpuenv/gpuenv/providers/loader"
+	"github.com/gpuenv/gpuenv/providers/observer/loader"
 )
 
 // cc builds a real ELF object at p inside root (hosttest.BuildELF).
