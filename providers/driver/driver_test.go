@@ -75,7 +75,7 @@ func TestFreshH100(t *testing.T) {
 	// Doctor's verdicts: no driver, and nothing yet keeps nouveau away
 	// (a warning).
 	checkProblems(t, obs,
-		"pci: No kernel driver is bound to 0000:17:00.0 — The nvidia module must be installed and loaded: the kernel-module checks below say what stops it.",
+		"pci: No kernel driver is bound to 0000:17:00.0 — The nvidia module must be installed and loaded: the kernel-module checks say what stops it.",
 		"kernel: The nvidia kernel module is not loaded",
 		"kernel: nouveau is not loaded, but nothing blacklists it: it can take the GPU at the next boot")
 	if st := obs.Problems[2].Status; st != finding.Warning {
@@ -291,7 +291,7 @@ func TestProblemsOfChanges(t *testing.T) {
 			hosttest.WriteFile(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
 			os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
 		}, []string{
-			"pci: No kernel driver is bound to 0000:01:00.0 — The nvidia module must be installed and loaded: the kernel-module checks below say what stops it.",
+			"pci: No kernel driver is bound to 0000:01:00.0 — The nvidia module must be installed and loaded: the kernel-module checks say what stops it.",
 			"kernel: The nvidia kernel module is not loaded",
 			"kernel: No nvidia module for the running kernel 6.1.0-29-amd64",
 		}},
