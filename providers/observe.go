@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/gpuenv/gpuenv/internal/jsonformat"
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -41,7 +42,9 @@ func Observe(ctx context.Context, h *host.Host, opts ObserveOptions) *facts.Obse
 		in.NVML = h.NVML()
 	}
 	run(ctx, in, obs, mustObservers())
-	unfinishedPackages(obs)
+	// The problems are doctor's rules of stage observe, judged once every
+	// section is in: a rule reads facts of several observers.
+	obs.Problems = doctor.ObserveFindings(obs)
 	pathsInsideRoot(obs, h.Root())
 	normalize(obs)
 	return obs
@@ -117,48 +120,6 @@ func IndexesOf(h *host.Host) func(ctx context.Context) (*facts.PackageIndexes, e
 		}
 		return &ix, nil
 	}
-}
-
-// unfinishedPackages flags packages a package manager left half done: an
-// install or upgrade that was interrupted, whose files or configuration
-// are not what any version expects. Each gets the fix that works for its
-// state: dpkg --configure -a finishes configuring unpacked packages and
-// runs pending triggers, but passes over a package whose unpack was cut
-// short (half-installed, or flagged reinstreq): only reinstalling it,
-// removing it, or gpuenv rollback where a gpuenv run was cut short, mends
-// that one.
-func unfinishedPackages(obs *facts.Observation) {
-	var reinstall, names, configure []string
-	for _, p := range obs.Packages.Packages {
-		switch {
-		case p.ReinstallRequired || p.State == facts.StateHalfInstalled:
-			state := string(p.State)
-			if p.ReinstallRequired {
-				state += ", reinstall required"
-			}
-			reinstall = append(reinstall, p.Name)
-			names = append(names, p.Name+" ("+state+")")
-		case p.State == facts.StateUnpacked, p.State == facts.StateHalfConfigured, p.State == facts.StateTriggersAwaited, p.State == facts.StateTriggersPending:
-			configure = append(configure, p.Name+" ("+string(p.State)+")")
-		}
-	}
-	if len(reinstall) > 0 {
-		pkgs := strings.Join(reinstall, " ")
-		obs.Problems = append(obs.Problems, finding.Finding{ID: "packages.unfinished", Status: finding.Problem, Stage: finding.Observe, Layer: "packages",
-			Summary: "an install or upgrade stopped while unpacking, and dpkg --configure -a does not mend it: " + strings.Join(names, ", "),
-			Fix: &finding.Fix{Text: "if a gpuenv apply or rollback was cut short (gpuenv history shows it running or failed), run gpuenv rollback; " +
-				"otherwise reinstall them (apt-get install --reinstall " + pkgs + ", or dpkg -i of their .deb files), " +
-				"or remove those that should not be installed (dpkg --remove --force-remove-reinstreq " + pkgs + ")"}})
-	}
-	if len(configure) == 0 {
-		return
-	}
-	fix := "run dpkg --configure -a"
-	if obs.Packages.Manager == facts.DatabaseRPM {
-		fix = "finish or undo the transaction with dnf"
-	}
-	obs.Problems = append(obs.Problems, finding.Finding{ID: "packages.unfinished", Status: finding.Problem, Stage: finding.Observe, Layer: "packages",
-		Summary: "an install or upgrade did not finish: " + strings.Join(configure, ", "), Fix: &finding.Fix{Text: fix}})
 }
 
 // pathsInsideRoot rewrites the host paths that error texts carry ("open

@@ -139,8 +139,13 @@ func (v *observeHuman) flag(layers ...string) {
 			rest = append(rest, p)
 			continue
 		}
-		line := "! " + esc(p.Message())
-		if v.color {
+		// A warning is marked as the health section marks one.
+		mark := "!"
+		if p.Status == finding.Warning {
+			mark = "~"
+		}
+		line := mark + " " + esc(p.Message())
+		if v.color && p.Status != finding.Warning {
 			line = "\x1b[31m" + line + "\x1b[0m"
 		}
 		v.printfEscaped("  %s\n", line)
@@ -389,6 +394,9 @@ func (v *observeHuman) health(obs *facts.Observation) {
 			v.printfEscaped("    %s\n", line)
 		}
 	})
+	// The health rules' problems are the findings just shown under their
+	// GPUs, in the same words.
+	v.problems = slices.DeleteFunc(v.problems, func(p finding.Finding) bool { return p.Layer == "health" })
 }
 
 func bytesText(b uint64) string {

@@ -10,10 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/tools/txtar"
 
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	findings "github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -207,7 +210,32 @@ func (c corpusCase) report(t *testing.T, dir string) *doctor.Report {
 		opts.NVML = host.NewNVML(hosttest.NVMLServer(c.nvml))
 	}
 	obs := providers.Observe(context.Background(), h, opts)
-	return doctor.Run(doctor.Input{Obs: obs, User: c.user, Session: c.session})
+	r := doctor.Run(doctor.Input{Obs: obs, User: c.user, Session: c.session})
+	observeIsRunFilteredByStage(t, obs, r)
+	return r
+}
+
+// observeIsRunFilteredByStage: observe's problems are exactly doctor's
+// flagged checks of stage observe, in doctor's words and verdicts, so
+// that one rule is worded and judged once.
+func observeIsRunFilteredByStage(t *testing.T, obs *facts.Observation, r *doctor.Report) {
+	t.Helper()
+	var want findings.Problems
+	for _, c := range r.Checks {
+		if c.Stage == findings.Observe && c.Status.Flagged() {
+			want = append(want, c)
+		}
+	}
+	got := slices.Clone(obs.Problems)
+	for i := range got {
+		if got[i].Layer == "" {
+			t.Errorf("observe's problem %s has no layer to be shown under", got[i].ID)
+		}
+		got[i].Layer = ""
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("observe's problems differ from doctor's flagged checks of stage observe (-doctor +observe):\n%s", diff)
+	}
 }
 
 // diagnosed reports whether r names the case's cause with the right

@@ -6,11 +6,13 @@
 // GPUs' state. Each check reports ok, warning or problem with the facts it
 // judged from and the fix: a spec change gpuenv can apply, or a command.
 //
-// The rules the checks judge by that other layers need too are exported
-// (rules.go): observe's problems (providers), plan's warnings and
-// resolution (planner), init (providers/export/capture) and the kernel planner
-// call them instead of restating them, so the package is the one rule
-// book. It imports nothing of ours but facts, the compatibility tables and
+// Observe's problems are the checks of stage observe, run over the
+// finished observation (ObserveFindings); plan's warnings are those of
+// stage plan, run over the host as the plan leaves it (Judge). The rules
+// the checks judge by that other layers need too are exported (rules.go):
+// plan's resolution (planner), init (providers/export/capture) and the
+// kernel planner call them instead of restating them, so the package is
+// the one rule book. It imports nothing of ours but facts, the compatibility tables and
 // versions, so any layer may import it.
 //
 // A check whose subject does not exist yet is skipped rather than failed

@@ -171,6 +171,7 @@ var checks = []func(*doctor){
 	(*doctor).kernelInitramfs,
 	(*doctor).kernelSecureBoot,
 	(*doctor).kernelDKMS,
+	(*doctor).packagesUnfinished,
 	(*doctor).nvmlInit,
 	(*doctor).driverVersions,
 	(*doctor).deviceNodes,
@@ -199,16 +200,18 @@ var checks = []func(*doctor){
 
 // stages are the rules reported before doctor, by ID (the part before a
 // colon), with the first command that reports each: observe reports a
-// problem of its stage from the facts alone (providers/driver words the
-// same rules), plan judges its stage's rules on the host as the plan
-// leaves it (Judge). A rule not listed is doctor's alone.
+// problem of its stage from the facts alone (ObserveFindings), plan
+// judges its stage's rules on the host as the plan leaves it (Judge). A rule not listed is doctor's alone.
 var stages = map[string]findings.Stage{
 	"driver.versions":          findings.Observe,
 	"kernel.nouveau":           findings.Observe,
 	"kernel.module":            findings.Observe,
 	"kernel.initramfs":         findings.Observe,
+	"kernel.dkms":              findings.Observe,
 	"pci.driver":               findings.Observe,
 	"nvml.init":                findings.Observe,
+	CheckGPUBus:                findings.Observe,
+	"packages.unfinished":      findings.Observe,
 	"env.cuda-visible-devices": findings.Plan,
 	"env.cuda-device-order":    findings.Plan,
 	"env.ld-library-path":      findings.Plan,
@@ -217,6 +220,17 @@ var stages = map[string]findings.Stage{
 // stageChecks are the checks of each stage that Judge runs: those whose
 // facts a plan's predicted end state holds as they will be.
 var stageChecks = map[findings.Stage][]func(*doctor){
+	findings.Observe: {
+		(*doctor).pciDriver,
+		(*doctor).kernelModule,
+		(*doctor).kernelNouveau,
+		(*doctor).kernelInitramfs,
+		(*doctor).kernelDKMS,
+		(*doctor).packagesUnfinished,
+		(*doctor).nvmlInit,
+		(*doctor).driverVersions,
+		(*doctor).gpuBus,
+	},
 	findings.Plan: {
 		(*doctor).visibleDevices,
 		(*doctor).deviceOrder,

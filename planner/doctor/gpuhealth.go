@@ -90,6 +90,23 @@ func healthFindings(obs *facts.Observation) ([]finding, map[string][]string) {
 			evidence: []string{fmt.Sprintf("/proc/driver/nvidia/gpus/%s exists; /sys/bus/pci/devices/%s does not", a, a)},
 			fix:      XidCheckMechanicals.Text()})
 	}
+	// A GPU bound to nvidia that NVML, answering, does not list has
+	// usually fallen off the bus or failed to initialise; CUDA cannot use
+	// it either.
+	if obs.NVML.Status == "ok" {
+		listed := map[string]bool{}
+		for _, g := range obs.NVML.Devices {
+			listed[g.PCIBusID] = true
+		}
+		for _, p := range obs.PCI {
+			if p.Driver == "nvidia" && !listed[p.Address] && !slices.Contains(h.Missing, p.Address) {
+				out = append(out, finding{check: CheckGPUBus, gpu: p.Address, status: Problem,
+					text:     fmt.Sprintf("GPU %s is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise", p.Address),
+					evidence: []string{fmt.Sprintf("/sys/bus/pci/devices/%s/driver: nvidia; NVML lists %d GPUs, not this one", p.Address, len(obs.NVML.Devices))},
+					fix:      XidCheckMechanicals.Text()})
+			}
+		}
+	}
 	xids := xidEvents(obs)
 	for _, g := range healthGPUs(obs) {
 		name := gpuName(g)

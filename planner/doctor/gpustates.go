@@ -56,6 +56,13 @@ func GPUStates(obs *facts.Observation) []GPUState {
 	}
 	for _, f := range fs {
 		i, ok := idx[f.gpu]
+		if !ok && f.check == CheckGPUBus && f.status != OK {
+			// A GPU the health observer does not list, which NVML lost:
+			// its line is this finding.
+			i, ok = len(out), true
+			idx[f.gpu] = i
+			out = append(out, GPUState{Name: "GPU " + f.gpu, PCIAddress: f.gpu, Status: OK, States: []string{"not listed by NVML"}})
+		}
 		if !ok || f.status == OK {
 			continue
 		}

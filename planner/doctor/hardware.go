@@ -95,7 +95,7 @@ func (d *doctor) pciDriver() {
 	case len(by["none"]) > 0:
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("No kernel driver is bound to %s", strings.Join(by["none"], ", "))
-		c.Fix = &Fix{Text: "The nvidia module must be installed and loaded: the kernel-module checks below say what stops it."}
+		c.Fix = &Fix{Text: "The nvidia module must be installed and loaded: the kernel-module checks say what stops it."}
 	case len(novaBound(by)) > 0:
 		c.Status = Problem
 		c.Summary = fmt.Sprintf("nova_core, the kernel's newer in-tree NVIDIA driver, drives %s: the nvidia driver cannot take it (\"NVRM: GPU is already bound to NovaCore\")", strings.Join(novaBound(by), ", "))

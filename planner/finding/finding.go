@@ -122,13 +122,16 @@ func (f Finding) Message() string {
 // Problems are an observation's problems. They are written as
 // observation documents have always written them, "layer" and "message"
 // (Message), with the rule's "id", "evidence" and "fix" added where it
-// has them.
+// has them, and "status" where the rule rates the case a warning.
 type Problems []Finding
 
 type problemJSON struct {
-	Layer    string   `json:"layer"`
-	Message  string   `json:"message"`
-	ID       string   `json:"id,omitempty"`
+	Layer   string `json:"layer"`
+	Message string `json:"message"`
+	ID      string `json:"id,omitempty"`
+	// Status is set where the rule rates the case a warning: every
+	// problem of an older observation was one.
+	Status   Status   `json:"status,omitempty"`
 	Evidence []string `json:"evidence,omitempty"`
 	Fix      *Fix     `json:"fix,omitempty"`
 }
@@ -140,7 +143,11 @@ func (ps Problems) MarshalJSON() ([]byte, error) {
 	}
 	out := make([]problemJSON, len(ps))
 	for i, p := range ps {
-		out[i] = problemJSON{Layer: p.Layer, Message: p.Message(), ID: p.ID, Evidence: p.Evidence, Fix: p.Fix}
+		st := p.Status
+		if st == Problem {
+			st = ""
+		}
+		out[i] = problemJSON{Layer: p.Layer, Message: p.Message(), ID: p.ID, Status: st, Evidence: p.Evidence, Fix: p.Fix}
 	}
 	return json.Marshal(out)
 }
@@ -159,7 +166,11 @@ func (ps *Problems) UnmarshalJSON(b []byte) error {
 	}
 	out := make(Problems, len(in))
 	for i, p := range in {
-		f := Finding{ID: p.ID, Status: Problem, Stage: Observe, Layer: p.Layer, Summary: p.Message, Evidence: p.Evidence, Fix: p.Fix}
+		st := p.Status
+		if st == "" {
+			st = Problem
+		}
+		f := Finding{ID: p.ID, Status: st, Stage: Observe, Layer: p.Layer, Summary: p.Message, Evidence: p.Evidence, Fix: p.Fix}
 		if m := f.Message(); m != f.Summary {
 			f.Summary = strings.TrimSuffix(p.Message, m[len(f.Summary):])
 		}

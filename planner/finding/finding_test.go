@@ -39,6 +39,20 @@ func TestProblemsJSON(t *testing.T) {
 	if diff := cmp.Diff(ps, back); diff != "" || ps[0].Message() != "mismatch" {
 		t.Errorf("a problem whose fix has a spec, after a round trip (-want +got):\n%s\nmessage %q", diff, ps[0].Message())
 	}
+	// A rule that rates the case a warning says so; it reads back as one.
+	ps = Problems{{ID: "kernel.nouveau", Status: Warning, Stage: Observe, Layer: "kernel", Summary: "nothing blacklists nouveau"}}
+	if b, err = json.Marshal(ps); err != nil {
+		t.Fatal(err)
+	}
+	if want := `[{"layer":"kernel","message":"nothing blacklists nouveau","id":"kernel.nouveau","status":"warning"}]`; string(b) != want {
+		t.Errorf("a warning is written as\n%s\nwant\n%s", b, want)
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ps, back); diff != "" {
+		t.Errorf("a warning after a round trip (-want +got):\n%s", diff)
+	}
 	// A document written before problems were findings has only the two.
 	if err := json.Unmarshal([]byte(`[{"layer":"pci","message":"no driver is bound"}]`), &back); err != nil {
 		t.Fatal(err)

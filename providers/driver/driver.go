@@ -14,7 +14,6 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -62,7 +61,6 @@ func Observe(ctx context.Context, h *host.Host, n host.NVML, obs *facts.Observat
 	o.libraries()
 	o.deviceNodes()
 	o.nvml(n)
-	o.problems()
 }
 
 type observer struct {
@@ -72,16 +70,6 @@ type observer struct {
 
 func (o *observer) warn(p string, err error) {
 	o.obs.Warnings = append(o.obs.Warnings, facts.Warning{Path: p, Message: err.Error()})
-}
-
-// problem records the verdict of the rule id on the layer's facts: what
-// is wrong (summary) and, when one thing mends it, what to do (fix).
-func (o *observer) problem(id, layer, summary, fix string) {
-	f := finding.Finding{ID: id, Status: finding.Problem, Stage: finding.Observe, Layer: layer, Summary: summary}
-	if fix != "" {
-		f.Fix = &finding.Fix{Text: fix}
-	}
-	o.obs.Problems = append(o.obs.Problems, f)
 }
 
 // read reads a file that may be missing: missing is no warning, any other

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -29,6 +32,9 @@ func observe(t *testing.T, root string, n host.NVML) *facts.Observation {
 	obs := &facts.Observation{}
 	system.Observe(context.Background(), h, obs)
 	driver.Observe(context.Background(), h, n, obs)
+	// The problems are judged on the finished observation, as
+	// providers.Observe does.
+	obs.Problems = doctor.ObserveFindings(obs)
 	return obs
 }
 
@@ -66,7 +72,15 @@ func TestFreshH100(t *testing.T) {
 	if obs.NVML.Status != "not_attempted" {
 		t.Errorf("NVML status %q on a fixture root", obs.NVML.Status)
 	}
-	checkProblems(t, obs, "pci: no driver is bound to GPU 0000:17:00.0: no NVIDIA kernel module is installed for the running kernel")
+	// Doctor's verdicts: no driver, and nothing yet keeps nouveau away
+	// (a warning).
+	checkProblems(t, obs,
+		"pci: No kernel driver is bound to 0000:17:00.0 — The nvidia module must be installed and loaded: the kernel-module checks say what stops it.",
+		"kernel: The nvidia kernel module is not loaded",
+		"kernel: nouveau is not loaded, but nothing blacklists it: it can take the GPU at the next boot")
+	if st := obs.Problems[2].Status; st != finding.Warning {
+		t.Errorf("an unblacklisted nouveau that is not loaded is a %s, want doctor's warning", st)
+	}
 	if len(obs.Kernel.Installed) != 1 || !obs.Kernel.Installed[0].Headers || !obs.Kernel.Installed[0].Running {
 		t.Errorf("installed kernels %+v", obs.Kernel.Installed)
 	}
@@ -146,15 +160,15 @@ func TestMismatchAfterUpgrade(t *testing.T) {
 }
 
 // TestMismatchWithNVML: with NVML saying the same, the problem is stated
-// once, and nothing is called after the failed Init (the mock panics).
+// once, as doctor's NVML group says it first (nvml.init), and nothing is called after the failed Init (the mock panics).
 func TestMismatchWithNVML(t *testing.T) {
 	n := host.NewNVML(hosttest.FailingNVML(nvml.ERROR_LIB_RM_VERSION_MISMATCH))
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-mismatch"), n)
 	if obs.NVML.Status != "driver_library_mismatch" || !strings.Contains(obs.NVML.Error, "reboot") {
 		t.Errorf("NVML %+v", obs.NVML)
 	}
-	if len(obs.Problems) != 1 || obs.Problems[0].ID != "driver.versions" || obs.Problems[0].Layer != "driver" {
-		t.Errorf("problems %v, want the mismatch once, where the driver is, as doctor's driver.versions says it", problems(obs))
+	if len(obs.Problems) != 1 || obs.Problems[0].ID != "nvml.init" || obs.Problems[0].Layer != "nvml" {
+		t.Errorf("problems %v, want the mismatch once, where NVML is, as doctor's nvml.init says it", problems(obs))
 	}
 }
 
@@ -218,7 +232,10 @@ func TestNouveau(t *testing.T) {
 	if len(obs.PCI) != 1 || obs.PCI[0].Driver != "nouveau" || obs.PCI[0].Address != "0000:01:00.0" {
 		t.Errorf("PCI %+v; want only the VGA function, bound to nouveau", obs.PCI)
 	}
-	checkProblems(t, obs, "kernel: GPU 0000:01:00.0 is driven by nouveau and nothing blacklists it: the nvidia driver cannot take the GPU — blacklist nouveau, rebuild the initramfs and reboot")
+	checkProblems(t, obs,
+		"pci: nouveau drives 0000:01:00.0: the nvidia driver cannot take it",
+		"kernel: The nvidia kernel module is not loaded",
+		"kernel: nouveau is loaded: the nvidia driver cannot take the GPU while it is")
 	var loaded []string
 	for _, m := range obs.Kernel.Loaded {
 		loaded = append(loaded, m.Name)
@@ -258,8 +275,10 @@ func TestProblemsOfChanges(t *testing.T) {
 			later := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
 			os.Chtimes(filepath.Join(root, "etc/modprobe.d/blacklist-nouveau.conf"), later, later)
 		}, []string{
-			"kernel: GPU 0000:01:00.0 is driven by nouveau although /etc/modprobe.d/blacklist-nouveau.conf blacklists it: the running system or its initramfs predates the blacklist — rebuild the initramfs and reboot",
-			"kernel: the initramfs /boot/initrd.img-5.15.0-105-generic (2024-04-22 09:12:31) predates the nouveau blacklist in /etc/modprobe.d/blacklist-nouveau.conf (2024-05-01 00:00:00): nouveau can still load at boot — run update-initramfs -u",
+			"pci: nouveau drives 0000:01:00.0: the nvidia driver cannot take it",
+			"kernel: The nvidia kernel module is not loaded",
+			"kernel: nouveau is loaded: the nvidia driver cannot take the GPU while it is",
+			"kernel: nouveau is loaded although blacklisted: the blacklist is newer than the initramfs it loads from",
 		}},
 		// A new kernel was installed and booted without headers, so DKMS
 		// could not build for it.
@@ -272,8 +291,9 @@ func TestProblemsOfChanges(t *testing.T) {
 			hosttest.WriteFile(t, root, "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/uevent", "PCI_CLASS=30200\nPCI_ID=10DE:27B8\nPCI_SUBSYS_ID=10DE:16CA\n")
 			os.MkdirAll(filepath.Join(root, "usr/lib/modules/6.1.0-29-amd64/kernel"), 0o755)
 		}, []string{
-			"pci: no driver is bound to GPU 0000:01:00.0: no NVIDIA kernel module is installed for the running kernel",
-			"kernel: no nvidia module is built for the running kernel 6.1.0-29-amd64 (only for 6.1.0-27-amd64, 6.1.0-28-amd64): install the kernel headers for 6.1.0-29-amd64, then rebuild it with DKMS",
+			"pci: No kernel driver is bound to 0000:01:00.0 — The nvidia module must be installed and loaded: the kernel-module checks say what stops it.",
+			"kernel: The nvidia kernel module is not loaded",
+			"kernel: No nvidia module for the running kernel 6.1.0-29-amd64",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -378,9 +398,11 @@ func TestNVMLFailuresAreProblemsWhenAGPUIsThere(t *testing.T) {
 		if obs.NVML.Status != tc.status || obs.NVML.Error == "" {
 			t.Errorf("%s, %v: NVML %+v", tc.fixture, tc.ret, obs.NVML)
 		}
+		// Doctor's nvml.init words the rule; NVML's own error is its
+		// evidence.
 		found := false
 		for _, p := range obs.Problems {
-			found = found || (p.Layer == "nvml" && p.Message() == obs.NVML.Error)
+			found = found || (p.Layer == "nvml" && p.ID == "nvml.init" && slices.Contains(p.Evidence, "NVML: "+obs.NVML.Error))
 		}
 		if !found {
 			t.Errorf("%s, %v: no nvml problem in %v", tc.fixture, tc.ret, problems(obs))
@@ -483,7 +505,7 @@ func TestGPUMissingFromNVML(t *testing.T) {
 	s := hosttest.NVMLServer("dgxh100")
 	s.Devices = s.Devices[:7]
 	obs := observe(t, hosttest.Build(t, "ubuntu2204-working"), host.NewNVML(s))
-	checkProblems(t, obs, "nvml: GPU 0000:db:00.0 is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — see the kernel log (dmesg) for Xid errors")
+	checkProblems(t, obs, "health: GPU 0000:db:00.0 is bound to nvidia but NVML does not list it: it may have fallen off the bus or failed to initialise — Drain the node, check its power, cooling and the GPU's seating and cabling, and reboot")
 }
 
 // With Secure Boot on, whether DKMS's signing key is in the MOK list:

@@ -120,8 +120,9 @@ type Input struct {
 // Observer reads one part of the host into the observation: it fills
 // the sections Writes names from the host and from the sections Reads
 // names, which every writer of them has filled before it runs, and
-// returns a warning for each thing it could not read. Warnings and
-// problems (facts.Problem) are appended in the order observers run.
+// returns a warning for each thing it could not read. Warnings are
+// appended in the order observers run; problems are no observer's: they
+// are doctor's, judged once every observer has run.
 type Observer struct {
 	// Name is the descriptor's, or the descriptor's with what this one
 	// observes ("driver.fabric"), for messages.

@@ -1,6 +1,7 @@
-package driver
+package doctor
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -26,14 +27,13 @@ func TestMismatchFollowsTheRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &observer{obs: &facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: tt.libs}}}
-			found := o.mismatch()
+			ps := ObserveFindings(&facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: tt.libs}})
 			var got string
-			if len(o.obs.Problems) == 1 {
-				got = o.obs.Problems[0].Message()
+			if len(ps) == 1 {
+				got = ps[0].Message()
 			}
-			if found != (tt.want != "") || got != tt.want || len(o.obs.Problems) > 1 {
-				t.Errorf("mismatch() = %v, problems %v; want %q", found, o.obs.Problems, tt.want)
+			if got != tt.want || len(ps) > 1 {
+				t.Errorf("problems %v; want %q", ps, tt.want)
 			}
 		})
 	}
@@ -61,12 +61,18 @@ func TestStaleInitramfsFollowsTheRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &observer{obs: &facts.Observation{PCI: tt.pci, Kernel: facts.Kernel{
+			ps := ObserveFindings(&facts.Observation{PCI: tt.pci, Kernel: facts.Kernel{
 				Blacklists: tt.lists, Initramfs: &facts.FileTime{Path: "/boot/initrd.img", ModTime: built},
-			}}}
-			o.staleInitramfs()
-			if got := len(o.obs.Problems) == 1; got != tt.want || len(o.obs.Problems) > 1 {
-				t.Errorf("problems %v, want a stale initramfs: %v", o.obs.Problems, tt.want)
+				Loaded: []facts.LoadedModule{{Name: "nvidia"}},
+			}})
+			var stale []string
+			for _, p := range ps {
+				if p.ID == "kernel.initramfs" {
+					stale = append(stale, p.Message())
+				}
+			}
+			if got := len(stale) == 1; got != tt.want || len(stale) > 1 {
+				t.Errorf("problems %v, want a stale initramfs: %v", ps, tt.want)
 			}
 		})
 	}
@@ -76,14 +82,16 @@ func TestStaleInitramfsFollowsTheRule(t *testing.T) {
 // list takes nothing from the nvidia driver; the doctor skips the check,
 // and observe (which used to flag it) now says nothing either.
 func TestNouveauFollowsTheRule(t *testing.T) {
-	o := &observer{obs: &facts.Observation{Kernel: facts.Kernel{Loaded: []facts.LoadedModule{{Name: "nouveau"}}}}}
-	o.nouveau()
-	if len(o.obs.Problems) != 0 {
-		t.Errorf("problems %v without a GPU, want none", o.obs.Problems)
+	obs := &facts.Observation{Kernel: facts.Kernel{Loaded: []facts.LoadedModule{{Name: "nouveau"}}}}
+	if ps := ObserveFindings(obs); len(ps) != 0 {
+		t.Errorf("problems %v without a GPU, want none", ps)
 	}
-	o.obs.PCI = []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de}}
-	o.nouveau()
-	if len(o.obs.Problems) != 1 {
-		t.Errorf("problems %v with a GPU, want nouveau's", o.obs.Problems)
+	obs.PCI = []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de}}
+	var ids []string
+	for _, p := range ObserveFindings(obs) {
+		ids = append(ids, p.ID)
+	}
+	if !slices.Contains(ids, "kernel.nouveau") {
+		t.Errorf("problems %v with a GPU, want nouveau's", ids)
 	}
 }
