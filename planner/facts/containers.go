@@ -19,7 +19,8 @@ type Containers struct {
 	// GPUs are the GPUs the driver's /proc files list, in PCI bus order,
 	// which is NVML's and CUDA's default numbering: a CDI spec is made
 	// from them rather than from NVML, which after a driver upgrade
-	// refuses to start until the reboot.
+	// refuses to start until the reboot (only a GPU's MIG devices come
+	// from NVML, where it answers).
 	GPUs []ContainerGPU `json:"gpus,omitempty"`
 	// DriverFiles are the driver's files a container needs (its
 	// libraries of the installed version, its GSP firmware, nvidia-smi

@@ -1,7 +1,8 @@
 // Package cdi makes, checks and renders the Container Device Interface
 // spec for the host's GPUs from the facts alone (the driver's files, the
-// GPUs and their device nodes, the installed toolkit's hooks): a file of
-// the host's, as a package database is, with no planning of its own.
+// GPUs and their device nodes, the installed toolkit's hooks, and the MIG
+// devices NVML reports with their capability minors): a file of the
+// host's, as a package database is, with no planning of its own.
 package cdi
 
 import (
