@@ -154,3 +154,23 @@ func TestPlanCDIWithMIG(t *testing.T) {
 		}
 	}
 }
+
+// A mig-minors line that is not "<capability> <minor>" is a warning
+// naming the file and the line, and is left out rather than guessed.
+func TestObserveMIGMinorsRefusesBadLines(t *testing.T) {
+	dir := root(t, false, "mig")
+	hosttest.WriteFile(t, dir, containers.MIGMinorsPath, "config 1\ngpu0/gi1/access twelve\ngpu0/gi1/cx0/access 13\ngpu0/gi1/ci0/access 13\n")
+	c, warns := containers.Observe(context.Background(), hosttest.New(t, dir), facts.Packages{}, facts.Driver{})
+	if want := []facts.MIGMinor{{Capability: "config", Minor: 1}, {Capability: "gpu0/gi1/ci0/access", Minor: 13}}; !slices.Equal(c.MIGMinors, want) {
+		t.Errorf("minors %+v, want %+v", c.MIGMinors, want)
+	}
+	var bad []string
+	for _, w := range warns {
+		if w.Path == containers.MIGMinorsPath {
+			bad = append(bad, w.Message)
+		}
+	}
+	if len(bad) != 2 || !strings.Contains(bad[0], "line 2") || !strings.Contains(bad[1], "line 3") {
+		t.Errorf("warnings %q", bad)
+	}
+}
