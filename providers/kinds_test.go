@@ -154,8 +154,8 @@ func TestEveryAddressHasOneKind(t *testing.T) {
 		{"environment", planner.LayerEnvironment, []string{planner.FactsCUDA, planner.FactsEnvironment, planner.FactsInit}},
 		{"device.0", planner.LayerDevices, []string{planner.FactsPCI, planner.FactsNVML, planner.FactsDevices, planner.FactsInit, planner.FactsUnits}},
 		{"device.boot", planner.LayerDevices, []string{planner.FactsPCI, planner.FactsNVML, planner.FactsDevices, planner.FactsInit, planner.FactsUnits}},
-		{"container_toolkit", planner.LayerContainers, []string{planner.FactsOS, planner.FactsDriver, planner.FactsDeviceNodes, planner.FactsPackages, planner.FactsInit, planner.FactsContainers}},
-		{"container_toolkit.engine.docker", planner.LayerContainers, []string{planner.FactsOS, planner.FactsDriver, planner.FactsDeviceNodes, planner.FactsPackages, planner.FactsInit, planner.FactsContainers}},
+		{"container_toolkit", planner.LayerContainers, []string{planner.FactsOS, planner.FactsDriver, planner.FactsDeviceNodes, planner.FactsDevices, planner.FactsPackages, planner.FactsInit, planner.FactsContainers}},
+		{"container_toolkit.engine.docker", planner.LayerContainers, []string{planner.FactsOS, planner.FactsDriver, planner.FactsDeviceNodes, planner.FactsDevices, planner.FactsPackages, planner.FactsInit, planner.FactsContainers}},
 		{"index.apt", planner.LayerIndexes, nil},
 	} {
 		if got := k.Layer(tt.addr); got != tt.layer {

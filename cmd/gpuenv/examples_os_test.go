@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 )
 
@@ -27,6 +28,11 @@ var targetRoots = map[string]string{
 // of board: the HGX example plans on the working DGX H100 (eight GPUs,
 // four NVSwitches, Fabric Manager).
 var exampleRoots = map[string]string{"hgx-8gpu": "ubuntu2204-working"}
+
+// exampleNVML are the NVML mocks of examples whose blocks only NVML can
+// plan: the HGX example's MIG layouts are checked against the DGX H100's
+// GPUs (H100 80GB), as a plan on the board itself checks them.
+var exampleNVML = map[string]string{"hgx-8gpu": "dgxh100"}
 
 // Every example says which system it targets, in its spec and in the
 // spec reference's table (docs/spec-reference.md), and plans on a fixture machine of that system. On
@@ -64,6 +70,9 @@ func TestExamplesPlanOnTheirSystem(t *testing.T) {
 			}
 			plan := func(root string) (int, string, string) {
 				withPlanHost(t, loadCandidates(t, root), runnerFor(t, root))
+				if mock, ok := exampleNVML[name]; ok && root == exampleRoots[name] {
+					hostOptions = append(hostOptions, host.WithNVML(host.NewNVML(hosttest.NVMLServer(mock))))
+				}
 				return runPlanCase(hosttest.Build(t, root), planCase{root: root, spec: "examples/" + name, args: args}, false)
 			}
 			root := targetRoots[target]
@@ -77,10 +86,16 @@ func TestExamplesPlanOnTheirSystem(t *testing.T) {
 			if code != exitOK {
 				t.Errorf("plan on %s (%s): exit %d\n%s%s", root, target, code, stdout, stderr)
 			}
+			if _, ok := exampleNVML[name]; ok && (strings.Contains(stdout, "cannot be planned yet") || strings.Contains(stdout, "gpu0.mig")) {
+				t.Errorf("plan on %s leaves a MIG layout unplanned or touches a GPU without one:\n%s", root, stdout)
+			}
 			if name == "hgx-8gpu" {
 				// The board's eight GPUs get their /dev/char links, the
 				// MIG capabilities included; the NVSwitches' nodes not.
-				for _, want := range []string{"→ link /dev/char/195:0 to /dev/nvidia0\n", "→ link /dev/char/195:7 to /dev/nvidia7\n", "→ link /dev/char/511:2 to /dev/nvidia-caps/nvidia-cap2\n"} {
+				// GPUs 6 and 7 take the example's MIG layouts, planned
+				// against the H100's profiles; the others stay whole.
+				for _, want := range []string{"→ link /dev/char/195:0 to /dev/nvidia0\n", "→ link /dev/char/195:7 to /dev/nvidia7\n", "→ link /dev/char/511:2 to /dev/nvidia-caps/nvidia-cap2\n",
+					"device.6.mig\n", "device.7.mig\n", "gpu6.mig_layout (none) → ", "gpu7.mig_mode   disabled → enabled\n"} {
 					if !strings.Contains(stdout, want) {
 						t.Errorf("plan on %s lacks %q:\n%s", root, want, stdout)
 					}

@@ -27,8 +27,22 @@ driver {
   hold             = true
 }
 
-# MIG: the layout of each GPU (GPU and compute instance profiles such as
-# 1g.10gb) goes here as a mig block once gpuenv has one.
+# MIG on the last two GPUs only: GPUs 0-5 stay whole for training, 6 and
+# 7 are cut into instances for inference and notebooks (the H100 80GB
+# profiles of NVIDIA's MIG user guide). Each GPU gets 3g.40gb, 2g.20gb and
+# two 1g.10gb; the 3g.40gb is split into a 2c and a 1c compute instance.
+# Enabling MIG resets the GPU (or waits for a reboot where a process uses
+# it), and gpuenv-mig.service makes the layout again after every boot,
+# before the container runtime starts. The CDI spec then names the MIG
+# devices, not GPUs 6 and 7 whole: nvidia.com/gpu=6:0 … or by MIG UUID.
+mig "6" {
+  instances         = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+  compute_instances = { "3g.40gb" = ["2c", "1c"] }
+}
+
+mig "7" {
+  instances = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+}
 
 # Containers: the NVIDIA runtime in Docker's and containerd's
 # configuration, a CDI spec that names every GPU (nvidia.com/gpu=0 …
@@ -41,8 +55,9 @@ container_toolkit {
 
 # Device 0 is the same GPU for CUDA as for nvidia-smi and the CDI spec.
 # Teams are given their GPUs per container, by CDI name (docker run
-# --device nvidia.com/gpu=4 --device nvidia.com/gpu=5): the environment
-# block sets CUDA_VISIBLE_DEVICES for the whole host only.
+# --device nvidia.com/gpu=4 --device nvidia.com/gpu=5, or a MIG device,
+# --device nvidia.com/gpu=7:1): the environment block sets
+# CUDA_VISIBLE_DEVICES for the whole host only.
 environment {
   cuda_device_order = "PCI_BUS_ID"
 }

@@ -9,6 +9,10 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 )
 
+// computeModeUnit is the unit gpuenv writes to set the spec's compute
+// modes at every boot (providers/devices.BootUnit).
+const computeModeUnit = "gpuenv-compute-mode.service"
+
 // migBootUnit is the unit gpuenv writes to make the spec's MIG layout
 // at every boot (providers/devices.MIGBootUnit).
 const migBootUnit = "gpuenv-mig.service"
@@ -130,6 +134,8 @@ func (d *doctor) migState() {
 		}
 	}
 
+	d.migComputeMode(mig)
+
 	held := Check{ID: "gpu.mig-processes", Group: GroupGPUState, Status: OK}
 	var busy []string
 	for _, g := range mig {
@@ -174,4 +180,47 @@ func (d *doctor) migUUIDs() map[string]string {
 		}
 	}
 	return out
+}
+
+// migComputeMode checks the compute modes gpuenv sets at boot against the
+// GPUs in MIG mode: NVML takes the compute mode of a GPU in MIG mode only
+// through each MIG device's handle (nvml.h, nvmlDeviceSetComputeMode: "If
+// MIG is enabled on a GPU, device must be MIG device handle"), so a mode
+// the unit sets on the whole GPU does not govern its MIG devices. Plan no
+// longer writes such a line; one is left from before the GPU entered MIG
+// mode (by hand, or by a spec that did not say so).
+func (d *doctor) migComputeMode(mig []facts.GPUDevice) {
+	var unit *facts.Unit
+	for i := range d.obs.Units {
+		if d.obs.Units[i].Name == computeModeUnit && d.obs.Units[i].File != nil {
+			unit = &d.obs.Units[i]
+		}
+	}
+	if unit == nil {
+		return
+	}
+	c := Check{ID: "gpu.mig-compute-mode", Group: GroupGPUState}
+	var held []string
+	for _, g := range mig {
+		mode, ok := unit.ComputeModes[g.UUID]
+		if !ok {
+			continue
+		}
+		c.Evidence = append(c.Evidence, fmt.Sprintf("GPU %d (%s): MIG mode %s, pending %s (NVML); %s sets compute mode %s", g.Index, g.UUID, g.MIGMode, orUnknown(g.MIGModePending), computeModeUnit, mode))
+		if mode != "default" {
+			held = append(held, fmt.Sprintf("GPU %d (%s)", g.Index, mode))
+		}
+	}
+	switch {
+	case len(c.Evidence) == 0:
+		return
+	case len(held) > 0:
+		c.Status = Warning
+		c.Summary = fmt.Sprintf("%s sets the compute mode of %s, which %s in MIG mode: there the mode is each MIG device's, and the GPU's own does not hold on them", computeModeUnit, strings.Join(held, ", "), map[bool]string{true: "is", false: "are"}[len(held) == 1])
+		c.Fix = &Fix{Text: "Plan again: the device step leaves GPUs in MIG mode alone and rewrites the unit without them. Give a job a MIG device to itself to keep it alone on its slice.", Commands: []string{"gpuenv plan", "gpuenv apply"}}
+	default:
+		c.Status = OK
+		c.Summary = "No compute mode is set at boot on the GPUs in MIG mode"
+	}
+	d.add(c)
 }

@@ -92,3 +92,35 @@ func TestMIGVisibleDevices(t *testing.T) {
 		t.Errorf("a MIG device of another host: %s %q", c.Status, c.Summary)
 	}
 }
+
+// A compute mode gpuenv-compute-mode.service sets on a GPU in MIG mode
+// does not hold there (NVML takes it per MIG device): doctor warns,
+// naming the GPU; a unit that sets only other GPUs, or the default, is
+// fine; without the unit there is nothing to check.
+func TestMIGComputeModeCheck(t *testing.T) {
+	unit := func(modes map[string]string) facts.Unit {
+		return facts.Unit{Name: "gpuenv-compute-mode.service", File: &facts.FileDigest{Path: "/etc/systemd/system/gpuenv-compute-mode.service"}, Enabled: true, ComputeModes: modes}
+	}
+	obs := migObservation()
+	obs.Units = append(obs.Units, unit(map[string]string{
+		"GPU-00000000-0000-0000-0000-000000000002": "exclusive_process",
+		"GPU-00000000-0000-0000-0000-000000000009": "prohibited",
+	}))
+	c := check(t, doctor.Run(doctor.Input{Obs: obs}), "gpu.mig-compute-mode")
+	if c.Status != doctor.Warning || !strings.Contains(c.Summary, "sets the compute mode of GPU 2 (exclusive_process), which is in MIG mode") {
+		t.Errorf("check %+v", c)
+	}
+
+	obs = migObservation()
+	obs.Units = append(obs.Units, unit(map[string]string{"GPU-00000000-0000-0000-0000-000000000002": "default"}))
+	if c := check(t, doctor.Run(doctor.Input{Obs: obs}), "gpu.mig-compute-mode"); c.Status != doctor.OK {
+		t.Errorf("the default mode: %+v", c)
+	}
+
+	obs = migObservation()
+	for _, c := range doctor.Run(doctor.Input{Obs: obs}).Checks {
+		if c.ID == "gpu.mig-compute-mode" {
+			t.Errorf("checked without the unit: %+v", c)
+		}
+	}
+}

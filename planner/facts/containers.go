@@ -19,7 +19,8 @@ type Containers struct {
 	// GPUs are the GPUs the driver's /proc files list, in PCI bus order,
 	// which is NVML's and CUDA's default numbering: a CDI spec is made
 	// from them rather than from NVML, which after a driver upgrade
-	// refuses to start until the reboot.
+	// refuses to start until the reboot (only a GPU's MIG devices come
+	// from NVML, where it answers).
 	GPUs []ContainerGPU `json:"gpus,omitempty"`
 	// DriverFiles are the driver's files a container needs (its
 	// libraries of the installed version, its GSP firmware, nvidia-smi
@@ -33,6 +34,20 @@ type Containers struct {
 	// documentation gives to make the /dev/char links when the driver
 	// binds.
 	DevCharRules []FileDigest `json:"dev_char_rules,omitempty"`
+	// MIGMinors are the driver's MIG capabilities and the minor number
+	// of the /dev/nvidia-caps/nvidia-cap<minor> node that grants each,
+	// as /proc/driver/nvidia-caps/mig-minors lists them ("config",
+	// "monitor", "gpu0/gi1/access", "gpu0/gi1/ci0/access"): a container
+	// given a MIG device needs the nodes of its GPU and compute
+	// instance. Absent where the driver has no MIG support. Added in
+	// minor 7.
+	MIGMinors []MIGMinor `json:"mig_minors,omitempty"`
+}
+
+// MIGMinor is one line of /proc/driver/nvidia-caps/mig-minors.
+type MIGMinor struct {
+	Capability string `json:"capability"`
+	Minor      int    `json:"minor"`
 }
 
 // ContainerGPU is one GPU as /proc/driver/nvidia/gpus/<bus>/information

@@ -265,7 +265,14 @@ type ComputeInstance struct {
 	Profile string `json:"profile,omitempty"`
 	// UUID is the MIG device's ("MIG-…"), which CUDA_VISIBLE_DEVICES
 	// and container runtimes name it by.
-	UUID      string       `json:"uuid,omitempty"`
+	UUID string `json:"uuid,omitempty"`
+	// MIGIndex is the MIG device's index on its GPU as NVML enumerates
+	// MIG devices (nvmlDeviceGetMigDeviceHandleByIndex): the j of the
+	// "i:j" that CDI specs and nvidia-smi name it by; -1 where NVML did
+	// not list it. Added in minor 7: in a document of an older minor
+	// every MIG device reads as 0, and the CDI spec made from it is
+	// refused for naming a device twice.
+	MIGIndex  int          `json:"mig_index"`
 	Processes []GPUProcess `json:"processes,omitempty"`
 }
 

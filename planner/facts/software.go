@@ -267,4 +267,8 @@ type Unit struct {
 	// "PROFILE:START:SIZE:SLICES" (NVML's profile id, its placement, its
 	// compute instances' slices joined by "+"). Added in minor 6.
 	MIGLayout map[string][]string `json:"mig_layout,omitempty"`
+	// ComputeModes are, for gpuenv-compute-mode.service, the compute
+	// modes its command lines set at boot, by GPU UUID ("default",
+	// "exclusive_process", "prohibited"). Added in minor 7.
+	ComputeModes map[string]string `json:"compute_modes,omitempty"`
 }

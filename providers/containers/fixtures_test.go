@@ -328,7 +328,7 @@ func checkCDIShown(t *testing.T, p *plan.Plan) string {
 func TestCDISpecReadByTheCDIProject(t *testing.T) {
 	dir := root(t, true)
 	obs := observe(t, dir)
-	s, err := cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	s, err := cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes, obs.NVML.Devices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,14 +375,14 @@ func TestCDISpecReadByTheCDIProject(t *testing.T) {
 	// Without the driver's files there is no spec to write.
 	files := obs.Containers.DriverFiles
 	obs.Containers.DriverFiles = nil
-	if _, err := cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
+	if _, err := cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes, obs.NVML.Devices); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
 		t.Errorf("a spec without driver files: %v", err)
 	}
 	obs.Containers.DriverFiles = files
 
 	// Toolkit 1.12 has no update-ldcache hook: the spec names none.
 	obs.Containers.Toolkit.Version, obs.Containers.Toolkit.Hooks = "1.12.0", nil
-	s, err = cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	s, err = cdipkg.GenerateCDI(&obs.Containers, obs.DeviceNodes, obs.NVML.Devices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 			c := obs.Containers
 			v := version.MustParse(tc.toolkit)
 			c.Toolkit = facts.ContainerToolkit{Version: tc.toolkit, HookPath: tc.hookPath, Hooks: compat.ToolkitHooks(v)}
-			s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
+			s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes, obs.NVML.Devices)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -516,7 +516,7 @@ func TestCDIHooksByToolkitVersion(t *testing.T) {
 	// Without libcuda among the driver's files no link is made.
 	c := obs.Containers
 	c.DriverFiles = slices.DeleteFunc(slices.Clone(c.DriverFiles), func(f string) bool { return strings.Contains(f, "libcuda.so") })
-	s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
+	s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes, obs.NVML.Devices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,7 +557,7 @@ func TestCDISpecItemsByToolkitVersion(t *testing.T) {
 			if tc.toolkit != "" {
 				c.Toolkit = facts.ContainerToolkit{Version: tc.toolkit, HookPath: containers.CDIHookPath, Hooks: compat.ToolkitHooks(version.MustParse(tc.toolkit))}
 			}
-			s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes)
+			s, err := cdipkg.GenerateCDI(&c, obs.DeviceNodes, obs.NVML.Devices)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 var Kind = &kind.Descriptor{
 	Name: "container_toolkit",
 	Steps: []planner.StepKind{
-		{Layer: planner.LayerContainers, Sections: []string{planner.FactsOS, planner.FactsDriver, planner.FactsDeviceNodes, planner.FactsPackages, planner.FactsInit, planner.FactsContainers}},
+		{Layer: planner.LayerContainers, Sections: []string{planner.FactsOS, planner.FactsDriver, planner.FactsDeviceNodes, planner.FactsDevices, planner.FactsPackages, planner.FactsInit, planner.FactsContainers}},
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{

@@ -135,7 +135,7 @@ func testAgreesWithNVCDI(t *testing.T, installed string) {
 	if obs.Containers.Toolkit.Version != installed {
 		t.Fatalf("the fixture's toolkit is %q, not %s", obs.Containers.Toolkit.Version, installed)
 	}
-	ours, err := cdi.GenerateCDI(&obs.Containers, obs.DeviceNodes)
+	ours, err := cdi.GenerateCDI(&obs.Containers, obs.DeviceNodes, obs.NVML.Devices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func testAgreesWithNVCDI(t *testing.T, installed string) {
 		v := version.MustParse(tv)
 		c := obs.Containers
 		c.Toolkit = facts.ContainerToolkit{Version: tv, HookPath: containers.CDIHookPath, Hooks: compat.ToolkitHooks(v)}
-		s, err := cdi.GenerateCDI(&c, obs.DeviceNodes)
+		s, err := cdi.GenerateCDI(&c, obs.DeviceNodes, obs.NVML.Devices)
 		if err != nil {
 			t.Fatal(err)
 		}

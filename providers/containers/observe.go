@@ -65,7 +65,66 @@ func Observe(ctx context.Context, h *host.Host, pkgs facts.Packages, drv facts.D
 	files, w := driverFiles(ctx, h, pkgs, out.DriverVersion)
 	out.DriverFiles = files
 	out.DevCharRules = observeDevCharRules(h)
-	return out, append(warns, w...)
+	minors, w2 := observeMIGMinors(h)
+	out.MIGMinors = minors
+	return out, append(append(warns, w...), w2...)
+}
+
+// MIGMinorsPath lists the driver's MIG capabilities with the minor of
+// the /dev/nvidia-caps node of each, one "<capability> <minor>" a line
+// (NVIDIA's MIG user guide, "/dev based nvidia-capabilities"). The
+// driver writes it when its nvidia-caps support is loaded, whether or
+// not any GPU is in MIG mode.
+const MIGMinorsPath = "/proc/driver/nvidia-caps/mig-minors"
+
+// observeMIGMinors reads MIGMinorsPath; a line that does not read as a
+// capability and a minor is a warning, not a guess.
+func observeMIGMinors(h *host.Host) ([]facts.MIGMinor, []facts.Warning) {
+	data, err := h.ReadFileLimit(MIGMinorsPath, MaxConfigSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, []facts.Warning{{Path: MIGMinorsPath, Message: err.Error()}}
+	}
+	var out []facts.MIGMinor
+	var warns []facts.Warning
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		n++
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		minor := -1
+		if len(f) == 2 {
+			if m, err := strconv.Atoi(f[1]); err == nil && m >= 0 {
+				minor = m
+			}
+		}
+		if minor < 0 || !validMIGCapability(f[0]) {
+			warns = append(warns, facts.Warning{Path: MIGMinorsPath, Message: fmt.Sprintf("line %d: %q is not \"<capability> <minor>\"", n, line)})
+			continue
+		}
+		out = append(out, facts.MIGMinor{Capability: f[0], Minor: minor})
+	}
+	return out, warns
+}
+
+// validMIGCapability accepts the capabilities the MIG user guide lists:
+// config, monitor, and the access of a GPU instance or of one of its
+// compute instances.
+func validMIGCapability(c string) bool {
+	if c == "config" || c == "monitor" {
+		return true
+	}
+	var gpu, gi, ci int
+	if n, _ := fmt.Sscanf(c, "gpu%d/gi%d/ci%d/access", &gpu, &gi, &ci); n == 3 && c == fmt.Sprintf("gpu%d/gi%d/ci%d/access", gpu, gi, ci) {
+		return true
+	}
+	n, _ := fmt.Sscanf(c, "gpu%d/gi%d/access", &gpu, &gi)
+	return n == 2 && c == fmt.Sprintf("gpu%d/gi%d/access", gpu, gi)
 }
 
 // DevCharRuleDirs are where udev reads a rule named DevCharRuleName

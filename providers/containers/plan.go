@@ -449,7 +449,7 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.S
 	if driverChanges(req) {
 		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", cdi.CDISpecPath))
 	}
-	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes)
+	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes, obs.NVML.Devices)
 	if err != nil {
 		resp.Warnings = append(resp.Warnings, finding.Finding{
 			ID:      CheckCDIUnplanned,

@@ -34,7 +34,7 @@ func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 	driver.Observe(ctx, h, noNVML{}, obs)
 	pkgs, _ := packages.Observe(ctx, h, obs.OS.Family)
 	c, _ := Observe(ctx, h, pkgs, obs.Driver)
-	s, err := cdi.GenerateCDI(&c, obs.DeviceNodes)
+	s, err := cdi.GenerateCDI(&c, obs.DeviceNodes, nil)
 	if err != nil {
 		return "", err
 	}

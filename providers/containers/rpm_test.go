@@ -66,7 +66,7 @@ func TestDriverFilesFromRPM(t *testing.T) {
 		t.Errorf("files %q, warnings %+v", c.DriverFiles, warns)
 	}
 	c.GPUs = []facts.ContainerGPU{{Index: 0, Minor: 0}}
-	if _, err := cdi.GenerateCDI(&c, []facts.DeviceNode{{Path: "/dev/nvidia0"}}); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
+	if _, err := cdi.GenerateCDI(&c, []facts.DeviceNode{{Path: "/dev/nvidia0"}}, nil); err == nil || !strings.Contains(err.Error(), "no file of driver \"550.54.15\"") {
 		t.Errorf("a spec without the driver's files: %v", err)
 	}
 }

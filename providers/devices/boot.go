@@ -135,7 +135,10 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *plan.Step 
 	if !managed || (nonDefault && len(devs) == 0) {
 		return nil
 	}
-	content, set := bootUnit(devs, modes)
+	// The unit sets whole GPUs' modes; on a GPU in MIG mode that mode
+	// governs no MIG device (InMIG).
+	whole := slices.DeleteFunc(slices.Clone(devs), func(d facts.GPUDevice) bool { return InMIG(req.Spec, devs, d) })
+	content, set := bootUnit(whole, modes)
 	exists, enabled := unit.File != nil, unit.Enabled
 	state := "absent"
 	switch {

@@ -276,3 +276,15 @@ func TestPlanPrecedence(t *testing.T) {
 		}
 	}
 }
+
+// The unit's observation reads back the modes it sets, by GPU UUID, which
+// doctor compares with the GPUs' MIG modes.
+func TestObservedUnitComputeModes(t *testing.T) {
+	h, _ := dgxH100(t)
+	install(t, h, mixedUnit+"ExecStart=/usr/bin/nvidia-smi -i not-a-uuid -c PROHIBITED\n", true)
+	got := devices.ObserveUnit(h).ComputeModes
+	_, three := got["GPU-00000000-0000-0000-0000-000000000003"]
+	if len(got) != 7 || three || got["GPU-00000000-0000-0000-0000-000000000000"] != "exclusive_process" || got["GPU-00000000-0000-0000-0000-000000000007"] != "prohibited" {
+		t.Errorf("modes %v, from\n%s", got, mixedUnit)
+	}
+}

@@ -105,9 +105,17 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 		}
 		var ops []plan.Operation
 		before, after := map[string]string{}, map[string]string{}
-		var unknown []string
+		var unknown, migGPUs []string
 		for _, d := range picked {
 			key := fmt.Sprintf("gpu%d.compute_mode", d.Index)
+			if InMIG(req.Spec, devs, d) {
+				// The mode is each MIG device's there: the GPU's own
+				// does not govern them.
+				if want != string(spec.ComputeModeDefault) {
+					migGPUs = append(migGPUs, strconv.Itoa(d.Index))
+				}
+				continue
+			}
 			if d.ComputeMode == "" {
 				unknown = append(unknown, strconv.Itoa(d.Index))
 				continue
@@ -124,6 +132,9 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 				Detail:   fmt.Sprintf("GPUs %s do not support compute modes through NVML, so device %q leaves them alone.", strings.Join(unknown, ", "), blk.Selector),
 				Evidence: []string{"NVML: compute mode not supported"},
 			})
+		}
+		if len(migGPUs) > 0 {
+			resp.Warnings = append(resp.Warnings, migComputeMode(blk.Selector, want, migGPUs))
 		}
 		if len(ops) == 0 {
 			continue
@@ -151,4 +162,36 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	}
 	p.migSteps(req, resp)
 	return resp
+}
+
+// CheckMIGComputeMode is the warning of a compute mode asked of GPUs in
+// MIG mode.
+const CheckMIGComputeMode = "device.compute-mode-mig"
+
+// InMIG tells whether GPU d is in MIG mode once the spec holds: as its
+// mig block asks, else as NVML reports it now.
+func InMIG(s *spec.Spec, devs []facts.GPUDevice, d facts.GPUDevice) bool {
+	if blk := migBlocks(s, devs)[d.Index]; blk != nil && blk.WantMode() != "" {
+		return blk.WantMode() == spec.MIGEnabled
+	}
+	return d.MIGMode == "enabled"
+}
+
+// migComputeMode says why compute_mode does not hold on GPUs in MIG mode.
+// NVML sets and reads the compute mode of a GPU in MIG mode only through
+// the handle of each MIG device (nvml.h, nvmlDeviceSetComputeMode and
+// nvmlDeviceGetComputeMode: "If MIG is enabled on a GPU, device must be
+// MIG device handle"), and MIG devices come and go with the layout;
+// gpuenv sets the mode of whole GPUs, so it leaves these alone rather
+// than set a mode that governs nothing.
+func migComputeMode(selector, want string, gpus []string) finding.Finding {
+	return finding.Finding{
+		ID:      CheckMIGComputeMode,
+		Summary: fmt.Sprintf("compute_mode = %q does not hold on GPUs in MIG mode", want),
+		Detail: fmt.Sprintf("GPU %s %s in MIG mode, where the compute mode belongs to each MIG device rather than the GPU: NVML sets it only through a MIG device's handle, "+
+			"and MIG devices come and go with the layout. Device %q leaves %s alone and sets no MIG device's mode. "+
+			"Each MIG device is a CUDA device of its own: to keep a job alone on its slice, give it a MIG device to itself (by CDI name or its MIG UUID).",
+			strings.Join(gpus, ", "), map[bool]string{true: "is", false: "are"}[len(gpus) == 1], selector, map[bool]string{true: "it", false: "them"}[len(gpus) == 1]),
+		Evidence: []string{"MIG mode enabled (or enabled by this spec's mig block) on GPU " + strings.Join(gpus, ", ")},
+	}
 }

@@ -592,7 +592,7 @@ func gpuInstances(d host.NVMLDevice) []facts.GPUInstance {
 			g.Profile = prof.Name
 		}
 		for _, ci := range gi.Compute {
-			c := facts.ComputeInstance{ID: ci.ID, ProfileID: ci.ProfileID, Slices: ci.Slices, UUID: ci.UUID}
+			c := facts.ComputeInstance{ID: ci.ID, ProfileID: ci.ProfileID, Slices: ci.Slices, UUID: ci.UUID, MIGIndex: ci.Index}
 			if named {
 				c.Profile = compat.ComputeProfileName(prof, ci.Slices)
 			}

@@ -38,11 +38,11 @@ func TestObservedMIGLayoutNamesProfiles(t *testing.T) {
 	g := obs.NVML.Devices[1]
 	want := []facts.GPUInstance{
 		{ID: 0, ProfileID: 3, Profile: "4g.20gb", Start: 0, Size: 4, Compute: []facts.ComputeInstance{
-			{ID: 0, ProfileID: 1, Slices: 2, Profile: "2c.4g.20gb", UUID: hosttest.MIGUUID(1, 0, 0)},
-			{ID: 1, ProfileID: 1, Slices: 2, Profile: "2c.4g.20gb", UUID: hosttest.MIGUUID(1, 0, 1)},
+			{ID: 0, ProfileID: 1, Slices: 2, Profile: "2c.4g.20gb", UUID: hosttest.MIGUUID(1, 0, 0), MIGIndex: 0},
+			{ID: 1, ProfileID: 1, Slices: 2, Profile: "2c.4g.20gb", UUID: hosttest.MIGUUID(1, 0, 1), MIGIndex: 1},
 		}},
 		{ID: 1, ProfileID: 9, Profile: "1g.10gb", Start: 6, Size: 2, Compute: []facts.ComputeInstance{
-			{ID: 0, ProfileID: 0, Slices: 1, Profile: "1g.10gb", UUID: hosttest.MIGUUID(1, 1, 0), Processes: []facts.GPUProcess{{PID: 99, UsedMemory: 5}}},
+			{ID: 0, ProfileID: 0, Slices: 1, Profile: "1g.10gb", UUID: hosttest.MIGUUID(1, 1, 0), MIGIndex: 2, Processes: []facts.GPUProcess{{PID: 99, UsedMemory: 5}}},
 		}},
 	}
 	if diff := cmp.Diff(want, g.GPUInstances); diff != "" {

@@ -183,6 +183,9 @@ type NVMLComputeInstance struct {
 	ProfileID int
 	Slices    int
 	UUID      string
+	// Index is the MIG device's slot in nvmlDeviceGetMigDeviceHandleByIndex,
+	// -1 when NVML did not list it there.
+	Index     int
 	Processes []NVMLProcess
 }
 
@@ -365,7 +368,11 @@ func (n *nvmlLib) process(p nvml.ProcessInfo) NVMLProcess {
 // of a MIG device carries its GPU and compute instance ids).
 func (n *nvmlLib) gpuInstances(h nvml.Device, e *[]string, procs []nvml.ProcessInfo) ([]NVMLGPUInstance, int) {
 	type key struct{ gi, ci uint32 }
-	uuids := map[key]string{}
+	type slot struct {
+		uuid  string
+		index int
+	}
+	uuids := map[key]slot{}
 	count := 0
 	if max, ret := h.GetMaxMigDeviceCount(); query(e, "MIG device count", ret) {
 		// Slots up to the maximum that hold no MIG device answer
@@ -380,7 +387,7 @@ func (n *nvmlLib) gpuInstances(h nvml.Device, e *[]string, procs []nvml.ProcessI
 			ci, r2 := m.GetComputeInstanceId()
 			u, r3 := m.GetUUID()
 			if query(e, "MIG device GPU instance id", r1) && query(e, "MIG device compute instance id", r2) && query(e, "MIG device UUID", r3) {
-				uuids[key{uint32(gi), uint32(ci)}] = u
+				uuids[key{uint32(gi), uint32(ci)}] = slot{u, i}
 			}
 		}
 	}
@@ -416,7 +423,10 @@ func (n *nvmlLib) gpuInstances(h nvml.Device, e *[]string, procs []nvml.ProcessI
 					if !query(e, "compute instance info", ret) {
 						continue
 					}
-					nc := NVMLComputeInstance{ID: ci.Id, ProfileID: int(ci.ProfileId), Slices: int(cinfo.SliceCount), UUID: uuids[key{gi.Id, ci.Id}]}
+					nc := NVMLComputeInstance{ID: ci.Id, ProfileID: int(ci.ProfileId), Slices: int(cinfo.SliceCount), Index: -1}
+					if sl, ok := uuids[key{gi.Id, ci.Id}]; ok {
+						nc.UUID, nc.Index = sl.uuid, sl.index
+					}
 					for _, p := range procs {
 						if p.GpuInstanceId == gi.Id && p.ComputeInstanceId == ci.Id {
 							nc.Processes = append(nc.Processes, n.process(p))

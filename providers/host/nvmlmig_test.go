@@ -69,15 +69,15 @@ func TestMIGLayoutThroughNVML(t *testing.T) {
 	}
 	want := []host.NVMLGPUInstance{
 		{ID: 1, ProfileID: nvml.GPU_INSTANCE_PROFILE_2_SLICE, Start: 0, Size: 2, Compute: []host.NVMLComputeInstance{
-			{ID: 0, ProfileID: nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, Slices: 1, UUID: hosttest.MIGUUID(2, 1, 0)},
-			{ID: 1, ProfileID: nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, Slices: 1, UUID: hosttest.MIGUUID(2, 1, 1)},
+			{ID: 0, ProfileID: nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, Slices: 1, UUID: hosttest.MIGUUID(2, 1, 0), Index: 1},
+			{ID: 1, ProfileID: nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, Slices: 1, UUID: hosttest.MIGUUID(2, 1, 1), Index: 2},
 		}},
 		{ID: 2, ProfileID: nvml.GPU_INSTANCE_PROFILE_1_SLICE, Start: 2, Size: 1, Compute: []host.NVMLComputeInstance{
-			{ID: 0, ProfileID: nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, Slices: 1, UUID: hosttest.MIGUUID(2, 2, 0),
+			{ID: 0, ProfileID: nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, Slices: 1, UUID: hosttest.MIGUUID(2, 2, 0), Index: 3,
 				Processes: []host.NVMLProcess{{PID: 4242, UsedMemory: 1 << 30}}},
 		}},
 		{ID: 0, ProfileID: nvml.GPU_INSTANCE_PROFILE_3_SLICE, Start: 4, Size: 4, Compute: []host.NVMLComputeInstance{
-			{ID: 0, ProfileID: nvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, Slices: 3, UUID: hosttest.MIGUUID(2, 0, 0)},
+			{ID: 0, ProfileID: nvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, Slices: 3, UUID: hosttest.MIGUUID(2, 0, 0), Index: 0},
 		}},
 	}
 	if diff := cmp.Diff(want, d.GPUInstances); diff != "" {

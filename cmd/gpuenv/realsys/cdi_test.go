@@ -92,7 +92,7 @@ func TestCDIDevicesInPodmanContainer(t *testing.T) {
 		DriverVersion: "550.54.15",
 		DriverFiles:   []string{lib},
 	}
-	s, err := cdi.GenerateCDI(&c, []facts.DeviceNode{{Path: "/dev/nvidia0"}, {Path: "/dev/nvidiactl"}})
+	s, err := cdi.GenerateCDI(&c, []facts.DeviceNode{{Path: "/dev/nvidia0"}, {Path: "/dev/nvidiactl"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

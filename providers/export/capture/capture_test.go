@@ -309,7 +309,7 @@ func TestCaptureContainerToolkit(t *testing.T) {
 	// The CDI spec gpuenv writes is kept with cdi = true; one that
 	// differs is left alone, and said.
 	cs := obs.Containers
-	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes)
+	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes, obs.NVML.Devices)
 	if err != nil {
 		t.Fatal(err)
 	}

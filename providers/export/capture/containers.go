@@ -75,7 +75,7 @@ func (w *writer) containerToolkit(obs *facts.Observation) {
 // from the host's files, which cdi = true keeps without a change.
 func gpuenvCDI(obs *facts.Observation, on facts.CDISpec) (bool, string) {
 	cs := obs.Containers
-	s, err := cdipkg.GenerateCDI(&cs, obs.DeviceNodes)
+	s, err := cdipkg.GenerateCDI(&cs, obs.DeviceNodes, obs.NVML.Devices)
 	if err != nil {
 		return false, err.Error()
 	}

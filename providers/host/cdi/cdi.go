@@ -1,7 +1,8 @@
 // Package cdi makes, checks and renders the Container Device Interface
 // spec for the host's GPUs from the facts alone (the driver's files, the
-// GPUs and their device nodes, the installed toolkit's hooks): a file of
-// the host's, as a package database is, with no planning of its own.
+// GPUs and their device nodes, the installed toolkit's hooks, and the MIG
+// devices NVML reports with their capability minors): a file of the
+// host's, as a package database is, with no planning of its own.
 package cdi
 
 import (
@@ -58,12 +59,18 @@ var controlNodes = []string{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uv
 // setuid or device files through them.
 var mountOptions = []string{"ro", "nosuid", "nodev", "rbind", "rprivate"}
 
-// GenerateCDI builds the CDI spec for the host's GPUs from files alone:
-// the GPUs the driver's /proc files list, their device nodes, and the
+// GenerateCDI builds the CDI spec for the host's GPUs from files: the
+// GPUs the driver's /proc files list, their device nodes, and the
 // driver's files as the package database lists them. It names only the
 // hooks the installed toolkit has (none when no toolkit is installed,
 // which podman does not need).
-func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, error) {
+//
+// nvml are the GPUs as NVML reports them, nil where NVML was not asked
+// (apply, right after a driver change): only NVML knows the MIG devices.
+// A GPU in MIG mode is then given as its MIG devices, not whole, as
+// nvidia-ctk cdi generate does: CUDA in a container given the whole GPU
+// without its instances' capability nodes sees no device.
+func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode, nvml []facts.GPUDevice) (*cdispec.Spec, error) {
 	if len(c.GPUs) == 0 {
 		return nil, errors.New("the driver lists no GPU in /proc/driver/nvidia/gpus: is its kernel module loaded?")
 	}
@@ -78,10 +85,19 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 	}
 	s := &cdispec.Spec{Kind: CDIKind}
 	var all cdispec.ContainerEdits
+	var migs []cdispec.Device
 	for _, g := range c.GPUs {
 		node := fmt.Sprintf("/dev/nvidia%d", g.Minor)
 		if !have[node] {
 			return nil, fmt.Errorf("GPU %d (%s) has no device node %s", g.Index, g.PCIBusID, node)
+		}
+		if d := nvmlDevice(nvml, g); d != nil && d.MIGMode == "enabled" {
+			m, err := migDevices(c, g, d, node, have)
+			if err != nil {
+				return nil, err
+			}
+			migs = append(migs, m...)
+			continue
 		}
 		edits := cdispec.ContainerEdits{DeviceNodes: []*cdispec.DeviceNode{{Path: node}}}
 		if h := memoryLimitsHook(c, g); h != nil {
@@ -93,6 +109,19 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 		}
 		all.DeviceNodes = append(all.DeviceNodes, &cdispec.DeviceNode{Path: node})
 		all.Hooks = append(all.Hooks, edits.Hooks...)
+	}
+	// Whole GPUs first, then MIG devices, nvidia-ctk's order; "all" is
+	// every device's nodes and hooks together, each once.
+	for _, m := range migs {
+		s.Devices = append(s.Devices, m)
+		for _, n := range m.ContainerEdits.DeviceNodes {
+			if !slices.ContainsFunc(all.DeviceNodes, func(o *cdispec.DeviceNode) bool { return o.Path == n.Path }) {
+				all.DeviceNodes = append(all.DeviceNodes, &cdispec.DeviceNode{Path: n.Path})
+			}
+		}
+	}
+	if len(all.DeviceNodes) == 0 {
+		return nil, errors.New("every GPU is in MIG mode and none has a MIG device: create the layout's instances (the mig block) before writing the CDI spec")
 	}
 	s.Devices = append(s.Devices, cdispec.Device{Name: "all", ContainerEdits: all})
 
@@ -137,6 +166,86 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdispec.Spec, 
 		return nil, err
 	}
 	return s, nil
+}
+
+// nvmlDevice is g as NVML reports it, matched by UUID, else by PCI
+// address; nil where NVML did not report it.
+func nvmlDevice(nvml []facts.GPUDevice, g facts.ContainerGPU) *facts.GPUDevice {
+	for i := range nvml {
+		d := &nvml[i]
+		if (g.UUID != "" && d.UUID == g.UUID) || (g.UUID == "" && strings.EqualFold(normalBusID(d.PCIBusID), normalBusID(g.PCIBusID))) {
+			return d
+		}
+	}
+	return nil
+}
+
+// normalBusID drops the 8-digit domain NVML writes ("00000000:17:00.0")
+// down to the 4 digits the driver's /proc names use ("0000:17:00.0").
+func normalBusID(id string) string {
+	dom, rest, ok := strings.Cut(id, ":")
+	if !ok || len(dom) <= 4 {
+		return id
+	}
+	return dom[len(dom)-4:] + ":" + rest
+}
+
+// migDevices are the CDI devices of GPU g's MIG devices, each named as
+// nvidia-ctk names it: "<GPU index>:<MIG device index>" and its MIG UUID.
+// A MIG device needs its GPU's node and the capability nodes of its GPU
+// instance and compute instance, whose minors the driver lists in
+// /proc/driver/nvidia-caps/mig-minors under the GPU's minor number
+// (NVIDIA's MIG user guide, "/dev based nvidia-capabilities"). The GPU's
+// memory limits hook is not given: it names a whole GPU by UUID.
+func migDevices(c *facts.Containers, g facts.ContainerGPU, d *facts.GPUDevice, gpuNode string, have map[string]bool) ([]cdispec.Device, error) {
+	minors := map[string]int{}
+	for _, m := range c.MIGMinors {
+		minors[m.Capability] = m.Minor
+	}
+	capNode := func(capability string) (string, error) {
+		m, ok := minors[capability]
+		if !ok {
+			return "", fmt.Errorf("GPU %d (%s) is in MIG mode, but /proc/driver/nvidia-caps/mig-minors lists no %s", g.Index, g.PCIBusID, capability)
+		}
+		n := fmt.Sprintf("/dev/nvidia-caps/nvidia-cap%d", m)
+		if !have[n] {
+			return "", fmt.Errorf("GPU %d (%s): the device node %s of %s does not exist (nvidia-modprobe -f -m creates the MIG capability nodes)", g.Index, g.PCIBusID, n, capability)
+		}
+		return n, nil
+	}
+	type migDevice struct {
+		index int
+		uuid  string
+		edits cdispec.ContainerEdits
+	}
+	var found []migDevice
+	for _, gi := range d.GPUInstances {
+		giNode, err := capNode(fmt.Sprintf("gpu%d/gi%d/access", g.Minor, gi.ID))
+		if err != nil {
+			return nil, err
+		}
+		for _, ci := range gi.Compute {
+			if ci.UUID == "" || ci.MIGIndex < 0 {
+				return nil, fmt.Errorf("GPU %d (%s): NVML did not list compute instance %d of GPU instance %d as a MIG device", g.Index, g.PCIBusID, ci.ID, gi.ID)
+			}
+			ciNode, err := capNode(fmt.Sprintf("gpu%d/gi%d/ci%d/access", g.Minor, gi.ID, ci.ID))
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, migDevice{ci.MIGIndex, ci.UUID, cdispec.ContainerEdits{
+				DeviceNodes: []*cdispec.DeviceNode{{Path: gpuNode}, {Path: giNode}, {Path: ciNode}},
+			}})
+		}
+	}
+	// NVML's enumeration order, which the index names follow.
+	slices.SortFunc(found, func(a, b migDevice) int { return a.index - b.index })
+	var out []cdispec.Device
+	for _, m := range found {
+		out = append(out,
+			cdispec.Device{Name: fmt.Sprintf("%d:%d", g.Index, m.index), ContainerEdits: m.edits},
+			cdispec.Device{Name: m.uuid, ContainerEdits: m.edits})
+	}
+	return out, nil
 }
 
 // hooks are the createContainer hooks the spec runs, in the order
