@@ -19,11 +19,13 @@
 //
 // The PTX must be gpuenv's: .version 3.0, .target sm_30, an entry named
 // vector_add; anything else is CUDA_ERROR_INVALID_PTX (218).
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef int CUresult;
@@ -192,7 +194,12 @@ CUresult cuMemcpyPeer(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, 
 		*p = 1;
 	}
 	if (strcmp(m, "slow-peer") == 0 && dev == to) {
-		usleep(250000);
+		// The Go runtime of the process that loads this library
+		// signals its threads (preemption), which cuts a plain sleep
+		// short: sleep out the remainder after each interruption.
+		struct timespec left = {0, 250000000};
+		while (nanosleep(&left, &left) != 0 && errno == EINTR) {
+		}
 	}
 	memcpy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
 	return 0;
