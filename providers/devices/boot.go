@@ -119,12 +119,7 @@ func reload(in facts.Init) []string {
 // left as it is. While NVML shows no GPU the unit cannot name them, and
 // an existing unit is left alone then too (the device blocks warn).
 func (Provider) bootStep(req *planner.Request, deviceSteps []string) *plan.Step {
-	var unit *facts.Unit
-	for i := range req.Facts.Units {
-		if req.Facts.Units[i].Name == BootUnit {
-			unit = &req.Facts.Units[i]
-		}
-	}
+	unit := observedUnit(req.Facts.Units, BootUnit)
 	if unit == nil {
 		// Not observed: the unit cannot be compared with what it must
 		// hold.
@@ -139,6 +134,50 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *plan.Step 
 	// governs no MIG device (InMIG).
 	whole := slices.DeleteFunc(slices.Clone(devs), func(d facts.GPUDevice) bool { return InMIG(req.Spec, devs, d) })
 	content, set := bootUnit(whole, modes)
+	return unitStep(req, unit, unitFile{
+		name:      BootUnit,
+		path:      BootUnitPath,
+		address:   BootAddress,
+		dependsOn: append([]string{"driver"}, deviceSteps...),
+		content:   content,
+		after:     set,
+		removed:   fmt.Sprintf("No device block asks for a compute mode other than default, so %s, which set the modes at boot, is disabled and removed.", BootUnit),
+		kept: func(does string) string {
+			return fmt.Sprintf("NVML forgets compute modes when the driver unloads, so gpuenv %s: at each boot it runs nvidia-smi to set the modes the spec asks for again.", does)
+		},
+	})
+}
+
+// unitFile is a systemd unit gpuenv writes and enables so that a device
+// setting NVML forgets is made again at every boot.
+type unitFile struct {
+	name, path, address string
+	dependsOn           []string
+	// content is what the unit must hold; "" when it must go.
+	content string
+	// after are values the step shows besides the unit's state.
+	after map[string]string
+	// removed says why the unit goes; kept why it is written or
+	// enabled, given what the step does ("writes … and enables it").
+	removed string
+	kept    func(does string) string
+}
+
+// observedUnit is the unit named name in units, nil when it was not
+// observed.
+func observedUnit(units []facts.Unit, name string) *facts.Unit {
+	for i := range units {
+		if units[i].Name == name {
+			return &units[i]
+		}
+	}
+	return nil
+}
+
+// unitStep writes and enables u, or disables and removes it when its
+// content is "", as unit, its observed state, requires; nil when unit
+// is as u must be.
+func unitStep(req *planner.Request, unit *facts.Unit, u unitFile) *plan.Step {
 	exists, enabled := unit.File != nil, unit.Enabled
 	state := "absent"
 	switch {
@@ -148,11 +187,11 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *plan.Step 
 		state = "disabled"
 	}
 	step := plan.Step{
-		Address:   BootAddress,
+		Address:   u.address,
 		Before:    map[string]string{"unit": state},
-		DependsOn: append([]string{"driver"}, deviceSteps...),
+		DependsOn: u.dependsOn,
 	}
-	if content == "" {
+	if u.content == "" {
 		if !exists && !enabled {
 			return nil
 		}
@@ -161,16 +200,16 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *plan.Step 
 		// Disabled first: systemctl reads the unit's [Install] section to
 		// find the links to remove.
 		if enabled {
-			step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: BootUnit}})
+			step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: u.name}})
 		}
 		if exists {
-			step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: BootUnitPath, Remove: true, After: reload(req.Facts.Init)}})
+			step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: u.path, Remove: true, After: reload(req.Facts.Init)}})
 		}
-		step.Reason = fmt.Sprintf("No device block asks for a compute mode other than default, so %s, which set the modes at boot, is disabled and removed.", BootUnit)
+		step.Reason = u.removed
 		step.ReasonCode = plan.ReasonNotRequested
 		return &step
 	}
-	same := exists && unit.File.SHA256 != "" && unit.File.SHA256 == planner.Digest(content)
+	same := exists && unit.File.SHA256 != "" && unit.File.SHA256 == planner.Digest(u.content)
 	if same && enabled {
 		return nil
 	}
@@ -180,7 +219,7 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *plan.Step 
 		step.Before = nil
 	}
 	step.After = map[string]string{"unit": "enabled"}
-	for k, v := range set {
+	for k, v := range u.after {
 		step.After[k] = v
 	}
 	var why []string
@@ -193,15 +232,15 @@ func (Provider) bootStep(req *planner.Request, deviceSteps []string) *plan.Step 
 		step.ReasonCode = plan.ReasonSettingDiffers // written, not enabled
 	}
 	if !same {
-		step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: BootUnitPath, Content: content, Mode: 0o644, After: reload(req.Facts.Init)}})
-		why = append(why, "writes "+BootUnitPath)
+		step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: u.path, Content: u.content, Mode: 0o644, After: reload(req.Facts.Init)}})
+		why = append(why, "writes "+u.path)
 	}
 	if !enabled {
-		// Enabled only, not started: the device steps set the modes now,
-		// and the unit repeats them at the next boot.
-		step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: BootUnit, Enable: true}})
+		// Enabled only, not started: the device steps make the settings
+		// now, and the unit repeats them at the next boot.
+		step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: u.name, Enable: true}})
 		why = append(why, "enables it")
 	}
-	step.Reason = fmt.Sprintf("NVML forgets compute modes when the driver unloads, so gpuenv %s: at each boot it runs nvidia-smi to set the modes the spec asks for again.", strings.Join(why, " and "))
+	step.Reason = u.kept(strings.Join(why, " and "))
 	return &step
 }

@@ -144,72 +144,21 @@ func migBootStep(req *planner.Request, devs []facts.GPUDevice, gpus map[int]*mig
 	if len(req.Spec.MIG) == 0 || len(devs) == 0 {
 		return nil
 	}
-	var unit *facts.Unit
-	for i := range req.Facts.Units {
-		if req.Facts.Units[i].Name == MIGBootUnit {
-			unit = &req.Facts.Units[i]
-		}
-	}
+	unit := observedUnit(req.Facts.Units, MIGBootUnit)
 	if unit == nil {
 		return nil
 	}
-	content := migBootUnit(devs, gpus)
-	exists, enabled := unit.File != nil, unit.Enabled
-	state := "absent"
-	switch {
-	case exists && enabled:
-		state = "enabled"
-	case exists:
-		state = "disabled"
-	}
-	step := plan.Step{
-		Address:   MIGBootAddress,
-		Before:    map[string]string{"unit": state},
-		DependsOn: append([]string{"driver"}, migSteps...),
-	}
-	if content == "" {
-		if !exists && !enabled {
-			return nil
-		}
-		step.Action = plan.Delete
-		step.After = map[string]string{"unit": "absent"}
-		if enabled {
-			step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: MIGBootUnit}})
-		}
-		if exists {
-			step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: MIGBootUnitPath, Remove: true, After: reload(req.Facts.Init)}})
-		}
-		step.Reason = fmt.Sprintf("No mig block enables MIG, so %s, which made the layout at boot, is disabled and removed.", MIGBootUnit)
-		step.ReasonCode = plan.ReasonNotRequested
-		return &step
-	}
-	same := exists && unit.File.SHA256 != "" && unit.File.SHA256 == planner.Digest(content)
-	if same && enabled {
-		return nil
-	}
-	step.Action = plan.Update
-	switch {
-	case !exists:
-		step.Action = plan.Create
-		step.Before = nil
-		step.ReasonCode = plan.ReasonMissing
-	case !same:
-		step.ReasonCode = plan.ReasonContentDiffers
-	default:
-		step.ReasonCode = plan.ReasonSettingDiffers
-	}
-	step.After = map[string]string{"unit": "enabled"}
-	var why []string
-	if !same {
-		step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: MIGBootUnitPath, Content: content, Mode: 0o644, After: reload(req.Facts.Init)}})
-		why = append(why, "writes "+MIGBootUnitPath)
-	}
-	if !enabled {
-		step.Operations = append(step.Operations, plan.Operation{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: MIGBootUnit, Enable: true}})
-		why = append(why, "enables it")
-	}
-	step.Reason = fmt.Sprintf("MIG instances do not survive a reboot, so gpuenv %s: at each boot, before the container runtimes and schedulers, it runs gpuenv mig-restore to set the MIG mode and create the layout again.", strings.Join(why, " and "))
-	return &step
+	return unitStep(req, unit, unitFile{
+		name:      MIGBootUnit,
+		path:      MIGBootUnitPath,
+		address:   MIGBootAddress,
+		dependsOn: append([]string{"driver"}, migSteps...),
+		content:   migBootUnit(devs, gpus),
+		removed:   fmt.Sprintf("No mig block enables MIG, so %s, which made the layout at boot, is disabled and removed.", MIGBootUnit),
+		kept: func(does string) string {
+			return fmt.Sprintf("MIG instances do not survive a reboot, so gpuenv %s: at each boot, before the container runtimes and schedulers, it runs gpuenv mig-restore to set the MIG mode and create the layout again.", does)
+		},
+	})
 }
 
 // ParseMIGInstanceArg reads what MIGInstanceArg wrote.
