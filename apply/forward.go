@@ -1,12 +1,9 @@
 package apply
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plan"
@@ -45,26 +42,7 @@ func ReadRecorded(h *host.Host, stateDir string, id int) (*Recorded, error) {
 		return nil, fmt.Errorf("generation %d is a %s, not an apply: only an apply's plan can be applied again", id, m.Kind)
 	}
 	rec := &Recorded{Meta: m}
-	read := func(name string, v any) (bool, error) {
-		p := filepath.Join(s.genAbs(id), name)
-		if err := s.insecure(s.trust.checkPath(fmt.Sprintf("file of generation %d", id), p, false)); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return false, nil
-			}
-			return false, err
-		}
-		data, err := os.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if err := json.Unmarshal(data, v); err != nil {
-			return false, fmt.Errorf("generation %d's %s is damaged: it does not read as JSON", id, name)
-		}
-		return true, nil
-	}
+	read := func(name string, v any) (bool, error) { return s.readGenerationJSON(id, name, "JSON", v) }
 	rec.Plan = new(plan.Plan)
 	ok, err := read(planName, rec.Plan)
 	if err != nil {

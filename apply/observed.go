@@ -29,9 +29,9 @@ type Observed struct {
 	Newer []Meta
 }
 
-// maxObservationBytes bounds an observation read back: a real host's is
-// well under a megabyte.
-const maxObservationBytes = 64 << 20
+// maxGenerationFileBytes bounds a generation's plan or observation read
+// back: a real host's are well under a megabyte each.
+const maxGenerationFileBytes = 64 << 20
 
 // LastObserved reads the newest observation the generations of the state
 // directory stateDir inside h's root keep, after checking, as every
@@ -76,31 +76,43 @@ func LastObserved(h *host.Host, stateDir string) (*Observed, error) {
 // readObservation reads the observation name of generation id once it is
 // found trusted; nil when the generation has none.
 func (s *Store) readObservation(id int, name string) (*facts.Observation, error) {
+	obs := new(facts.Observation)
+	ok, err := s.readGenerationJSON(id, name, "an observation", obs)
+	if !ok {
+		return nil, err
+	}
+	return obs, nil
+}
+
+// readGenerationJSON decodes generation id's file name into v once the
+// file is found trusted, a regular file and at most maxGenerationFileBytes
+// long; false when the generation has no such file. what names v in the
+// error for a file that does not decode.
+func (s *Store) readGenerationJSON(id int, name, what string, v any) (bool, error) {
 	p := filepath.Join(s.genAbs(id), name)
 	if err := s.insecure(s.trust.checkPath(fmt.Sprintf("file of generation %d", id), p, false)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return false, nil
 		}
-		return nil, err
+		return false, err
 	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	if !st.Mode().IsRegular() || st.Size() > maxObservationBytes {
-		return nil, fmt.Errorf("generation %d's %s is not a regular file of at most %d MiB", id, name, maxObservationBytes>>20)
+	if !st.Mode().IsRegular() || st.Size() > maxGenerationFileBytes {
+		return false, fmt.Errorf("generation %d's %s is not a regular file of at most %d MiB", id, name, maxGenerationFileBytes>>20)
 	}
-	obs := new(facts.Observation)
-	if err := json.NewDecoder(f).Decode(obs); err != nil {
-		return nil, fmt.Errorf("generation %d's %s is damaged: it does not read as an observation", id, name)
+	if err := json.NewDecoder(f).Decode(v); err != nil {
+		return false, fmt.Errorf("generation %d's %s is damaged: it does not read as %s", id, name, what)
 	}
-	return obs, nil
+	return true, nil
 }
