@@ -23,10 +23,11 @@ type EndStateFunc func(obs *facts.Observation, steps []plan.Step) *facts.Observa
 
 // EndStateFindings are the findings doctor's rules of stage plan make of
 // the host as the plan leaves it (end) that a user must hear of: warnings
-// and problems.
-func EndStateFindings(end *facts.Observation) []finding.Finding {
+// and problems. user is whose access to the device nodes is judged (nil:
+// no one's).
+func EndStateFindings(end *facts.Observation, user *doctor.User) []finding.Finding {
 	var out []finding.Finding
-	for _, c := range doctor.Judge(doctor.Input{Obs: end}, finding.Plan) {
+	for _, c := range doctor.Judge(doctor.Input{Obs: end, User: user}, finding.Plan) {
 		if c.Status.Flagged() {
 			out = append(out, c)
 		}
@@ -44,7 +45,7 @@ func EndStateFindings(end *facts.Observation) []finding.Finding {
 // an image, a machine whose GPU is not yet passed through), where the
 // no-gpu warning or the driver the plan installs may yet change what
 // programs see.
-func judgeEndState(s *spec.Spec, obs, end *facts.Observation, steps []plan.Step) ([]finding.Finding, hcl.Diagnostics) {
+func judgeEndState(s *spec.Spec, obs, end *facts.Observation, steps []plan.Step, user *doctor.User) ([]finding.Finding, hcl.Diagnostics) {
 	owned := map[string]bool{}
 	for _, p := range obs.Environment.Managed {
 		owned[p] = true
@@ -58,7 +59,7 @@ func judgeEndState(s *spec.Spec, obs, end *facts.Observation, steps []plan.Step)
 	}
 	var warns []finding.Finding
 	var diags hcl.Diagnostics
-	for _, f := range EndStateFindings(end) {
+	for _, f := range EndStateFindings(end, user) {
 		f.Stage = finding.Plan
 		if f.Status != finding.Problem || len(end.NVML.Devices) == 0 || !citesOwned(f.Evidence, owned) {
 			warns = append(warns, f)

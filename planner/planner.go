@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
 	planpkg "github.com/gpuenv/gpuenv/planner/plan"
@@ -49,6 +50,10 @@ type Planner struct {
 	// report, and refuses where the spec itself makes a problem. Nil
 	// judges no end state.
 	EndState EndStateFunc
+	// User is whose programs must reach the GPU (doctor.Input.User):
+	// plan judges whether they may open the device nodes the plan leaves.
+	// Nil judges no user's access.
+	User *doctor.User
 }
 
 // ResolveFunc computes the desired values of a spec on a host. Its
@@ -167,7 +172,7 @@ func (p *Planner) Plan(ctx context.Context, s *spec.Spec, obs *facts.Observation
 	}
 	plan.Warnings = append(plan.Warnings, runChecks(in)...)
 	if p.EndState != nil {
-		ws, more := judgeEndState(s, obs, p.EndState(obs, plan.Steps), plan.Steps)
+		ws, more := judgeEndState(s, obs, p.EndState(obs, plan.Steps), plan.Steps, p.User)
 		if diags = append(diags, more...); diags.HasErrors() {
 			return nil, diags
 		}

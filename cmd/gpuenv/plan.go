@@ -338,6 +338,10 @@ func planPreparation(g *globalOptions, h *host.Host, f *planFlags) func(*planner
 		pl.StatusPath = path.Join(g.stateDir(), plan.StatusFile)
 		var status hcl.Diagnostics
 		pl.Status, status = readApplyStatus(h, g.stateDir(), nil)
+		// Whether the person the plan is for may open the GPUs is judged
+		// as doctor judges it; a root whose users cannot be read judges
+		// no one's, as doctor does.
+		pl.User, _ = invokingUser(g, h)
 		return status
 	}
 }

@@ -212,9 +212,11 @@ var stages = map[string]findings.Stage{
 	"nvml.init":                findings.Observe,
 	CheckGPUBus:                findings.Observe,
 	"packages.unfinished":      findings.Observe,
+	"devices.access":           findings.Plan,
 	"env.cuda-visible-devices": findings.Plan,
 	"env.cuda-device-order":    findings.Plan,
 	"env.ld-library-path":      findings.Plan,
+	"fabric.manager":           findings.Plan,
 }
 
 // stageChecks are the checks of each stage that Judge runs: those whose
@@ -232,9 +234,11 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 		(*doctor).gpuBus,
 	},
 	findings.Plan: {
+		(*doctor).deviceAccess,
 		(*doctor).visibleDevices,
 		(*doctor).deviceOrder,
 		(*doctor).ldLibraryPath,
+		(*doctor).fabricManager,
 	},
 }
 

@@ -59,7 +59,21 @@ func NSCQPackage(name string) bool {
 // host with Fabric Manager installed: elsewhere there is nothing to
 // judge and no process table to walk.
 func ObserveFabric(h *host.Host, obs *facts.Observation) {
+	fabricPackages(obs)
 	fm := &obs.Fabric.Manager
+	if len(obs.Fabric.NVSwitches) == 0 && fm.Package == "" {
+		return
+	}
+	_, err := h.Lstat(fabricManagerWants)
+	fm.Enabled = err == nil
+	fm.Running, fm.PID = fabricManagerProcess(h)
+}
+
+// fabricPackages fills Fabric Manager's packages in obs.Fabric.Manager
+// from obs.Packages.
+func fabricPackages(obs *facts.Observation) {
+	fm := &obs.Fabric.Manager
+	fm.Package, fm.Version, fm.Hold, fm.Upstream, fm.NSCQ, fm.NSCQVersion = "", "", false, "", "", ""
 	manager := "apt"
 	if obs.Packages.Manager == facts.DatabaseRPM {
 		manager = "dnf"
@@ -78,12 +92,6 @@ func ObserveFabric(h *host.Host, obs *facts.Observation) {
 			fm.NSCQ, fm.NSCQVersion = p.Name, p.Version
 		}
 	}
-	if len(obs.Fabric.NVSwitches) == 0 && fm.Package == "" {
-		return
-	}
-	_, err := h.Lstat(fabricManagerWants)
-	fm.Enabled = err == nil
-	fm.Running, fm.PID = fabricManagerProcess(h)
 }
 
 // fabricManagerProcess looks for the daemon among the root's processes.

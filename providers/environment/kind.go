@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
@@ -18,7 +19,7 @@ var Kind = &kind.Descriptor{
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{
-		{Name: "environment", Reads: []string{}, Writes: []string{kind.Environment}, Observe: observe},
+		{Name: "environment", Reads: []string{}, Writes: []string{kind.Environment}, Observe: observe, Predict: predict},
 	},
 }
 
@@ -26,4 +27,17 @@ func observe(_ context.Context, in kind.Input, obs *facts.Observation) []facts.W
 	var warns []facts.Warning
 	obs.Environment, warns = Observe(in.Host)
 	return warns
+}
+
+// predict reads each file a step writes or removes as Observe reads it
+// from disk. A file whose content is made at apply says nothing of its
+// content before, and leaves the environment as observed.
+func predict(end *facts.Observation, steps []plan.Step) {
+	for _, s := range steps {
+		for _, op := range s.Operations {
+			if f := op.File; f != nil && f.Generate == "" {
+				end.Environment = Written(end.Environment, f.Path, []byte(f.Content), f.Remove)
+			}
+		}
+	}
 }

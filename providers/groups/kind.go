@@ -2,9 +2,11 @@ package groups
 
 import (
 	"context"
+	"slices"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/kind"
 )
 
@@ -18,8 +20,8 @@ var Kind = &kind.Descriptor{
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{
-		{Name: "groups", Reads: []string{}, Writes: []string{kind.Groups}, Observe: observe},
-		{Name: "groups.device_nodes", Reads: []string{kind.Groups, kind.DeviceNodes}, Writes: []string{kind.DeviceNodes}, Observe: nameDeviceGroups},
+		{Name: "groups", Reads: []string{}, Writes: []string{kind.Groups}, Observe: observe, Predict: predict},
+		{Name: "groups.device_nodes", Reads: []string{kind.Groups, kind.DeviceNodes}, Writes: []string{kind.DeviceNodes}, Observe: nameDeviceGroups, Predict: predictDeviceGroups},
 	},
 }
 
@@ -40,4 +42,11 @@ func nameDeviceGroups(_ context.Context, _ kind.Input, obs *facts.Observation) [
 		obs.DeviceNodes[i].Group = names[obs.DeviceNodes[i].GID]
 	}
 	return nil
+}
+
+// predictDeviceGroups names the device nodes' groups again from the
+// predicted groups: a group the steps delete names no node.
+func predictDeviceGroups(end *facts.Observation, _ []plan.Step) {
+	end.DeviceNodes = slices.Clone(end.DeviceNodes)
+	nameDeviceGroups(context.Background(), kind.Input{}, end)
 }

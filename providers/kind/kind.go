@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/providers/host"
 )
 
@@ -130,4 +131,12 @@ type Observer struct {
 	Reads   []string
 	Writes  []string
 	Observe func(ctx context.Context, in Input, obs *facts.Observation) []facts.Warning
+	// Predict changes the sections Writes names into what Observe would
+	// read once the steps are applied (and the host rebooted where they
+	// say it must be), from the steps' operations and the sections Reads
+	// names, already predicted. Nil: the steps change nothing this
+	// observer reads, or nothing that can be known before apply, and its
+	// sections stay as observed. It must not change slices it did not
+	// allocate: end shares them with the observation.
+	Predict func(end *facts.Observation, steps []plan.Step)
 }

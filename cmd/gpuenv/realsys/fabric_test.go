@@ -63,8 +63,12 @@ func TestFabricManagerWithDriver(t *testing.T) {
 	if !strings.Contains(res.Stdout, "[transaction 1, with driver]") {
 		t.Errorf("Fabric Manager is not in the driver's transaction:\n%s", res.Stdout)
 	}
-	if res := r.Gpuenv("apply", "--auto-approve", "/root/fm"); res.Code != 0 {
-		t.Fatalf("apply: %s", res)
+	// Plan's predicted end state, over which it judges doctor's
+	// Fabric Manager rule, is what apply leaves.
+	p, predicted, after := r.applyPredicted("/root/fm")
+	checkPredictedPackages(t, p, predicted, after)
+	if pf, af := predicted.Fabric.Manager, after.Fabric.Manager; pf.Package != af.Package || pf.Version != af.Version || pf.Upstream != af.Upstream || pf.Enabled != af.Enabled {
+		t.Errorf("Fabric Manager predicted %+v, observed after apply %+v", pf, af)
 	}
 	if v := version("nvidia-fabricmanager-550"); v != nvidiaDriverOld {
 		t.Errorf("Fabric Manager %s after apply, want %s", v, nvidiaDriverOld)

@@ -13,7 +13,7 @@ import (
 var Kind = &kind.Descriptor{
 	Name: "packages",
 	Observers: []kind.Observer{
-		{Name: "packages", Reads: []string{kind.OS}, Writes: []string{kind.Packages}, Observe: observe},
+		{Name: "packages", Reads: []string{kind.OS}, Writes: []string{kind.Packages}, Observe: observe, Predict: predict},
 		{Name: "packages.indexes", Reads: []string{kind.OS, kind.Repositories, kind.Packages}, Writes: []string{kind.PackageIndexes}, Observe: observeIndexes},
 	},
 }

@@ -1,0 +1,75 @@
+package driver
+
+import (
+	"github.com/gpuenv/gpuenv/planner/compat"
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/spec"
+)
+
+// predictedFrom is where a predicted module version comes from, as
+// evidence says it.
+const predictedFrom = "the plan's driver step"
+
+// predictModule is the kernel module that runs once the plan's driver
+// step is applied and its module reload or reboot done: the driver
+// package it installs, whose version is the module's. Where that version
+// is known only after apply, so is the module's. A driver of userspace
+// only (kernel_modules = "none") leaves the host's module as it is.
+func predictModule(end *facts.Observation, steps []plan.Step) {
+	for _, s := range steps {
+		if s.Address != "driver" || s.After["kernel_modules"] == string(spec.KernelModulesNone) {
+			continue
+		}
+		for _, op := range s.Operations {
+			p := op.Packages
+			if p == nil || len(p.Install) == 0 {
+				continue
+			}
+			// The driver's main package comes first (planFabric reads it
+			// so too).
+			end.Driver.ModuleVersion, end.Driver.ModuleVersionFrom = "", ""
+			if up, err := pkgdb.UpstreamVersion(string(p.Manager), p.Install[0].Version); err == nil {
+				end.Driver.ModuleVersion, end.Driver.ModuleVersionFrom = up.String(), predictedFrom
+			}
+			return
+		}
+	}
+}
+
+// predictFabric is Fabric Manager as the steps leave it: its packages as
+// the predicted package database holds them, enabled where a step
+// enables it, and running where a step starts it, or where it is enabled
+// and the plan ends in a reboot.
+func predictFabric(end *facts.Observation, steps []plan.Step) {
+	fabricPackages(end)
+	fm := &end.Fabric.Manager
+	if len(end.Fabric.NVSwitches) == 0 && fm.Package == "" {
+		return
+	}
+	reboot := false
+	for _, s := range steps {
+		reboot = reboot || s.Flags.NeedsReboot
+		for _, op := range s.Operations {
+			svc := op.Service
+			if svc == nil || svc.Unit != compat.FabricManagerUnit {
+				continue
+			}
+			switch svc.Run {
+			case plan.ServiceStart:
+				fm.Running = "yes"
+			case plan.ServiceStop:
+				fm.Running = "no"
+			case "":
+				fm.Enabled = svc.Enable
+				if svc.Now {
+					fm.Running = map[bool]string{true: "yes", false: "no"}[svc.Enable]
+				}
+			}
+		}
+	}
+	if reboot && fm.Package != "" {
+		fm.Running = map[bool]string{true: "yes", false: "no"}[fm.Enabled]
+	}
+}
