@@ -46,7 +46,12 @@ func nameDeviceGroups(_ context.Context, _ kind.Input, obs *facts.Observation) [
 
 // predictDeviceGroups names the device nodes' groups again from the
 // predicted groups: a group the steps delete names no node.
-func predictDeviceGroups(end *facts.Observation, _ []plan.Step) {
+func predictDeviceGroups(end *facts.Observation, steps []plan.Step) {
+	if !slices.ContainsFunc(steps, func(s plan.Step) bool {
+		return slices.ContainsFunc(s.Operations, func(op plan.Operation) bool { return op.Group != nil })
+	}) {
+		return
+	}
 	end.DeviceNodes = slices.Clone(end.DeviceNodes)
 	nameDeviceGroups(context.Background(), kind.Input{}, end)
 }
