@@ -2,6 +2,7 @@ package providers_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -139,5 +140,54 @@ func TestEndStateFindingsFollowTheSteps(t *testing.T) {
 	stop := []plan.Step{{Address: "driver", Operations: []plan.Operation{{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: compat.FabricManagerUnit, Run: plan.ServiceStop}}}}}
 	if got := flagged(providers.EndState(obs, stop)); got["fabric.manager"] != finding.Problem {
 		t.Errorf("Fabric Manager stopped: flagged %v, want fabric.manager", got)
+	}
+}
+
+// A driver downgrade below what an installed toolkit needs leaves CUDA
+// programs failing with "CUDA driver version is insufficient": the end
+// state has the toolkit and the older driver, and doctor's cuda.driver
+// rule says so at plan. The toolkit the plan installs is judged the same
+// way, against the driver it leaves.
+func TestEndStateJudgesToolkitsAgainstTheDriver(t *testing.T) {
+	obs := &facts.Observation{
+		NVML:   facts.NVML{Status: "ok", DriverVersion: "560.35.03"},
+		Driver: facts.Driver{ModuleVersion: "560.35.03", LibraryVersion: "560.35.03"},
+		CUDA: facts.CUDA{Toolkits: []facts.Toolkit{
+			{Path: "/usr/local/cuda-12.6", Version: "12.6.2", VersionFrom: "version.json", Layout: "nvidia", Package: "cuda-toolkit-12-6"},
+		}},
+	}
+	apt := func(name, v string) []plan.Operation {
+		return []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: name, Version: v}}}}}
+	}
+	downgrade := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "open"}, Flags: plan.Flags{NeedsReboot: true}, Operations: apt("nvidia-driver-470", "470.256.02-0ubuntu0.22.04.1")}
+	cuda124 := plan.Step{Address: "cuda", Action: plan.Create, After: map[string]string{"path": "/usr/local/cuda-12.4", "version": "12.4.1", "source": "nvidia"}, Operations: apt("cuda-toolkit-12-4", "12.4.1-1")}
+
+	judge := func(steps ...plan.Step) map[string]finding.Status {
+		end := providers.EndState(obs, steps)
+		out := map[string]finding.Status{}
+		for _, c := range doctor.Judge(doctor.Input{Obs: end}, finding.Plan) {
+			out[c.ID] = c.Status
+		}
+		return out
+	}
+	if got := judge(); got["cuda.driver:/usr/local/cuda-12.6"] != finding.OK {
+		t.Errorf("as observed: %v, want CUDA 12.6 fine on 560", got)
+	}
+	got := judge(downgrade, cuda124)
+	if got["cuda.driver:/usr/local/cuda-12.6"] != finding.Problem {
+		t.Errorf("after a downgrade to 470: %v, want CUDA 12.6 flagged", got)
+	}
+	if got["cuda.driver:/usr/local/cuda-12.4"] != finding.Problem {
+		t.Errorf("the toolkit the plan installs: %v, want CUDA 12.4 on 470 flagged", got)
+	}
+	end := providers.EndState(obs, []plan.Step{downgrade, cuda124})
+	if i := slices.IndexFunc(end.CUDA.Toolkits, func(tk facts.Toolkit) bool { return tk.Path == "/usr/local/cuda-12.4" }); i < 0 || end.CUDA.Toolkits[i].Nvcc != "/usr/local/cuda-12.4/bin/nvcc" || end.CUDA.Toolkits[i].Package != "cuda-toolkit-12-4" {
+		t.Errorf("predicted toolkits %+v, want CUDA 12.4 at /usr/local/cuda-12.4 with its nvcc", end.CUDA.Toolkits)
+	}
+	if end.NVML.DriverVersion != "470.256.02" || end.Driver.LibraryVersion != "470.256.02" {
+		t.Errorf("predicted NVML %q, library %q, want the driver step's 470.256.02", end.NVML.DriverVersion, end.Driver.LibraryVersion)
+	}
+	if len(obs.CUDA.Toolkits) != 1 || obs.NVML.DriverVersion != "560.35.03" {
+		t.Errorf("EndState changed the observation: %+v", obs)
 	}
 }

@@ -213,6 +213,7 @@ var stages = map[string]findings.Stage{
 	CheckGPUBus:                findings.Observe,
 	"packages.unfinished":      findings.Observe,
 	"devices.access":           findings.Plan,
+	"cuda.driver":              findings.Plan,
 	"env.cuda-visible-devices": findings.Plan,
 	"env.cuda-device-order":    findings.Plan,
 	"env.ld-library-path":      findings.Plan,
@@ -235,6 +236,7 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 	},
 	findings.Plan: {
 		(*doctor).deviceAccess,
+		(*doctor).cudaDrivers,
 		(*doctor).visibleDevices,
 		(*doctor).deviceOrder,
 		(*doctor).ldLibraryPath,

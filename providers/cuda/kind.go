@@ -17,7 +17,7 @@ var Kind = &kind.Descriptor{
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{
-		{Name: "cuda", Reads: []string{kind.Packages}, Writes: []string{kind.CUDA}, Observe: observe},
+		{Name: "cuda", Reads: []string{kind.Packages}, Writes: []string{kind.CUDA}, Observe: observe, Predict: predict},
 	},
 }
 

@@ -12,11 +12,12 @@ import (
 // evidence says it.
 const predictedFrom = "the plan's driver step"
 
-// predictModule is the kernel module that runs once the plan's driver
-// step is applied and its module reload or reboot done: the driver
-// package it installs, whose version is the module's. Where that version
-// is known only after apply, so is the module's. A driver of userspace
-// only (kernel_modules = "none") leaves the host's module as it is.
+// predictModule is the driver that runs once the plan's driver step is
+// applied and its module reload or reboot done: the module, the library
+// libnvidia-ml.so.1 leads to and the version NVML reports are those of
+// the driver package it installs. Where that version is known only after
+// apply, so are they. A driver of userspace only (kernel_modules =
+// "none") leaves the host's as they are.
 func predictModule(end *facts.Observation, steps []plan.Step) {
 	for _, s := range steps {
 		if s.Address != "driver" || s.After["kernel_modules"] == string(spec.KernelModulesNone) {
@@ -29,9 +30,14 @@ func predictModule(end *facts.Observation, steps []plan.Step) {
 			}
 			// The driver's main package comes first (planFabric reads it
 			// so too).
-			end.Driver.ModuleVersion, end.Driver.ModuleVersionFrom = "", ""
+			v, from := "", ""
 			if up, err := pkgdb.UpstreamVersion(string(p.Manager), p.Install[0].Version); err == nil {
-				end.Driver.ModuleVersion, end.Driver.ModuleVersionFrom = up.String(), predictedFrom
+				v, from = up.String(), predictedFrom
+			}
+			end.Driver.ModuleVersion, end.Driver.ModuleVersionFrom = v, from
+			end.Driver.LibraryVersion = v
+			if end.NVML.DriverVersion != "" {
+				end.NVML.DriverVersion = v
 			}
 			return
 		}
