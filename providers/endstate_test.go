@@ -191,3 +191,52 @@ func TestEndStateJudgesToolkitsAgainstTheDriver(t *testing.T) {
 		t.Errorf("EndState changed the observation: %+v", obs)
 	}
 }
+
+// Containers as the steps leave them: a driver upgrade that leaves the
+// CDI spec naming the old driver's files makes every container asking for
+// a GPU through CDI fail, and doctor's containers.cdi rule says so at
+// plan; the spec apply writes from the new driver's files clears it. An
+// engine configuration a step writes is read as Observe reads it.
+func TestEndStateJudgesContainers(t *testing.T) {
+	obs := &facts.Observation{
+		Driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"},
+		Packages: facts.Packages{Manager: facts.DatabaseDpkg, Packages: []facts.Package{
+			{Name: "nvidia-container-toolkit", Version: "1.17.8-1", State: facts.StateInstalled},
+		}},
+		Containers: facts.Containers{
+			Toolkit:       facts.ContainerToolkit{Version: "1.17.8", HookPath: "/usr/bin/nvidia-cdi-hook"},
+			DriverVersion: "550.54.15",
+			Engines: []facts.EngineConfig{
+				{Engine: "docker", Path: "/etc/docker/daemon.json", Exists: true, Content: "{}\n"},
+				{Engine: "containerd", Path: "/etc/containerd/config.toml"},
+				{Engine: "crio", Path: "/etc/crio/crio.conf.d/99-nvidia.conf"},
+			},
+			CDISpecs: []facts.CDISpec{{Path: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu", DriverVersion: "550.54.15", Devices: []string{"0", "all"}}},
+			CDIInUse: "/etc/cdi/nvidia.yaml",
+		},
+	}
+	upgrade := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "open"}, Operations: []plan.Operation{
+		{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: "nvidia-driver-570-open", Version: "570.172.08-0ubuntu1"}}}},
+	}}
+	regenerate := plan.Step{Address: "container_toolkit.cdi", Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/cdi/nvidia.yaml", Generate: plan.GenerateCDI}}}}
+	runtime := plan.Step{Address: "container_toolkit.engine.docker", Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/docker/daemon.json", Mode: 0o644,
+		Content: "{\n  \"runtimes\": {\n    \"nvidia\": {\n      \"args\": [],\n      \"path\": \"nvidia-container-runtime\"\n    }\n  }\n}\n"}}}}
+	judge := func(steps ...plan.Step) map[string]finding.Status {
+		out := map[string]finding.Status{}
+		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
+			if c.Status.Flagged() {
+				out[c.ID] = c.Status
+			}
+		}
+		return out
+	}
+	if got := judge(); got["containers.engine:docker"] != finding.Warning || got["containers.cdi"] != "" {
+		t.Errorf("as observed: %v, want docker without the NVIDIA runtime only", got)
+	}
+	if got := judge(upgrade); got["containers.cdi"] != finding.Problem {
+		t.Errorf("a driver upgrade that leaves the CDI spec: %v, want containers.cdi", got)
+	}
+	if got := judge(upgrade, regenerate, runtime); len(got) != 0 {
+		t.Errorf("the upgrade with the CDI spec made again and docker's runtime: %v, want nothing", got)
+	}
+}

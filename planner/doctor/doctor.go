@@ -217,6 +217,9 @@ var stages = map[string]findings.Stage{
 	"env.cuda-visible-devices": findings.Plan,
 	"env.cuda-device-order":    findings.Plan,
 	"env.ld-library-path":      findings.Plan,
+	"containers.toolkit":       findings.Plan,
+	"containers.engine":        findings.Plan,
+	"containers.cdi":           findings.Plan,
 	"fabric.manager":           findings.Plan,
 }
 
@@ -240,6 +243,7 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 		(*doctor).visibleDevices,
 		(*doctor).deviceOrder,
 		(*doctor).ldLibraryPath,
+		(*doctor).containers,
 		(*doctor).fabricManager,
 	},
 }

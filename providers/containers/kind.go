@@ -18,7 +18,7 @@ var Kind = &kind.Descriptor{
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{
-		{Name: "containers", Reads: []string{kind.Packages, kind.Driver}, Writes: []string{kind.Containers}, Observe: observe},
+		{Name: "containers", Reads: []string{kind.Packages, kind.Driver}, Writes: []string{kind.Containers}, Observe: observe, Predict: predict},
 	},
 }
 

@@ -153,19 +153,7 @@ func observeDevCharRules(h *host.Host) []facts.FileDigest {
 }
 
 func observeToolkit(h *host.Host, pkgs facts.Packages) facts.ContainerToolkit {
-	var t facts.ContainerToolkit
-	for _, p := range pkgs.Packages {
-		if slices.Contains(ToolkitPackages, p.Name) && p.State == facts.StateInstalled {
-			t.Packages = append(t.Packages, p)
-			if p.Name == ToolkitPackages[0] || (p.Name == "nvidia-container-toolkit-base" && t.Version == "") {
-				if v, err := version.FromDebian(p.Version); err == nil {
-					t.Version = v.String()
-				} else {
-					t.Version = p.Version
-				}
-			}
-		}
-	}
+	t := toolkitInstalled(pkgs)
 	if t.Version == "" {
 		return t
 	}
@@ -178,6 +166,25 @@ func observeToolkit(h *host.Host, pkgs facts.Packages) facts.ContainerToolkit {
 	if t.HookPath != "" {
 		if v, err := version.Parse(t.Version); err == nil {
 			t.Hooks = compat.ToolkitHooks(v)
+		}
+	}
+	return t
+}
+
+// toolkitInstalled is the toolkit's packages and version from the package
+// list; "" when it is not installed.
+func toolkitInstalled(pkgs facts.Packages) facts.ContainerToolkit {
+	var t facts.ContainerToolkit
+	for _, p := range pkgs.Packages {
+		if slices.Contains(ToolkitPackages, p.Name) && p.State == facts.StateInstalled {
+			t.Packages = append(t.Packages, p)
+			if p.Name == ToolkitPackages[0] || (p.Name == "nvidia-container-toolkit-base" && t.Version == "") {
+				if v, err := version.FromDebian(p.Version); err == nil {
+					t.Version = v.String()
+				} else {
+					t.Version = p.Version
+				}
+			}
 		}
 	}
 	return t
@@ -206,16 +213,21 @@ func observeEngine(h *host.Host, e spec.Engine) facts.EngineConfig {
 			c.Mode, c.UID, c.GID = st.Mode&0o7777, int(st.Uid), int(st.Gid)
 		}
 	}
-	k, _ := kindOf(e)
+	parseEngine(&c)
+	return c
+}
+
+// parseEngine reads what c.Content says of the NVIDIA runtime.
+func parseEngine(c *facts.EngineConfig) {
+	k, _ := kindOf(spec.Engine(c.Engine))
 	st, err := k.parse(c.Content)
 	if err != nil {
 		c.Error = err.Error()
-		return c
+		return
 	}
 	c.NVIDIARuntime = st.nvidia
 	c.DefaultRuntime = st.defaultRuntime
 	c.Version = st.version
-	return c
 }
 
 // observeCDI reads every spec in both directories and keeps those for
@@ -239,23 +251,31 @@ func observeCDI(h *host.Host) ([]facts.CDISpec, []facts.Warning) {
 				warns = append(warns, facts.Warning{Path: p, Message: err.Error()})
 				continue
 			}
-			s := facts.CDISpec{Path: p, SHA256: host.SHA256Of(data)}
-			var raw cdispec.Spec
-			dec := yaml.NewDecoder(bytes.NewReader(data))
-			if err := dec.Decode(&raw); err != nil {
-				s.Error = err.Error()
+			if s, ok := readCDI(h, p, data); ok {
 				out = append(out, s)
-				continue
 			}
-			if !strings.HasPrefix(raw.Kind, cdi.CDIVendor+"/") {
-				continue
-			}
-			s.Kind = raw.Kind
-			describeCDI(h, &raw, &s)
-			out = append(out, s)
 		}
 	}
 	return out, warns
+}
+
+// readCDI reads the spec at p, whose content is data; false when it is
+// not for nvidia.com devices. With h nil, no path it names is looked for:
+// none is taken to be gone.
+func readCDI(h *host.Host, p string, data []byte) (facts.CDISpec, bool) {
+	s := facts.CDISpec{Path: p, SHA256: host.SHA256Of(data)}
+	var raw cdispec.Spec
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil {
+		s.Error = err.Error()
+		return s, true
+	}
+	if !strings.HasPrefix(raw.Kind, cdi.CDIVendor+"/") {
+		return s, false
+	}
+	s.Kind = raw.Kind
+	describeCDI(h, &raw, &s)
+	return s, true
 }
 
 // describeCDI fills in what a spec names: its devices, the driver version
@@ -287,6 +307,9 @@ func describeCDI(h *host.Host, raw *cdispec.Spec, s *facts.CDISpec) {
 	for i := range raw.Devices {
 		s.Devices = append(s.Devices, raw.Devices[i].Name)
 		addEdits(&raw.Devices[i].ContainerEdits)
+	}
+	if h == nil {
+		return
 	}
 	seen := map[string]bool{}
 	for _, p := range paths {

@@ -35,7 +35,9 @@ func predictModule(end *facts.Observation, steps []plan.Step) {
 				v, from = up.String(), predictedFrom
 			}
 			end.Driver.ModuleVersion, end.Driver.ModuleVersionFrom = v, from
-			end.Driver.LibraryVersion = v
+			// The library files are the new package's, named by a
+			// version that may not be known yet.
+			end.Driver.LibraryVersion, end.Driver.Libraries = v, nil
 			if end.NVML.DriverVersion != "" {
 				end.NVML.DriverVersion = v
 			}

@@ -94,3 +94,37 @@ func checkPredictedGroups(t *testing.T, predicted, after *facts.Observation) {
 		t.Errorf("the groups plan predicted differ from those observed after apply (-predicted +observed):\n%s", diff)
 	}
 }
+
+// checkPredictedContainers holds the predicted engines, toolkit and CDI
+// spec in use to those observed.
+func checkPredictedContainers(t *testing.T, predicted, after *facts.Observation) {
+	t.Helper()
+	pc, ac := predicted.Containers, after.Containers
+	type engine struct {
+		Exists, NVIDIARuntime bool
+		DefaultRuntime        string
+		SHA256                string
+		Error                 string
+	}
+	engines := func(c facts.Containers) map[string]engine {
+		m := map[string]engine{}
+		for _, e := range c.Engines {
+			m[e.Engine] = engine{e.Exists, e.NVIDIARuntime, e.DefaultRuntime, e.SHA256, e.Error}
+		}
+		return m
+	}
+	if diff := cmp.Diff(engines(pc), engines(ac)); diff != "" {
+		t.Errorf("the engines plan predicted differ from those observed after apply (-predicted +observed):\n%s", diff)
+	}
+	if pc.Toolkit.Version != plan.KnownAfterApply && pc.Toolkit.Version != ac.Toolkit.Version {
+		t.Errorf("toolkit predicted %q, observed %q", pc.Toolkit.Version, ac.Toolkit.Version)
+	}
+	if pc.CDIInUse != ac.CDIInUse || pc.DriverVersion != ac.DriverVersion {
+		t.Errorf("CDI spec in use predicted %q for driver %q, observed %q for driver %q", pc.CDIInUse, pc.DriverVersion, ac.CDIInUse, ac.DriverVersion)
+	}
+	for _, s := range ac.CDISpecs {
+		if s.Path == ac.CDIInUse && pc.DriverVersion != "" && s.DriverVersion != pc.DriverVersion {
+			t.Errorf("%s names driver %q, predicted %q", s.Path, s.DriverVersion, pc.DriverVersion)
+		}
+	}
+}
