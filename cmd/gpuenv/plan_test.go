@@ -212,6 +212,7 @@ var planCases = []planCase{
 	{root: "debian12-lists", spec: "cmd/gpuenv/testdata/plan/apt-no-lists/userspace.hcl", indexes: true},
 	{root: "containers-host", spec: "cmd/gpuenv/testdata/plan/containers-host/podman.hcl"},
 	{root: "containers-host", spec: "cmd/gpuenv/testdata/plan/containers-host/driver-upgrade.hcl"},
+	{root: "containers-host", spec: "cmd/gpuenv/testdata/plan/containers-host/docker.hcl"},
 	// Fresh hosts as their installers leave them: a whole stack with no
 	// source and no repository block (repos_test.go says what must hold).
 	{root: "ubuntu2204-h100-fresh", spec: "cmd/gpuenv/testdata/plan/fresh", indexes: true},
