@@ -3,6 +3,7 @@ package providers_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -238,5 +239,47 @@ func TestEndStateJudgesContainers(t *testing.T) {
 	}
 	if got := judge(upgrade, regenerate, runtime); len(got) != 0 {
 		t.Errorf("the upgrade with the CDI spec made again and docker's runtime: %v, want nothing", got)
+	}
+}
+
+// cuDNN as the steps leave it: the build for CUDA 11 left on a host whose
+// toolkit the plan moves to CUDA 12 fails to load with it, and doctor's
+// cudnn rule says so at plan; the plan that also installs the CUDA 12
+// build in its place does not.
+func TestEndStateJudgesCuDNN(t *testing.T) {
+	obs := &facts.Observation{
+		NVML:   facts.NVML{Status: "ok", DriverVersion: "550.54.15"},
+		Driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"},
+		Packages: facts.Packages{Manager: facts.DatabaseDpkg, Packages: []facts.Package{
+			{Name: "cuda-toolkit-11-8", Version: "11.8.0-1", State: facts.StateInstalled},
+			{Name: "libcudnn9-cuda-11", Version: "9.1.0.70-1", State: facts.StateInstalled},
+		}},
+		CUDA: facts.CUDA{Toolkits: []facts.Toolkit{{Path: "/usr/local/cuda-11.8", Version: "11.8.0", VersionFrom: "version.json", Layout: "nvidia", Package: "cuda-toolkit-11-8"}}},
+		CuDNN: facts.CuDNN{Installs: []facts.CuDNNInstall{{Version: "9.1.0", Header: "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h", CUDAMajor: "11", Package: "libcudnn9-cuda-11", PackageVersion: "9.1.0.70-1"}}},
+	}
+	apt := func(install []plan.PackagePin, remove ...string) []plan.Operation {
+		return []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: install, Remove: remove}}}
+	}
+	cuda := plan.Step{Address: "cuda", Action: plan.Update, After: map[string]string{"path": "/usr/local/cuda-12.4", "version": "12.4.1", "source": "nvidia"},
+		Operations: apt([]plan.PackagePin{{Name: "cuda-toolkit-12-4", Version: "12.4.1-1"}}, "cuda-toolkit-11-8")}
+	cudnn := plan.Step{Address: "cudnn", Action: plan.Update,
+		Operations: apt([]plan.PackagePin{{Name: "libcudnn9-cuda-12", Version: "9.8.0.87-1"}}, "libcudnn9-cuda-11")}
+	judge := func(steps ...plan.Step) map[string]finding.Status {
+		out := map[string]finding.Status{}
+		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
+			if strings.HasPrefix(c.ID, "cudnn") {
+				out[c.ID] = c.Status
+			}
+		}
+		return out
+	}
+	if got := judge(); got["cudnn:9.1.0"] != finding.OK {
+		t.Errorf("as observed: %v, want cuDNN 9.1.0 for CUDA 11 fine with CUDA 11.8", got)
+	}
+	if got := judge(cuda); got["cudnn:9.1.0"] != finding.Problem {
+		t.Errorf("the toolkit moved to CUDA 12 alone: %v, want cudnn:9.1.0 flagged", got)
+	}
+	if got := judge(cuda, cudnn); got["cudnn:9.8.0"] != finding.OK || got["cudnn:9.1.0"] != "" {
+		t.Errorf("the toolkit and cuDNN moved together: %v, want cuDNN 9.8.0 for CUDA 12 only", got)
 	}
 }

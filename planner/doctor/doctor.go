@@ -214,6 +214,7 @@ var stages = map[string]findings.Stage{
 	"packages.unfinished":      findings.Observe,
 	"devices.access":           findings.Plan,
 	"cuda.driver":              findings.Plan,
+	"cudnn":                    findings.Plan,
 	"env.cuda-visible-devices": findings.Plan,
 	"env.cuda-device-order":    findings.Plan,
 	"env.ld-library-path":      findings.Plan,
@@ -240,6 +241,7 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 	findings.Plan: {
 		(*doctor).deviceAccess,
 		(*doctor).cudaDrivers,
+		(*doctor).cudnn,
 		(*doctor).visibleDevices,
 		(*doctor).deviceOrder,
 		(*doctor).ldLibraryPath,

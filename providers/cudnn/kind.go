@@ -17,7 +17,7 @@ var Kind = &kind.Descriptor{
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{
-		{Name: "cudnn", Reads: []string{kind.Packages}, Writes: []string{kind.CuDNN}, Observe: observe},
+		{Name: "cudnn", Reads: []string{kind.Packages}, Writes: []string{kind.CuDNN}, Observe: observe, Predict: predict},
 	},
 }
 
