@@ -254,7 +254,7 @@ func TestEndStateJudgesCuDNN(t *testing.T) {
 			{Name: "cuda-toolkit-11-8", Version: "11.8.0-1", State: facts.StateInstalled},
 			{Name: "libcudnn9-cuda-11", Version: "9.1.0.70-1", State: facts.StateInstalled},
 		}},
-		CUDA: facts.CUDA{Toolkits: []facts.Toolkit{{Path: "/usr/local/cuda-11.8", Version: "11.8.0", VersionFrom: "version.json", Layout: "nvidia", Package: "cuda-toolkit-11-8"}}},
+		CUDA:  facts.CUDA{Toolkits: []facts.Toolkit{{Path: "/usr/local/cuda-11.8", Version: "11.8.0", VersionFrom: "version.json", Layout: "nvidia", Package: "cuda-toolkit-11-8"}}},
 		CuDNN: facts.CuDNN{Installs: []facts.CuDNNInstall{{Version: "9.1.0", Header: "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h", CUDAMajor: "11", Package: "libcudnn9-cuda-11", PackageVersion: "9.1.0.70-1"}}},
 	}
 	apt := func(install []plan.PackagePin, remove ...string) []plan.Operation {
