@@ -105,6 +105,15 @@ func refusal(s *spec.Spec, f finding.Finding) *hcl.Diagnostic {
 // specRange is the spec attribute a rule's verdict rests on: the one the
 // fix changes.
 func specRange(s *spec.Spec, id string) hcl.Range {
+	if group, ok := strings.CutPrefix(id, "env.cuda-visible-devices:"); ok {
+		if t := s.Team(group); t != nil {
+			if t.CUDAVisibleDevices.Set {
+				return t.CUDAVisibleDevices.Range
+			}
+			return t.DefRange
+		}
+		return hcl.Range{}
+	}
 	e := s.Environment
 	if e == nil {
 		return hcl.Range{}

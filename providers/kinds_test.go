@@ -151,7 +151,7 @@ func TestEveryAddressHasOneKind(t *testing.T) {
 		{"framework.pytorch", planner.LayerFrameworks, []string{planner.FactsOS, planner.FactsPCI, planner.FactsDriver, planner.FactsPackages, planner.FactsCUDA, planner.FactsCuDNN, planner.FactsPython}},
 		{"framework.jax[/opt]", planner.LayerFrameworks, []string{planner.FactsOS, planner.FactsPCI, planner.FactsDriver, planner.FactsPackages, planner.FactsCUDA, planner.FactsCuDNN, planner.FactsPython}},
 		{"group.video", planner.LayerGroups, []string{planner.FactsGroups, planner.FactsDeviceNodes}},
-		{"environment", planner.LayerEnvironment, []string{planner.FactsCUDA, planner.FactsEnvironment, planner.FactsInit}},
+		{"environment", planner.LayerEnvironment, []string{planner.FactsCUDA, planner.FactsEnvironment, planner.FactsInit, planner.FactsGroups}},
 		{"device.0", planner.LayerDevices, []string{planner.FactsPCI, planner.FactsNVML, planner.FactsDevices, planner.FactsInit, planner.FactsUnits}},
 		{"device.boot", planner.LayerDevices, []string{planner.FactsPCI, planner.FactsNVML, planner.FactsDevices, planner.FactsInit, planner.FactsUnits}},
 		{"container_toolkit", planner.LayerContainers, []string{planner.FactsOS, planner.FactsDriver, planner.FactsDeviceNodes, planner.FactsDevices, planner.FactsPackages, planner.FactsInit, planner.FactsContainers}},

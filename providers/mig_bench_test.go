@@ -22,6 +22,27 @@ const benchSpec = "device \"all\" {\n  compute_mode = \"default\"\n}\n"
 // GPUs.
 const benchLayout = benchSpec + "\nmig \"all\" {\n  instances = [\"3g.20gb\", \"2g.10gb\", \"1g.5gb\", \"1g.5gb\"]\n}\n"
 
+// benchTeams gives three teams of the DGX's groups (ubuntu, ml, video)
+// their GPUs, one by UUID, with the host-wide order: plan writes the
+// team files and the profile script that reads them.
+const benchTeams = benchSpec + `
+environment {
+  cuda_device_order = "PCI_BUS_ID"
+}
+
+team "ubuntu" {
+  cuda_visible_devices = ["0", "1", "2", "3"]
+}
+
+team "ml" {
+  cuda_visible_devices = ["4", "5"]
+}
+
+team "video" {
+  cuda_visible_devices = ["GPU-00000000-0000-0000-0000-000000000006", "7"]
+}
+`
+
 func benchLoad(b *testing.B, src string) *spec.Spec {
 	p := filepath.Join(b.TempDir(), "gpuenv.hcl")
 	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
@@ -38,7 +59,8 @@ func benchLoad(b *testing.B, src string) *spec.Spec {
 // working fixture with go-nvml's DGX A100 mock, eight MIG-capable GPUs:
 // "converged" is today's spec, which the host meets; "layout" adds a MIG
 // layout on every GPU, planned from MIG off (32 instances and 8 mode
-// changes to make); "layout-converged" is the same layout once made.
+// changes to make); "layout-converged" is the same layout once made;
+// "teams" plans three teams' files and judges each on the end state.
 func BenchmarkPlanMIG(b *testing.B) {
 	for _, c := range []struct {
 		name   string
@@ -48,6 +70,7 @@ func BenchmarkPlanMIG(b *testing.B) {
 		{"converged", benchSpec, false},
 		{"layout", benchLayout, false},
 		{"layout-converged", benchLayout, true},
+		{"teams", benchTeams, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			srv := hosttest.NVMLServer("dgxa100")

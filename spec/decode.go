@@ -315,6 +315,7 @@ func (l *loader) decodeResources(blocks hcl.Blocks) {
 	groups := map[string]*Group{}
 	devices := map[string]*Device{}
 	migs := map[string]*MIG{}
+	teams := map[string]*Team{}
 
 	for _, blk := range blocks {
 		switch blk.Type {
@@ -392,6 +393,18 @@ func (l *loader) decodeResources(blocks hcl.Blocks) {
 			}
 			devices[key] = d
 			l.spec.Devices = append(l.spec.Devices, d)
+		case "team":
+			t := l.decodeTeam(blk)
+			if t == nil {
+				continue
+			}
+			if prev, ok := teams[t.Group]; ok {
+				l.errorf(blk.DefRange.Ptr(), "Duplicate team block",
+					"A team of the group %q was already declared at %s. A group's members get one CUDA_VISIBLE_DEVICES: write the team's devices in one team block.", t.Group, prev.DefRange)
+				continue
+			}
+			teams[t.Group] = t
+			l.spec.Teams = append(l.spec.Teams, t)
 		case "mig":
 			m, key := l.decodeMIG(blk)
 			if m == nil {
@@ -651,25 +664,7 @@ var reservedEnvVars = map[string]string{
 func (l *loader) decodeEnvironment(blk *hcl.Block) *Environment {
 	b := l.openBlock(blk, "cuda_visible_devices", "cuda_device_order", "variables")
 	e := &Environment{Block: Block{DefRange: blk.DefRange, Absent: b.boolean("absent")}}
-	devices, ranges := b.list("cuda_visible_devices", "Invalid device identifier", func(s string) string {
-		if deviceID(s, true) == "" {
-			return fmt.Sprintf("%q is not a device index (such as \"0\"), a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) or a MIG device (MIG-<uuid>, or MIG-GPU-<uuid>/<gi>/<ci> before driver R470), as nvidia-smi -L lists them.", s)
-		}
-		return ""
-	})
-	if devices.Set {
-		seen := map[string]int{}
-		for i, d := range devices.Value {
-			key := deviceID(d, true)
-			if j, dup := seen[key]; dup {
-				l.errorf(ranges[i].Ptr(), "Duplicate device identifier",
-					"%q names the same device as %q at %s. List each device once.", d, devices.Value[j], ranges[j])
-				devices = Attr[[]string]{}
-				break
-			}
-			seen[key] = i
-		}
-	}
+	devices, _ := b.visibleDevices()
 	e.CUDAVisibleDevices = devices
 	e.CUDADeviceOrder = enumAttr[DeviceOrder](b.enum("cuda_device_order", deviceOrders...))
 	e.Variables = b.variables("variables")

@@ -374,4 +374,32 @@ var diagWants = map[string][]diag{
 		{"error", "Invalid group name", "The group name \"Video\" is not valid: group names start with a lowercase letter or an underscore, followed by lowercase letters, digits, underscores or hyphens, optionally ending in $.", "spec.hcl:5,7-14"},
 		{"error", "Invalid user name", "The user name \"Alice\" is not valid: user names start with a lowercase letter or an underscore, followed by lowercase letters, digits, underscores or hyphens, optionally ending in $.", "spec.hcl:6,14-21"},
 	},
+	"team invalid group": {
+		{"error", "Invalid group name", "The group name \"Vision\" is not valid: group names start with a lowercase letter or an underscore, followed by lowercase letters, digits, underscores or hyphens, optionally ending in $. A team block is labelled with the Unix group whose members are the team.", "spec.hcl:1,6-14"},
+	},
+	"team invalid device": {
+		{"error", "Invalid device identifier", "\"gpu5\" is not a device index (such as \"0\"), a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) or a MIG device (MIG-<uuid>, or MIG-GPU-<uuid>/<gi>/<ci> before driver R470), as nvidia-smi -L lists them.", "spec.hcl:2,32-38"},
+	},
+	"team duplicate device": {
+		{"error", "Duplicate device identifier", "\"04\" names the same device as \"4\" at spec.hcl:2,27-30. List each device once.", "spec.hcl:2,32-36"},
+	},
+	"duplicate team": {
+		{"error", "Duplicate team block", "A team of the group \"vision\" was already declared at spec.hcl:1,1-14. A group's members get one CUDA_VISIBLE_DEVICES: write the team's devices in one team block.", "spec.hcl:4,1-14"},
+	},
+	"team without devices": {
+		{"error", "Missing required argument", "The argument \"cuda_visible_devices\" is required: it is what the team's members get. To remove a team's file, write absent = true.", "spec.hcl:1,1-14"},
+	},
+	"team with no devices": {
+		{"error", "No devices for the team", "An empty cuda_visible_devices hides every GPU from the team's members. Name the team's GPUs or MIG devices, or leave the members out of the group \"vision\".", "spec.hcl:2,26-28"},
+	},
+	"team absent with devices": {
+		{"error", "Attribute not allowed with absent = true", "This team block has absent = true, which removes the team's file, so \"cuda_visible_devices\" has no meaning here. Remove \"cuda_visible_devices\", or remove absent = true to manage the team's file.", "spec.hcl:3,3-23"},
+	},
+	"device shared by teams": {
+		{"warning", "Device shared by two teams", "\"MIG-5D5A1EE2-2F2A-4B33-9AC3-5B3E8F1B2C4D\" is also listed for the team \"vision\", at spec.hcl:2,32-74. CUDA_VISIBLE_DEVICES chooses which devices a program sees, not which it may use: both teams' programs would run on it and share its memory. List it for one team only, unless they mean to share it.", "spec.hcl:5,27-69"},
+		{"warning", "Device shared by two teams", "\"4\" is also listed for the team \"vision\", at spec.hcl:2,27-30. CUDA_VISIBLE_DEVICES chooses which devices a program sees, not which it may use: both teams' programs would run on it and share its memory. List it for one team only, unless they mean to share it.", "spec.hcl:5,76-79"},
+	},
+	"team with a label too many": {
+		{"error", "Extraneous label for team", "Only 1 labels (group) are expected for team blocks.", "spec.hcl:1,15-20"},
+	},
 }

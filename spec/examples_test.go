@@ -139,8 +139,29 @@ func TestExamples(t *testing.T) {
 		if c == nil || !c.EffectiveCDI() || !c.EffectiveDevCharLinks() || !c.HasEngine(EngineDocker) || !c.HasEngine(EngineContainerd) {
 			t.Errorf("container_toolkit = %+v", c)
 		}
-		if s.Environment == nil || s.Environment.CUDADeviceOrder.Value != DeviceOrderPCIBusID {
+		if s.Environment == nil || s.Environment.CUDADeviceOrder.Value != DeviceOrderPCIBusID || s.Environment.CUDAVisibleDevices.Set {
 			t.Errorf("environment = %+v", s.Environment)
+		}
+		// Two teams, each of a group the spec makes, on whole GPUs
+		// apart from each other and from the MIG GPUs 6 and 7.
+		if len(s.Teams) != 2 || s.Team("training") == nil || s.Team("vision") == nil {
+			t.Fatalf("teams = %+v", s.Teams)
+		}
+		used := map[string]string{}
+		for _, team := range s.Teams {
+			made := false
+			for _, g := range s.Groups {
+				made = made || g.Name == team.Group && !g.IsAbsent()
+			}
+			if !made {
+				t.Errorf("the team %s's group is not made by the spec", team.Group)
+			}
+			for _, d := range team.CUDAVisibleDevices.Value {
+				if d == "6" || d == "7" || used[d] != "" {
+					t.Errorf("the team %s has GPU %s (MIG, or also the team %s's)", team.Group, d, used[d])
+				}
+				used[d] = team.Group
+			}
 		}
 	}
 	dirs, err := filepath.Glob("../examples/*")

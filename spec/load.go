@@ -69,6 +69,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "repository", LabelNames: []string{"name"}},
 		{Type: "group", LabelNames: []string{"name"}},
 		{Type: "environment"},
+		{Type: "team", LabelNames: []string{"group"}},
 		{Type: "device", LabelNames: []string{"selector"}},
 		{Type: "mig", LabelNames: []string{"selector"}},
 		{Type: "container_toolkit"},
@@ -152,6 +153,7 @@ func (l *loader) load(path string) {
 	}
 	l.evalLocals(blocks.OfType("locals"))
 	l.decodeResources(blocks)
+	l.checkTeams()
 }
 
 // parseFile parses one spec file, refusing one nested deeper than the

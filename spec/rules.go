@@ -25,3 +25,7 @@ var IndexURLSchemes = []string{"https", "http", "file"}
 
 // IsGPUUUID reports whether s is an NVML GPU identifier, GPU-<uuid>.
 func IsGPUUUID(s string) bool { return gpuUUID.MatchString(s) }
+
+// IsVisibleDevice reports whether s is an entry cuda_visible_devices
+// takes: a device index, a GPU UUID or a MIG device.
+func IsVisibleDevice(s string) bool { return deviceID(s, true) != "" }

@@ -33,7 +33,9 @@ type Spec struct {
 	Repositories []*Repository
 	Groups       []*Group
 	Environment  *Environment
-	Devices      []*Device
+	// Teams are the team blocks: a CUDA_VISIBLE_DEVICES per Unix group.
+	Teams   []*Team
+	Devices []*Device
 	// MIG are the mig blocks: MIG mode and layout by GPU selector.
 	MIG []*MIG
 	// ContainerToolkit is the host's container GPU support: NVIDIA's

@@ -29,7 +29,7 @@ import (
 // naming it. The prediction is held to the host too: once the files the
 // plan writes are on disk, observe sees what was predicted.
 func TestPlanWarnsWhereDoctorWould(t *testing.T) {
-	judged, written := 0, 0
+	judged, written, teams := 0, 0, 0
 	for _, c := range planCases {
 		t.Run(c.name(), func(t *testing.T) {
 			root := hosttest.Build(t, c.root)
@@ -72,8 +72,12 @@ func TestPlanWarnsWhereDoctorWould(t *testing.T) {
 			}
 			written += writePlannedFiles(t, root, p.Steps)
 			after := observeDocument(t, root)
+			teams += len(after.Environment.Teams)
 			if diff := cmp.Diff(end.Environment.Variables, after.Environment.Variables); diff != "" {
 				t.Errorf("the predicted variables differ from those observed once the plan's files are written (-predicted +observed):\n%s", diff)
+			}
+			if diff := cmp.Diff(end.Environment.Teams, after.Environment.Teams); diff != "" {
+				t.Errorf("the predicted teams differ from those observed once the plan's files are written (-predicted +observed):\n%s", diff)
 			}
 			// The engines' files are read as observe reads them; their
 			// owner and mode are the plan's, which this test does not set.
@@ -94,6 +98,9 @@ func TestPlanWarnsWhereDoctorWould(t *testing.T) {
 	}
 	if written == 0 {
 		t.Error("no plan writes a file: no prediction was held to the host")
+	}
+	if teams == 0 {
+		t.Error("no plan writes a team's file: no team's prediction was held to the host")
 	}
 }
 

@@ -95,7 +95,10 @@ func TestExamplesPlanOnTheirSystem(t *testing.T) {
 				// GPUs 6 and 7 take the example's MIG layouts, planned
 				// against the H100's profiles; the others stay whole.
 				for _, want := range []string{"→ link /dev/char/195:0 to /dev/nvidia0\n", "→ link /dev/char/195:7 to /dev/nvidia7\n", "→ link /dev/char/511:2 to /dev/nvidia-caps/nvidia-cap2\n",
-					"device.6.mig\n", "device.7.mig\n", "gpu6.mig_layout (none) → ", "gpu7.mig_mode   disabled → enabled\n"} {
+					"device.6.mig\n", "device.7.mig\n", "gpu6.mig_layout (none) → ", "gpu7.mig_mode   disabled → enabled\n",
+					// The teams' files, and the script that reads them.
+					"+ /etc/gpuenv/teams/training.env         CUDA_VISIBLE_DEVICES=0,1,2,3\n", "+ /etc/gpuenv/teams/vision.env           CUDA_VISIBLE_DEVICES=4,5\n",
+					"team members: CUDA_VISIBLE_DEVICES from /etc/gpuenv/teams/<group>.env"} {
 					if !strings.Contains(stdout, want) {
 						t.Errorf("plan on %s lacks %q:\n%s", root, want, stdout)
 					}

@@ -201,6 +201,7 @@ var planCases = []planCase{
 	{root: "ubuntu2204-h100-fresh", spec: "examples/shared-multiuser"},
 	{root: "ubuntu2204-h100-fresh", spec: "examples/variables", args: []string{"--var", "cuda=12.6"}},
 	{root: "ubuntu2204-working", spec: "cmd/gpuenv/testdata/plan/ubuntu2204-working/converged.hcl"},
+	{root: "ubuntu2204-working", spec: "cmd/gpuenv/testdata/plan/ubuntu2204-working/teams.hcl"},
 	{root: "ubuntu2204-working", spec: "examples/pytorch-workstation"},
 	{root: "ubuntu2204-working", spec: "examples/shared-multiuser"},
 	{root: "ubuntu2204-mismatch", spec: "examples/pytorch-workstation"},

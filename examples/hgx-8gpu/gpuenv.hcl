@@ -53,11 +53,31 @@ container_toolkit {
   cdi     = true
 }
 
-# Device 0 is the same GPU for CUDA as for nvidia-smi and the CDI spec.
-# Teams are given their GPUs per container, by CDI name (docker run
-# --device nvidia.com/gpu=4 --device nvidia.com/gpu=5, or a MIG device,
-# --device nvidia.com/gpu=7:1): the environment block sets
-# CUDA_VISIBLE_DEVICES for the whole host only.
+# Device 0 is the same GPU for CUDA as for nvidia-smi and the CDI spec,
+# for everyone. Users in no team see every GPU.
 environment {
   cuda_device_order = "PCI_BUS_ID"
+}
+
+# Two teams share the board's whole GPUs: each team's members get its
+# CUDA_VISIBLE_DEVICES at login (from /etc/gpuenv/teams/<group>.env,
+# which gpuenv's profile script reads), over the host-wide setting.
+# CUDA_VISIBLE_DEVICES chooses what programs see, not what they may use.
+# The MIG devices of GPUs 6 and 7 go to containers by CDI name
+# (--device nvidia.com/gpu=7:1); a team may name MIG devices too, by the
+# MIG-<uuid> that nvidia-smi -L lists once the layout exists.
+group "training" {
+  members = ["alice", "bob"]
+}
+
+group "vision" {
+  members = ["carol"]
+}
+
+team "training" {
+  cuda_visible_devices = ["0", "1", "2", "3"]
+}
+
+team "vision" {
+  cuda_visible_devices = ["4", "5"]
 }

@@ -129,7 +129,7 @@ var uuidFirstTorch = version.MustParse("2.0")
 // such lists; CUDA itself reads them.
 func (d *doctor) visibleDeviceUUIDs() {
 	var withUUID []facts.Assignment
-	for _, a := range d.assignments("CUDA_VISIBLE_DEVICES") {
+	for _, a := range append(d.assignments("CUDA_VISIBLE_DEVICES"), d.teamSettings()...) {
 		for _, e := range strings.Split(a.Value, ",") {
 			e = strings.ToUpper(strings.TrimSpace(e))
 			if strings.HasPrefix(e, "GPU-") || strings.HasPrefix(e, "MIG-") {

@@ -5,21 +5,69 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
 )
 
 // gpuCount is how many GPUs CUDA could enumerate (the rule GPUCount).
 func (d *doctor) gpuCount() int { return GPUCount(d.obs) }
 
 func (d *doctor) visibleDevices() {
+	teams := d.teamGroups()
 	c := Check{ID: "env.cuda-visible-devices", Group: GroupEnv}
 	as := d.assignments("CUDA_VISIBLE_DEVICES")
 	if len(as) == 0 {
 		c.Status = OK
 		c.Summary = "CUDA_VISIBLE_DEVICES is not set: programs see every GPU"
 		c.Evidence = []string{"no setting in /etc/environment, /etc/profile.d or systemd DefaultEnvironment="}
+		if len(teams) > 0 {
+			c.Summary = "CUDA_VISIBLE_DEVICES is not set for everyone: programs of users in no team see every GPU"
+		}
 		d.add(c)
-		return
+	} else {
+		d.judgeVisible(c, as, "")
 	}
+	for _, g := range teams {
+		d.judgeVisible(Check{ID: "env.cuda-visible-devices:" + g, Group: GroupEnv}, d.teamAssignments(g), g)
+	}
+}
+
+// teamGroups are the groups of the teams that have a setting, in the
+// order the profile script reads their files.
+func (d *doctor) teamGroups() []string {
+	var out []string
+	for _, a := range d.teamSettings() {
+		if !slices.Contains(out, a.Group) {
+			out = append(out, a.Group)
+		}
+	}
+	return out
+}
+
+// teamSettings are the teams' CUDA_VISIBLE_DEVICES settings.
+func (d *doctor) teamSettings() []facts.Assignment {
+	var out []facts.Assignment
+	for _, a := range d.obs.Environment.Teams {
+		if a.Name == "CUDA_VISIBLE_DEVICES" && a.Group != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (d *doctor) teamAssignments(group string) []facts.Assignment {
+	var out []facts.Assignment
+	for _, a := range d.teamSettings() {
+		if a.Group == group {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// judgeVisible judges the settings as of one audience: everyone's
+// (team "") or the members' of one team, whose fix is the team block.
+func (d *doctor) judgeVisible(c Check, as []facts.Assignment, team string) {
 	uuids := map[string]bool{}
 	for _, g := range d.obs.NVML.Devices {
 		uuids[strings.ToLower(g.UUID)] = true
@@ -76,19 +124,26 @@ func (d *doctor) visibleDevices() {
 			}
 		}
 	}
+	whose := ""
+	if team != "" {
+		whose = fmt.Sprintf("The team %s's ", team)
+	}
 	if len(bad) == 0 {
 		c.Status = OK
-		c.Summary = "CUDA_VISIBLE_DEVICES names existing GPUs"
+		c.Summary = whose + "CUDA_VISIBLE_DEVICES names existing GPUs"
 		d.add(c)
 		return
 	}
 	c.Status = Problem
-	c.Summary = "CUDA_VISIBLE_DEVICES hides GPUs: " + strings.Join(bad, "; ")
+	c.Summary = whose + "CUDA_VISIBLE_DEVICES hides GPUs: " + strings.Join(bad, "; ")
 	var files []string
 	for _, a := range as {
 		files = append(files, where(a))
 	}
 	text := fmt.Sprintf("Remove the setting (%s) to show every GPU, or name existing ones", strings.Join(files, ", "))
+	if team != "" {
+		text = fmt.Sprintf("Remove the team's file (%s), whose members then get the host-wide setting, or name existing ones", strings.Join(files, ", "))
+	}
 	// A fix names GPUs that exist: the valid entries, else every GPU.
 	// An empty list would hide them all again. The same setting in
 	// several files (a profile script and systemd's) names each once.
@@ -113,14 +168,20 @@ func (d *doctor) visibleDevices() {
 	for _, g := range good {
 		q = append(q, strconv.Quote(g))
 	}
-	c.Fix = &Fix{Text: text + "; with gpuenv, which writes it to /etc/profile.d and systemd:", Spec: fmt.Sprintf("environment {\n  cuda_visible_devices = [%s]\n}", strings.Join(q, ", "))}
+	if team != "" {
+		c.Fix = &Fix{Text: text + "; with gpuenv, which writes the team's file:", Spec: fmt.Sprintf("team %q {\n  cuda_visible_devices = [%s]\n}", team, strings.Join(q, ", "))}
+	} else {
+		c.Fix = &Fix{Text: text + "; with gpuenv, which writes it to /etc/profile.d and systemd:", Spec: fmt.Sprintf("environment {\n  cuda_visible_devices = [%s]\n}", strings.Join(q, ", "))}
+	}
 	d.add(c)
 }
 
 func (d *doctor) deviceOrder() {
 	c := Check{ID: "env.cuda-device-order", Group: GroupEnv}
 	var indexed, visible []string
-	for _, a := range d.assignments("CUDA_VISIBLE_DEVICES") {
+	// The host-wide settings and the teams': CUDA_DEVICE_ORDER is the
+	// same for both.
+	for _, a := range append(d.assignments("CUDA_VISIBLE_DEVICES"), d.teamSettings()...) {
 		if entries := strings.Split(a.Value, ","); slices.ContainsFunc(entries, IsDeviceIndex) {
 			indexed = append(indexed, fmt.Sprintf("%s: CUDA_VISIBLE_DEVICES=%s", where(a), a.Value))
 			visible = append(visible, entries...)

@@ -198,6 +198,10 @@ type Environment struct {
 	// (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, PATH, LD_LIBRARY_PATH …) in
 	// /etc/environment, /etc/profile.d/* and systemd DefaultEnvironment=.
 	Variables []Assignment `json:"variables"`
+	// Teams are the CUDA_VISIBLE_DEVICES of each team, from the files
+	// /etc/gpuenv/teams/<group>.env that gpuenv's profile script reads
+	// for the members of <group>; each names its Group. Added in minor 8.
+	Teams []Assignment `json:"teams,omitempty"`
 	// LoaderPaths are the directories in /etc/ld.so.conf and the files it
 	// includes.
 	LoaderPaths []LoaderPath `json:"loader_paths"`
@@ -214,6 +218,9 @@ type Assignment struct {
 	Value string `json:"value"`
 	File  string `json:"file"`
 	Line  int    `json:"line"`
+	// Group is, for a team's setting, the Unix group whose members get
+	// it; "" for a setting everyone gets. Added in minor 8.
+	Group string `json:"group,omitempty"`
 }
 
 // LoaderPath is a library directory the dynamic loader searches.

@@ -57,7 +57,8 @@ type managedDir struct {
 // operation writes or removes one file directly inside one of them):
 //
 //	repository   sources.list.d, preferences.d, yum.repos.d
-//	environment  profile.d, ld.so.conf.d, systemd's system.conf.d
+//	environment  profile.d, ld.so.conf.d, systemd's system.conf.d, and
+//	             gpuenv's own directory of team files
 //	kernel       modprobe.d (the nouveau blacklist)
 //	devices      systemd's unit directory, for its own unit only
 //	containers   the engines' configuration files and the CDI spec
@@ -68,6 +69,7 @@ var managedDirs = []managedDir{
 	{dir: "/etc/profile.d"},
 	{dir: "/etc/ld.so.conf.d"},
 	{dir: "/etc/systemd/system.conf.d"},
+	{dir: "/etc/gpuenv/teams"},
 	{dir: "/etc/modprobe.d"},
 	{dir: "/etc/systemd/system", names: []string{"gpuenv-compute-mode.service", "gpuenv-mig.service"}},
 	{dir: "/etc/docker", names: []string{"daemon.json"}, merged: true},

@@ -14,6 +14,9 @@ import (
 // file Observe does not read variables from leaves the variables as they
 // are. env is not changed.
 func Written(env facts.Environment, p string, content []byte, remove bool) facts.Environment {
+	if group, ok := teamGroup(p); ok {
+		return writtenTeam(env, p, group, content, remove)
+	}
 	rank, ok := variablesRank(p)
 	if !ok {
 		return env
@@ -82,4 +85,35 @@ func variablesRank(p string) (rank, bool) {
 		return rank{group: 3, name: path.Base(p)}, true
 	}
 	return rank{}, false
+}
+
+// writtenTeam is env once the team file p of group holds content (or is
+// gone): its assignments take the place of the file's, in the name order
+// Observe reads the team files in.
+func writtenTeam(env facts.Environment, p, group string, content []byte, remove bool) facts.Environment {
+	var written []facts.Assignment
+	if !remove {
+		written, _ = ParseTeamFile(p, group, content)
+	}
+	out := env
+	out.Teams = nil
+	placed := false
+	for _, a := range env.Teams {
+		if a.File == p {
+			continue
+		}
+		if !placed && p < a.File {
+			out.Teams = append(out.Teams, written...)
+			placed = true
+		}
+		out.Teams = append(out.Teams, a)
+	}
+	if !placed {
+		out.Teams = append(out.Teams, written...)
+	}
+	out.Managed = slices.DeleteFunc(slices.Clone(env.Managed), func(m string) bool { return m == p })
+	if !remove {
+		out.Managed = append(out.Managed, p)
+	}
+	return out
 }

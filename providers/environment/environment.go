@@ -2,7 +2,8 @@
 // for GPU programs: the CUDA_*, NVIDIA_*, PATH and LD_LIBRARY_PATH
 // assignments of /etc/environment, /etc/profile.d and systemd's
 // DefaultEnvironment=, the dynamic loader's search path from
-// /etc/ld.so.conf, and which of gpuenv's own files exist.
+// /etc/ld.so.conf, which of gpuenv's own files exist, and the teams'
+// CUDA_VISIBLE_DEVICES in /etc/gpuenv/teams.
 //
 // Shell scripts are not run: only the simple assignment lines that such
 // files are made of ("export X=...", "X=...") are read, with their line,
@@ -128,6 +129,7 @@ func Observe(h *host.Host) (facts.Environment, []facts.Warning) {
 			out.ManagedDigests = append(out.ManagedDigests, facts.FileDigest{Path: m, SHA256: sum})
 		}
 	}
+	warns = append(warns, observeTeams(h, read, &out)...)
 	return out, warns
 }
 

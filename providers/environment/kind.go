@@ -15,7 +15,7 @@ import (
 var Kind = &kind.Descriptor{
 	Name: "environment",
 	Steps: []planner.StepKind{
-		{Layer: planner.LayerEnvironment, Sections: []string{planner.FactsCUDA, planner.FactsEnvironment, planner.FactsInit}},
+		{Layer: planner.LayerEnvironment, Sections: []string{planner.FactsCUDA, planner.FactsEnvironment, planner.FactsInit, planner.FactsGroups}},
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{

@@ -29,6 +29,9 @@ type managedFile struct {
 	Remove  bool
 	After   []string
 	What    string
+	// Shown is the step's after value for the file; its lines without
+	// comments when "".
+	Shown string
 }
 
 // shellQuote writes a value for a POSIX shell's single quotes.
@@ -81,14 +84,15 @@ func planFiles(req *planner.Request) []managedFile {
 		}
 	}
 	envManaged := env != nil
-	if !envManaged && !cudaManaged {
+	teams := liveTeams(req.Spec)
+	if !envManaged && !cudaManaged && len(req.Spec.Teams) == 0 {
 		return nil
 	}
 	var vars [][2]string
 	if env != nil && !env.IsAbsent() {
 		vars = planVariables(env)
 	}
-	if envManaged || cudaManaged {
+	if envManaged || cudaManaged || len(teams) > 0 {
 		var b strings.Builder
 		for _, v := range vars {
 			fmt.Fprintf(&b, "export %s=%s\n", v[0], shellQuote(v[1]))
@@ -96,9 +100,22 @@ func planFiles(req *planner.Request) []managedFile {
 		if cudaDir != "" {
 			fmt.Fprintf(&b, "case \":$PATH:\" in *:%s/bin:*) ;; *) export PATH=%s\"/bin:$PATH\" ;; esac\n", cudaDir, shellQuote(cudaDir))
 		}
-		f := managedFile{Path: ManagedProfile, What: "login shells' variables", Remove: b.Len() == 0}
+		shown := strings.Join(contentLines(b.String()), "; ")
+		if len(teams) > 0 {
+			// After the host-wide assignments, which a team's replace.
+			b.WriteString(teamScript)
+			shown = strings.TrimPrefix(shown+"; team members: CUDA_VISIBLE_DEVICES from "+TeamsDir+"/<group>.env", "; ")
+		}
+		f := managedFile{Path: ManagedProfile, What: "login shells' variables", Remove: b.Len() == 0, Shown: shown}
 		if b.Len() > 0 {
 			f.Content = "# Written by gpuenv from the spec; gpuenv rewrites it on every apply.\n" + b.String()
+		}
+		files = append(files, f)
+	}
+	for _, t := range req.Spec.Teams {
+		f := managedFile{Path: TeamFile(t.Group), What: fmt.Sprintf("the team %s's devices", t.Group), Remove: t.IsAbsent()}
+		if !t.IsAbsent() {
+			f.Content = teamContent(t)
 		}
 		files = append(files, f)
 	}
@@ -135,6 +152,9 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 	if req.Desired == nil {
 		return resp
 	}
+	if resp.Diagnostics = checkTeamGroups(req); resp.Diagnostics.HasErrors() {
+		return resp
+	}
 	files := planFiles(req)
 	var ops []plan.Operation
 	before, after := map[string]string{}, map[string]string{}
@@ -164,7 +184,10 @@ func (p Provider) Plan(_ context.Context, req *planner.Request) *planner.Respons
 			because(plan.ReasonNotRequested)
 			continue
 		}
-		after[f.Path] = strings.TrimSpace(strings.Join(contentLines(f.Content), "; "))
+		after[f.Path] = f.Shown
+		if f.Shown == "" {
+			after[f.Path] = strings.TrimSpace(strings.Join(contentLines(f.Content), "; "))
+		}
 		if same {
 			continue
 		}

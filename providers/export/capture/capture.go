@@ -20,6 +20,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
+	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 )
 
@@ -47,6 +48,7 @@ func Spec(obs *facts.Observation) []byte {
 	w.devices(obs)
 	w.groups(obs)
 	w.environment(obs)
+	w.teams(obs)
 	return hclwrite.Format(w.f.Bytes())
 }
 
@@ -422,5 +424,38 @@ func (w *writer) environment(obs *facts.Observation) {
 			lines = append(lines, "  "+o)
 		}
 		w.comment(lines...)
+	}
+}
+
+// teams writes a team block for each team file, with the setting the
+// profile script ends with (the file's last); one a spec could not hold
+// (a group or device name the spec refuses, a group the host lacks,
+// which plan refuses) is a comment.
+func (w *writer) teams(obs *facts.Observation) {
+	last := map[string]facts.Assignment{}
+	var groups []string
+	for _, a := range obs.Environment.Teams {
+		if a.Name != "CUDA_VISIBLE_DEVICES" || a.Group == "" {
+			continue
+		}
+		if _, ok := last[a.Group]; !ok {
+			groups = append(groups, a.Group)
+		}
+		last[a.Group] = a
+	}
+	for _, g := range groups {
+		a := last[g]
+		var vals []cty.Value
+		good := spec.CheckAccountName("group", g) == "" && slices.ContainsFunc(obs.Groups, func(h facts.Group) bool { return h.Name == g })
+		for _, e := range strings.Split(a.Value, ",") {
+			good = good && spec.IsVisibleDevice(e)
+			vals = append(vals, cty.StringVal(e))
+		}
+		if !good {
+			w.comment(fmt.Sprintf("The team file %s:%d sets CUDA_VISIBLE_DEVICES=%s, which no team block says: the group is not one of this host's, or an entry is not a device index, GPU-<uuid> or MIG device.", a.File, a.Line, a.Value))
+			continue
+		}
+		b := w.block("team", []string{g}, fmt.Sprintf("What the members of the group %s get at login (%s).", g, a.File))
+		b.SetAttributeValue("cuda_visible_devices", cty.ListVal(vals))
 	}
 }

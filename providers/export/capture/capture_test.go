@@ -457,3 +457,43 @@ func TestCaptureRepositoryComments(t *testing.T) {
 		t.Errorf("Ubuntu's archive is captured:\n%s", got)
 	}
 }
+
+// A team file becomes the team block that writes it again, with the
+// setting the profile script ends with; one a spec cannot say, or whose
+// group the host lacks (plan would refuse it), becomes a comment. The
+// captured spec loads.
+func TestCaptureTeams(t *testing.T) {
+	team := func(group, value string, line int) facts.Assignment {
+		return facts.Assignment{Name: "CUDA_VISIBLE_DEVICES", Value: value, File: "/etc/gpuenv/teams/" + group + ".env", Line: line, Group: group}
+	}
+	obs := &facts.Observation{
+		Groups: []facts.Group{{Name: "vision", GID: 1003}, {Name: "infer", GID: 1004}},
+		Environment: facts.Environment{Teams: []facts.Assignment{
+			team("ghost", "1", 1),
+			team("infer", "GPU-xyz", 1),
+			team("vision", "9", 1),
+			team("vision", "4,MIG-0c4b2a1e-3f3e-5a6d-8b9c-0d1e2f3a4b5c", 2),
+		}},
+	}
+	got := string(capture.Spec(obs))
+	text := strings.ReplaceAll(got, "\n# ", " ")
+	for _, want := range []string{
+		"team \"vision\" {\n  cuda_visible_devices = [\"4\", \"MIG-0c4b2a1e-3f3e-5a6d-8b9c-0d1e2f3a4b5c\"]\n}",
+		"The team file /etc/gpuenv/teams/ghost.env:1 sets CUDA_VISIBLE_DEVICES=1, which no team block says",
+		"The team file /etc/gpuenv/teams/infer.env:1 sets CUDA_VISIBLE_DEVICES=GPU-xyz, which no team block says",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("spec lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "team \"ghost\"") || strings.Contains(got, "team \"infer\"") {
+		t.Errorf("a team block a plan would refuse:\n%s", got)
+	}
+	p := filepath.Join(t.TempDir(), "gpuenv.hcl")
+	if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags := spec.Load(p, spec.LoadOptions{}); len(diags) > 0 {
+		t.Errorf("the captured spec does not load: %v\n%s", diags, got)
+	}
+}
