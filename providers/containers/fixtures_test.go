@@ -55,7 +55,7 @@ Version: 1.17.8-1
 
 // root lays out the container host with the variants named laid over it,
 // and the toolkit when withToolkit.
-func root(t *testing.T, withToolkit bool, variants ...string) string {
+func root(t testing.TB, withToolkit bool, variants ...string) string {
 	t.Helper()
 	dir := hosttest.Build(t, "containers-host")
 	for _, v := range variants {
@@ -74,7 +74,7 @@ func root(t *testing.T, withToolkit bool, variants ...string) string {
 }
 
 // installToolkit puts toolkit 1.17.8 in place, as its packages would.
-func installToolkit(t *testing.T, dir string) {
+func installToolkit(t testing.TB, dir string) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(dir, "var/lib/dpkg/status"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

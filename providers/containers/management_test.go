@@ -1,6 +1,7 @@
 package containers_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/gpuenv/gpuenv/providers/containers"
 	cdipkg "github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
+	"github.com/gpuenv/gpuenv/spec"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -267,5 +269,34 @@ func TestDoctorManagementSpec(t *testing.T) {
 	o.NVML.Devices = nil
 	if c := containerChecks(doctor.Run(doctor.Input{Obs: o}))["containers.cdi_management"]; c.Status != doctor.OK {
 		t.Errorf("no MIG: %+v", c)
+	}
+}
+
+// BenchmarkPlanCDIManagement measures the container_toolkit plan on the
+// MIG host with the CDI spec alone and with the management spec beside
+// it: what writing the second spec adds to a plan.
+func BenchmarkPlanCDIManagement(b *testing.B) {
+	for _, c := range []struct{ name, src string }{
+		{"cdi", repo + "container_toolkit {\n  engines        = [\"podman\"]\n  cdi_management = false\n}\n"},
+		{"cdi+management", repo + "container_toolkit {\n  engines = [\"podman\"]\n}\n"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			_, obs := migHost(b)
+			p := filepath.Join(b.TempDir(), "gpuenv.hcl")
+			if err := os.WriteFile(p, []byte(c.src), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			s, diags := spec.Load(p, spec.LoadOptions{})
+			if diags.HasErrors() {
+				b.Fatal(diags)
+			}
+			pl := newPlanner()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, diags := pl.Plan(context.Background(), s, obs); diags.HasErrors() {
+					b.Fatal(diags)
+				}
+			}
+		})
 	}
 }
