@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/nvidia-container-toolkit/pkg/nvcdi"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -18,6 +19,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers/containers"
+	"github.com/gpuenv/gpuenv/providers/devices"
 	cdipkg "github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
 	"github.com/gpuenv/gpuenv/spec"
@@ -298,5 +300,33 @@ func BenchmarkPlanCDIManagement(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A plan that changes the MIG layout writes the management spec at
+// apply, after the MIG step, from the capability nodes /dev then has; the
+// CDI spec beside it is planned as before.
+func TestManagementSpecFollowsMIGChange(t *testing.T) {
+	_, obs := migHost(t)
+	src := repo + "mig \"0\" {\n  instances = [\"7g.40gb\"]\n}\n\ncontainer_toolkit {\n  engines = [\"podman\"]\n}\n"
+	pl := planner.New(containers.Kind.Provider(), devices.Kind.Provider())
+	pl.Candidates = candidates
+	p := plantest.Plan(t, pl, plantest.LoadSpec(t, src), obs)
+	i := slices.IndexFunc(p.Steps, func(st plan.Step) bool { return st.Address == containers.CDIManagementAddress })
+	j := slices.IndexFunc(p.Steps, func(st plan.Step) bool { return st.Address == devices.MIGAddress("0") })
+	if i < 0 || j < 0 {
+		t.Fatalf("steps %q", addresses(p))
+	}
+	st := p.Steps[i]
+	if f := st.Operations[0].File; f.Generate != plan.GenerateManagementCDI || f.Content != "" || st.After["device_nodes"] != plan.KnownAfterApply {
+		t.Errorf("the management spec of a MIG change is not made at apply: %+v %v", f, st.After)
+	}
+	if !slices.Contains(st.DependsOn, devices.MIGAddress("0")) || i < j {
+		t.Errorf("the management step (at %d, depends on %q) does not follow the MIG step (at %d)", i, st.DependsOn, j)
+	}
+	// Without a MIG change, the spec is made at plan.
+	p = plantest.Plan(t, pl, plantest.LoadSpec(t, repo+"container_toolkit {\n  engines = [\"podman\"]\n}\n"), obs)
+	if i := slices.IndexFunc(p.Steps, func(st plan.Step) bool { return st.Address == containers.CDIManagementAddress }); i < 0 || p.Steps[i].Operations[0].File.Generate != "" {
+		t.Errorf("without a MIG change: %q", addresses(p))
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
@@ -457,6 +458,10 @@ type cdiFile struct {
 	shownOnDisk func(sp facts.CDISpec) map[string]string
 	// writes says what the step writes, for its reason.
 	writes func(cs *facts.Containers, s *cdispec.Spec) string
+	// afterMIG makes the file at apply after the plan's MIG steps, when
+	// there are any: its content follows the instances, and apply can
+	// make it from /dev alone.
+	afterMIG bool
 }
 
 var gpuCDI = cdiFile{
@@ -479,7 +484,7 @@ var gpuCDI = cdiFile{
 // step shows the device nodes it gives, which change with the MIG
 // layout.
 var managementCDI = cdiFile{
-	address: CDIManagementAddress, path: cdi.ManagementSpecPath, kind: cdi.ManagementKind, generate: plan.GenerateManagementCDI,
+	address: CDIManagementAddress, path: cdi.ManagementSpecPath, kind: cdi.ManagementKind, generate: plan.GenerateManagementCDI, afterMIG: true,
 	make: func(cs *facts.Containers, obs *facts.Observation) (*cdispec.Spec, error) {
 		return cdi.GenerateManagementCDI(cs, obs.DeviceNodes)
 	},
@@ -517,6 +522,13 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.S
 	}
 	if driverChanges(req) {
 		return regenerateAtApply(cs, toolkitStep, f, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", f.path))
+	}
+	if f.afterMIG {
+		if migSteps := devices.MIGChanges(req); len(migSteps) > 0 {
+			step := regenerateAtApply(cs, toolkitStep, f, fmt.Sprintf("This plan changes the MIG layout, and %s names the capability nodes of the instances: apply writes it from /dev after the MIG step.", f.path))
+			step.DependsOn = append(step.DependsOn, migSteps...)
+			return step
+		}
 	}
 	s, err := f.make(&cs, obs)
 	if err != nil {

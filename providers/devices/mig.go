@@ -290,6 +290,28 @@ func layoutDiff(model compat.MIGModel, have []plan.MIGInstance, want []string, c
 	return destroy, create
 }
 
+// MIGChanges lists the addresses of the MIG steps a plan of req has:
+// the mig blocks that change a GPU's MIG mode or instances. What is made
+// from the instances (the CDI management spec, which names their
+// capability nodes) is then made after them, at apply.
+func MIGChanges(req *planner.Request) []string {
+	devs := req.Facts.NVML.Devices
+	governs := migBlocks(req.Spec, devs)
+	var out []string
+	for _, blk := range req.Spec.MIG {
+		for _, d := range devs {
+			if governs[d.Index] != blk {
+				continue
+			}
+			if g, diags := planMIGGPU(blk, d); g != nil && !diags.HasErrors() && len(g.ops) > 0 {
+				out = append(out, MIGAddress(blk.Selector))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // migSteps plans a step per mig block: the mode and layout of each GPU
 // it governs.
 func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
