@@ -13,7 +13,10 @@ import (
 	"github.com/gpuenv/gpuenv/providers"
 )
 
-const cdiPath = "/etc/cdi/nvidia.yaml"
+const (
+	cdiPath        = "/etc/cdi/nvidia.yaml"
+	managementPath = "/etc/cdi/management.nvidia.com-gpu.yaml"
+)
 
 func generatedCDIOp() plan.Operation {
 	return plan.Operation{Kind: plan.OpFile, File: &plan.FileOp{Path: cdiPath, Mode: 0o644, Generate: plan.GenerateCDI}}
@@ -62,7 +65,9 @@ func (x *journalCheck) Run(ctx context.Context, ws *apply.Workspace, op plan.Ope
 // A CDI step of a plan that changes the driver is written by apply from
 // the files the driver step left, through the generator cmd hands in; the
 // journal holds the spec written before the file does, and rollback
-// restores the spec the host had, byte for byte.
+// restores the spec the host had, byte for byte. The management spec
+// beside it, which the host lacked, is made the same way and removed by
+// the rollback.
 func TestApplyGeneratesCDISpec(t *testing.T) {
 	fx := newFixture(t)
 	write := func(p, content string) {
@@ -98,6 +103,9 @@ func TestApplyGeneratesCDISpec(t *testing.T) {
 	p := &plan.Plan{FormatVersion: plan.FormatVersion, Steps: []plan.Step{{
 		Address: "container_toolkit.cdi", Action: plan.Update, Reason: "the driver changes",
 		Operations: []plan.Operation{generatedCDIOp()},
+	}, {
+		Address: "container_toolkit.cdi_management", Action: plan.Create, Reason: "the driver changes",
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: managementPath, Mode: 0o644, Generate: plan.GenerateManagementCDI}}},
 	}}}
 	x := &journalCheck{Executor: fx.executor(), t: t, root: fx.Root, checked: map[string]string{}}
 	o := fx.opts(x)
@@ -115,7 +123,19 @@ func TestApplyGeneratesCDISpec(t *testing.T) {
 	if journaled, ok := x.checked[cdiPath]; !ok || journaled != got {
 		t.Errorf("the journal recorded %q, the file holds %q", journaled, got)
 	}
+	mgmt := fx.read(managementPath)
+	for _, want := range []string{"kind: management.nvidia.com/gpu", "- path: /dev/nvidiactl\n        - path: /dev/nvidia0\n", "hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.124.06"} {
+		if !strings.Contains(mgmt, want) {
+			t.Errorf("the written management spec lacks %q:\n%s", want, mgmt)
+		}
+	}
+	if journaled, ok := x.checked[managementPath]; !ok || journaled != mgmt {
+		t.Errorf("the journal recorded %q, the file holds %q", journaled, mgmt)
+	}
 	fx.rollsBack(before, "after writing the CDI spec")
+	if _, err := os.Lstat(filepath.Join(fx.Root, managementPath)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("rollback left the management spec: %v", err)
+	}
 	if fx.read(cdiPath) != old {
 		t.Error("rollback did not restore the previous spec")
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 func (l *loader) decodeContainerToolkit(blk *hcl.Block) *ContainerToolkit {
-	b := l.openBlock(blk, "version", "engines", "cdi", "default_runtime", "dev_char_links")
+	b := l.openBlock(blk, "version", "engines", "cdi", "cdi_management", "default_runtime", "dev_char_links")
 	c := &ContainerToolkit{Block: Block{DefRange: blk.DefRange, Absent: b.boolean("absent")}}
 	c.Version = b.constraint("version")
 	engines, ranges := b.list("engines", "Invalid engine", func(s string) string {
@@ -35,6 +35,7 @@ func (l *loader) decodeContainerToolkit(blk *hcl.Block) *ContainerToolkit {
 		c.Engines.Value = append(c.Engines.Value, Engine(e))
 	}
 	c.CDI = b.boolean("cdi")
+	c.CDIManagement = b.boolean("cdi_management")
 	c.DefaultRuntime = b.boolean("default_runtime")
 	c.DevCharLinks = b.boolean("dev_char_links")
 	b.checkAbsent(c.Absent, "the NVIDIA container toolkit")
@@ -47,6 +48,16 @@ func (l *loader) decodeContainerToolkit(blk *hcl.Block) *ContainerToolkit {
 	if i := slices.Index(c.Engines.Value, EnginePodman); i >= 0 && c.CDI.Set && !c.CDI.Value {
 		l.errorf(c.CDI.Range.Ptr(), "Podman needs the CDI spec",
 			"engines lists \"podman\" (at %s), which finds GPUs only through a CDI spec and has no runtime entry to configure; with cdi = false no container it starts can use a GPU. Set cdi = true, or remove \"podman\" from engines.", ranges[i])
+	}
+	// The management spec is written beside the CDI spec, from the same
+	// files; asking for it alone is a contradiction, not a default.
+	if c.CDIManagement.Value && !c.EffectiveCDI() {
+		why := "cdi is not set and engines lists no \"podman\""
+		if c.CDI.Set {
+			why = fmt.Sprintf("cdi = false (at %s)", c.CDI.Range)
+		}
+		l.errorf(c.CDIManagement.Range.Ptr(), "Management spec without the CDI spec",
+			"cdi_management = true writes the CDI management spec beside the CDI spec, and %s, so gpuenv writes neither. Set cdi = true, or remove cdi_management.", why)
 	}
 	if c.DefaultRuntime.Value && c.Engines.Set && !slices.ContainsFunc(c.Engines.Value, hasRuntimeEntry) {
 		l.errorf(c.DefaultRuntime.Range.Ptr(), "No engine for the default runtime",
@@ -74,6 +85,13 @@ func runtimeEngines() []string {
 // links: unless dev_char_links = false.
 func (c *ContainerToolkit) EffectiveDevCharLinks() bool {
 	return !c.DevCharLinks.Set || c.DevCharLinks.Value
+}
+
+// EffectiveCDIManagement reports whether the block writes the CDI
+// management spec (management.nvidia.com/gpu=all): with the CDI spec,
+// unless cdi_management = false.
+func (c *ContainerToolkit) EffectiveCDIManagement() bool {
+	return c.EffectiveCDI() && (!c.CDIManagement.Set || c.CDIManagement.Value)
 }
 
 // EffectiveCDI reports whether the block writes the CDI spec: as the spec

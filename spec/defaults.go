@@ -57,6 +57,7 @@ func Defaults() []Default {
 		{"group", "exclusive", "false", false},
 		{"container_toolkit", "engines", "[]", false},
 		{"container_toolkit", "cdi", "true when engines lists \"podman\"; otherwise false", false},
+		{"container_toolkit", "cdi_management", "true when the CDI spec is written (cdi)", false},
 		{"every block", "absent", "false", false},
 	}
 }

@@ -65,7 +65,7 @@ func TestDefaultsNameRealAttributes(t *testing.T) {
 		"group":             {"members", "exclusive"},
 		"environment":       {"cuda_visible_devices", "cuda_device_order", "variables"},
 		"device":            {"compute_mode"},
-		"container_toolkit": {"version", "engines", "cdi", "default_runtime"},
+		"container_toolkit": {"version", "engines", "cdi", "cdi_management", "default_runtime"},
 		"every block":       {"absent"},
 	}
 	for _, d := range Defaults() {

@@ -12,6 +12,8 @@ type diagCase struct {
 const uuidA = "5d5a1ee2-2f2a-4b33-9ac3-5b3e8f1b2c4d"
 
 var diagCases = []diagCase{
+	{name: "container toolkit management without cdi", src: "container_toolkit {\n  cdi            = false\n  cdi_management = true\n}\n"},
+	{name: "container toolkit management without any cdi", src: "container_toolkit {\n  engines        = [\"docker\"]\n  cdi_management = true\n}\n"},
 	{name: "container toolkit podman without cdi", src: "container_toolkit {\n  engines = [\"docker\", \"podman\"]\n  cdi     = false\n}\n"},
 	{name: "container toolkit unknown engine", src: "container_toolkit {\n  engines = [\"dokcer\", \"lxc\"]\n}\n"},
 	{name: "container toolkit duplicate engine", src: "container_toolkit {\n  engines = [\"containerd\", \"crio\", \"containerd\"]\n}\n"},

@@ -3,6 +3,12 @@ package spec
 // diagWants holds the exact diagnostics each case in diagCases must produce:
 // severity, summary, detail and subject range.
 var diagWants = map[string][]diag{
+	"container toolkit management without cdi": {
+		{"error", "Management spec without the CDI spec", "cdi_management = true writes the CDI management spec beside the CDI spec, and cdi = false (at spec.hcl:2,20-25), so gpuenv writes neither. Set cdi = true, or remove cdi_management.", "spec.hcl:3,20-24"},
+	},
+	"container toolkit management without any cdi": {
+		{"error", "Management spec without the CDI spec", "cdi_management = true writes the CDI management spec beside the CDI spec, and cdi is not set and engines lists no \"podman\", so gpuenv writes neither. Set cdi = true, or remove cdi_management.", "spec.hcl:3,20-24"},
+	},
 	"container toolkit podman without cdi": {
 		{"error", "Podman needs the CDI spec", "engines lists \"podman\" (at spec.hcl:2,24-32), which finds GPUs only through a CDI spec and has no runtime entry to configure; with cdi = false no container it starts can use a GPU. Set cdi = true, or remove \"podman\" from engines.", "spec.hcl:3,13-18"},
 	},

@@ -263,6 +263,11 @@ type ContainerToolkit struct {
 	Engines Attr[[]Engine]
 	// CDI writes the CDI spec for every GPU, /etc/cdi/nvidia.yaml.
 	CDI Attr[bool]
+	// CDIManagement writes, with the CDI spec, the management spec that
+	// gives a container every NVIDIA device node (management.nvidia.com/
+	// gpu=all), for nvidia-smi, DCGM and MIG managers (on unless set to
+	// false).
+	CDIManagement Attr[bool]
 	// DefaultRuntime makes the NVIDIA runtime the engines' default, as
 	// nvidia-ctk runtime configure --set-as-default does.
 	DefaultRuntime Attr[bool]

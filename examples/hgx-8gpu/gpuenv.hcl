@@ -46,8 +46,11 @@ mig "7" {
 
 # Containers: the NVIDIA runtime in Docker's and containerd's
 # configuration, a CDI spec that names every GPU (nvidia.com/gpu=0 …
-# nvidia.com/gpu=7), and the /dev/char links (on by default) that keep
-# the containers' GPUs when systemd reloads.
+# nvidia.com/gpu=7), the management spec beside it (on with cdi), whose
+# management.nvidia.com/gpu=all gives a DCGM or MIG manager container
+# every GPU and the MIG config and monitor capability nodes, and the
+# /dev/char links (on by default) that keep the containers' GPUs when
+# systemd reloads.
 container_toolkit {
   engines = ["docker", "containerd"]
   cdi     = true

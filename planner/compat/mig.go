@@ -7,20 +7,15 @@ import (
 	"strings"
 )
 
-// MIG profiles of the GPUs that have them. Source: NVIDIA Multi-Instance
-// GPU User Guide, "Supported MIG Profiles"
-// (docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html):
-// the profile names and "Number of Instances Available" of the A30-24GB,
-// A100-SXM4-40GB (and its note that the 80GB product's names follow the
-// memory: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb,
-// 7g.80gb), H100 80GB, H100 94GB (NVL, SXM5 94GB) and H200 141GB tables;
-// "Supported GPUs" (…/supported-gpus.html) for which products have MIG.
-// The placements (first memory slice and number of memory slices of each
-// profile, in NVML's GpuInstancePlacement units) and the NVML profile ids
-// (nvml.h NVML_GPU_INSTANCE_PROFILE_*) are those nvmlDeviceGetGpuInstance-
-// PossiblePlacements reports, as go-nvml's A100/A30/H100/H200 mocks
-// (pkg/nvml/mock/gpus, v0.13.4-1) carry them; TestMIGTableMatchesNVMLMock
-// holds the two together.
+// MIG profiles of the GPUs that have them. Each model's table below
+// cites where its profile names, instance counts and placements come
+// from. The NVML profile ids (nvml.h NVML_GPU_INSTANCE_PROFILE_*) are
+// nvml.h's; TestMIGTableMatchesNVMLMock holds the ids and counts to
+// go-nvml's mocks (pkg/nvml/mock/gpus, v0.13.4-1) and, where the mock's
+// placements are the published ones (A30, A100), the placements too.
+// NVIDIA's MIG user guide publishes placements only as figures
+// ("Supported MIG Profiles", docs.nvidia.com/datacenter/tesla/
+// mig-user-guide/supported-mig-profiles.html).
 
 // NVML GPU instance profile ids (nvml.h NVML_GPU_INSTANCE_PROFILE_*).
 const (
@@ -62,6 +57,10 @@ type MIGModel struct {
 	// MemorySlices is the number of memory slices placements count in.
 	MemorySlices int
 	Profiles     []MIGProfile
+	// UnsourcedPlacements, where no NVIDIA source gives the model's
+	// placements, names the model whose placements the table assumes in
+	// their place; "" where they are sourced.
+	UnsourcedPlacements string
 }
 
 func starts(from, step, n int) []int {
@@ -72,10 +71,21 @@ func starts(from, step, n int) []int {
 	return out
 }
 
-// ga100Profiles are the profiles of the A100 and H100/H200 layout: seven
-// compute slices over eight memory slices; mem names each profile's
-// memory as the guide does, smallest first: 1g, 1g×2, 2g, 3g, 4g, 7g.
-func ga100Profiles(mem [6]string) []MIGProfile {
+// ga100Layout are the profiles of a GPU of seven compute slices over
+// eight memory slices, with their placements: mem names each profile's
+// memory, smallest first (1g, 1g with two memory slices, 2g, 3g, 4g, 7g).
+// The A100's placements are those of the guide's "Profiles on A100"
+// figure (section "A100 MIG Profiles"), which go-nvml's A100 mocks
+// report; the H100 80GB's are those of the guide's H100 figure (section
+// "H100 MIG Profiles"), as NVIDIA's own transcription of it gives them
+// (NVIDIA/k8s-test-infra, deployments/nvml-mock/helm/nvml-mock/profiles/
+// mig/h100.yaml, commit d0b95acf9702ff245e939e5613c76618ac369e62: "NVIDIA
+// publishes the slice placements below only as diagrams, so they are
+// transcribed from the layout those diagrams show"). They are the same:
+// a 1g at any of memory slices 0-6, a 1g of two memory slices or a 2g at
+// an even slice, a 3g (four memory slices) at 0 or 4, a 4g at 0, a 7g
+// over all eight.
+func ga100Layout(mem [6]string) []MIGProfile {
 	return []MIGProfile{
 		{Name: "1g." + mem[0], ID: MIGProfile1Slice, Slices: 1, Instances: 7, Size: 1, Starts: starts(0, 1, 7)},
 		{Name: "1g." + mem[0] + "+me", ID: MIGProfile1SliceRev1, Slices: 1, Instances: 1, Size: 1, Starts: starts(0, 1, 7)},
@@ -88,6 +98,9 @@ func ga100Profiles(mem [6]string) []MIGProfile {
 }
 
 var migModels = []MIGModel{
+	// The guide's "A30 MIG Profiles" table (A30-24GB): 1g.6gb ×4,
+	// 1g.6gb+me ×1, 2g.12gb ×2, 2g.12gb+me ×1, 4g.24gb ×1; placements of
+	// its "Profiles on A30" figure, as go-nvml's A30 mock reports them.
 	{Model: "A30 24GB", Family: "A30", MinMemoryGiB: 20, MaxMemoryGiB: 28, MemorySlices: 4, Profiles: []MIGProfile{
 		{Name: "1g.6gb", ID: MIGProfile1Slice, Slices: 1, Instances: 4, Size: 1, Starts: starts(0, 1, 4)},
 		{Name: "1g.6gb+me", ID: MIGProfile1SliceRev1, Slices: 1, Instances: 1, Size: 1, Starts: starts(0, 1, 4)},
@@ -95,16 +108,50 @@ var migModels = []MIGModel{
 		{Name: "2g.12gb+me", ID: MIGProfile2SliceRev1, Slices: 2, Instances: 1, Size: 2, Starts: starts(0, 2, 2)},
 		{Name: "4g.24gb", ID: MIGProfile4Slice, Slices: 4, Instances: 1, Size: 4, Starts: []int{0}},
 	}},
+	// The guide's "A100 MIG Profiles" table (A100-SXM4-40GB): 1g.5gb ×7,
+	// 1g.5gb+me ×1, 1g.10gb ×4, 2g.10gb ×3, 3g.20gb ×2, 4g.20gb ×1,
+	// 7g.40gb ×1.
 	{Model: "A100 40GB", Family: "A100", MinMemoryGiB: 36, MaxMemoryGiB: 44, MemorySlices: 8,
-		Profiles: ga100Profiles([6]string{"5gb", "10gb", "10gb", "20gb", "20gb", "40gb"})},
+		Profiles: ga100Layout([6]string{"5gb", "10gb", "10gb", "20gb", "20gb", "40gb"})},
+	// The same table's note: on the A100-SXM4-80GB the names follow the
+	// memory, 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb,
+	// 7g.80gb, with the 40GB product's counts.
 	{Model: "A100 80GB", Family: "A100", MinMemoryGiB: 76, MaxMemoryGiB: 84, MemorySlices: 8,
-		Profiles: ga100Profiles([6]string{"10gb", "20gb", "20gb", "40gb", "40gb", "80gb"})},
+		Profiles: ga100Layout([6]string{"10gb", "20gb", "20gb", "40gb", "40gb", "80gb"})},
+	// The guide's "H100 MIG Profiles" table (H100 80GB, PCIe and SXM5),
+	// as NVIDIA's transcription of it (see ga100Layout) and the GPU
+	// Operator's default configuration for H100-80GB (NVIDIA/gpu-operator
+	// assets/state-mig-manager/0400_configmap.yaml, commit
+	// 0b0b6b154bdd7ed54102f3efe0239108b0c4a433) give
+	// it: 1g.10gb ×7, 1g.10gb+me ×1, 1g.20gb ×4, 2g.20gb ×3, 3g.40gb ×2,
+	// 4g.40gb ×1, 7g.80gb ×1; placements of the guide's H100 figure (see
+	// ga100Layout).
 	{Model: "H100 80GB", Family: "H100", MinMemoryGiB: 76, MaxMemoryGiB: 84, MemorySlices: 8,
-		Profiles: ga100Profiles([6]string{"10gb", "20gb", "20gb", "40gb", "40gb", "80gb"})},
+		Profiles: ga100Layout([6]string{"10gb", "20gb", "20gb", "40gb", "40gb", "80gb"})},
+	// H100 NVL and SXM5 94GB. Names and counts: nvidia-smi mig -lgip of
+	// an H100 NVL (NVIDIA/gpu-operator#900 and NVIDIA/mig-parted#101:
+	// 1g.12gb ×7, 1g.12gb+me ×1, 1g.24gb ×4, 2g.24gb ×3, 3g.47gb, with the
+	// GPU Operator's default MIG configuration, assets/state-mig-manager/
+	// 0400_configmap.yaml, for 3g.47gb ×2, 4g.47gb ×1, 7g.94gb ×1).
+	// Placements: NOT SOURCED. Neither the guide nor any NVIDIA source
+	// gpuenv found gives this model's; gpuenv assumes the H100 80GB's, the
+	// same GH100 die with seven compute slices, and the plan says so
+	// (UnsourcedPlacements).
 	{Model: "H100 94GB (NVL)", Family: "H100", MinMemoryGiB: 90, MaxMemoryGiB: 98, MemorySlices: 8,
-		Profiles: ga100Profiles([6]string{"12gb", "24gb", "24gb", "47gb", "47gb", "94gb"})},
+		Profiles:            ga100Layout([6]string{"12gb", "24gb", "24gb", "47gb", "47gb", "94gb"}),
+		UnsourcedPlacements: "H100 80GB"},
+	// H200 141GB (SXM5, and the H200 NVL), which the guide lists under
+	// "Supported GPUs" and gives a section of "Supported MIG Profiles".
+	// Names and counts: the GPU Operator's default MIG configuration for
+	// H200-141GB (assets/state-mig-manager/0400_configmap.yaml,
+	// NVIDIA/gpu-operator commit 0b0b6b154bdd7ed54102f3efe0239108b0c4a433):
+	// 1g.18gb ×7, 1g.18gb+me ×1, 1g.35gb ×4, 2g.35gb ×3, 3g.71gb ×2,
+	// 4g.71gb ×1, 7g.141gb ×1.
+	// Placements: NOT SOURCED, as for the H100 94GB; gpuenv assumes the
+	// H100 80GB's.
 	{Model: "H200 141GB", Family: "H200", MinMemoryGiB: 135, MaxMemoryGiB: 145, MemorySlices: 8,
-		Profiles: ga100Profiles([6]string{"18gb", "35gb", "35gb", "71gb", "71gb", "141gb"})},
+		Profiles:            ga100Layout([6]string{"18gb", "35gb", "35gb", "71gb", "71gb", "141gb"}),
+		UnsourcedPlacements: "H100 80GB"},
 }
 
 // MIGModels returns the table, for tests and documentation.

@@ -18,8 +18,8 @@ func TestMIGTableMatchesNVMLMock(t *testing.T) {
 		model string
 		// placements is false for the mocks whose placements are
 		// simplified (H100 and H200: a 3g of three memory slices, a 7g
-		// of seven), unlike the eight-slice layout the guide's
-		// placement figure gives these GPUs, which is the A100's.
+		// of seven), unlike the eight-slice layout of the guide's H100
+		// figure; the H200's own are not published (UnsourcedPlacements).
 		placements bool
 	}{
 		{nvmlgpus.A100_SXM4_40GB, "A100 40GB", true},

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpuenv/gpuenv/planner/compat"
@@ -33,6 +34,7 @@ func (d *doctor) containers() {
 		}
 	}
 	d.containerCDI()
+	d.containerManagementCDI()
 }
 
 func (d *doctor) containerToolkit() {
@@ -135,6 +137,91 @@ func (d *doctor) containerCDI() {
 		check.Summary = fmt.Sprintf("CDI spec %s for driver %s, devices %s", inUse.Path, orUnknown(inUse.DriverVersion), strings.Join(inUse.Devices, ", "))
 	}
 	d.add(check)
+}
+
+// managementKind is the kind of the CDI management spec, whose one device
+// management.nvidia.com/gpu=all gives a container every NVIDIA device
+// node (nvidia-ctk cdi generate --mode=management; gpuenv's
+// container_toolkit writes it beside the CDI spec).
+const managementKind = "management.nvidia.com/gpu"
+
+// containerManagementCDI judges the management spec engines use, where
+// there is one: a device node it names that is gone fails every
+// container that asks for it, and on a host with a GPU in MIG mode one
+// without the MIG config and monitor capability nodes starts a MIG
+// manager or nvidia-smi that cannot create or list the instances.
+func (d *doctor) containerManagementCDI() {
+	c := d.obs.Containers
+	check := Check{ID: "containers.cdi_management", Group: GroupContainers}
+	var inUse *facts.CDISpec
+	for i, s := range c.CDISpecs {
+		if s.Kind == managementKind && s.Error == "" && (inUse == nil || strings.HasPrefix(s.Path, "/var/run/cdi/") && !strings.HasPrefix(inUse.Path, "/var/run/cdi/")) {
+			inUse = &c.CDISpecs[i]
+		}
+	}
+	if inUse == nil {
+		return
+	}
+	check.Evidence = []string{inUse.Path + " (in use for " + managementKind + ")"}
+	var gone []string
+	for _, n := range inUse.DeviceNodes {
+		if slices.Contains(inUse.Missing, n) {
+			gone = append(gone, n)
+		}
+	}
+	// The capability nodes a MIG manager needs, where a GPU is (or is
+	// about to be) in MIG mode and the driver lists the capabilities.
+	var unnamed, absent []string
+	if migHost(d.obs) {
+		for _, capability := range facts.MIGManagementCapabilities {
+			n, ok := c.MIGCapabilityNode(capability)
+			if !ok {
+				continue
+			}
+			if !slices.Contains(inUse.DeviceNodes, n) {
+				unnamed = append(unnamed, fmt.Sprintf("%s (mig/%s)", n, capability))
+			}
+			if !slices.ContainsFunc(d.obs.DeviceNodes, func(dn facts.DeviceNode) bool { return dn.Path == n }) {
+				absent = append(absent, n)
+			}
+		}
+		check.Evidence = append(check.Evidence, "a GPU is in MIG mode (NVML); /proc/driver/nvidia-caps/mig-minors lists the config and monitor capabilities")
+	}
+	fix := &Fix{Text: "Regenerate it with gpuenv, which writes it from the host's device nodes:", Spec: "container_toolkit {\n  cdi = true\n}"}
+	switch {
+	case len(gone) > 0:
+		check.Status = Problem
+		check.Summary = fmt.Sprintf("The CDI management spec %s names %s that %s gone (%s): every container asking for %s=all fails to start", inUse.Path, plural(len(gone), "device node"), isAre(len(gone)), strings.Join(gone, ", "), managementKind)
+		check.Fix = fix
+	case len(unnamed) > 0:
+		check.Status = Problem
+		nodes := "nodes"
+		if len(unnamed) == 1 {
+			nodes = "node"
+		}
+		check.Summary = fmt.Sprintf("The CDI management spec %s misses the MIG capability %s %s: a MIG manager or nvidia-smi in a container given %s=all cannot create or list MIG instances", inUse.Path, nodes, strings.Join(unnamed, ", "), managementKind)
+		check.Fix = fix
+		if len(absent) > 0 {
+			// Regenerating names only the nodes that exist.
+			check.Summary += fmt.Sprintf("; the host lacks %s as well, so no spec can name it until the driver makes it", strings.Join(absent, ", "))
+			check.Fix = nil
+		}
+	default:
+		check.Status = OK
+		check.Summary = fmt.Sprintf("CDI management spec %s names %s, all present", inUse.Path, plural(len(inUse.DeviceNodes), "device node"))
+	}
+	d.add(check)
+}
+
+// migHost reports whether a GPU is in MIG mode, or will be at its next
+// reset.
+func migHost(obs *facts.Observation) bool {
+	for _, g := range obs.NVML.Devices {
+		if g.MIGMode == "enabled" || g.MIGModePending == "enabled" {
+			return true
+		}
+	}
+	return false
 }
 
 func isAre(n int) string {

@@ -258,7 +258,10 @@ func Judge(in Input, stage findings.Stage) []Check {
 	for _, c := range stageChecks[stage] {
 		c(d)
 	}
-	return d.out
+	// A check function may judge rules of several stages (containers
+	// judges the toolkit, the engines and both CDI specs): only this
+	// stage's are its verdicts.
+	return slices.DeleteFunc(d.out, func(c Check) bool { return c.Stage != stage })
 }
 
 // doctor carries the input and the checks made so far.

@@ -1,5 +1,7 @@
 package facts
 
+import "fmt"
+
 // Containers are the host's container GPU support: NVIDIA's container
 // toolkit, the engines' configuration files, and the CDI specs that name
 // the GPUs.
@@ -42,6 +44,23 @@ type Containers struct {
 	// instance. Absent where the driver has no MIG support. Added in
 	// minor 7.
 	MIGMinors []MIGMinor `json:"mig_minors,omitempty"`
+}
+
+// MIGManagementCapabilities are the MIG capabilities a MIG manager
+// opens to create and list instances (NVIDIA's MIG user guide, "Device
+// Nodes and Capabilities": mig/config and mig/monitor).
+var MIGManagementCapabilities = []string{"config", "monitor"}
+
+// MIGCapabilityNode is the /dev/nvidia-caps node of a MIG capability the
+// driver lists in mig-minors (nvidia-cap<minor>, the guide's "/dev based
+// nvidia-capabilities"); ok is false where it lists none.
+func (c *Containers) MIGCapabilityNode(capability string) (node string, ok bool) {
+	for _, m := range c.MIGMinors {
+		if m.Capability == capability {
+			return fmt.Sprintf("/dev/nvidia-caps/nvidia-cap%d", m.Minor), true
+		}
+	}
+	return "", false
 }
 
 // MIGMinor is one line of /proc/driver/nvidia-caps/mig-minors.
@@ -107,7 +126,8 @@ type EngineConfig struct {
 	Error string `json:"error,omitempty"`
 }
 
-// CDISpec is one CDI spec for nvidia.com devices.
+// CDISpec is one CDI spec for nvidia.com (or management.nvidia.com)
+// devices.
 type CDISpec struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
@@ -115,6 +135,10 @@ type CDISpec struct {
 	Kind string `json:"kind"`
 	// Devices are the device names it declares ("0", "GPU-…", "all").
 	Devices []string `json:"devices,omitempty"`
+	// DeviceNodes are the host's device nodes it names, each once, in
+	// the spec's order. Added in minor 9, with the management specs
+	// (management.nvidia.com/gpu) among the specs read.
+	DeviceNodes []string `json:"device_nodes,omitempty"`
 	// DriverVersion is the driver version its library paths name
 	// (libcuda.so.<version>), "" when none does.
 	DriverVersion string `json:"driver_version,omitempty"`

@@ -12,7 +12,7 @@ const SchemaVersion = 1
 // lacks the facts added since (Additions), one of a higher minor has facts
 // the reader ignores. Documents written before minors were counted carry
 // no schema_minor, and read as minor 0.
-const SchemaMinor = 8
+const SchemaMinor = 9
 
 // Observation is everything gpuenv knows about one host at one moment.
 type Observation struct {

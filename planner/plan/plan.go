@@ -124,6 +124,9 @@ type Step struct {
 	//	                   the NVIDIA runtime in an engine's configuration
 	//	container_toolkit.cdi
 	//	                   the CDI spec, /etc/cdi/nvidia.yaml
+	//	container_toolkit.cdi_management
+	//	                   the CDI management spec,
+	//	                   /etc/cdi/management.nvidia.com-gpu.yaml
 	Address string `json:"address"`
 	Action  Action `json:"action"`
 	// Before and After are the resource's observed and desired values, by
@@ -333,8 +336,11 @@ type KeyFetch struct {
 	Armored bool `json:"armored,omitempty"`
 }
 
-// GenerateCDI is FileOp.Generate for the CDI spec.
-const GenerateCDI = "cdi"
+// FileOp.Generate for the CDI spec and the CDI management spec.
+const (
+	GenerateCDI           = "cdi"
+	GenerateManagementCDI = "cdi-management"
+)
 
 // GroupOp creates a group when missing and changes its members.
 type GroupOp struct {

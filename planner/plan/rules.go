@@ -75,7 +75,7 @@ var managedDirs = []managedDir{
 	{dir: "/etc/docker", names: []string{"daemon.json"}, merged: true},
 	{dir: "/etc/containerd", names: []string{"config.toml"}, merged: true},
 	{dir: "/etc/crio/crio.conf.d", names: []string{"99-nvidia.toml"}, merged: true},
-	{dir: "/etc/cdi", names: []string{"nvidia.yaml"}},
+	{dir: "/etc/cdi", names: []string{"nvidia.yaml", "management.nvidia.com-gpu.yaml"}},
 	// The rule that makes the /dev/char links when the driver binds.
 	{dir: "/etc/udev/rules.d", names: []string{"71-nvidia-dev-char.rules"}},
 	// The keyrings of the NVIDIA repository gpuenv adds itself.
@@ -410,7 +410,7 @@ func checkFile(f *FileOp) error {
 
 // generated are the files whose content apply makes (FileOp.Generate),
 // by what makes it.
-var generated = map[string]string{GenerateCDI: "/etc/cdi/nvidia.yaml"}
+var generated = map[string]string{GenerateCDI: "/etc/cdi/nvidia.yaml", GenerateManagementCDI: "/etc/cdi/management.nvidia.com-gpu.yaml"}
 
 func checkGenerate(f *FileOp) error {
 	if f.Generate == "" {

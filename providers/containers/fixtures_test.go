@@ -55,7 +55,7 @@ Version: 1.17.8-1
 
 // root lays out the container host with the variants named laid over it,
 // and the toolkit when withToolkit.
-func root(t *testing.T, withToolkit bool, variants ...string) string {
+func root(t testing.TB, withToolkit bool, variants ...string) string {
 	t.Helper()
 	dir := hosttest.Build(t, "containers-host")
 	for _, v := range variants {
@@ -74,7 +74,7 @@ func root(t *testing.T, withToolkit bool, variants ...string) string {
 }
 
 // installToolkit puts toolkit 1.17.8 in place, as its packages would.
-func installToolkit(t *testing.T, dir string) {
+func installToolkit(t testing.TB, dir string) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(dir, "var/lib/dpkg/status"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -202,6 +202,7 @@ func TestGoldenPlans(t *testing.T) {
 		steps: []string{
 			"container_toolkit create",
 			"container_toolkit.cdi create",
+			"container_toolkit.cdi_management create",
 			"container_toolkit.dev_char create",
 			"container_toolkit.engine.containerd create",
 			"container_toolkit.engine.docker create",
@@ -213,6 +214,7 @@ func TestGoldenPlans(t *testing.T) {
 		spec:     repo + "container_toolkit {\n  engines = [\"docker\", \"containerd\"]\n  cdi     = true\n}\n",
 		steps: []string{
 			"container_toolkit.cdi create",
+			"container_toolkit.cdi_management create",
 			"container_toolkit.dev_char create",
 			"container_toolkit.engine.containerd update",
 		},
@@ -232,19 +234,19 @@ func TestGoldenPlans(t *testing.T) {
 		toolkit:  true,
 		variants: []string{"stale-cdi"},
 		spec:     repo + "container_toolkit {\n  engines = [\"podman\"]\n}\n",
-		steps:    []string{"container_toolkit.cdi update", "container_toolkit.dev_char create"},
+		steps:    []string{"container_toolkit.cdi update", "container_toolkit.cdi_management create", "container_toolkit.dev_char create"},
 	}, {
 		name:     "cdi-refresh",
 		toolkit:  true,
 		variants: []string{"cdi-refresh"},
 		spec:     repo + "container_toolkit {\n  engines = [\"podman\"]\n}\n",
-		steps:    []string{"container_toolkit.cdi create", "container_toolkit.dev_char create"},
+		steps:    []string{"container_toolkit.cdi create", "container_toolkit.cdi_management create", "container_toolkit.dev_char create"},
 	}, {
 		name:       "driver-upgrade",
 		toolkit:    true,
 		variants:   []string{"stale-cdi"},
 		spec:       repo + "repository \"cuda\" {\n  url = \"https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/\"\n}\ndriver {\n  version = \"570.*\"\n  source  = \"nvidia\"\n}\ncontainer_toolkit {\n  engines = [\"podman\"]\n}\n",
-		steps:      []string{"container_toolkit.cdi update", "container_toolkit.dev_char create"},
+		steps:      []string{"container_toolkit.cdi update", "container_toolkit.cdi_management create", "container_toolkit.dev_char create"},
 		driverStep: true,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,6 +262,9 @@ func TestGoldenPlans(t *testing.T) {
 			if tc.driverStep {
 				if f := p.Steps[0].Operations[0].File; f.Generate != plan.GenerateCDI || f.Content != "" {
 					t.Errorf("the CDI step of a driver change is not made at apply: %+v", f)
+				}
+				if f := p.Steps[1].Operations[0].File; f.Generate != plan.GenerateManagementCDI || f.Content != "" || p.Steps[1].After["device_nodes"] != plan.KnownAfterApply {
+					t.Errorf("the CDI management step of a driver change is not made at apply: %+v %v", f, p.Steps[1].After)
 				}
 				// The planner drops the dependency on a step its plan does
 				// not have; the provider's own step names the driver.
@@ -439,15 +444,20 @@ func TestCDIAfterToolkitKnownAtApply(t *testing.T) {
 	pl := planner.New(containers.Kind.Provider())
 	pl.Candidates = plantest.Candidates{}
 	p := plantest.Plan(t, pl, s, observe(t, dir))
-	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.cdi create", "container_toolkit.dev_char create"}; !slices.Equal(got, want) {
+	if got, want := addresses(p), []string{"index.apt update", "container_toolkit create", "container_toolkit.cdi create", "container_toolkit.cdi_management create", "container_toolkit.dev_char create"}; !slices.Equal(got, want) {
 		t.Fatalf("steps %q, want %q", got, want)
 	}
-	cdiStep := p.Steps[2]
-	if f := cdiStep.Operations[0].File; f.Generate != plan.GenerateCDI || f.Content != "" {
-		t.Errorf("the CDI spec is written at plan time, before its toolkit is known: %+v", f)
+	for i, gen := range map[int]string{2: plan.GenerateCDI, 3: plan.GenerateManagementCDI} {
+		cdiStep := p.Steps[i]
+		if f := cdiStep.Operations[0].File; f.Generate != gen || f.Content != "" {
+			t.Errorf("%s is written at plan time, before its toolkit is known: %+v", cdiStep.Address, f)
+		}
+		if !slices.Contains(cdiStep.DependsOn, containers.ToolkitAddress) || cdiStep.After["driver_version"] != "550.54.15" {
+			t.Errorf("CDI step %+v", cdiStep)
+		}
 	}
-	if !slices.Contains(cdiStep.DependsOn, containers.ToolkitAddress) || cdiStep.After["driver_version"] != "550.54.15" {
-		t.Errorf("CDI step %+v", cdiStep)
+	if got := p.Steps[3].After["device_nodes"]; got != "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia0, /dev/nvidia1" {
+		t.Errorf("the management step shows nodes %q", got)
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 // migHost is the container host whose two GPUs are the DGX A100 mock's
 // first two, GPU 0 in MIG mode with a 1g.5gb instance at slice 0 and a
 // 3g.20gb at slice 4, each with one compute instance of all its slices.
-func migHost(t *testing.T) (string, *facts.Observation) {
+func migHost(t testing.TB) (string, *facts.Observation) {
 	t.Helper()
 	dir := root(t, true, "mig")
 	srv := hosttest.NVMLServer("dgxa100")

@@ -231,7 +231,7 @@ func parseEngine(c *facts.EngineConfig) {
 }
 
 // observeCDI reads every spec in both directories and keeps those for
-// nvidia.com devices.
+// nvidia.com and management.nvidia.com devices.
 func observeCDI(h *host.Host) ([]facts.CDISpec, []facts.Warning) {
 	var out []facts.CDISpec
 	var warns []facts.Warning
@@ -260,7 +260,7 @@ func observeCDI(h *host.Host) ([]facts.CDISpec, []facts.Warning) {
 }
 
 // readCDI reads the spec at p, whose content is data; false when it is
-// not for nvidia.com devices. With h nil, no path it names is looked for:
+// not for nvidia.com or management.nvidia.com devices. With h nil, no path it names is looked for:
 // none is taken to be gone.
 func readCDI(h *host.Host, p string, data []byte) (facts.CDISpec, bool) {
 	s := facts.CDISpec{Path: p, SHA256: host.SHA256Of(data)}
@@ -270,7 +270,7 @@ func readCDI(h *host.Host, p string, data []byte) (facts.CDISpec, bool) {
 		s.Error = err.Error()
 		return s, true
 	}
-	if !strings.HasPrefix(raw.Kind, cdi.CDIVendor+"/") {
+	if !strings.HasPrefix(raw.Kind, cdi.CDIVendor+"/") && !strings.HasPrefix(raw.Kind, cdi.ManagementVendor+"/") {
 		return s, false
 	}
 	s.Kind = raw.Kind
@@ -278,8 +278,9 @@ func readCDI(h *host.Host, p string, data []byte) (facts.CDISpec, bool) {
 	return s, true
 }
 
-// describeCDI fills in what a spec names: its devices, the driver version
-// of its libraries, the hooks it runs, and the host paths that are gone.
+// describeCDI fills in what a spec names: its devices and their device
+// nodes, the driver version of its libraries, the hooks it runs, and the
+// host paths that are gone.
 func describeCDI(h *host.Host, raw *cdispec.Spec, s *facts.CDISpec) {
 	var paths []string
 	addEdits := func(e *cdispec.ContainerEdits) {
@@ -289,6 +290,9 @@ func describeCDI(h *host.Host, raw *cdispec.Spec, s *facts.CDISpec) {
 				p = n.Path
 			}
 			paths = append(paths, p)
+			if !slices.Contains(s.DeviceNodes, p) {
+				s.DeviceNodes = append(s.DeviceNodes, p)
+			}
 		}
 		for _, m := range e.Mounts {
 			paths = append(paths, m.HostPath)
@@ -352,19 +356,8 @@ func hookName(hk *cdispec.Hook) string {
 	return args[0]
 }
 
-// cdiInUse is the spec engines use for nvidia.com/gpu: one in the
-// dynamic directory outranks the static one.
-func cdiInUse(specs []facts.CDISpec) string {
-	in := ""
-	for _, s := range specs {
-		if s.Kind == cdi.CDIKind && s.Error == "" {
-			if in == "" || strings.HasPrefix(s.Path, cdi.DynamicCDIDir+"/") && !strings.HasPrefix(in, cdi.DynamicCDIDir+"/") {
-				in = s.Path
-			}
-		}
-	}
-	return in
-}
+// cdiInUse is the spec engines use for nvidia.com/gpu.
+func cdiInUse(specs []facts.CDISpec) string { return specInUse(specs, cdi.CDIKind) }
 
 // observeGPUs reads each GPU's information file: its minor number (its
 // /dev/nvidia<minor>) and UUID.

@@ -3,6 +3,7 @@ package containers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/providers/host/pkgkit"
@@ -31,6 +33,8 @@ const (
 	ToolkitAddress = "container_toolkit"
 	// CDIAddress writes the CDI spec.
 	CDIAddress = "container_toolkit.cdi"
+	// CDIManagementAddress writes the CDI management spec.
+	CDIManagementAddress = "container_toolkit.cdi_management"
 	// engineAddress, with the engine's name, writes its configuration.
 	engineAddress = "container_toolkit.engine."
 )
@@ -84,7 +88,12 @@ func (Provider) Plan(ctx context.Context, req *planner.Request) *planner.Respons
 		}
 	}
 	if c.EffectiveCDI() {
-		if s := planCDI(req, c, toolkitStep, resp); s != nil {
+		if s := planCDI(req, c, toolkitStep, resp, gpuCDI); s != nil {
+			resp.Steps = append(resp.Steps, *s)
+		}
+	}
+	if c.EffectiveCDIManagement() {
+		if s := planCDI(req, c, toolkitStep, resp, managementCDI); s != nil {
 			resp.Steps = append(resp.Steps, *s)
 		}
 	}
@@ -435,9 +444,74 @@ func normalize(v any) any {
 	return v
 }
 
-// planCDI writes the CDI spec when the one on disk differs from what the
-// host's files make.
-func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.Step, resp *planner.Response) *plan.Step {
+// cdiFile is one CDI spec file gpuenv writes: the nvidia.com/gpu spec,
+// or the management spec beside it. Both are planned alike.
+type cdiFile struct {
+	address, path, kind string
+	// generate is what apply makes the file's content with
+	// (plan.FileOp.Generate), when the plan cannot know it.
+	generate string
+	make     func(cs *facts.Containers, obs *facts.Observation) (*cdispec.Spec, error)
+	// shown are the After (or, of the spec on disk, Before) values
+	// besides the path, the driver version and the digest.
+	shown       func(s *cdispec.Spec) map[string]string
+	shownOnDisk func(sp facts.CDISpec) map[string]string
+	// writes says what the step writes, for its reason.
+	writes func(cs *facts.Containers, s *cdispec.Spec) string
+	// afterMIG makes the file at apply after the plan's MIG steps, when
+	// there are any: its content follows the instances, and apply can
+	// make it from /dev alone.
+	afterMIG bool
+}
+
+var gpuCDI = cdiFile{
+	address: CDIAddress, path: cdi.CDISpecPath, kind: cdi.CDIKind, generate: plan.GenerateCDI,
+	make: func(cs *facts.Containers, obs *facts.Observation) (*cdispec.Spec, error) {
+		return cdi.GenerateCDI(cs, obs.DeviceNodes, obs.NVML.Devices)
+	},
+	shown: func(s *cdispec.Spec) map[string]string {
+		return map[string]string{"devices": strings.Join(deviceNames(s.Devices), ", ")}
+	},
+	shownOnDisk: func(sp facts.CDISpec) map[string]string {
+		return map[string]string{"devices": strings.Join(sp.Devices, ", ")}
+	},
+	writes: func(cs *facts.Containers, _ *cdispec.Spec) string {
+		return fmt.Sprintf("writes the spec for %d GPUs and all from the device nodes and %d driver files", len(cs.GPUs), len(cs.DriverFiles))
+	},
+}
+
+// managementCDI is the management spec: its one device is "all", so the
+// step shows the device nodes it gives, which change with the MIG
+// layout.
+var managementCDI = cdiFile{
+	address: CDIManagementAddress, path: cdi.ManagementSpecPath, kind: cdi.ManagementKind, generate: plan.GenerateManagementCDI, afterMIG: true,
+	make: func(cs *facts.Containers, obs *facts.Observation) (*cdispec.Spec, error) {
+		return cdi.GenerateManagementCDI(cs, obs.DeviceNodes)
+	},
+	shown: func(s *cdispec.Spec) map[string]string {
+		var nodes []string
+		for _, d := range s.Devices {
+			for _, n := range d.ContainerEdits.DeviceNodes {
+				nodes = append(nodes, n.Path)
+			}
+		}
+		return map[string]string{"devices": strings.Join(deviceNames(s.Devices), ", "), "device_nodes": strings.Join(nodes, ", ")}
+	},
+	shownOnDisk: func(sp facts.CDISpec) map[string]string {
+		return map[string]string{"devices": strings.Join(sp.Devices, ", "), "device_nodes": strings.Join(sp.DeviceNodes, ", ")}
+	},
+	writes: func(cs *facts.Containers, s *cdispec.Spec) string {
+		n := 0
+		for _, d := range s.Devices {
+			n += len(d.ContainerEdits.DeviceNodes)
+		}
+		return fmt.Sprintf("writes %s=all with the host's %d NVIDIA device nodes and %d driver files, for containers that manage the GPUs", cdi.ManagementKind, n, len(cs.DriverFiles))
+	},
+}
+
+// planCDI writes a CDI spec file when the one on disk differs from what
+// the host's files make.
+func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.Step, resp *planner.Response, f cdiFile) *plan.Step {
 	obs := req.Facts
 	cs := obs.Containers
 	if toolkitStep != nil {
@@ -447,22 +521,34 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.S
 		cs.Toolkit = incomingToolkit(toolkitStep)
 	}
 	if driverChanges(req) {
-		return regenerateAtApply(cs, toolkitStep, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", cdi.CDISpecPath))
+		return regenerateAtApply(cs, toolkitStep, f, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", f.path))
 	}
-	s, err := cdi.GenerateCDI(&cs, obs.DeviceNodes, obs.NVML.Devices)
+	if f.afterMIG {
+		if migSteps := devices.MIGChanges(req); len(migSteps) > 0 {
+			step := regenerateAtApply(cs, toolkitStep, f, fmt.Sprintf("This plan changes the MIG layout, and %s names the capability nodes of the instances: apply writes it from /dev after the MIG step.", f.path))
+			step.DependsOn = append(step.DependsOn, migSteps...)
+			return step
+		}
+	}
+	s, err := f.make(&cs, obs)
 	if err != nil {
+		what := "No CDI spec can be made on this host yet"
+		if f.kind != cdi.CDIKind {
+			what = fmt.Sprintf("No CDI spec for %s can be made on this host yet", f.kind)
+		}
 		resp.Warnings = append(resp.Warnings, finding.Finding{
 			ID:      CheckCDIUnplanned,
-			Summary: "No CDI spec can be made on this host yet",
-			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), cdi.CDISpecPath),
+			Summary: what,
+			Detail:  fmt.Sprintf("%s. gpuenv writes %s once the driver is loaded and its files are in place.", strings.TrimSuffix(err.Error(), "."), f.path),
 		})
 		return nil
 	}
 	if toolkitStep != nil && cs.Toolkit.Version == "" {
-		step := regenerateAtApply(cs, toolkitStep, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", cdi.CDISpecPath))
-		// The driver stays: only the hooks wait for the toolkit.
+		step := regenerateAtApply(cs, toolkitStep, f, fmt.Sprintf("The toolkit this plan installs is known after apply, and %s names only the hooks the installed toolkit has: apply writes it after the toolkit step, from the driver's files and the toolkit then in place.", f.path))
+		// The driver and the devices stay: only the hooks wait for the
+		// toolkit.
 		step.After["driver_version"] = cs.DriverVersion
-		step.After["devices"] = strings.Join(deviceNames(s.Devices), ", ")
+		maps.Copy(step.After, f.shown(s))
 		return step
 	}
 	content, err := cdi.MarshalCDI(s)
@@ -470,42 +556,48 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.S
 		resp.Diagnostics = append(resp.Diagnostics, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "CDI spec not written", Detail: err.Error(), Subject: c.DefRange.Ptr()})
 		return nil
 	}
-	if in := cs.CDIInUse; in != "" && in != cdi.CDISpecPath && strings.HasPrefix(in, cdi.DynamicCDIDir+"/") {
+	if in := specInUse(cs.CDISpecs, f.kind); in != "" && in != f.path && strings.HasPrefix(in, cdi.DynamicCDIDir+"/") {
+		detail := fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", f.kind, cdi.DynamicCDIDir, cdi.StaticCDIDir)
+		if f.kind != cdi.CDIKind {
+			detail = fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. The GPU Operator's toolkit container writes it there; remove it, or set cdi_management = false and let the operator keep its spec.", f.kind, cdi.DynamicCDIDir, cdi.StaticCDIDir)
+		}
 		resp.Warnings = append(resp.Warnings, finding.Finding{
 			ID:       CheckCDIOutranked,
-			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, cdi.CDISpecPath),
-			Detail:   fmt.Sprintf("A CDI spec for %s in %s outranks one in %s. Toolkit 1.18 and later write it with the nvidia-cdi-refresh service; disable that service, or leave cdi unset and let the toolkit keep the spec.", cdi.CDIKind, cdi.DynamicCDIDir, cdi.StaticCDIDir),
+			Summary:  fmt.Sprintf("Engines use %s, not gpuenv's %s", in, f.path),
+			Detail:   detail,
 			Evidence: []string{in},
 		})
 	}
 	var current *facts.CDISpec
 	for i := range cs.CDISpecs {
-		if cs.CDISpecs[i].Path == cdi.CDISpecPath {
+		if cs.CDISpecs[i].Path == f.path {
 			current = &cs.CDISpecs[i]
 		}
 	}
 	if current != nil && current.SHA256 == planner.Digest(content) {
 		return nil
 	}
+	after := map[string]string{"path": f.path, "driver_version": cs.DriverVersion, "sha256": planner.Digest(content)}
+	maps.Copy(after, f.shown(s))
 	step := &plan.Step{
-		Address:    CDIAddress,
+		Address:    f.address,
 		Action:     plan.Create,
 		ReasonCode: plan.ReasonMissing,
-		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": cs.DriverVersion, "devices": strings.Join(deviceNames(s.Devices), ", "), "sha256": planner.Digest(content)},
-		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: cdi.CDISpecPath, Content: content, Mode: 0o644}}},
+		After:      after,
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: f.path, Content: content, Mode: 0o644}}},
 		DependsOn:  []string{"driver"},
 	}
 	if toolkitStep != nil {
 		step.DependsOn = append(step.DependsOn, ToolkitAddress)
 	}
-	why := []string{fmt.Sprintf("%s does not exist", cdi.CDISpecPath)}
+	why := []string{fmt.Sprintf("%s does not exist", f.path)}
 	if current != nil {
 		step.Action = plan.Update
 		step.ReasonCode = plan.ReasonContentDiffers
-		step.Before = map[string]string{"path": cdi.CDISpecPath, "driver_version": current.DriverVersion, "devices": strings.Join(current.Devices, ", "), "sha256": current.SHA256}
-		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", cdi.CDISpecPath)}
+		step.Before = onDisk(f, *current)
+		why = []string{fmt.Sprintf("%s differs from the spec the driver's files make", f.path)}
 		if current.DriverVersion != "" && current.DriverVersion != cs.DriverVersion {
-			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", cdi.CDISpecPath, current.DriverVersion, cs.DriverVersion)}
+			why = []string{fmt.Sprintf("%s names driver %s, and the installed driver is %s", f.path, current.DriverVersion, cs.DriverVersion)}
 		}
 		switch n := len(current.Missing); {
 		case n == 1:
@@ -514,24 +606,35 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.S
 			why = append(why, fmt.Sprintf("%d of the paths it names are gone (%s, …)", n, current.Missing[0]))
 		}
 	}
-	why = append(why, fmt.Sprintf("writes the spec for %d GPUs and all from the device nodes and %d driver files", len(cs.GPUs), len(cs.DriverFiles)))
+	why = append(why, f.writes(&cs, s))
 	step.Reason = plan.Sentence(why)
 	return step
 }
 
-// regenerateAtApply is the CDI step of a plan whose spec depends on what
+// onDisk is what a plan shows of the spec file on disk.
+func onDisk(f cdiFile, sp facts.CDISpec) map[string]string {
+	m := map[string]string{"path": f.path, "driver_version": sp.DriverVersion, "sha256": sp.SHA256}
+	maps.Copy(m, f.shownOnDisk(sp))
+	return m
+}
+
+// regenerateAtApply is the step of a CDI spec file that depends on what
 // an earlier step leaves: a driver change (the spec names the driver's
 // files of one version) or a toolkit whose version apply picks (the spec
 // names its hooks). Apply makes the spec from the host as those steps
 // left it, right after them; rollback restores the spec the host had, as
 // for every file.
-func regenerateAtApply(cs facts.Containers, toolkitStep *plan.Step, reason string) *plan.Step {
+func regenerateAtApply(cs facts.Containers, toolkitStep *plan.Step, f cdiFile, reason string) *plan.Step {
+	after := map[string]string{"path": f.path, "driver_version": plan.KnownAfterApply, "sha256": plan.KnownAfterApply}
+	for k := range f.shownOnDisk(facts.CDISpec{}) {
+		after[k] = plan.KnownAfterApply
+	}
 	step := &plan.Step{
-		Address:    CDIAddress,
+		Address:    f.address,
 		Action:     plan.Create,
 		ReasonCode: plan.ReasonDependency,
-		After:      map[string]string{"path": cdi.CDISpecPath, "driver_version": plan.KnownAfterApply, "devices": plan.KnownAfterApply, "sha256": plan.KnownAfterApply},
-		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: cdi.CDISpecPath, Mode: 0o644, Generate: plan.GenerateCDI}}},
+		After:      after,
+		Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: f.path, Mode: 0o644, Generate: f.generate}}},
 		DependsOn:  []string{"driver"},
 		Reason:     reason,
 	}
@@ -539,12 +642,26 @@ func regenerateAtApply(cs facts.Containers, toolkitStep *plan.Step, reason strin
 		step.DependsOn = append(step.DependsOn, ToolkitAddress)
 	}
 	for _, sp := range cs.CDISpecs {
-		if sp.Path == cdi.CDISpecPath {
+		if sp.Path == f.path {
 			step.Action = plan.Update
-			step.Before = map[string]string{"path": cdi.CDISpecPath, "driver_version": sp.DriverVersion, "devices": strings.Join(sp.Devices, ", "), "sha256": sp.SHA256}
+			step.Before = onDisk(f, sp)
 		}
 	}
 	return step
+}
+
+// specInUse is the spec engines use for kind: one in the dynamic
+// directory outranks the static one.
+func specInUse(specs []facts.CDISpec, kind string) string {
+	in := ""
+	for _, s := range specs {
+		if s.Kind == kind && s.Error == "" {
+			if in == "" || strings.HasPrefix(s.Path, cdi.DynamicCDIDir+"/") && !strings.HasPrefix(in, cdi.DynamicCDIDir+"/") {
+				in = s.Path
+			}
+		}
+	}
+	return in
 }
 
 // incomingToolkit is the toolkit a toolkit step installs, as the CDI spec

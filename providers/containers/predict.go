@@ -64,6 +64,8 @@ func predict(end *facts.Observation, steps []plan.Step) {
 			case f.Remove:
 			case f.Generate == plan.GenerateCDI:
 				c.CDISpecs = append(c.CDISpecs, facts.CDISpec{Path: f.Path, Kind: cdi.CDIKind, DriverVersion: c.DriverVersion})
+			case f.Generate == plan.GenerateManagementCDI:
+				c.CDISpecs = append(c.CDISpecs, facts.CDISpec{Path: f.Path, Kind: cdi.ManagementKind, DriverVersion: c.DriverVersion})
 			case f.Generate == "":
 				if s, ok := readCDI(nil, f.Path, []byte(f.Content)); ok {
 					c.CDISpecs = append(c.CDISpecs, s)

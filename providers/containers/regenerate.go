@@ -29,14 +29,31 @@ func (noNVML) Devices() ([]host.NVMLDevice, error) { return nil, errNoNVML }
 // made at apply (plan.GenerateCDI), run once the driver or toolkit step
 // before it has put the new files in place.
 func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
+	c, nodes := observeForCDI(ctx, h)
+	s, err := cdi.GenerateCDI(&c, nodes, nil)
+	if err != nil {
+		return "", err
+	}
+	return cdi.MarshalCDI(s)
+}
+
+// RegenerateManagementCDI is RegenerateCDI for the management spec
+// (plan.GenerateManagementCDI).
+func RegenerateManagementCDI(ctx context.Context, h *host.Host) (string, error) {
+	c, nodes := observeForCDI(ctx, h)
+	s, err := cdi.GenerateManagementCDI(&c, nodes)
+	if err != nil {
+		return "", err
+	}
+	return cdi.MarshalCDI(s)
+}
+
+// observeForCDI observes what a CDI spec is made from, without NVML.
+func observeForCDI(ctx context.Context, h *host.Host) (facts.Containers, []facts.DeviceNode) {
 	obs := &facts.Observation{}
 	system.Observe(ctx, h, obs)
 	driver.Observe(ctx, h, noNVML{}, obs)
 	pkgs, _ := packages.Observe(ctx, h, obs.OS.Family)
 	c, _ := Observe(ctx, h, pkgs, obs.Driver)
-	s, err := cdi.GenerateCDI(&c, obs.DeviceNodes, nil)
-	if err != nil {
-		return "", err
-	}
-	return cdi.MarshalCDI(s)
+	return c, obs.DeviceNodes
 }

@@ -98,6 +98,10 @@ type migGPU struct {
 	// the operations ran: what the boot unit makes again.
 	mode  string
 	final []plan.MIGInstance
+	// assumed, where instances are placed on a model whose placements no
+	// NVIDIA source gives, is that model and the one whose placements
+	// stand in (compat.MIGModel.UnsourcedPlacements).
+	assumed [2]string
 }
 
 // planMIGGPU plans one GPU's MIG mode and layout. Instances that are
@@ -209,6 +213,9 @@ func planMIGGPU(blk *spec.MIG, d facts.GPUDevice) (*migGPU, hcl.Diagnostics) {
 		in := in
 		g.ops = append(g.ops, plan.Operation{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: d.UUID, Index: d.Index, Setting: plan.SettingGPUInstance, Value: plan.GPUInstancePresent, Instance: &in}})
 	}
+	if len(create) > 0 && model.UnsourcedPlacements != "" {
+		g.assumed = [2]string{model.Model, model.UnsourcedPlacements}
+	}
 	// Leaving MIG mode comes after the instances are gone: NVML does not
 	// leave it while instances exist.
 	if wantMode == string(spec.MIGDisabled) && pending != wantMode {
@@ -283,6 +290,28 @@ func layoutDiff(model compat.MIGModel, have []plan.MIGInstance, want []string, c
 	return destroy, create
 }
 
+// MIGChanges lists the addresses of the MIG steps a plan of req has:
+// the mig blocks that change a GPU's MIG mode or instances. What is made
+// from the instances (the CDI management spec, which names their
+// capability nodes) is then made after them, at apply.
+func MIGChanges(req *planner.Request) []string {
+	devs := req.Facts.NVML.Devices
+	governs := migBlocks(req.Spec, devs)
+	var out []string
+	for _, blk := range req.Spec.MIG {
+		for _, d := range devs {
+			if governs[d.Index] != blk {
+				continue
+			}
+			if g, diags := planMIGGPU(blk, d); g != nil && !diags.HasErrors() && len(g.ops) > 0 {
+				out = append(out, MIGAddress(blk.Selector))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // migSteps plans a step per mig block: the mode and layout of each GPU
 // it governs.
 func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
@@ -322,7 +351,7 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 			ReasonCode: plan.ReasonSettingDiffers,
 			DependsOn:  []string{"driver", "driver.persistence"},
 		}
-		var modeGPUs, busyGPUs, unpersisted []string
+		var modeGPUs, busyGPUs, unpersisted, assumed []string
 		entering := false
 		for _, d := range picked {
 			g, diags := planMIGGPU(blk, d)
@@ -335,6 +364,11 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 				unpersisted = append(unpersisted, strconv.Itoa(d.Index))
 			}
 			step.Operations = append(step.Operations, g.ops...)
+			if m := g.assumed; m[0] != "" {
+				if n := fmt.Sprintf("NVIDIA publishes no MIG placements for the %s, so gpuenv places its instances as on the %s, the same GH100 layout; NVML refuses a placement the GPU does not have, and apply then reverts the step", m[0], m[1]); !slices.Contains(assumed, n) {
+					assumed = append(assumed, n)
+				}
+			}
 			for k, v := range g.before {
 				step.Before[k] = v
 			}
@@ -380,6 +414,7 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 			step.Flags.NeedsReboot = true
 			why = append(why, fmt.Sprintf("GPU %s run processes now, so expect the reset to wait for a reboot", strings.Join(busyGPUs, ", ")))
 		}
+		why = append(why, assumed...)
 		why = append(why, "apply records each instance it destroys, with its profile and placement, so that rollback creates it again")
 		r := strings.Join(why, "; ") + "."
 		step.Reason = strings.ToUpper(r[:1]) + r[1:]

@@ -200,3 +200,33 @@ func TestMIGWithoutPersistenceWarns(t *testing.T) {
 		t.Errorf("with persistence on: %+v", plan.Warnings)
 	}
 }
+
+// A layout on a GPU whose placements NVIDIA does not publish (H200
+// 141GB) says in its plan that gpuenv assumes the H100 80GB's; one on
+// an H100 80GB, whose placements are sourced, says nothing of it.
+func TestMIGPlanSaysPlacementsAreAssumed(t *testing.T) {
+	for _, c := range []struct {
+		server, profile string
+		assumed         bool
+	}{{"dgxh200", "3g.71gb", true}, {"dgxh100", "3g.40gb", false}} {
+		h := hosttest.Host(t, "-- etc/os-release --\nID=ubuntu\nVERSION_ID=\"22.04\"\n"+
+			"-- proc/driver/nvidia/version --\nNVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Feb 13 01:10:03 UTC 2024\n")
+		obs := &facts.Observation{}
+		driver.Observe(context.Background(), h, host.NewNVML(hosttest.NVMLServer(c.server)), obs)
+		obs.Units = []facts.Unit{devices.ObserveMIGUnit(h)}
+		obs.Init = systemd
+		p := plantest.Plan(t, planner.New(devices.Kind.Provider()), plantest.LoadSpec(t, "mig \"0\" {\n  instances = [\""+c.profile+"\"]\n}\n"), obs)
+		var reason string
+		for _, st := range p.Steps {
+			if st.Address == devices.MIGAddress("0") {
+				reason = st.Reason
+			}
+		}
+		if reason == "" {
+			t.Fatalf("%s: no MIG step in %+v", c.server, p.Steps)
+		}
+		if got := strings.Contains(reason, "NVIDIA publishes no MIG placements for the H200 141GB, so gpuenv places its instances as on the H100 80GB"); got != c.assumed {
+			t.Errorf("%s: reason %q", c.server, reason)
+		}
+	}
+}

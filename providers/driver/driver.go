@@ -462,12 +462,15 @@ func (o *observer) libraries() {
 	}
 }
 
-// deviceNodes lists /dev/nvidia* and /dev/nvidia-caps/*. The group name
-// is filled in from /etc/group by whoever reads it.
+// deviceNodes lists /dev/nvidia*, /dev/nvidia-caps/* and the IMEX
+// channels, /dev/nvidia-caps-imex-channels/* (which the CDI management
+// spec gives containers). The group name is filled in from /etc/group by
+// whoever reads it.
 func (o *observer) deviceNodes() {
 	nodes, _ := o.h.Glob(path.Join(DevDir, "nvidia*"))
 	caps, _ := o.h.Glob(path.Join(DevDir, "nvidia-caps", "*"))
-	for _, p := range append(nodes, caps...) {
+	imex, _ := o.h.Glob(path.Join(DevDir, "nvidia-caps-imex-channels", "*"))
+	for _, p := range slices.Concat(nodes, caps, imex) {
 		fi, err := o.h.Lstat(p)
 		if err != nil {
 			o.warn(p, err)

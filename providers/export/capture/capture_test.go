@@ -319,8 +319,27 @@ func TestCaptureContainerToolkit(t *testing.T) {
 	}
 	hosttest.WriteFile(t, root, cdi.CDISpecPath, content)
 	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
-	if got := roundTrip(t, obs); !strings.Contains(got, "  cdi             = true\n") {
-		t.Errorf("gpuenv's CDI spec is not captured:\n%s", got)
+	if got := roundTrip(t, obs); !strings.Contains(got, "  cdi             = true\n") || !strings.Contains(got, "  cdi_management  = false\n") || !strings.Contains(got, "There is no CDI management spec") {
+		t.Errorf("gpuenv's CDI spec is not captured, or the missing management spec is planned:\n%s", got)
+	}
+	// With gpuenv's management spec beside it, cdi_management stays on.
+	ms, err := cdi.GenerateManagementCDI(&cs, obs.DeviceNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcontent, err := cdi.MarshalCDI(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosttest.WriteFile(t, root, cdi.ManagementSpecPath, mcontent)
+	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	if got := roundTrip(t, obs); !strings.Contains(got, "  cdi             = true\n") || strings.Contains(got, "cdi_management") {
+		t.Errorf("gpuenv's management spec is not kept:\n%s", got)
+	}
+	hosttest.WriteFile(t, root, cdi.ManagementSpecPath, mcontent+"# edited by hand\n")
+	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})
+	if got := roundTrip(t, obs); !strings.Contains(got, "  cdi_management  = false\n") || !strings.Contains(got, "is not the CDI management spec") {
+		t.Errorf("a management spec of another's is captured as gpuenv's:\n%s", got)
 	}
 	hosttest.WriteFile(t, root, cdi.CDISpecPath, content+"# edited by hand\n")
 	obs = providers.Observe(context.Background(), hosttest.New(t, root), providers.ObserveOptions{})

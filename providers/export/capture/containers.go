@@ -2,9 +2,11 @@ package capture
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -50,6 +52,25 @@ func (w *writer) containerToolkit(obs *facts.Observation) {
 			notes = append(notes, fmt.Sprintf("%s is not the CDI spec gpuenv would write from this host (%s), so cdi is left unset and it stays as it is.", s.Path, why))
 		}
 	}
+	// cdi = true also writes the management spec: kept where it is
+	// gpuenv's, else turned off, so that the captured spec plans no
+	// change.
+	management := false
+	if cdi {
+		for _, s := range c.CDISpecs {
+			if s.Path != cdipkg.ManagementSpecPath {
+				continue
+			}
+			if same, why := gpuenvManagementCDI(obs, s); same {
+				management = true
+			} else {
+				notes = append(notes, fmt.Sprintf("%s is not the CDI management spec gpuenv would write from this host (%s), so cdi_management = false leaves it as it is.", s.Path, why))
+			}
+		}
+		if !management && !slices.ContainsFunc(c.CDISpecs, func(s facts.CDISpec) bool { return s.Path == cdipkg.ManagementSpecPath }) {
+			notes = append(notes, fmt.Sprintf("There is no CDI management spec (%s), so cdi_management = false leaves the host without one; without it gpuenv writes it, giving containers that ask for %s=all every NVIDIA device node.", cdipkg.ManagementSpecPath, cdipkg.ManagementKind))
+		}
+	}
 	devChar := containers.DevCharInPlace(obs)
 	if !devChar {
 		notes = append(notes, fmt.Sprintf("The NVIDIA device nodes lack /dev/char links, or no udev rule (%s) makes them when the driver loads, so dev_char_links = false leaves the host as it is; without it gpuenv makes them, and containers keep their GPUs when systemd reloads.", containers.DevCharRulePath))
@@ -62,6 +83,9 @@ func (w *writer) containerToolkit(obs *facts.Observation) {
 	}
 	if cdi {
 		b.SetAttributeValue("cdi", cty.True)
+		if !management {
+			b.SetAttributeValue("cdi_management", cty.False)
+		}
 	}
 	if allDefault {
 		b.SetAttributeValue("default_runtime", cty.True)
@@ -76,6 +100,19 @@ func (w *writer) containerToolkit(obs *facts.Observation) {
 func gpuenvCDI(obs *facts.Observation, on facts.CDISpec) (bool, string) {
 	cs := obs.Containers
 	s, err := cdipkg.GenerateCDI(&cs, obs.DeviceNodes, obs.NVML.Devices)
+	return sameCDI(s, err, on)
+}
+
+// gpuenvManagementCDI is gpuenvCDI for the management spec.
+func gpuenvManagementCDI(obs *facts.Observation, on facts.CDISpec) (bool, string) {
+	cs := obs.Containers
+	s, err := cdipkg.GenerateManagementCDI(&cs, obs.DeviceNodes)
+	return sameCDI(s, err, on)
+}
+
+// sameCDI compares a spec gpuenv made (or failed to make: err) with the
+// one on disk.
+func sameCDI(s *cdispec.Spec, err error, on facts.CDISpec) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}

@@ -125,38 +125,7 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode, nvml []facts.GPU
 	}
 	s.Devices = append(s.Devices, cdispec.Device{Name: "all", ContainerEdits: all})
 
-	tk, _ := version.Parse(c.Toolkit.Version)
-	var libDirs []string
-	for _, f := range c.DriverFiles {
-		s.ContainerEdits.Mounts = append(s.ContainerEdits.Mounts, &cdispec.Mount{
-			HostPath: f, ContainerPath: containerPath(f), Options: mountOptions,
-		})
-		if isLibrary(f) && !slices.Contains(libDirs, path.Dir(f)) {
-			libDirs = append(libDirs, path.Dir(f))
-		}
-	}
-	if c.Toolkit.Version != "" && compat.ToolkitWrites("env", libcudaDirEnv, tk) {
-		if dirs := versionedLibDirs(c); len(dirs) > 0 {
-			s.ContainerEdits.Env = append(s.ContainerEdits.Env, libcudaDirEnv+"="+strings.Join(dirs, ":"))
-		}
-	}
-	// The runtime's own injection must stay out of a container that CDI
-	// set up, or the two would mount the driver twice.
-	s.ContainerEdits.Env = append(s.ContainerEdits.Env, "NVIDIA_VISIBLE_DEVICES=void")
-	// The runtime also takes device requests from files mounted under
-	// this directory (its volume-mounts device list strategy); the void
-	// one asks for none, as the variable does.
-	if c.Toolkit.Version != "" && compat.ToolkitWrites("mount", voidDeviceMount, tk) {
-		s.ContainerEdits.Mounts = append(s.ContainerEdits.Mounts, &cdispec.Mount{
-			HostPath: "/dev/null", ContainerPath: voidDeviceMount, Options: []string{"ro", "nosuid", "nodev", "bind"},
-		})
-	}
-	for _, n := range controlNodes {
-		if have[n] {
-			s.ContainerEdits.DeviceNodes = append(s.ContainerEdits.DeviceNodes, &cdispec.DeviceNode{Path: n})
-		}
-	}
-	s.ContainerEdits.Hooks = hooks(c, libDirs)
+	s.ContainerEdits = driverEdits(c, have, true)
 	v, err := cdispec.MinimumRequiredVersion(s)
 	if err != nil {
 		return nil, err
@@ -166,6 +135,51 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode, nvml []facts.GPU
 		return nil, err
 	}
 	return s, nil
+}
+
+// driverEdits are the edits every container of a spec gets: the driver's
+// files, the variables, the void device request, the hooks, and (for the
+// nvidia.com/gpu spec, whose devices are the GPUs alone) the control
+// nodes the host has. forGPUs also names the hooks that keep a GPU
+// container to the nodes it was given, which a management container,
+// given every node, must not run.
+func driverEdits(c *facts.Containers, have map[string]bool, forGPUs bool) cdispec.ContainerEdits {
+	var e cdispec.ContainerEdits
+	tk, _ := version.Parse(c.Toolkit.Version)
+	var libDirs []string
+	for _, f := range c.DriverFiles {
+		e.Mounts = append(e.Mounts, &cdispec.Mount{
+			HostPath: f, ContainerPath: containerPath(f), Options: mountOptions,
+		})
+		if isLibrary(f) && !slices.Contains(libDirs, path.Dir(f)) {
+			libDirs = append(libDirs, path.Dir(f))
+		}
+	}
+	if c.Toolkit.Version != "" && compat.ToolkitWrites("env", libcudaDirEnv, tk) {
+		if dirs := versionedLibDirs(c); len(dirs) > 0 {
+			e.Env = append(e.Env, libcudaDirEnv+"="+strings.Join(dirs, ":"))
+		}
+	}
+	// The runtime's own injection must stay out of a container that CDI
+	// set up, or the two would mount the driver twice.
+	e.Env = append(e.Env, "NVIDIA_VISIBLE_DEVICES=void")
+	// The runtime also takes device requests from files mounted under
+	// this directory (its volume-mounts device list strategy); the void
+	// one asks for none, as the variable does.
+	if c.Toolkit.Version != "" && compat.ToolkitWrites("mount", voidDeviceMount, tk) {
+		e.Mounts = append(e.Mounts, &cdispec.Mount{
+			HostPath: "/dev/null", ContainerPath: voidDeviceMount, Options: []string{"ro", "nosuid", "nodev", "bind"},
+		})
+	}
+	if forGPUs {
+		for _, n := range controlNodes {
+			if have[n] {
+				e.DeviceNodes = append(e.DeviceNodes, &cdispec.DeviceNode{Path: n})
+			}
+		}
+	}
+	e.Hooks = hooks(c, libDirs, forGPUs)
+	return e
 }
 
 // nvmlDevice is g as NVML reports it, matched by UUID, else by PCI
@@ -198,16 +212,11 @@ func normalBusID(id string) string {
 // (NVIDIA's MIG user guide, "/dev based nvidia-capabilities"). The GPU's
 // memory limits hook is not given: it names a whole GPU by UUID.
 func migDevices(c *facts.Containers, g facts.ContainerGPU, d *facts.GPUDevice, gpuNode string, have map[string]bool) ([]cdispec.Device, error) {
-	minors := map[string]int{}
-	for _, m := range c.MIGMinors {
-		minors[m.Capability] = m.Minor
-	}
 	capNode := func(capability string) (string, error) {
-		m, ok := minors[capability]
+		n, ok := c.MIGCapabilityNode(capability)
 		if !ok {
 			return "", fmt.Errorf("GPU %d (%s) is in MIG mode, but /proc/driver/nvidia-caps/mig-minors lists no %s", g.Index, g.PCIBusID, capability)
 		}
-		n := fmt.Sprintf("/dev/nvidia-caps/nvidia-cap%d", m)
 		if !have[n] {
 			return "", fmt.Errorf("GPU %d (%s): the device node %s of %s does not exist (nvidia-modprobe -f -m creates the MIG capability nodes)", g.Index, g.PCIBusID, n, capability)
 		}
@@ -253,8 +262,10 @@ func migDevices(c *facts.Containers, g facts.ContainerGPU, d *facts.GPUDevice, g
 // CUDA's forward compatibility, then the loader cache, which must see the
 // libraries the hooks before it linked or enabled, then the device node
 // guard, then the application profile. Each only when the installed toolkit has it (compat.ToolkitHooks)
-// and the host's files call for it.
-func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
+// and the host's files call for it; the last two only in a spec of GPUs
+// (forGPUs), which nvidia-ctk's management spec leaves out (see
+// ManagementKind).
+func hooks(c *facts.Containers, libDirs []string, forGPUs bool) []*cdispec.Hook {
 	if c.Toolkit.HookPath == "" {
 		return nil
 	}
@@ -289,6 +300,9 @@ func hooks(c *facts.Containers, libDirs []string) []*cdispec.Hook {
 			folders = append(folders, "--folder", d)
 		}
 		add("update-ldcache", folders...)
+	}
+	if !forGPUs {
+		return out
 	}
 	// NVML and nvidia-smi create the device nodes they miss where the
 	// driver's parameters (/proc/driver/nvidia/params) allow it; the
