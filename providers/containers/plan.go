@@ -458,14 +458,14 @@ type cdiFile struct {
 	shownOnDisk func(sp facts.CDISpec) map[string]string
 	// writes says what the step writes, for its reason.
 	writes func(cs *facts.Containers, s *cdispec.Spec) string
-	// afterMIG makes the file at apply after the plan's MIG steps, when
-	// there are any: its content follows the instances, and apply can
-	// make it from /dev alone.
-	afterMIG bool
+	// afterMIG is why the file is made at apply after the plan's MIG
+	// steps, when there are any: its content follows the instances.
+	afterMIG string
 }
 
 var gpuCDI = cdiFile{
 	address: CDIAddress, path: cdi.CDISpecPath, kind: cdi.CDIKind, generate: plan.GenerateCDI,
+	afterMIG: "names the MIG devices and their capability nodes: apply writes it from /dev and NVML after the MIG steps",
 	make: func(cs *facts.Containers, obs *facts.Observation) (*cdispec.Spec, error) {
 		return cdi.GenerateCDI(cs, obs.DeviceNodes, obs.NVML.Devices)
 	},
@@ -484,7 +484,8 @@ var gpuCDI = cdiFile{
 // step shows the device nodes it gives, which change with the MIG
 // layout.
 var managementCDI = cdiFile{
-	address: CDIManagementAddress, path: cdi.ManagementSpecPath, kind: cdi.ManagementKind, generate: plan.GenerateManagementCDI, afterMIG: true,
+	address: CDIManagementAddress, path: cdi.ManagementSpecPath, kind: cdi.ManagementKind, generate: plan.GenerateManagementCDI,
+	afterMIG: "names the capability nodes of the instances: apply writes it from /dev after the MIG steps",
 	make: func(cs *facts.Containers, obs *facts.Observation) (*cdispec.Spec, error) {
 		return cdi.GenerateManagementCDI(cs, obs.DeviceNodes)
 	},
@@ -523,9 +524,9 @@ func planCDI(req *planner.Request, c *spec.ContainerToolkit, toolkitStep *plan.S
 	if driverChanges(req) {
 		return regenerateAtApply(cs, toolkitStep, f, fmt.Sprintf("This plan changes the driver, and %s must name the new driver's files: apply writes it from them after the driver step.", f.path))
 	}
-	if f.afterMIG {
+	if f.afterMIG != "" {
 		if migSteps := devices.MIGChanges(req); len(migSteps) > 0 {
-			step := regenerateAtApply(cs, toolkitStep, f, fmt.Sprintf("This plan changes the MIG layout, and %s names the capability nodes of the instances: apply writes it from /dev after the MIG step.", f.path))
+			step := regenerateAtApply(cs, toolkitStep, f, fmt.Sprintf("This plan changes the MIG layout, and %s %s.", f.path, f.afterMIG))
 			step.DependsOn = append(step.DependsOn, migSteps...)
 			return step
 		}

@@ -26,11 +26,16 @@ func (noNVML) Devices() ([]host.NVMLDevice, error) { return nil, errNoNVML }
 
 // RegenerateCDI makes the CDI spec's text from h's files as they are
 // now: what apply is handed (providers.GeneratorOf) for a plan's CDI step
-// made at apply (plan.GenerateCDI), run once the driver or toolkit step
-// before it has put the new files in place.
+// made at apply (plan.GenerateCDI), run once the driver, toolkit or MIG
+// step before it has done its work. The MIG devices come from h's NVML,
+// when it answers for the driver whose files the spec names: after a MIG
+// change the spec names the instances the plan made; right after a
+// driver upgrade NVML refuses (the old module is loaded), and the spec
+// gives each GPU whole until the next plan, after the reboot, writes it
+// again.
 func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 	c, nodes := observeForCDI(ctx, h)
-	s, err := cdi.GenerateCDI(&c, nodes, nil)
+	s, err := cdi.GenerateCDI(&c, nodes, migDevices(ctx, h, c.DriverVersion))
 	if err != nil {
 		return "", err
 	}
@@ -56,4 +61,19 @@ func observeForCDI(ctx context.Context, h *host.Host) (facts.Containers, []facts
 	pkgs, _ := packages.Observe(ctx, h, obs.OS.Family)
 	c, _ := Observe(ctx, h, pkgs, obs.Driver)
 	return c, obs.DeviceNodes
+}
+
+// migDevices are the GPUs h's NVML lists, with their MIG state, when it
+// runs the driver of version files; nil otherwise.
+func migDevices(ctx context.Context, h *host.Host, files string) []facts.GPUDevice {
+	n := h.NVML()
+	if n == nil || files == "" {
+		return nil
+	}
+	obs := &facts.Observation{}
+	driver.Observe(ctx, h, n, obs)
+	if obs.NVML.Status != "ok" || obs.NVML.DriverVersion != files {
+		return nil
+	}
+	return obs.NVML.Devices
 }
