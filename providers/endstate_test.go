@@ -283,3 +283,55 @@ func TestEndStateJudgesCuDNN(t *testing.T) {
 		t.Errorf("the toolkit and cuDNN moved together: %v, want cuDNN 9.8.0 for CUDA 12 only", got)
 	}
 }
+
+// PyTorch as the steps leave it: a wheel pinned with its variant is
+// known (cu118 is built for CUDA 11.8), and doctor's framework.driver
+// rule judges it against the driver the plan leaves; a wheel the plan
+// installs without a variant is known only after apply, and the build it
+// replaces is no longer judged.
+func TestEndStateJudgesFrameworks(t *testing.T) {
+	venv := facts.PythonEnv{Interpreter: "/opt/torch/bin/python", Prefix: "/opt/torch", Virtual: true, SitePackages: []string{"/opt/torch/lib/python3.10/site-packages"},
+		Frameworks: []facts.Framework{{Name: "pytorch", Version: "2.5.1+cu124", Variant: "cu124", CUDA: "12.4", Package: "torch", Installer: "pip", Location: "/opt/torch/lib/python3.10/site-packages/torch"}}}
+	obs := &facts.Observation{
+		PCI:    []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de}},
+		NVML:   facts.NVML{Status: "ok", DriverVersion: "550.54.15"},
+		Driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"},
+		Python: []facts.PythonEnv{venv},
+	}
+	downgrade := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "proprietary"}, Operations: []plan.Operation{
+		{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: "nvidia-driver-470", Version: "470.256.02-0ubuntu0.22.04.1"}}}},
+	}}
+	torch := func(v string) plan.Step {
+		return plan.Step{Address: "framework.pytorch", Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{
+			Manager: plan.ManagerPip, Venv: "/opt/torch", Python: "/usr/bin/python3", Install: []plan.PackagePin{{Name: "torch", Version: v}}}}}}
+	}
+	judge := func(steps ...plan.Step) map[string]finding.Status {
+		out := map[string]finding.Status{}
+		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
+			if strings.HasPrefix(c.ID, "framework") {
+				out[c.ID] = c.Status
+			}
+		}
+		return out
+	}
+	const id = "framework.driver:/opt/torch/bin/python:pytorch"
+	if got := judge(); len(got) != 0 {
+		t.Errorf("as observed: %v, want nothing flagged (CUDA 12.4 on 550)", got)
+	}
+	if got := judge(downgrade); got[id] != finding.Problem {
+		t.Errorf("torch for CUDA 12.4 on driver 470: %v, want %s", got, id)
+	}
+	if got := judge(downgrade, torch("2.5.1+cu118")); got[id] != finding.Warning {
+		t.Errorf("torch for CUDA 11.8 on driver 470: %v, want %s warned of (minor-version compatibility)", got, id)
+	}
+	if got := judge(downgrade, torch("2.5.1")); len(got) != 0 {
+		t.Errorf("a torch whose build is known after apply: %v, want nothing judged", got)
+	}
+	end := providers.EndState(obs, []plan.Step{torch("2.5.1+cu118")})
+	if fw := end.Python[0].Frameworks; len(fw) != 1 || fw[0].CUDA != "11.8" || fw[0].Location != "/opt/torch/lib/python3.10/site-packages/torch" {
+		t.Errorf("predicted frameworks %+v", fw)
+	}
+	if obs.Python[0].Frameworks[0].CUDA != "12.4" {
+		t.Error("EndState changed the observation's frameworks")
+	}
+}

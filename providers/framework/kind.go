@@ -17,7 +17,7 @@ var Kind = &kind.Descriptor{
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{
-		{Name: "framework", Reads: []string{kind.Packages}, Writes: []string{kind.Python}, Observe: observe},
+		{Name: "framework", Reads: []string{kind.Packages}, Writes: []string{kind.Python}, Observe: observe, Predict: predict},
 	},
 }
 

@@ -1,0 +1,99 @@
+package framework
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/plan"
+)
+
+// predictedFrom is where a predicted framework is said to come from.
+const predictedFrom = "the plan's framework step"
+
+// predict is the Python environments once the steps' pip transactions
+// are done. A PyTorch wheel pinned with its variant ("2.5.1+cu124",
+// "2.5.1+cpu") is known: its CUDA release, or that it is a CPU-only
+// build. Any other build a step installs is known only after apply: the
+// framework it replaces is no longer judged, and nothing is said of the
+// new one. A removal takes the framework away. A venv a step creates is
+// a new environment.
+func predict(end *facts.Observation, steps []plan.Step) {
+	var envs []facts.PythonEnv
+	for _, s := range steps {
+		for _, op := range s.Operations {
+			p := op.Packages
+			if p == nil || p.Manager != plan.ManagerPip {
+				continue
+			}
+			if envs == nil {
+				envs = slices.Clone(end.Python)
+				for i := range envs {
+					envs[i].Frameworks = slices.Clone(envs[i].Frameworks)
+				}
+			}
+			i := slices.IndexFunc(envs, func(e facts.PythonEnv) bool {
+				return p.Venv != "" && e.Prefix == p.Venv || p.Venv == "" && e.Interpreter == p.Python
+			})
+			if i < 0 {
+				if p.Venv == "" {
+					continue
+				}
+				envs = append(envs, facts.PythonEnv{Interpreter: path.Join(p.Venv, "bin", "python"), Prefix: p.Venv, Virtual: true, Frameworks: []facts.Framework{}})
+				i = len(envs) - 1
+			}
+			env := &envs[i]
+			for _, name := range p.Remove {
+				env.Frameworks = slices.DeleteFunc(env.Frameworks, func(f facts.Framework) bool { return packageOf(f) == name })
+			}
+			for _, pin := range p.Install {
+				env.Frameworks = slices.DeleteFunc(env.Frameworks, func(f facts.Framework) bool { return packageOf(f) == pin.Name })
+				if fw, ok := pinnedTorch(env, pin); ok {
+					env.Frameworks = append(env.Frameworks, fw)
+				}
+			}
+		}
+	}
+	if envs != nil {
+		end.Python = envs
+	}
+}
+
+// packageOf is the pip package a framework is installed from.
+func packageOf(f facts.Framework) string {
+	if f.Package != "" {
+		return f.Package
+	}
+	switch f.Name {
+	case PyTorch:
+		return "torch"
+	}
+	return f.Name
+}
+
+// pinnedTorch is the PyTorch build a pin names by its variant.
+func pinnedTorch(env *facts.PythonEnv, pin plan.PackagePin) (facts.Framework, bool) {
+	_, local, ok := strings.Cut(pin.Version, "+")
+	if pin.Name != "torch" || !ok || !variant.MatchString(local) {
+		return facts.Framework{}, false
+	}
+	fw := facts.Framework{Name: PyTorch, Version: pin.Version, Variant: local, Installer: "pip", Package: "torch", Location: predictedFrom}
+	if len(env.SitePackages) > 0 {
+		fw.Location = path.Join(env.SitePackages[0], "torch")
+	}
+	switch {
+	case local == "cpu":
+		fw.CPUOnly = true
+	case strings.HasPrefix(local, "cu") && len(local) >= 4:
+		// cu124 is CUDA 12.4, cu118 is 11.8: the last digit is the minor.
+		digits := local[2:]
+		fw.CUDA = fmt.Sprintf("%s.%s", digits[:len(digits)-1], digits[len(digits)-1:])
+	default:
+		// A ROCm or other build: not what gpuenv judges against NVIDIA's
+		// driver.
+		return facts.Framework{}, false
+	}
+	return fw, true
+}
