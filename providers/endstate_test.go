@@ -335,3 +335,39 @@ func TestEndStateJudgesFrameworks(t *testing.T) {
 		t.Error("EndState changed the observation's frameworks")
 	}
 }
+
+// The GPUs' settings as the steps leave them: a MIG step on a GPU whose
+// persistence mode is off leaves doctor's gpu.mig-persistence warning;
+// nvidia-persistenced enabled by the plan, or a device step that turns
+// persistence on, clears it.
+func TestEndStateJudgesMIGPersistence(t *testing.T) {
+	obs := &facts.Observation{NVML: facts.NVML{Status: "ok", DriverVersion: "550.54.15", Devices: []facts.GPUDevice{
+		{Index: 0, UUID: "GPU-0", PersistenceMode: "disabled", MIGMode: "disabled"},
+	}}}
+	migOn := plan.Step{Address: `mig["0"]`, Operations: []plan.Operation{{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: "GPU-0", Setting: plan.SettingMIGMode, Value: "enabled"}}}}
+	persistenced := plan.Step{Address: "driver.persistence", Operations: []plan.Operation{{Kind: plan.OpService, Service: &plan.ServiceOp{Unit: "nvidia-persistenced.service", Enable: true, Now: true}}}}
+	setting := plan.Step{Address: `device["0"]`, Operations: []plan.Operation{{Kind: plan.OpDevice, Device: &plan.DeviceOp{UUID: "GPU-0", Setting: plan.SettingPersistenceMode, Value: plan.PersistenceEnabled}}}}
+	judge := func(steps ...plan.Step) finding.Status {
+		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
+			if c.ID == "gpu.mig-persistence" {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	if got := judge(); got != "" {
+		t.Errorf("no GPU in MIG mode: %q", got)
+	}
+	if got := judge(migOn); got != finding.Warning {
+		t.Errorf("MIG without persistence: %q, want a warning", got)
+	}
+	if got := judge(migOn, persistenced); got != finding.OK {
+		t.Errorf("MIG with nvidia-persistenced enabled: %q", got)
+	}
+	if got := judge(migOn, setting); got != finding.OK {
+		t.Errorf("MIG with persistence set on the GPU: %q", got)
+	}
+	if obs.NVML.Devices[0].MIGMode != "disabled" {
+		t.Error("EndState changed the observation's GPUs")
+	}
+}

@@ -351,7 +351,7 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 			ReasonCode: plan.ReasonSettingDiffers,
 			DependsOn:  []string{"driver", "driver.persistence"},
 		}
-		var modeGPUs, busyGPUs, unpersisted, assumed []string
+		var modeGPUs, busyGPUs, assumed []string
 		entering := false
 		for _, d := range picked {
 			g, diags := planMIGGPU(blk, d)
@@ -360,9 +360,6 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 				continue
 			}
 			finals[d.Index] = g
-			if g.mode == string(spec.MIGEnabled) && d.PersistenceMode == "disabled" && !persistenceAsked(req.Spec) {
-				unpersisted = append(unpersisted, strconv.Itoa(d.Index))
-			}
 			step.Operations = append(step.Operations, g.ops...)
 			if m := g.assumed; m[0] != "" {
 				if n := fmt.Sprintf("NVIDIA publishes no MIG placements for the %s, so gpuenv places its instances as on the %s, the same GH100 layout; NVML refuses a placement the GPU does not have, and apply then reverts the step", m[0], m[1]); !slices.Contains(assumed, n) {
@@ -382,14 +379,6 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 					busyGPUs = append(busyGPUs, strconv.Itoa(d.Index))
 				}
 			}
-		}
-		if len(unpersisted) > 0 {
-			resp.Warnings = append(resp.Warnings, finding.Finding{
-				ID:       "gpu.mig-persistence",
-				Summary:  fmt.Sprintf("MIG without persistence mode on GPU %s", strings.Join(unpersisted, ", ")),
-				Detail:   "Without persistence mode the driver tears a GPU's state down whenever no program holds it, and nvidia-smi warns of it when MIG is enabled (NVIDIA's MIG user guide, \"Enable MIG Mode\"). Set persistence_mode = true in the driver block, so that nvidia-persistenced holds the GPUs.",
-				Evidence: []string{"NVML: persistence mode disabled"},
-			})
 		}
 		if len(step.Operations) == 0 {
 			continue
@@ -421,11 +410,6 @@ func (p Provider) migSteps(req *planner.Request, resp *planner.Response) {
 		resp.Steps = append(resp.Steps, step)
 		addrs = append(addrs, step.Address)
 	}
-}
-
-// persistenceAsked tells whether the spec turns persistence mode on.
-func persistenceAsked(s *spec.Spec) bool {
-	return s.Driver != nil && !s.Driver.IsAbsent() && s.Driver.PersistenceMode.Set && s.Driver.PersistenceMode.Value
 }
 
 func joinInts(ns []int) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/facts"
 	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
+	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/driver"
 	"github.com/gpuenv/gpuenv/providers/host"
@@ -185,19 +186,32 @@ func TestMIGBootUnitMakesTheLayoutAgain(t *testing.T) {
 }
 
 // TestMIGWithoutPersistenceWarns: entering MIG mode on GPUs whose
-// persistence mode is off is planned with a warning.
+// persistence mode is off is planned with doctor's gpu.mig-persistence
+// warning, judged on the plan's end state; GPUs that have it plan no
+// warning (TestEndStateJudgesMIGPersistence: nor does a spec that turns
+// it on).
 func TestMIGWithoutPersistenceWarns(t *testing.T) {
 	_, _, observe := dgxA100(t)
 	obs := observe()
+	warned := func(src string) []string {
+		pl := planner.New(devices.Kind.Provider())
+		pl.EndState = providers.EndState
+		var ids []string
+		for _, w := range plantest.Plan(t, pl, plantest.LoadSpec(t, src), obs).Warnings {
+			if w.ID == "gpu.mig-persistence" {
+				ids = append(ids, w.Summary)
+			}
+		}
+		return ids
+	}
+	const mig = "mig \"all\" {\n  instances = [\"7g.40gb\"]\n}\n"
 	obs.NVML.Devices[1].PersistenceMode = "disabled"
-	plan := plantest.Plan(t, planner.New(devices.Kind.Provider()), plantest.LoadSpec(t, "mig \"all\" {\n  instances = [\"7g.40gb\"]\n}\n"), obs)
-	if len(plan.Warnings) != 1 || plan.Warnings[0].Summary != "MIG without persistence mode on GPU 1" {
-		t.Errorf("warnings %+v", plan.Warnings)
+	if got := warned(mig); len(got) != 1 || !strings.HasPrefix(got[0], "GPU 1 use MIG without persistence mode") {
+		t.Errorf("warnings %q", got)
 	}
 	obs.NVML.Devices[1].PersistenceMode = "enabled"
-	plan = plantest.Plan(t, planner.New(devices.Kind.Provider()), plantest.LoadSpec(t, "mig \"all\" {\n  instances = [\"7g.40gb\"]\n}\n"), obs)
-	if len(plan.Warnings) != 0 {
-		t.Errorf("with persistence on: %+v", plan.Warnings)
+	if got := warned(mig); len(got) != 0 {
+		t.Errorf("with persistence on: %q", got)
 	}
 }
 

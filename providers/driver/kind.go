@@ -21,7 +21,7 @@ var Kind = &kind.Descriptor{
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{
-		{Name: "driver", Reads: []string{kind.OS, kind.Kernel}, Writes: []string{kind.Kernel, kind.PCI, kind.NVML, kind.Driver, kind.DeviceNodes, kind.Fabric, kind.Health}, Observe: observe, Predict: predictModule},
+		{Name: "driver", Reads: []string{kind.OS, kind.Kernel}, Writes: []string{kind.Kernel, kind.PCI, kind.NVML, kind.Driver, kind.DeviceNodes, kind.Fabric, kind.Health}, Observe: observe, Predict: predictDriver},
 		{Name: "driver.unit", Reads: []string{}, Writes: []string{kind.Units}, Observe: observeUnit},
 		{Name: "driver.fabric", Reads: []string{kind.Packages, kind.Fabric}, Writes: []string{kind.Fabric}, Observe: observeFabric, Predict: predictFabric},
 	},

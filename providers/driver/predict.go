@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"slices"
+
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plan"
@@ -12,13 +14,16 @@ import (
 // evidence says it.
 const predictedFrom = "the plan's driver step"
 
-// predictModule is the driver that runs once the plan's driver step is
-// applied and its module reload or reboot done: the module, the library
+// predictDriver is what the driver observer reads once the steps are
+// applied: the GPUs' settings (predictDevices), and the driver that runs
+// once the plan's driver step is applied and its module reload or reboot
+// done: the module, the library
 // libnvidia-ml.so.1 leads to and the version NVML reports are those of
 // the driver package it installs. Where that version is known only after
 // apply, so are they. A driver of userspace only (kernel_modules =
 // "none") leaves the host's as they are.
-func predictModule(end *facts.Observation, steps []plan.Step) {
+func predictDriver(end *facts.Observation, steps []plan.Step) {
+	predictDevices(end, steps)
 	for _, s := range steps {
 		if s.Address != "driver" || s.After["kernel_modules"] == string(spec.KernelModulesNone) {
 			continue
@@ -80,4 +85,47 @@ func predictFabric(end *facts.Observation, steps []plan.Step) {
 	if reboot && fm.Package != "" {
 		fm.Running = map[bool]string{true: "yes", false: "no"}[fm.Enabled]
 	}
+}
+
+// predictDevices is the GPUs' settings NVML reports once the steps are
+// applied, with the GPU reset or reboot the plan says they need: each
+// device operation's persistence, compute and MIG mode on its GPU, and
+// persistence on every GPU where the plan enables nvidia-persistenced
+// (off where it disables it). GPU instances are not predicted.
+func predictDevices(end *facts.Observation, steps []plan.Step) {
+	devs := end.NVML.Devices
+	cloned := false
+	edit := func() {
+		if !cloned {
+			devs, cloned = slices.Clone(devs), true
+		}
+	}
+	for _, s := range steps {
+		for _, op := range s.Operations {
+			if svc := op.Service; svc != nil && svc.Unit == PersistencedUnit && svc.Run == "" {
+				edit()
+				for i := range devs {
+					devs[i].PersistenceMode = map[bool]string{true: plan.PersistenceEnabled, false: plan.PersistenceDisabled}[svc.Enable]
+				}
+			}
+			d := op.Device
+			if d == nil {
+				continue
+			}
+			i := slices.IndexFunc(devs, func(g facts.GPUDevice) bool { return g.UUID == d.UUID })
+			if i < 0 {
+				continue
+			}
+			edit()
+			switch d.Setting {
+			case plan.SettingPersistenceMode:
+				devs[i].PersistenceMode = d.Value
+			case plan.SettingComputeMode:
+				devs[i].ComputeMode = d.Value
+			case plan.SettingMIGMode:
+				devs[i].MIGMode, devs[i].MIGModePending = d.Value, d.Value
+			}
+		}
+	}
+	end.NVML.Devices = devs
 }
