@@ -54,7 +54,17 @@ func TestPlanWarnsWhereDoctorWould(t *testing.T) {
 				t.Fatal(err)
 			}
 			end := providers.EndState(obs, p.Steps)
-			for _, f := range doctor.Run(doctor.Input{Obs: end}).Checks {
+			// Doctor judges for the user plan judges for: the one running
+			// the test, as the root's /etc/passwd knows them.
+			h, err := host.New(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			user, err := invokingUser(&globalOptions{}, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range doctor.Run(doctor.Input{Obs: end, User: user}).Checks {
 				if f.Stage != finding.Plan || !f.Status.Flagged() {
 					continue
 				}
