@@ -13,6 +13,10 @@ import (
 // What no observer predicts stays as observed. obs is not changed.
 func EndState(obs *facts.Observation, steps []plan.Step) *facts.Observation {
 	end := *obs
+	if len(steps) == 0 {
+		// Nothing changes: a converged plan judges the host as observed.
+		return &end
+	}
 	for _, o := range mustObservers() {
 		if o.Predict != nil {
 			o.Predict(&end, steps)

@@ -36,13 +36,16 @@ func predict(end *facts.Observation, steps []plan.Step) {
 	}
 	c.Toolkit = tk
 	c.DriverVersion = driverVersion(end.Driver)
-	c.Engines = slices.Clone(c.Engines)
-	c.CDISpecs = slices.Clone(c.CDISpecs)
+	cloned := false
 	for _, s := range steps {
 		for _, op := range s.Operations {
 			f := op.File
-			if f == nil {
+			if f == nil || !cdiPath(f.Path) && !slices.ContainsFunc(c.Engines, func(e facts.EngineConfig) bool { return e.Path == f.Path }) {
 				continue
+			}
+			if !cloned {
+				// The observation's own slices are not to be changed.
+				c.Engines, c.CDISpecs, cloned = slices.Clone(c.Engines), slices.Clone(c.CDISpecs), true
 			}
 			for i, e := range c.Engines {
 				if e.Path != f.Path || f.Generate != "" {
@@ -73,8 +76,10 @@ func predict(end *facts.Observation, steps []plan.Step) {
 			}
 		}
 	}
-	slices.SortStableFunc(c.CDISpecs, func(a, b facts.CDISpec) int { return cdiOrder(a.Path) - cdiOrder(b.Path) })
-	c.CDIInUse = cdiInUse(c.CDISpecs)
+	if cloned {
+		slices.SortStableFunc(c.CDISpecs, func(a, b facts.CDISpec) int { return cdiOrder(a.Path) - cdiOrder(b.Path) })
+		c.CDIInUse = cdiInUse(c.CDISpecs)
+	}
 	end.Containers = c
 }
 
