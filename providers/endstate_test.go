@@ -371,3 +371,45 @@ func TestEndStateJudgesMIGPersistence(t *testing.T) {
 		t.Error("EndState changed the observation's GPUs")
 	}
 }
+
+// Device access as the steps leave it: under the systemd cgroup driver a
+// node without its /dev/char link loses containers their GPU at the next
+// daemon-reload (doctor's containers.dev-char); the links a plan makes
+// clear it, and a Docker configuration the plan switches to the systemd
+// driver raises it.
+func TestEndStateJudgesCharLinks(t *testing.T) {
+	gpu := facts.DeviceNode{Path: "/dev/nvidia0", Char: true, Major: 195, Minor: 0, Mode: "0666"}
+	obs := &facts.Observation{
+		DeviceNodes: []facts.DeviceNode{gpu},
+		Containers: facts.Containers{Toolkit: facts.ContainerToolkit{Version: "1.17.8"}, Engines: []facts.EngineConfig{
+			{Engine: "docker", Path: "/etc/docker/daemon.json", Exists: true, Content: "{}\n", NVIDIARuntime: true},
+		}},
+		DeviceAccess: facts.DeviceAccess{CgroupVersion: "v1", CharLinks: []string{}, MissingCharLinks: []string{"/dev/nvidia0"},
+			CgroupDrivers: []facts.CgroupDriver{{Engine: "docker", File: "/etc/docker/daemon.json", Driver: "cgroupfs", Default: true}, {Engine: "kubelet", File: "/var/lib/kubelet/config.yaml", Driver: "systemd"}}},
+	}
+	link := plan.Step{Address: "container_toolkit.dev_char", Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/dev/char/195:0", Symlink: "/dev/nvidia0"}}}}
+	systemd := plan.Step{Address: "container_toolkit.engine.docker", Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/docker/daemon.json",
+		Content: "{\n  \"exec-opts\": [\"native.cgroupdriver=systemd\"]\n}\n"}}}}
+	judge := func(steps ...plan.Step) finding.Status {
+		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
+			if c.ID == "containers.dev-char" {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	// The kubelet alone uses the systemd driver.
+	if got := judge(); got != finding.Warning {
+		t.Errorf("as observed: %q, want the kubelet's systemd driver warned of", got)
+	}
+	if got := judge(link); got != finding.OK {
+		t.Errorf("with the link the plan makes: %q", got)
+	}
+	end := providers.EndState(obs, []plan.Step{systemd})
+	if d := end.DeviceAccess.CgroupDrivers; len(d) != 2 || d[0].Engine != "docker" || d[0].Driver != "systemd" || d[1].Engine != "kubelet" {
+		t.Errorf("predicted cgroup drivers %+v, want docker's systemd, then the kubelet's", d)
+	}
+	if obs.DeviceAccess.CgroupDrivers[0].Driver != "cgroupfs" || len(obs.DeviceAccess.MissingCharLinks) != 1 {
+		t.Error("EndState changed the observation's device access")
+	}
+}

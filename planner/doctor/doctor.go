@@ -220,6 +220,7 @@ var stages = map[string]findings.Stage{
 	"env.cuda-visible-devices": findings.Plan,
 	"env.cuda-device-order":    findings.Plan,
 	"env.ld-library-path":      findings.Plan,
+	"containers.dev-char":      findings.Plan,
 	"containers.toolkit":       findings.Plan,
 	"containers.engine":        findings.Plan,
 	"containers.cdi":           findings.Plan,
@@ -242,6 +243,7 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 	},
 	findings.Plan: {
 		(*doctor).deviceAccess,
+		(*doctor).containerDevices,
 		(*doctor).cudaDrivers,
 		(*doctor).cudnn,
 		(*doctor).frameworks,

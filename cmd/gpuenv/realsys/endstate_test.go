@@ -95,8 +95,8 @@ func checkPredictedGroups(t *testing.T, predicted, after *facts.Observation) {
 	}
 }
 
-// checkPredictedContainers holds the predicted engines, toolkit and CDI
-// spec in use to those observed.
+// checkPredictedContainers holds the predicted engines, toolkit, CDI
+// spec in use and /dev/char links to those observed.
 func checkPredictedContainers(t *testing.T, predicted, after *facts.Observation) {
 	t.Helper()
 	pc, ac := predicted.Containers, after.Containers
@@ -121,6 +121,9 @@ func checkPredictedContainers(t *testing.T, predicted, after *facts.Observation)
 	}
 	if pc.CDIInUse != ac.CDIInUse || pc.DriverVersion != ac.DriverVersion {
 		t.Errorf("CDI spec in use predicted %q for driver %q, observed %q for driver %q", pc.CDIInUse, pc.DriverVersion, ac.CDIInUse, ac.DriverVersion)
+	}
+	if diff := cmp.Diff(predicted.DeviceAccess.MissingCharLinks, after.DeviceAccess.MissingCharLinks); diff != "" {
+		t.Errorf("the nodes without /dev/char links plan predicted differ from those observed after apply (-predicted +observed):\n%s", diff)
 	}
 	for _, s := range ac.CDISpecs {
 		if s.Path == ac.CDIInUse && pc.DriverVersion != "" && s.DriverVersion != pc.DriverVersion {

@@ -12,7 +12,7 @@ import (
 var Kind = &kind.Descriptor{
 	Name: "devaccess",
 	Observers: []kind.Observer{
-		{Name: "devaccess", Reads: []string{kind.DeviceNodes, kind.Containers}, Writes: []string{kind.DeviceAccess}, Observe: observe},
+		{Name: "devaccess", Reads: []string{kind.DeviceNodes, kind.Containers}, Writes: []string{kind.DeviceAccess}, Observe: observe, Predict: predict},
 	},
 }
 
