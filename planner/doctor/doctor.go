@@ -214,6 +214,7 @@ var stages = map[string]findings.Stage{
 	"packages.unfinished":      findings.Observe,
 	"devices.access":           findings.Plan,
 	"cuda.driver":              findings.Plan,
+	"cuda.nvcc":                findings.Plan,
 	"cudnn":                    findings.Plan,
 	"framework.driver":         findings.Plan,
 	"gpu.mig-persistence":      findings.Plan,
@@ -244,7 +245,7 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 	findings.Plan: {
 		(*doctor).deviceAccess,
 		(*doctor).containerDevices,
-		(*doctor).cudaDrivers,
+		(*doctor).cudaToolkits,
 		(*doctor).cudnn,
 		(*doctor).frameworks,
 		(*doctor).visibleDevices,

@@ -180,15 +180,6 @@ func (d *doctor) cudaToolkits() {
 	}
 }
 
-// cudaDrivers judges every toolkit against the driver, as cudaToolkits
-// does: the checks of stage plan among a toolkit's.
-func (d *doctor) cudaDrivers() {
-	drv, from := d.driverVersion()
-	for _, tk := range d.obs.CUDA.Toolkits {
-		d.cudaDriver(tk, drv, from)
-	}
-}
-
 func (d *doctor) cudaDriver(tk facts.Toolkit, drv version.Version, from string) {
 	c := Check{ID: "cuda.driver:" + tk.Path, Group: GroupCUDA}
 	c.Evidence = append(c.Evidence, fmt.Sprintf("%s: CUDA %s (from %s)", tk.Path, tk.Version, tk.VersionFrom))

@@ -165,6 +165,9 @@ func ParseShell(file string, data []byte) []facts.Assignment {
 			continue
 		}
 		name, value, ok := assignment(t)
+		if !ok {
+			name, value, ok = pathIdiom(t)
+		}
 		if ok && Interesting(name) {
 			as = append(as, facts.Assignment{Name: name, Value: value, File: file, Line: n + 1})
 		}
@@ -173,7 +176,8 @@ func ParseShell(file string, data []byte) []facts.Assignment {
 }
 
 // assignment splits "export NAME=value", "NAME=value", "NAME="value"".
-// A value is unquoted when one pair of quotes encloses it all.
+// A value is unquoted when one pair of quotes encloses it all, or when it
+// is one shell word of quoted and unquoted parts ('/opt/x'"/bin:$PATH").
 func assignment(t string) (name, value string, ok bool) {
 	t = strings.TrimPrefix(t, "export ")
 	t = strings.TrimLeft(t, " \t")
@@ -181,7 +185,84 @@ func assignment(t string) (name, value string, ok bool) {
 	if !ok || !isName(name) {
 		return "", "", false
 	}
-	return name, unquote(strings.TrimSpace(value)), true
+	value = strings.TrimSpace(value)
+	if w, ok := shellWord(value); ok {
+		return name, w, true
+	}
+	return name, unquote(value), true
+}
+
+// pathIdiom reads the line that adds a directory to PATH once, as
+// gpuenv's profile script and many others write it:
+//
+//	case ":$PATH:" in *:/opt/x/bin:*) ;; *) export PATH='/opt/x'"/bin:$PATH" ;; esac
+//
+// as the assignment it makes where the directory is not there yet.
+func pathIdiom(t string) (name, value string, ok bool) {
+	rest, ok := strings.CutPrefix(t, `case ":$PATH:" in `)
+	if !ok || !strings.HasSuffix(t, "esac") {
+		return "", "", false
+	}
+	_, branch, ok := strings.Cut(rest, ";; *) ")
+	if !ok {
+		return "", "", false
+	}
+	branch, _, ok = strings.Cut(branch, " ;;")
+	if !ok {
+		return "", "", false
+	}
+	name, value, ok = assignment(branch)
+	if !ok || name != "PATH" {
+		return "", "", false
+	}
+	return name, value, true
+}
+
+// shellWord is the text of one shell word made of unquoted, '…' and "…"
+// parts, with no expansion: "$PATH" stays as written; a backslash outside
+// quotes escapes the next character. It is false for anything else (a
+// space or an operator outside quotes, an unclosed quote).
+func shellWord(v string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(v); {
+		switch c := v[i]; c {
+		case '\'':
+			j := strings.IndexByte(v[i+1:], '\'')
+			if j < 0 {
+				return "", false
+			}
+			b.WriteString(v[i+1 : i+1+j])
+			i += j + 2
+		case '"':
+			i++
+			for {
+				if i >= len(v) {
+					return "", false
+				}
+				if v[i] == '"' {
+					i++
+					break
+				}
+				if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("\"\\$`", v[i+1]) >= 0 {
+					i++
+				}
+				b.WriteByte(v[i])
+				i++
+			}
+		case '\\':
+			if i+1 >= len(v) {
+				return "", false
+			}
+			b.WriteByte(v[i+1])
+			i += 2
+		case ' ', '\t', ';', '&', '|', '(', ')', '<', '>', '`':
+			return "", false
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String(), true
 }
 
 func isName(s string) bool {

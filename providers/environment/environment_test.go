@@ -148,3 +148,25 @@ func TestAssignment(t *testing.T) {
 		}
 	}
 }
+
+// The line gpuenv's profile script writes to put a toolkit on PATH once
+// (and the many scripts that write it alike) reads as the assignment it
+// makes, so that doctor sees nvcc on PATH after apply; values of quoted
+// parts read as the shell joins them.
+func TestParseShellPathIdiom(t *testing.T) {
+	script := "# Written by gpuenv\n" +
+		"case \":$PATH:\" in *:/usr/local/cuda-12.4/bin:*) ;; *) export PATH='/usr/local/cuda-12.4'\"/bin:$PATH\" ;; esac\n" +
+		"export CUDA_VISIBLE_DEVICES='it'\\''s'\n" +
+		"case \"$x\" in y) export CUDA_HOME=/opt ;; esac\n" +
+		"export CUDA_PATH=$(ls /opt)\n"
+	got := ParseShell("/etc/profile.d/gpuenv.sh", []byte(script))
+	want := []facts.Assignment{
+		{Name: "PATH", Value: "/usr/local/cuda-12.4/bin:$PATH", File: "/etc/profile.d/gpuenv.sh", Line: 2},
+		{Name: "CUDA_VISIBLE_DEVICES", Value: "it's", File: "/etc/profile.d/gpuenv.sh", Line: 3},
+		// Not a word the parser can join: kept as written.
+		{Name: "CUDA_PATH", Value: "$(ls /opt)", File: "/etc/profile.d/gpuenv.sh", Line: 5},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseShell (-want +got):\n%s", diff)
+	}
+}
