@@ -217,6 +217,7 @@ var stages = map[string]findings.Stage{
 	"cuda.nvcc":                findings.Plan,
 	"cudnn":                    findings.Plan,
 	"framework.driver":         findings.Plan,
+	"gpu.mig-layout":           findings.Plan,
 	"gpu.mig-persistence":      findings.Plan,
 	"env.cuda-visible-devices": findings.Plan,
 	"env.cuda-device-order":    findings.Plan,

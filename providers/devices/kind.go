@@ -18,7 +18,7 @@ var Kind = &kind.Descriptor{
 	},
 	Planner: Provider{},
 	Observers: []kind.Observer{
-		{Name: "devices.unit", Reads: []string{}, Writes: []string{kind.Units}, Observe: observeUnit},
+		{Name: "devices.unit", Reads: []string{}, Writes: []string{kind.Units}, Observe: observeUnit, Predict: predictUnits},
 	},
 }
 

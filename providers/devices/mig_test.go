@@ -2,6 +2,7 @@ package devices_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,7 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner"
+	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
+	"github.com/gpuenv/gpuenv/planner/finding"
 	planpkg "github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
@@ -242,5 +245,54 @@ func TestMIGPlanSaysPlacementsAreAssumed(t *testing.T) {
 		if got := strings.Contains(reason, "NVIDIA publishes no MIG placements for the H200 141GB, so gpuenv places its instances as on the H100 80GB"); got != c.assumed {
 			t.Errorf("%s: reason %q", c.server, reason)
 		}
+	}
+}
+
+// The end state of a MIG plan is what apply and the boot unit make: the
+// GPU in MIG mode with the spec's instances, and gpuenv-mig.service
+// making the same layout, so that doctor's gpu.mig-layout finds them
+// alike at plan. A layout changed by hand, with no mig block to put it
+// back, is doctor's warning at plan too.
+func TestMIGEndStateMatchesItsBootUnit(t *testing.T) {
+	_, _, observe := dgxA100(t)
+	obs := observe()
+	pl := planner.New(devices.Kind.Provider())
+	p := plantest.Plan(t, pl, plantest.LoadSpec(t, "mig \"0\" {\n  instances = [\"3g.20gb\", \"2g.10gb\"]\n}\n"), obs)
+	end := providers.EndState(obs, p.Steps)
+	var gpu0 facts.GPUDevice
+	for _, d := range end.NVML.Devices {
+		if d.Index == 0 {
+			gpu0 = d
+		}
+	}
+	var names []string
+	for _, g := range gpu0.GPUInstances {
+		names = append(names, g.Profile)
+	}
+	if gpu0.MIGMode != "enabled" || len(names) != 2 {
+		t.Fatalf("predicted GPU 0: MIG %q, instances %q", gpu0.MIGMode, names)
+	}
+	layout := func(o *facts.Observation) finding.Status {
+		for _, c := range doctor.Judge(doctor.Input{Obs: o}, finding.Plan) {
+			if c.ID == "gpu.mig-layout" {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	if got := layout(end); got != finding.OK {
+		t.Errorf("the plan's end state: gpu.mig-layout %q, want OK", got)
+	}
+	// By hand, a 1g.5gb more; the spec has no mig block.
+	byHand := *end
+	byHand.NVML.Devices = slices.Clone(end.NVML.Devices)
+	for i := range byHand.NVML.Devices {
+		if byHand.NVML.Devices[i].Index == 0 {
+			d := &byHand.NVML.Devices[i]
+			d.GPUInstances = append(slices.Clone(d.GPUInstances), facts.GPUInstance{ProfileID: 0, Profile: "1g.5gb", Start: 6, Size: 1, Compute: []facts.ComputeInstance{{Slices: 1}}})
+		}
+	}
+	if got := layout(providers.EndState(&byHand, nil)); got != finding.Warning {
+		t.Errorf("a layout changed by hand: gpu.mig-layout %q, want a warning", got)
 	}
 }

@@ -91,7 +91,9 @@ func predictFabric(end *facts.Observation, steps []plan.Step) {
 // applied, with the GPU reset or reboot the plan says they need: each
 // device operation's persistence, compute and MIG mode on its GPU, and
 // persistence on every GPU where the plan enables nvidia-persistenced
-// (off where it disables it). GPU instances are not predicted.
+// (off where it disables it), and the GPU instances each MIG step makes
+// or destroys, with their compute instances' slices (their IDs, which
+// NVML gives as it makes them, are not predicted).
 func predictDevices(end *facts.Observation, steps []plan.Step) {
 	devs := end.NVML.Devices
 	cloned := false
@@ -124,8 +126,34 @@ func predictDevices(end *facts.Observation, steps []plan.Step) {
 				devs[i].ComputeMode = d.Value
 			case plan.SettingMIGMode:
 				devs[i].MIGMode, devs[i].MIGModePending = d.Value, d.Value
+				if d.Value != string(spec.MIGEnabled) {
+					// Leaving MIG mode destroys every instance.
+					devs[i].GPUInstances = nil
+				}
+			case plan.SettingGPUInstance:
+				if d.Instance != nil {
+					devs[i].GPUInstances = predictInstance(devs[i].GPUInstances, d)
+				}
 			}
 		}
 	}
 	end.NVML.Devices = devs
+}
+
+// predictInstance is gis once the device operation d has made or
+// destroyed its GPU instance.
+func predictInstance(gis []facts.GPUInstance, d *plan.DeviceOp) []facts.GPUInstance {
+	in := d.Instance
+	same := func(g facts.GPUInstance) bool {
+		return g.ProfileID == in.ProfileID && g.Start == uint32(in.Start) && g.Size == uint32(in.Size)
+	}
+	out := slices.DeleteFunc(slices.Clone(gis), same)
+	if d.Value != plan.GPUInstancePresent {
+		return out
+	}
+	g := facts.GPUInstance{ProfileID: in.ProfileID, Profile: in.Profile, Start: uint32(in.Start), Size: uint32(in.Size)}
+	for _, n := range in.Compute {
+		g.Compute = append(g.Compute, facts.ComputeInstance{Slices: n})
+	}
+	return append(out, g)
 }
