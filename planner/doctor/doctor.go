@@ -246,7 +246,7 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 	findings.Plan: {
 		(*doctor).deviceAccess,
 		(*doctor).containerDevices,
-		(*doctor).cudaToolkits,
+		(*doctor).cudaPlanned,
 		(*doctor).cudnn,
 		(*doctor).frameworks,
 		(*doctor).visibleDevices,
