@@ -34,8 +34,8 @@ func (noNVML) Devices() ([]host.NVMLDevice, error) { return nil, errNoNVML }
 // gives each GPU whole until the next plan, after the reboot, writes it
 // again.
 func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
-	c, nodes := observeForCDI(ctx, h)
-	s, err := cdi.GenerateCDI(&c, nodes, migDevices(ctx, h, c.DriverVersion))
+	c, obs := observeForCDI(ctx, h)
+	s, err := cdi.GenerateCDI(&c, obs.DeviceNodes, migDevices(h, obs, c.DriverVersion))
 	if err != nil {
 		return "", err
 	}
@@ -45,33 +45,34 @@ func RegenerateCDI(ctx context.Context, h *host.Host) (string, error) {
 // RegenerateManagementCDI is RegenerateCDI for the management spec
 // (plan.GenerateManagementCDI).
 func RegenerateManagementCDI(ctx context.Context, h *host.Host) (string, error) {
-	c, nodes := observeForCDI(ctx, h)
-	s, err := cdi.GenerateManagementCDI(&c, nodes)
+	c, obs := observeForCDI(ctx, h)
+	s, err := cdi.GenerateManagementCDI(&c, obs.DeviceNodes)
 	if err != nil {
 		return "", err
 	}
 	return cdi.MarshalCDI(s)
 }
 
-// observeForCDI observes what a CDI spec is made from, without NVML.
-func observeForCDI(ctx context.Context, h *host.Host) (facts.Containers, []facts.DeviceNode) {
+// observeForCDI observes what a CDI spec is made from, without NVML:
+// the containers' facts, and the driver's in obs.
+func observeForCDI(ctx context.Context, h *host.Host) (facts.Containers, *facts.Observation) {
 	obs := &facts.Observation{}
 	system.Observe(ctx, h, obs)
 	driver.Observe(ctx, h, noNVML{}, obs)
 	pkgs, _ := packages.Observe(ctx, h, obs.OS.Family)
 	c, _ := Observe(ctx, h, pkgs, obs.Driver)
-	return c, obs.DeviceNodes
+	return c, obs
 }
 
 // migDevices are the GPUs h's NVML lists, with their MIG state, when it
-// runs the driver of version files; nil otherwise.
-func migDevices(ctx context.Context, h *host.Host, files string) []facts.GPUDevice {
+// runs the driver of version files; nil otherwise. obs holds the driver's
+// facts observeForCDI read from the files, which NVML's are added to.
+func migDevices(h *host.Host, obs *facts.Observation, files string) []facts.GPUDevice {
 	n := h.NVML()
 	if n == nil || files == "" {
 		return nil
 	}
-	obs := &facts.Observation{}
-	driver.Observe(ctx, h, n, obs)
+	driver.ObserveNVML(h, n, obs)
 	if obs.NVML.Status != "ok" || obs.NVML.DriverVersion != files {
 		return nil
 	}

@@ -63,6 +63,14 @@ func Observe(ctx context.Context, h *host.Host, n host.NVML, obs *facts.Observat
 	o.nvml(n)
 }
 
+// ObserveNVML asks n for the GPUs, as Observe does last, in an obs that
+// Observe has already filled from the files without it (its NVML facts
+// are replaced): for those who need NVML's answer only after the files.
+func ObserveNVML(h *host.Host, n host.NVML, obs *facts.Observation) {
+	obs.NVML = facts.NVML{}
+	(&observer{h: h, obs: obs}).nvml(n)
+}
+
 type observer struct {
 	h   *host.Host
 	obs *facts.Observation

@@ -77,13 +77,13 @@ func predictFabric(end *facts.Observation, steps []plan.Step) {
 			case "":
 				fm.Enabled = svc.Enable
 				if svc.Now {
-					fm.Running = map[bool]string{true: "yes", false: "no"}[svc.Enable]
+					fm.Running = yesNo(svc.Enable)
 				}
 			}
 		}
 	}
 	if reboot && fm.Package != "" {
-		fm.Running = map[bool]string{true: "yes", false: "no"}[fm.Enabled]
+		fm.Running = yesNo(fm.Enabled)
 	}
 }
 
@@ -107,7 +107,7 @@ func predictDevices(end *facts.Observation, steps []plan.Step) {
 			if svc := op.Service; svc != nil && svc.Unit == PersistencedUnit && svc.Run == "" {
 				edit()
 				for i := range devs {
-					devs[i].PersistenceMode = map[bool]string{true: plan.PersistenceEnabled, false: plan.PersistenceDisabled}[svc.Enable]
+					devs[i].PersistenceMode = persistence(svc.Enable)
 				}
 			}
 			d := op.Device
@@ -156,4 +156,20 @@ func predictInstance(gis []facts.GPUInstance, d *plan.DeviceOp) []facts.GPUInsta
 		g.Compute = append(g.Compute, facts.ComputeInstance{Slices: n})
 	}
 	return append(out, g)
+}
+
+// yesNo is a running state as facts.FabricManager.Running writes it.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// persistence is a persistence mode as NVML reports it.
+func persistence(on bool) string {
+	if on {
+		return plan.PersistenceEnabled
+	}
+	return plan.PersistenceDisabled
 }

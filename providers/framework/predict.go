@@ -1,13 +1,14 @@
 package framework
 
 import (
-	"fmt"
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/spec/version"
 )
 
 // predictedFrom is where a predicted framework is said to come from.
@@ -73,7 +74,10 @@ func packageOf(f facts.Framework) string {
 	return f.Name
 }
 
-// pinnedTorch is the PyTorch build a pin names by its variant.
+// pinnedTorch is the PyTorch build a pin names by its variant: CPU-only
+// for "+cpu", else the CUDA release (and bundled cuDNN) gpuenv's torch
+// table gives the variant. A variant the table does not know is not
+// predicted.
 func pinnedTorch(env *facts.PythonEnv, pin plan.PackagePin) (facts.Framework, bool) {
 	_, local, ok := strings.Cut(pin.Version, "+")
 	if pin.Name != "torch" || !ok || !variant.MatchString(local) {
@@ -83,17 +87,21 @@ func pinnedTorch(env *facts.PythonEnv, pin plan.PackagePin) (facts.Framework, bo
 	if len(env.SitePackages) > 0 {
 		fw.Location = path.Join(env.SitePackages[0], "torch")
 	}
-	switch {
-	case local == "cpu":
+	if local == "cpu" {
 		fw.CPUOnly = true
-	case strings.HasPrefix(local, "cu") && len(local) >= 4:
-		// cu124 is CUDA 12.4, cu118 is 11.8: the last digit is the minor.
-		digits := local[2:]
-		fw.CUDA = fmt.Sprintf("%s.%s", digits[:len(digits)-1], digits[len(digits)-1:])
-	default:
-		// A ROCm or other build: not what gpuenv judges against NVIDIA's
-		// driver.
+		return fw, true
+	}
+	v, err := version.Parse(pin.Version)
+	if err != nil {
 		return facts.Framework{}, false
+	}
+	row, err := compat.TorchVariant(v, local)
+	if err != nil || row.CUDA.IsZero() {
+		return facts.Framework{}, false
+	}
+	fw.CUDA = row.CUDA.String()
+	if !row.CuDNN.IsZero() {
+		fw.CuDNN = row.CuDNN.String()
 	}
 	return fw, true
 }

@@ -126,6 +126,12 @@ func GenerateCDI(c *facts.Containers, nodes []facts.DeviceNode, nvml []facts.GPU
 	s.Devices = append(s.Devices, cdispec.Device{Name: "all", ContainerEdits: all})
 
 	s.ContainerEdits = driverEdits(c, have, true)
+	return finish(s)
+}
+
+// finish gives s the lowest CDI version its edits need, and checks it as
+// engines will.
+func finish(s *cdispec.Spec) (*cdispec.Spec, error) {
 	v, err := cdispec.MinimumRequiredVersion(s)
 	if err != nil {
 		return nil, err

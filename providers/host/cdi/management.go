@@ -151,13 +151,5 @@ func GenerateManagementCDI(c *facts.Containers, nodes []facts.DeviceNode) (*cdis
 	}
 	s := &cdispec.Spec{Kind: ManagementKind, Devices: []cdispec.Device{dev}}
 	s.ContainerEdits = driverEdits(c, nil, false)
-	v, err := cdispec.MinimumRequiredVersion(s)
-	if err != nil {
-		return nil, err
-	}
-	s.Version = v
-	if err := ValidateCDI(s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return finish(s)
 }
