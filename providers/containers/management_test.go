@@ -64,27 +64,7 @@ func TestManagementSpecAgreesWithNVCDI(t *testing.T) {
 				t.Errorf("kind %q, nvcdi %q", ours.Kind, ref.Kind)
 			}
 			got, want := specItems(t, dir, ours), specItems(t, dir, ref)
-			used := make([]bool, len(managementAllowed))
-			check := func(items, other []string, side string) {
-				for _, it := range items {
-					if slices.Contains(other, it) {
-						continue
-					}
-					i := slices.IndexFunc(managementAllowed, func(a allowedDifference) bool { return a.onlyIn == side && strings.HasPrefix(it, a.match) })
-					if i < 0 {
-						t.Errorf("only %s's management spec has %s", side, it)
-						continue
-					}
-					used[i] = true
-				}
-			}
-			check(got, want, "gpuenv")
-			check(want, got, "nvcdi")
-			for i, a := range managementAllowed {
-				if !used[i] {
-					t.Errorf("the allowed difference %q no longer occurs: remove it", a.match)
-				}
-			}
+			compareItems(t, "management spec", got, want, managementAllowed)
 			if ourOrder, refOrder := orderedItems(dir, ours), orderedItems(dir, ref); !slices.Equal(ourOrder["variables"], refOrder["variables"]) {
 				t.Errorf("variables %q, nvcdi's %q", ourOrder["variables"], refOrder["variables"])
 			}
@@ -305,24 +285,33 @@ func BenchmarkPlanCDIManagement(b *testing.B) {
 
 // A plan that changes the MIG layout writes the management spec at
 // apply, after the MIG step, from the capability nodes /dev then has; the
-// CDI spec beside it is planned as before.
+// CDI spec beside it is made at apply after the MIG step too, from the
+// instances NVML then lists (TestCDISpecAfterMIGChangeNamesTheNewInstances).
 func TestManagementSpecFollowsMIGChange(t *testing.T) {
 	_, obs := migHost(t)
 	src := repo + "mig \"0\" {\n  instances = [\"7g.40gb\"]\n}\n\ncontainer_toolkit {\n  engines = [\"podman\"]\n}\n"
 	pl := planner.New(containers.Kind.Provider(), devices.Kind.Provider())
 	pl.Candidates = candidates
 	p := plantest.Plan(t, pl, plantest.LoadSpec(t, src), obs)
-	i := slices.IndexFunc(p.Steps, func(st plan.Step) bool { return st.Address == containers.CDIManagementAddress })
 	j := slices.IndexFunc(p.Steps, func(st plan.Step) bool { return st.Address == devices.MIGAddress("0") })
-	if i < 0 || j < 0 {
-		t.Fatalf("steps %q", addresses(p))
-	}
-	st := p.Steps[i]
-	if f := st.Operations[0].File; f.Generate != plan.GenerateManagementCDI || f.Content != "" || st.After["device_nodes"] != plan.KnownAfterApply {
-		t.Errorf("the management spec of a MIG change is not made at apply: %+v %v", f, st.After)
-	}
-	if !slices.Contains(st.DependsOn, devices.MIGAddress("0")) || i < j {
-		t.Errorf("the management step (at %d, depends on %q) does not follow the MIG step (at %d)", i, st.DependsOn, j)
+	for _, c := range []struct{ address, generate string }{
+		{containers.CDIManagementAddress, plan.GenerateManagementCDI},
+		{containers.CDIAddress, plan.GenerateCDI},
+	} {
+		i := slices.IndexFunc(p.Steps, func(st plan.Step) bool { return st.Address == c.address })
+		if i < 0 || j < 0 {
+			t.Fatalf("steps %q", addresses(p))
+		}
+		st := p.Steps[i]
+		if f := st.Operations[0].File; f.Generate != c.generate || f.Content != "" {
+			t.Errorf("%s of a MIG change is not made at apply: %+v %v", c.address, f, st.After)
+		}
+		if c.generate == plan.GenerateManagementCDI && st.After["device_nodes"] != plan.KnownAfterApply {
+			t.Errorf("the management step shows its device nodes before apply: %v", st.After)
+		}
+		if !slices.Contains(st.DependsOn, devices.MIGAddress("0")) || i < j {
+			t.Errorf("%s (at %d, depends on %q) does not follow the MIG step (at %d)", c.address, i, st.DependsOn, j)
+		}
 	}
 	// Without a MIG change, the spec is made at plan.
 	p = plantest.Plan(t, pl, plantest.LoadSpec(t, repo+"container_toolkit {\n  engines = [\"podman\"]\n}\n"), obs)

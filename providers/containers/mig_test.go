@@ -12,13 +12,11 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
-	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/planner/plantest"
 	"github.com/gpuenv/gpuenv/providers"
 	"github.com/gpuenv/gpuenv/providers/containers"
-	"github.com/gpuenv/gpuenv/providers/devices"
 	"github.com/gpuenv/gpuenv/providers/host"
 	cdipkg "github.com/gpuenv/gpuenv/providers/host/cdi"
 	"github.com/gpuenv/gpuenv/providers/host/hosttest"
@@ -177,29 +175,15 @@ func TestObserveMIGMinorsRefusesBadLines(t *testing.T) {
 	}
 }
 
-// A plan that changes the MIG layout leaves the CDI spec to apply, after
-// the MIG step: apply makes it from NVML's instances as the step left
-// them, so that it names the MIG devices the plan made. Where NVML does
-// not answer (a root that is not the running system), each GPU is whole.
+// After a MIG step (TestManagementSpecFollowsMIGChange: the plan leaves
+// the CDI spec to apply, after it), apply makes the spec from NVML's
+// instances as the step left them, so that it names the MIG devices the
+// plan made. Where NVML does not answer (a root that is not the running
+// system), each GPU is whole.
 func TestCDISpecAfterMIGChangeNamesTheNewInstances(t *testing.T) {
 	dir := root(t, true, "mig")
 	srv := hosttest.NVMLServer("dgxa100")
 	h := func(opts ...host.Option) *host.Host { return hosttest.New(t, dir, opts...) }
-	obs := providers.Observe(context.Background(), h(host.WithNVML(host.NewNVML(srv))), providers.ObserveOptions{})
-	obs.Init = facts.Init{PID1: "systemd", Live: true, Systemd: true}
-
-	src := repo + "mig \"0\" {\n  instances = [\"3g.20gb\"]\n}\n\ncontainer_toolkit {\n  engines = [\"podman\"]\n}\n"
-	pl := planner.New(containers.Kind.Provider(), devices.Kind.Provider())
-	pl.Candidates = candidates
-	p := plantest.Plan(t, pl, plantest.LoadSpec(t, src), obs)
-	i := slices.IndexFunc(p.Steps, func(st plan.Step) bool { return st.Address == containers.CDIAddress })
-	j := slices.IndexFunc(p.Steps, func(st plan.Step) bool { return st.Address == devices.MIGAddress("0") })
-	if i < 0 || j < 0 {
-		t.Fatalf("steps %q", addresses(p))
-	}
-	if st := p.Steps[i]; st.Operations[0].File.Generate != plan.GenerateCDI || !slices.Contains(st.DependsOn, devices.MIGAddress("0")) || i < j {
-		t.Errorf("the CDI spec of a MIG change is not made at apply after the MIG step: %+v, depends on %q", st.Operations[0].File, st.DependsOn)
-	}
 
 	// What the MIG step does, through the same device settings apply uses.
 	ds := host.NewDeviceSettings(srv)

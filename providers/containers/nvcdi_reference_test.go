@@ -147,29 +147,7 @@ func testAgreesWithNVCDI(t *testing.T, installed string) {
 	got, want := specItems(t, dir, ours), specItems(t, dir, ref)
 	tk := version.MustParse(installed)
 	allowed := applies(allowedDifferences(), tk)
-	used := make([]bool, len(allowed))
-	check := func(items []string, other []string, side string) {
-		for _, it := range items {
-			if slices.Contains(other, it) {
-				continue
-			}
-			i := slices.IndexFunc(allowed, func(a allowedDifference) bool {
-				return a.onlyIn == side && strings.HasPrefix(it, a.match)
-			})
-			if i < 0 {
-				t.Errorf("only %s's spec has %s", side, it)
-				continue
-			}
-			used[i] = true
-		}
-	}
-	check(got, want, "gpuenv")
-	check(want, got, "nvcdi")
-	for i, a := range allowed {
-		if !used[i] {
-			t.Errorf("the allowed difference %q (only in %s: %s) no longer occurs: remove it", a.match, a.onlyIn, a.reason)
-		}
-	}
+	compareItems(t, "spec", got, want, allowed)
 
 	// What later toolkits added is not in gpuenv's spec, under any name:
 	// an older toolkit's programs would not run its hooks.
@@ -406,3 +384,34 @@ func (l testLogger) Tracef(string, ...any)       {}
 func (l testLogger) Infof(f string, a ...any)    { l.t.Logf("nvcdi: "+f, a...) }
 func (l testLogger) Warningf(f string, a ...any) { l.t.Logf("nvcdi warning: "+f, a...) }
 func (l testLogger) Errorf(f string, a ...any)   { l.t.Logf("nvcdi error: "+f, a...) }
+
+// compareItems holds gpuenv's items (specItems' form) to nvcdi's for a
+// spec of what kind names: an item only one side has must be an allowed
+// difference of that side, and every allowed difference must still
+// occur.
+func compareItems(t *testing.T, kind string, got, want []string, allowed []allowedDifference) {
+	t.Helper()
+	used := make([]bool, len(allowed))
+	check := func(items, other []string, side string) {
+		for _, it := range items {
+			if slices.Contains(other, it) {
+				continue
+			}
+			i := slices.IndexFunc(allowed, func(a allowedDifference) bool {
+				return a.onlyIn == side && strings.HasPrefix(it, a.match)
+			})
+			if i < 0 {
+				t.Errorf("only %s's %s has %s", side, kind, it)
+				continue
+			}
+			used[i] = true
+		}
+	}
+	check(got, want, "gpuenv")
+	check(want, got, "nvcdi")
+	for i, a := range allowed {
+		if !used[i] {
+			t.Errorf("the allowed difference %q (only in %s: %s) no longer occurs: remove it", a.match, a.onlyIn, a.reason)
+		}
+	}
+}

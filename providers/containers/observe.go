@@ -241,11 +241,10 @@ func observeCDI(h *host.Host) ([]facts.CDISpec, []facts.Warning) {
 			continue
 		}
 		for _, ent := range entries {
-			name := ent.Name()
-			if ext := path.Ext(name); ext != ".yaml" && ext != ".json" || ent.IsDir() {
+			p := path.Join(dir, ent.Name())
+			if !cdiPath(p) || ent.IsDir() {
 				continue
 			}
-			p := path.Join(dir, name)
 			data, err := h.ReadFileLimit(p, MaxConfigSize)
 			if err != nil {
 				warns = append(warns, facts.Warning{Path: p, Message: err.Error()})
