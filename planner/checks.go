@@ -21,7 +21,6 @@ const (
 	CheckUnfinishedApply    = "unfinished-apply"
 	CheckUnattendedUpgrades = "unattended-upgrades"
 	CheckGPUProcesses       = "gpu-processes"
-	CheckNoGPU              = "no-gpu"
 )
 
 // checkInput is what the checks look at: the host, the spec, the ordered
@@ -41,7 +40,6 @@ type checkInput struct {
 // in the order they are shown.
 var checks = []func(*checkInput) *finding.Finding{
 	checkUnfinishedApply,
-	checkNoGPU,
 	checkDriverLibraryMismatch,
 	checkSecureBootDKMS,
 	checkGPUProcesses,
@@ -92,53 +90,6 @@ func checkUnfinishedApply(in *checkInput) *finding.Finding {
 			"then plan again.", st.Generation),
 		Evidence: []string{ev},
 	}
-}
-
-// needsGPU reports whether the spec asks for something that only works
-// with an NVIDIA GPU present, and names the first such block.
-func needsGPU(s *spec.Spec) (hcl.Range, string, bool) {
-	if s == nil {
-		return hcl.Range{}, "", false
-	}
-	if d := s.Driver; d != nil && !d.IsAbsent() && d.KernelModules.Value != spec.KernelModulesNone {
-		return d.DefRange, "a driver with kernel modules", true
-	}
-	for _, d := range s.Devices {
-		if !d.IsAbsent() {
-			return d.DefRange, "device settings", true
-		}
-	}
-	if e := s.Environment; e != nil && !e.IsAbsent() && e.CUDAVisibleDevices.Set && len(e.CUDAVisibleDevices.Value) > 0 {
-		return e.CUDAVisibleDevices.Range, "visible devices", true
-	}
-	return hcl.Range{}, "", false
-}
-
-func checkNoGPU(in *checkInput) *finding.Finding {
-	rng, what, ok := needsGPU(in.spec)
-	if !ok || doctor.HasGPU(in.obs) {
-		return nil
-	}
-	ev := []string{"/sys/bus/pci/devices: no device of vendor 0x10de (NVIDIA)"}
-	if st := in.obs.NVML.Status; st != "" && st != "ok" {
-		ev = append(ev, "NVML: "+nvmlStatusText(in.obs.NVML))
-	}
-	ev = append(ev, fmt.Sprintf("%s: the spec asks for %s", rangeText(rng), what))
-	return &finding.Finding{
-		ID:      CheckNoGPU,
-		Summary: "No NVIDIA GPU on the PCI bus",
-		Detail: "The spec needs an NVIDIA GPU, but this host shows none. The packages can still be installed, " +
-			"but the kernel module will not load and no program will find a GPU until one is present " +
-			"(in a virtual machine, until one is passed through).",
-		Evidence: ev,
-	}
-}
-
-func nvmlStatusText(n facts.NVML) string {
-	if n.Error != "" {
-		return n.Status + ": " + n.Error
-	}
-	return n.Status
 }
 
 // checkDriverLibraryMismatch is doctor's mismatch rule, in its words: a

@@ -46,24 +46,6 @@ func TestChecks(t *testing.T) {
 		detail []string
 	}{
 		{
-			name:   "no GPU for a driver",
-			in:     checkInput{spec: driverSpec(), obs: &facts.Observation{NVML: facts.NVML{Status: "library_not_found", Error: "libnvidia-ml.so.1 not found"}}},
-			check:  CheckNoGPU,
-			detail: []string{"no device of vendor 0x10de", "NVML: library_not_found: libnvidia-ml.so.1 not found", "gpuenv.hcl:3: the spec asks for a driver with kernel modules"},
-		},
-		{
-			name: "no GPU, but the driver is userspace only",
-			in:   checkInput{spec: &spec.Spec{Driver: &spec.Driver{KernelModules: spec.Attr[spec.KernelModules]{Value: spec.KernelModulesNone, Set: true}}}, obs: &facts.Observation{}},
-		},
-		{
-			name: "no GPU, spec without GPU needs",
-			in:   checkInput{spec: &spec.Spec{CUDA: &spec.CUDA{}}, obs: &facts.Observation{}},
-		},
-		{
-			name: "a GPU without a driver is a GPU",
-			in:   checkInput{spec: driverSpec(), obs: &facts.Observation{PCI: []facts.PCIDevice{{Address: "0000:17:00.0"}}}},
-		},
-		{
 			name: "module and library differ",
 			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Driver: facts.Driver{
 				ModuleVersion: "535.161.07", ModuleVersionFrom: "/proc/driver/nvidia/version", LibraryVersion: "535.183.01",
@@ -191,16 +173,6 @@ func TestChecks(t *testing.T) {
 				o.NVML.Devices[0].Processes = []facts.GPUProcess{{PID: 1, UsedMemory: 1 << 20}}
 				return o
 			}(), steps: []plan.Step{{Address: "group.video", Action: plan.Update}}},
-		},
-		{
-			// Devices chosen by index with no GPU at all: the spec needs
-			// a GPU, and the device order is doctor's rule, judged on the
-			// end state (TestPlanWarnsWhereDoctorWould).
-			name: "no GPU has no order",
-			in: checkInput{spec: &spec.Spec{Environment: &spec.Environment{
-				CUDAVisibleDevices: spec.Attr[[]string]{Value: []string{"0"}, Set: true},
-			}}, obs: &facts.Observation{}},
-			check: CheckNoGPU,
 		},
 	}
 	for _, tt := range tests {

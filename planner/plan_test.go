@@ -72,7 +72,7 @@ func samplePlan() *plan.Plan {
 	p.Transactions = Batch(p.Steps)
 	p.Summary, p.NeedsReboot = summarize(p.Steps)
 	p.Inferred = []plan.Inference{{Address: "framework.pytorch", Attr: "cuda", Value: "12.4", From: "torch_variants row 2.5 cu124"}}
-	p.Warnings = []finding.Finding{{ID: CheckNoGPU, Status: finding.Warning, Stage: finding.Plan, Summary: "No NVIDIA GPU on the PCI bus", Detail: "d", Evidence: []string{"e"}}}
+	p.Warnings = []finding.Finding{{ID: "pci.gpus", Status: finding.Warning, Stage: finding.Plan, Summary: "No NVIDIA GPU on the PCI bus", Detail: "d", Evidence: []string{"e"}}}
 	return p
 }
 

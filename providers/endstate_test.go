@@ -22,6 +22,7 @@ import (
 func boardWithOldDriver() *facts.Observation {
 	return &facts.Observation{
 		Driver: facts.Driver{ModuleVersion: "550.54.15", ModuleVersionFrom: "/proc/driver/nvidia/version"},
+		PCI:    []facts.PCIDevice{{Address: "0000:18:00.0", VendorID: 0x10de, DeviceID: 0x2330, Driver: "nvidia"}},
 		Fabric: facts.Fabric{
 			NVSwitches: []facts.PCIDevice{{Address: "0000:05:00.0", VendorID: 0x10de, DeviceID: 0x22a3}},
 			Manager:    facts.FabricManager{Package: "nvidia-fabricmanager-550", Version: "550.54.15-1", Upstream: "550.54.15", Enabled: true, Running: "yes", PID: 812},
@@ -201,6 +202,7 @@ func TestEndStateJudgesToolkitsAgainstTheDriver(t *testing.T) {
 func TestEndStateJudgesContainers(t *testing.T) {
 	obs := &facts.Observation{
 		Driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"},
+		PCI:    []facts.PCIDevice{{Address: "0000:18:00.0", VendorID: 0x10de, DeviceID: 0x2330, Driver: "nvidia"}},
 		Packages: facts.Packages{Manager: facts.DatabaseDpkg, Packages: []facts.Package{
 			{Name: "nvidia-container-toolkit", Version: "1.17.8-1", State: facts.StateInstalled},
 		}},

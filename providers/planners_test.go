@@ -85,6 +85,7 @@ func planRoot(t *testing.T, root string, s *spec.Spec, pkgs []facts.Package, mor
 	}
 	pl := planner.New(Planners()...)
 	pl.Candidates = Candidates(h)
+	pl.EndState = EndState
 	plan, diags := pl.Plan(context.Background(), s, obs)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -133,7 +134,7 @@ func TestDebianExampleWithoutGPU(t *testing.T) {
 		d.Operations[0].Packages.Install[1].Constraint != "535.*" || d.After["version"] != planpkg.KnownAfterApply {
 		t.Errorf("driver step %+v: want nvidia-kernel-dkms known after apply, the newest 535.*", d)
 	}
-	if !slices.ContainsFunc(plan.Warnings, func(w finding.Finding) bool { return w.ID == planner.CheckNoGPU }) {
+	if !slices.ContainsFunc(plan.Warnings, func(w finding.Finding) bool { return w.ID == "pci.gpus" && w.Summary == "No NVIDIA GPU on the PCI bus" }) {
 		t.Errorf("no warning that the host has no GPU: %+v", plan.Warnings)
 	}
 	// The example names no repository: a step enables contrib and non-free

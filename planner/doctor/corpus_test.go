@@ -212,7 +212,26 @@ func (c corpusCase) report(t *testing.T, dir string) *doctor.Report {
 	obs := providers.Observe(context.Background(), h, opts)
 	r := doctor.Run(doctor.Input{Obs: obs, User: c.user, Session: c.session})
 	observeIsRunFilteredByStage(t, obs, r)
+	rulesAreDeclared(t, r)
 	return r
+}
+
+// rulesAreDeclared: every rule doctor reports says which command reports
+// it first, or why only doctor does, so that a new rule cannot leave
+// plan silent by default.
+func rulesAreDeclared(t *testing.T, r *doctor.Report) {
+	t.Helper()
+	for _, c := range r.Checks {
+		stage, why, ok := doctor.StageOf(c.ID)
+		switch {
+		case !ok:
+			t.Errorf("rule %s is neither in doctor's stages nor in doctorOnly", c.ID)
+		case stage != c.Stage:
+			t.Errorf("rule %s is reported at stage %s, declared %s", c.ID, c.Stage, stage)
+		case stage == findings.Doctor && why == "":
+			t.Errorf("rule %s is doctor's alone without a reason", c.ID)
+		}
+	}
 }
 
 // observeIsRunFilteredByStage: observe's problems are exactly doctor's

@@ -201,7 +201,8 @@ var checks = []func(*doctor){
 // stages are the rules reported before doctor, by ID (the part before a
 // colon), with the first command that reports each: observe reports a
 // problem of its stage from the facts alone (ObserveFindings), plan
-// judges its stage's rules on the host as the plan leaves it (Judge). A rule not listed is doctor's alone.
+// judges its stage's rules on the host as the plan leaves it (Judge).
+// Every other rule is in doctorOnly, with why plan cannot judge it.
 var stages = map[string]findings.Stage{
 	"driver.versions":          findings.Observe,
 	"kernel.nouveau":           findings.Observe,
@@ -212,9 +213,12 @@ var stages = map[string]findings.Stage{
 	"nvml.init":                findings.Observe,
 	CheckGPUBus:                findings.Observe,
 	"packages.unfinished":      findings.Observe,
+	"pci.gpus":                 findings.Plan,
 	"devices.access":           findings.Plan,
 	"cuda.driver":              findings.Plan,
 	"cuda.nvcc":                findings.Plan,
+	"cuda.default":             findings.Plan,
+	"cuda.loader":              findings.Plan,
 	"cudnn":                    findings.Plan,
 	"framework.driver":         findings.Plan,
 	"gpu.mig-layout":           findings.Plan,
@@ -227,6 +231,84 @@ var stages = map[string]findings.Stage{
 	"containers.engine":        findings.Plan,
 	"containers.cdi":           findings.Plan,
 	"fabric.manager":           findings.Plan,
+}
+
+// Why a rule is doctor's alone: what it reads that the plan's predicted
+// end state cannot hold.
+const (
+	// The session doctor is run from, which no plan changes and plan,
+	// run as root, does not share.
+	onlySession = "it judges the session doctor runs in (its variables, container, batch job, user namespace, WSL), not the host a plan changes"
+	// What a package brings is known once it is unpacked.
+	onlyUnpacked = "it reads where the installed packages put their files and what the dynamic loader resolves among them, which is known once they are unpacked"
+	// The GPUs' live state and history since boot.
+	onlyLive = "it reads the GPUs' live state and history since boot (NVML's counters and clocks, running processes, the kernel log), which apply's module reload or reboot resets and no plan decides"
+	// What loading a module makes.
+	onlyLoaded = "it reads what the kernel makes when the driver's module loads (device nodes, the module's flavor and branch as the kernel reports them), known once it has loaded"
+)
+
+// doctorOnly are the rules that only doctor reports, by ID, with why.
+var doctorOnly = map[string]string{
+	"context":                  onlySession,
+	"context.cuda":             onlySession,
+	"context.gpu-access":       onlySession,
+	"context.job":              onlySession,
+	"context.suspend":          onlyLive,
+	"context.user-namespace":   onlySession,
+	"context.wsl":              onlySession,
+	"env.stub-libcuda":         onlySession,
+	"env.visible-devices-uuid": onlySession,
+	"containers.device-cgroup": onlySession,
+	"cuda.toolkit":             onlyUnpacked,
+	"cudnn.header-library":     onlyUnpacked,
+	"loader":                   onlyUnpacked,
+	"loader.compat":            onlyUnpacked,
+	"loader.cudnn":             onlyUnpacked,
+	"loader.missing":           onlyUnpacked,
+	"loader.shadowed":          onlyUnpacked,
+	"framework":                onlyUnpacked,
+	"framework.arch":           onlyUnpacked,
+	"framework.cudnn":          onlyUnpacked,
+	"framework.libraries":      onlyUnpacked,
+	"framework.cpu-only":       onlyUnpacked,
+	"framework.cupy":           onlyUnpacked,
+	"framework.jax-plugin":     onlyUnpacked,
+	"framework.onnxruntime":    onlyUnpacked,
+	"framework.requirements":   onlyUnpacked,
+	"kernel.blocked":           onlyLoaded,
+	"kernel.secure-boot":       onlyLoaded,
+	"kernel.nvrm":              onlyLive,
+	"driver.flavor":            onlyLoaded,
+	"driver.branch":            onlyLoaded,
+	"devices.nodes":            onlyLoaded,
+	"gpu.state":                onlyLive,
+	"gpu.compute-mode":         onlyLive,
+	"gpu.memory":               onlyLive,
+	"gpu.mig":                  onlyLive,
+	"gpu.mig-compute-mode":     onlyLive,
+	"gpu.mig-pending":          onlyLive,
+	"gpu.mig-processes":        onlyLive,
+	CheckGPUXid:                onlyLive,
+	CheckGPUReset:              onlyLive,
+	CheckGPUECC:                onlyLive,
+	CheckGPUMemRepair:          onlyLive,
+	CheckGPUThermal:            onlyLive,
+	CheckGPUNVLink:             onlyLive,
+	CheckGPUPCIeLink:           onlyLive,
+	CheckGPUPersistence:        onlyLive,
+	CheckGPUCounters:           onlyLive,
+}
+
+// StageOf is the first command that reports rule id (a check's ID, with
+// or without its subject), and for one only doctor reports, why; ok is
+// false for an ID doctor does not declare.
+func StageOf(id string) (stage findings.Stage, why string, ok bool) {
+	id, _, _ = strings.Cut(id, ":")
+	if s, ok := stages[id]; ok {
+		return s, "", true
+	}
+	why, ok = doctorOnly[id]
+	return findings.Doctor, why, ok
 }
 
 // stageChecks are the checks of each stage that Judge runs: those whose
@@ -244,9 +326,10 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 		(*doctor).gpuBus,
 	},
 	findings.Plan: {
+		(*doctor).pciGPUs,
 		(*doctor).deviceAccess,
 		(*doctor).containerDevices,
-		(*doctor).cudaPlanned,
+		(*doctor).cudaToolkits,
 		(*doctor).cudnn,
 		(*doctor).frameworks,
 		(*doctor).visibleDevices,

@@ -163,19 +163,6 @@ func (d *doctor) mainToolkit() *facts.Toolkit {
 	return &tks[best]
 }
 
-// cudaPlanned is cudaToolkits' checks of stage plan, without those of
-// other stages that Judge would only discard: each toolkit against the
-// driver, and the main toolkit's nvcc.
-func (d *doctor) cudaPlanned() {
-	drv, from := d.driverVersion()
-	for _, tk := range d.obs.CUDA.Toolkits {
-		d.cudaDriver(tk, drv, from)
-	}
-	if tk := d.mainToolkit(); tk != nil {
-		d.cudaNvcc(*tk)
-	}
-}
-
 func (d *doctor) cudaToolkits() {
 	tks := d.obs.CUDA.Toolkits
 	if len(tks) == 0 {

@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plan"
 	"github.com/gpuenv/gpuenv/spec"
@@ -18,7 +19,9 @@ const predictedFrom = "the plan's cuda step"
 // package gpuenv installs a toolkit from carries it), beside those
 // already installed, which an upgrade to another release leaves in
 // place; a removal takes away the toolkits of the packages it removes.
-// /usr/local/cuda is left as observed.
+// NVIDIA's toolkit package makes /usr/local/cuda lead to its toolkit
+// where the link is missing or leads to a toolkit removed
+// (nvidiarepo.DefaultToolkitLink); otherwise it is left as observed.
 func predict(end *facts.Observation, steps []plan.Step) {
 	for _, s := range steps {
 		if s.Address != "cuda" {
@@ -44,6 +47,10 @@ func predict(end *facts.Observation, steps []plan.Step) {
 			}
 			tks = slices.DeleteFunc(tks, func(t facts.Toolkit) bool { return t.Path == tk.Path })
 			tks = append(tks, tk)
+			if major, minor, ok := nvidiarepo.ToolkitRelease(tk.Package); ok && nvidiarepo.ToolkitDir(major, minor) == tk.Path &&
+				!slices.ContainsFunc(tks, func(t facts.Toolkit) bool { return t.Path == end.CUDA.Default }) {
+				end.CUDA.Default = tk.Path
+			}
 		}
 		end.CUDA.Toolkits = tks
 	}

@@ -17,6 +17,9 @@ func Written(env facts.Environment, p string, content []byte, remove bool) facts
 	if group, ok := teamGroup(p); ok {
 		return writtenTeam(env, p, group, content, remove)
 	}
+	if path.Dir(p) == LdSoConfDir && strings.HasSuffix(p, ".conf") {
+		return writtenLoaderConf(env, p, content, remove)
+	}
 	rank, ok := variablesRank(p)
 	if !ok {
 		return env
@@ -113,6 +116,48 @@ func writtenTeam(env facts.Environment, p, group string, content []byte, remove 
 	}
 	out.Managed = slices.DeleteFunc(slices.Clone(env.Managed), func(m string) bool { return m == p })
 	if !remove {
+		out.Managed = append(out.Managed, p)
+	}
+	return out
+}
+
+// writtenLoaderConf is env once the loader's configuration file p of
+// /etc/ld.so.conf.d holds content (or is gone): its directories take the
+// place of the file's, in the name order ldconfig's include reads that
+// directory in. A file that includes others is not one gpuenv or a
+// package writes there, and its includes are not followed.
+func writtenLoaderConf(env facts.Environment, p string, content []byte, remove bool) facts.Environment {
+	var written []facts.LoaderPath
+	if !remove {
+		for _, line := range lines(content) {
+			for _, d := range loaderDirs(line) {
+				written = append(written, facts.LoaderPath{Dir: d, File: p})
+			}
+		}
+	}
+	out := env
+	out.LoaderPaths = nil
+	placed, seen := false, false
+	for _, lp := range env.LoaderPaths {
+		if lp.File == p {
+			continue
+		}
+		inDir := path.Dir(lp.File) == LdSoConfDir
+		if !placed && (inDir && p < lp.File || seen && !inDir) {
+			out.LoaderPaths = append(out.LoaderPaths, written...)
+			placed = true
+		}
+		seen = seen || inDir
+		out.LoaderPaths = append(out.LoaderPaths, lp)
+	}
+	if !placed {
+		out.LoaderPaths = append(out.LoaderPaths, written...)
+	}
+	if out.LoaderPaths == nil {
+		out.LoaderPaths = []facts.LoaderPath{}
+	}
+	out.Managed = slices.DeleteFunc(slices.Clone(env.Managed), func(m string) bool { return m == p })
+	if !remove && slices.Contains(ManagedFiles, p) {
 		out.Managed = append(out.Managed, p)
 	}
 	return out

@@ -398,9 +398,7 @@ func observeLoader(h *host.Host, read func(string) ([]byte, bool)) ([]facts.Load
 			case "hwcap":
 				// An obsolete directive of old glibc; it names no directory.
 			default:
-				for _, d := range strings.FieldsFunc(line, func(r rune) bool {
-					return r == ' ' || r == '\t' || r == ':' || r == ','
-				}) {
+				for _, d := range loaderDirs(line) {
 					out = append(out, facts.LoaderPath{Dir: d, File: file})
 				}
 			}
@@ -414,6 +412,18 @@ func observeLoader(h *host.Host, read func(string) ([]byte, bool)) ([]facts.Load
 	}
 	walk(LdSoConf)
 	return out, warns
+}
+
+// loaderDirs are the directories a line of the loader's configuration
+// names (comments and directives aside): ldconfig splits them at blanks,
+// colons and commas.
+func loaderDirs(line string) []string {
+	if i := strings.IndexByte(line, '#'); i >= 0 {
+		line = line[:i]
+	}
+	return strings.FieldsFunc(line, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ':' || r == ','
+	})
 }
 
 func lines(data []byte) []string {
