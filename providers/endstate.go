@@ -10,9 +10,17 @@ import (
 // change what it reads (kind.Observer.Predict) does, in the order the
 // observers run, so that a prediction reads the predictions it depends
 // on (Fabric Manager's packages from the predicted package database).
-// What no observer predicts stays as observed. obs is not changed.
+// What no observer predicts stays as observed, and the end state says
+// what of the live state the steps reset (facts.Prediction). obs is not
+// changed.
 func EndState(obs *facts.Observation, steps []plan.Step) *facts.Observation {
 	end := *obs
+	p := &facts.Prediction{}
+	for _, s := range steps {
+		p.Reboot = p.Reboot || s.Flags.NeedsReboot
+		p.ModuleReload = p.ModuleReload || s.Flags.NeedsModuleReload
+	}
+	end.Predicted = p
 	if len(steps) == 0 {
 		// Nothing changes: a converged plan judges the host as observed.
 		return &end

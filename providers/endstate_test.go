@@ -38,7 +38,11 @@ func boardWithOldDriver() *facts.Observation {
 			{Name: "render", GID: 999, Members: []string{}},
 			{Name: "alice", GID: 1002, Members: []string{}, PrimaryOf: []string{"alice"}},
 		},
-		DeviceNodes: []facts.DeviceNode{{Path: "/dev/nvidia0", Char: true, Major: 195, Minor: 0, Mode: "0660", UID: 0, GID: 44, Group: "video"}},
+		DeviceNodes: []facts.DeviceNode{
+			{Path: "/dev/nvidia0", Char: true, Major: 195, Minor: 0, Mode: "0660", UID: 0, GID: 44, Group: "video"},
+			{Path: "/dev/nvidiactl", Char: true, Major: 195, Minor: 255, Mode: "0660", UID: 0, GID: 44, Group: "video"},
+			{Path: "/dev/nvidia-uvm", Char: true, Major: 510, Minor: 0, Mode: "0660", UID: 0, GID: 44, Group: "video"},
+		},
 	}
 }
 
@@ -194,6 +198,183 @@ func TestEndStateJudgesToolkitsAgainstTheDriver(t *testing.T) {
 	}
 }
 
+// NVIDIA's toolkit package makes /usr/local/cuda lead to its toolkit
+// where the link is missing, and brings the loader's files for its
+// libraries: a fresh CUDA install leaves doctor's cuda.default and
+// cuda.loader satisfied, as on a host where the packages ran. A link
+// that already leads to another toolkit stays where it was; the
+// distribution's toolkit brings neither.
+func TestEndStatePredictsTheToolkitsLinkAndLoader(t *testing.T) {
+	gpu := func() *facts.Observation {
+		return &facts.Observation{
+			OS:     facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb", Arch: "x86_64"},
+			NVML:   facts.NVML{Status: "ok", DriverVersion: "550.54.15"},
+			Driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"},
+			PCI:    []facts.PCIDevice{{Address: "0000:18:00.0", VendorID: 0x10de, DeviceID: 0x2330, Driver: "nvidia"}},
+			Environment: facts.Environment{LoaderPaths: []facts.LoaderPath{
+				{Dir: "/usr/lib/x86_64-linux-gnu", File: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf"},
+			}},
+		}
+	}
+	apt := func(name, v string) []plan.Operation {
+		return []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: name, Version: v}}}}}
+	}
+	cuda124 := plan.Step{Address: "cuda", Action: plan.Create, After: map[string]string{"path": "/usr/local/cuda-12.4", "version": "12.4.1", "source": "nvidia"}, Operations: apt("cuda-toolkit-12-4", "12.4.1-1")}
+	judge := func(obs *facts.Observation, steps ...plan.Step) (map[string]finding.Status, *facts.Observation) {
+		end := providers.EndState(obs, steps)
+		out := map[string]finding.Status{}
+		for _, c := range doctor.Judge(doctor.Input{Obs: end}, finding.Plan) {
+			out[c.ID] = c.Status
+		}
+		return out, end
+	}
+
+	obs := gpu()
+	got, end := judge(obs, cuda124)
+	if got["cuda.default"] != finding.OK || got["cuda.loader"] != finding.OK {
+		t.Errorf("a fresh CUDA 12.4: %v, want cuda.default and cuda.loader ok", got)
+	}
+	if end.CUDA.Default != "/usr/local/cuda-12.4" {
+		t.Errorf("predicted /usr/local/cuda -> %q, want /usr/local/cuda-12.4", end.CUDA.Default)
+	}
+	want := []facts.LoaderPath{
+		{Dir: "/usr/local/cuda/targets/x86_64-linux/lib", File: "/etc/ld.so.conf.d/000_cuda.conf"},
+		{Dir: "/usr/local/cuda-12/targets/x86_64-linux/lib", File: "/etc/ld.so.conf.d/988_cuda-12.conf"},
+		{Dir: "/usr/lib/x86_64-linux-gnu", File: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf"},
+	}
+	if diff := cmp.Diff(want, end.Environment.LoaderPaths); diff != "" {
+		t.Errorf("predicted loader paths (-want +got):\n%s", diff)
+	}
+	if obs.CUDA.Default != "" || len(obs.Environment.LoaderPaths) != 1 {
+		t.Errorf("EndState changed the observation: %+v", obs)
+	}
+
+	// An arm64 server's toolkit lives under sbsa-linux.
+	arm := gpu()
+	arm.OS.Arch = "aarch64"
+	if _, end := judge(arm, cuda124); !slices.ContainsFunc(end.Environment.LoaderPaths, func(lp facts.LoaderPath) bool {
+		return lp.Dir == "/usr/local/cuda-12/targets/sbsa-linux/lib"
+	}) {
+		t.Errorf("aarch64 loader paths %+v, want sbsa-linux's", end.Environment.LoaderPaths)
+	}
+
+	// /usr/local/cuda already leads to CUDA 12.6: it stays, and doctor
+	// says so of the end state as of the host.
+	withLink := gpu()
+	withLink.CUDA = facts.CUDA{Default: "/usr/local/cuda-12.6", Toolkits: []facts.Toolkit{
+		{Path: "/usr/local/cuda-12.6", Version: "12.6.2", VersionFrom: "version.json", Layout: "nvidia", Package: "cuda-toolkit-12-6"},
+	}}
+	if _, end := judge(withLink, cuda124); end.CUDA.Default != "/usr/local/cuda-12.6" {
+		t.Errorf("predicted /usr/local/cuda -> %q, want it left at /usr/local/cuda-12.6", end.CUDA.Default)
+	}
+
+	// The distribution's toolkit: no link, no loader files.
+	distro := plan.Step{Address: "cuda", Action: plan.Create, After: map[string]string{"path": "/usr/lib/cuda", "version": "12.0.140", "source": "distro"}, Operations: apt("nvidia-cuda-toolkit", "12.0.140~12.0.1-4build4")}
+	if _, end := judge(gpu(), distro); end.CUDA.Default != "" || len(end.Environment.LoaderPaths) != 1 {
+		t.Errorf("the distribution's toolkit: link %q, loader paths %+v, want neither", end.CUDA.Default, end.Environment.LoaderPaths)
+	}
+}
+
+// The live state (the kernel log's Xid errors, the device nodes) is the
+// host's after apply as long as the plan neither reboots nor reloads the
+// driver: plan then warns of it as doctor does. A plan that reboots
+// starts a new boot, whose log holds nothing of this one's, and makes the
+// device nodes afresh, so that neither is judged from before.
+func TestEndStateJudgesTheLiveStateUntilAReset(t *testing.T) {
+	obs := &facts.Observation{
+		OS:     facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb", Arch: "x86_64"},
+		PCI:    []facts.PCIDevice{{Address: "0000:18:00.0", VendorID: 0x10de, DeviceID: 0x2330, Driver: "nvidia"}},
+		NVML:   facts.NVML{Status: "ok", DriverVersion: "550.54.15", Devices: []facts.GPUDevice{{Index: 0, UUID: "GPU-1", PCIBusID: "00000000:18:00.0"}}},
+		Driver: facts.Driver{ModuleVersion: "550.54.15", ModuleVersionFrom: "/proc/driver/nvidia/version", LibraryVersion: "550.54.15"},
+		Kernel: facts.Kernel{Log: &facts.KernelLog{
+			Sources: []facts.KernelLogSource{{Path: "/dev/kmsg", Bytes: 4096, BootStart: true}},
+			Events: []facts.KernelEvent{{Kind: facts.EventXid, PCIAddress: "0000:18:00.0", Code: "79", Detail: "GPU has fallen off the bus.",
+				Message: "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.", Source: "/dev/kmsg", Count: 1}},
+		}},
+		DeviceNodes: []facts.DeviceNode{
+			{Path: "/dev/nvidia0", Char: true, Major: 195, Minor: 0, Mode: "0666"},
+			{Path: "/dev/nvidiactl", Char: true, Major: 195, Minor: 255, Mode: "0666"},
+		},
+	}
+	group := plan.Step{Address: "group.video", Action: plan.Update, Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Add: []string{"alice"}}}}}
+	driver := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "open"}, Flags: plan.Flags{NeedsReboot: true, NeedsModuleReload: true}, Operations: []plan.Operation{
+		{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: "nvidia-driver-570-open", Version: "570.172.08-0ubuntu1"}}}},
+	}}
+	flagged := func(steps ...plan.Step) map[string]finding.Status {
+		out := map[string]finding.Status{}
+		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
+			if c.Status.Flagged() {
+				out[c.ID] = c.Status
+			}
+		}
+		return out
+	}
+	got := flagged(group)
+	if got[doctor.CheckGPUXid] == "" || got["devices.nodes"] != finding.Problem {
+		t.Errorf("a plan that leaves the driver alone: flagged %v, want the Xid and the missing /dev/nvidia-uvm", got)
+	}
+	got = flagged(group, driver)
+	if len(got) != 0 {
+		t.Errorf("a plan that installs a driver and reboots: flagged %v, want nothing", got)
+	}
+	end := providers.EndState(obs, []plan.Step{group, driver})
+	if l := end.Kernel.Log; l == nil || len(l.Events) != 0 || l.Module != nil || len(l.Sources) != 1 {
+		t.Errorf("the kernel log after the reboot: %+v, want its sources with no event", l)
+	}
+	if end.Driver.ModuleFlavor != "open" {
+		t.Errorf("the module flavour after the driver step: %q, want open", end.Driver.ModuleFlavor)
+	}
+	if len(obs.Kernel.Log.Events) != 1 || obs.Predicted != nil {
+		t.Errorf("EndState changed the observation: %+v", obs.Kernel.Log)
+	}
+}
+
+// The driver a plan installs is judged against the GPUs as doctor judges
+// the loaded one: the open modules on a Pascal GPU, or a branch that
+// dropped Kepler, leave the GPU unused, and plan says so before apply.
+func TestEndStateJudgesTheDriverAgainstTheGPUs(t *testing.T) {
+	host := func(deviceID uint16) *facts.Observation {
+		return &facts.Observation{
+			OS:     facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb", Arch: "x86_64"},
+			PCI:    []facts.PCIDevice{{Address: "0000:03:00.0", VendorID: 0x10de, DeviceID: deviceID}},
+			Kernel: facts.Kernel{Release: "6.8.0-45-generic"},
+		}
+	}
+	install := func(flavor, pkg, v string) plan.Step {
+		return plan.Step{Address: "driver", After: map[string]string{"kernel_modules": flavor}, Flags: plan.Flags{NeedsReboot: true}, Operations: []plan.Operation{
+			{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: pkg, Version: v}}}},
+		}}
+	}
+	judge := func(obs *facts.Observation, steps ...plan.Step) map[string]finding.Status {
+		out := map[string]finding.Status{}
+		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
+			out[c.ID] = c.Status
+		}
+		return out
+	}
+	p100 := host(0x15f8)
+	if got := judge(p100, install("open", "nvidia-driver-550-open", "550.127.05-0ubuntu1")); got["driver.flavor"] != finding.Problem {
+		t.Errorf("the open modules on a Tesla P100: %v, want driver.flavor flagged", got)
+	}
+	if got := judge(p100, install("proprietary", "nvidia-driver-550", "550.127.05-0ubuntu1")); got["driver.flavor"] != finding.OK {
+		t.Errorf("the proprietary modules on a Tesla P100: %v, want driver.flavor ok", got)
+	}
+	// The proprietary module is loaded: a switch to the open ones is
+	// judged as the module the reboot loads.
+	loaded := host(0x15f8)
+	loaded.Driver = facts.Driver{ModuleVersion: "535.183.01", ModuleVersionFrom: "/proc/driver/nvidia/version", ModuleFlavor: "proprietary"}
+	if got := judge(loaded, install("open", "nvidia-driver-550-open", "550.127.05-0ubuntu1")); got["driver.flavor"] != finding.Problem {
+		t.Errorf("a switch to the open modules on a Tesla P100: %v, want driver.flavor flagged", got)
+	}
+	k80 := host(0x102d)
+	if got := judge(k80, install("proprietary", "nvidia-driver-550", "550.127.05-0ubuntu1")); got["driver.branch"] != finding.Problem {
+		t.Errorf("driver 550 on a Tesla K80: %v, want driver.branch flagged", got)
+	}
+	if got := judge(k80, install("proprietary", "nvidia-driver-470", "470.256.02-0ubuntu0.22.04.1")); got["driver.branch"] != finding.OK {
+		t.Errorf("driver 470 on a Tesla K80: %v, want driver.branch ok", got)
+	}
+}
+
 // Containers as the steps leave them: a driver upgrade that leaves the
 // CDI spec naming the old driver's files makes every container asking for
 // a GPU through CDI fail, and doctor's containers.cdi rule says so at
@@ -218,7 +399,7 @@ func TestEndStateJudgesContainers(t *testing.T) {
 			CDIInUse: "/etc/cdi/nvidia.yaml",
 		},
 	}
-	upgrade := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "open"}, Operations: []plan.Operation{
+	upgrade := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "open"}, Flags: plan.Flags{NeedsReboot: true}, Operations: []plan.Operation{
 		{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: "nvidia-driver-570-open", Version: "570.172.08-0ubuntu1"}}}},
 	}}
 	regenerate := plan.Step{Address: "container_toolkit.cdi", Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/cdi/nvidia.yaml", Generate: plan.GenerateCDI}}}}

@@ -215,6 +215,9 @@ func (d *doctor) suspend() {
 		return
 	}
 	c := Check{ID: "context.suspend", Group: GroupContext, Evidence: contextEvidence(d.obs.Context)}
+	if d.skipLive(c, "The driver's suspend settings and the resumes since boot") {
+		return
+	}
 	if s.PreserveVideoMemory == "1" && len(s.Services) > 0 {
 		c.Status, c.Summary = OK, "The driver's suspend support is enabled: CUDA survives suspend and resume"
 		d.add(c)

@@ -210,10 +210,27 @@ func (c corpusCase) report(t *testing.T, dir string) *doctor.Report {
 		opts.NVML = host.NewNVML(hosttest.NVMLServer(c.nvml))
 	}
 	obs := providers.Observe(context.Background(), h, opts)
-	r := doctor.Run(doctor.Input{Obs: obs, User: c.user, Session: c.session})
+	in := doctor.Input{Obs: obs, User: c.user, Session: c.session}
+	r := doctor.Run(in)
 	observeIsRunFilteredByStage(t, obs, r)
 	rulesAreDeclared(t, r)
+	judgeIsRunFilteredByStage(t, in, r)
 	return r
+}
+
+// judgeIsRunFilteredByStage: plan's verdicts (Judge) are doctor's of
+// stage plan, each of them, on every case's host.
+func judgeIsRunFilteredByStage(t *testing.T, in doctor.Input, r *doctor.Report) {
+	t.Helper()
+	var want []doctor.Check
+	for _, c := range r.Checks {
+		if c.Stage == findings.Plan {
+			want = append(want, c)
+		}
+	}
+	if diff := cmp.Diff(want, doctor.Judge(in, findings.Plan), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Judge(plan) differs from Run's checks of stage plan (-Run +Judge):\n%s", diff)
+	}
 }
 
 // rulesAreDeclared: every rule doctor reports says which command reports

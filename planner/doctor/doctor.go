@@ -213,7 +213,6 @@ var stages = map[string]findings.Stage{
 	"nvml.init":                findings.Observe,
 	CheckGPUBus:                findings.Observe,
 	"packages.unfinished":      findings.Observe,
-	"pci.gpus":                 findings.Plan,
 	"devices.access":           findings.Plan,
 	"cuda.driver":              findings.Plan,
 	"cuda.nvcc":                findings.Plan,
@@ -231,6 +230,29 @@ var stages = map[string]findings.Stage{
 	"containers.engine":        findings.Plan,
 	"containers.cdi":           findings.Plan,
 	"fabric.manager":           findings.Plan,
+	"pci.gpus":                 findings.Plan,
+	"kernel.blocked":           findings.Plan,
+	"kernel.nvrm":              findings.Plan,
+	"driver.flavor":            findings.Plan,
+	"driver.branch":            findings.Plan,
+	"devices.nodes":            findings.Plan,
+	"gpu.state":                findings.Plan,
+	"gpu.compute-mode":         findings.Plan,
+	"gpu.memory":               findings.Plan,
+	"gpu.mig":                  findings.Plan,
+	"gpu.mig-pending":          findings.Plan,
+	"gpu.mig-compute-mode":     findings.Plan,
+	"gpu.mig-processes":        findings.Plan,
+	CheckGPUXid:                findings.Plan,
+	CheckGPUReset:              findings.Plan,
+	CheckGPUECC:                findings.Plan,
+	CheckGPUMemRepair:          findings.Plan,
+	CheckGPUThermal:            findings.Plan,
+	CheckGPUNVLink:             findings.Plan,
+	CheckGPUPCIeLink:           findings.Plan,
+	CheckGPUPersistence:        findings.Plan,
+	CheckGPUCounters:           findings.Plan,
+	"context.suspend":          findings.Plan,
 }
 
 // Why a rule is doctor's alone: what it reads that the plan's predicted
@@ -241,10 +263,8 @@ const (
 	onlySession = "it judges the session doctor runs in (its variables, container, batch job, user namespace, WSL), not the host a plan changes"
 	// What a package brings is known once it is unpacked.
 	onlyUnpacked = "it reads where the installed packages put their files and what the dynamic loader resolves among them, which is known once they are unpacked"
-	// The GPUs' live state and history since boot.
-	onlyLive = "it reads the GPUs' live state and history since boot (NVML's counters and clocks, running processes, the kernel log), which apply's module reload or reboot resets and no plan decides"
-	// What loading a module makes.
-	onlyLoaded = "it reads what the kernel makes when the driver's module loads (device nodes, the module's flavor and branch as the kernel reports them), known once it has loaded"
+	// Whether Secure Boot lets a module load.
+	onlyEnrolled = "whether the kernel takes the module under Secure Boot depends on the key it is signed with being enrolled, which is not read; plan warns of a step that builds the module with DKMS under Secure Boot itself (secure-boot-dkms)"
 )
 
 // doctorOnly are the rules that only doctor reports, by ID, with why.
@@ -253,7 +273,6 @@ var doctorOnly = map[string]string{
 	"context.cuda":             onlySession,
 	"context.gpu-access":       onlySession,
 	"context.job":              onlySession,
-	"context.suspend":          onlyLive,
 	"context.user-namespace":   onlySession,
 	"context.wsl":              onlySession,
 	"env.stub-libcuda":         onlySession,
@@ -275,28 +294,7 @@ var doctorOnly = map[string]string{
 	"framework.jax-plugin":     onlyUnpacked,
 	"framework.onnxruntime":    onlyUnpacked,
 	"framework.requirements":   onlyUnpacked,
-	"kernel.blocked":           onlyLoaded,
-	"kernel.secure-boot":       onlyLoaded,
-	"kernel.nvrm":              onlyLive,
-	"driver.flavor":            onlyLoaded,
-	"driver.branch":            onlyLoaded,
-	"devices.nodes":            onlyLoaded,
-	"gpu.state":                onlyLive,
-	"gpu.compute-mode":         onlyLive,
-	"gpu.memory":               onlyLive,
-	"gpu.mig":                  onlyLive,
-	"gpu.mig-compute-mode":     onlyLive,
-	"gpu.mig-pending":          onlyLive,
-	"gpu.mig-processes":        onlyLive,
-	CheckGPUXid:                onlyLive,
-	CheckGPUReset:              onlyLive,
-	CheckGPUECC:                onlyLive,
-	CheckGPUMemRepair:          onlyLive,
-	CheckGPUThermal:            onlyLive,
-	CheckGPUNVLink:             onlyLive,
-	CheckGPUPCIeLink:           onlyLive,
-	CheckGPUPersistence:        onlyLive,
-	CheckGPUCounters:           onlyLive,
+	"kernel.secure-boot":       onlyEnrolled,
 }
 
 // StageOf is the first command that reports rule id (a check's ID, with
@@ -326,7 +324,13 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 		(*doctor).gpuBus,
 	},
 	findings.Plan: {
+		(*doctor).suspend,
 		(*doctor).pciGPUs,
+		(*doctor).kernelBlocked,
+		(*doctor).driverFlavor,
+		(*doctor).driverBranch,
+		(*doctor).kernelNVRM,
+		(*doctor).deviceNodes,
 		(*doctor).deviceAccess,
 		(*doctor).containerDevices,
 		(*doctor).cudaToolkits,
@@ -335,7 +339,9 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 		(*doctor).visibleDevices,
 		(*doctor).deviceOrder,
 		(*doctor).ldLibraryPath,
+		(*doctor).gpuState,
 		(*doctor).migState,
+		(*doctor).gpuHealth,
 		(*doctor).containers,
 		(*doctor).fabricManager,
 	},
@@ -378,6 +384,18 @@ func (d *doctor) add(c Check) {
 func (d *doctor) skip(c Check, summary string) {
 	c.Status, c.Summary = Skipped, summary
 	d.add(c)
+}
+
+// skipLive adds c as skipped when the host judged is a plan's predicted
+// end state whose steps reset the GPUs' live state, which the
+// observation holds only as it was before them (facts.Prediction); what
+// names what c would judge.
+func (d *doctor) skipLive(c Check, what string) bool {
+	reset, why := d.obs.LiveReset()
+	if reset {
+		d.skip(c, fmt.Sprintf("%s: %s resets them, so doctor judges them after apply", what, why))
+	}
+	return reset
 }
 
 // hasGPU reports whether the host shows an NVIDIA GPU by any route.

@@ -407,6 +407,9 @@ var nvmlChecks = map[string]bool{CheckGPUReset: true, CheckGPUECC: true, CheckGP
 
 // gpuHealth adds the health checks.
 func (d *doctor) gpuHealth() {
+	if d.skipLive(Check{ID: CheckGPUCounters, Group: GroupGPUState}, "The GPUs' health counters and errors as NVML and the kernel log show them now") {
+		return
+	}
 	fs, _ := healthFindings(d.obs)
 	nvmlOK := d.obs.NVML.Status == "ok"
 	links := slices.ContainsFunc(d.obs.Health.GPUs, func(g facts.GPUHealth) bool { return g.Link != nil })

@@ -678,6 +678,9 @@ func (d *doctor) deviceNodes() {
 		d.skip(c, "The nvidia module is not loaded, so it has made no device nodes")
 		return
 	}
+	if d.skipLive(c, "The device nodes the driver makes as it loads") {
+		return
+	}
 	have := map[string]facts.DeviceNode{}
 	for _, n := range d.obs.DeviceNodes {
 		if computeNode(n.Path) {

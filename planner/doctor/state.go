@@ -239,6 +239,9 @@ func (d *doctor) gpuState() {
 			Summary: "NVML did not answer: GPU memory, compute modes and MIG cannot be read"})
 		return
 	}
+	if d.skipLive(Check{ID: "gpu.state", Group: GroupGPUState}, "GPU memory, compute modes and MIG instances as NVML shows them now") {
+		return
+	}
 	mem := Check{ID: "gpu.memory", Group: GroupGPUState, Status: OK, Summary: "No process holds GPU memory"}
 	mode := Check{ID: "gpu.compute-mode", Group: GroupGPUState, Status: OK, Summary: "Every GPU accepts new programs (compute mode)"}
 	mig := Check{ID: "gpu.mig", Group: GroupGPUState, Status: OK, Summary: "No GPU has MIG enabled without instances"}

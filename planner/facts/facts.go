@@ -81,6 +81,39 @@ type Observation struct {
 	// status problem and the layer (the section above) it concerns.
 	Problems finding.Problems `json:"problems"`
 	Warnings []Warning        `json:"warnings"`
+
+	// Predicted is set on an observation that was not read from the host
+	// but predicted from it: the host as a plan's steps leave it
+	// (providers.EndState). It is never written out.
+	Predicted *Prediction `json:"-"`
+}
+
+// Prediction says what of the live state a plan's steps reset, so that
+// what the observation still holds of it (read before the steps) is not
+// judged as the host's after apply.
+type Prediction struct {
+	// Reboot: the plan ends in a reboot, which empties the kernel log,
+	// makes /dev afresh and resets every GPU.
+	Reboot bool
+	// ModuleReload: a step loads the nvidia module anew (an install, an
+	// upgrade, a reload), which resets NVML's volatile counters, ends
+	// every GPU process and makes the device nodes the driver makes.
+	ModuleReload bool
+}
+
+// LiveReset reports whether the observation is a prediction whose steps
+// reset the GPUs' live state (NVML's counters and processes, the device
+// nodes), and why.
+func (o *Observation) LiveReset() (bool, string) {
+	switch p := o.Predicted; {
+	case p == nil:
+		return false, ""
+	case p.Reboot:
+		return true, "the plan's reboot"
+	case p.ModuleReload:
+		return true, "the plan's reload of the nvidia module"
+	}
+	return false, ""
 }
 
 // Warning is a problem met while observing: a file that could not be read or

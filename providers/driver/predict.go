@@ -17,7 +17,7 @@ const predictedFrom = "the plan's driver step"
 // predictDriver is what the driver observer reads once the steps are
 // applied: the GPUs' settings (predictDevices), and the driver that runs
 // once the plan's driver step is applied and its module reload or reboot
-// done: the module, the library
+// done: the module (its version and flavour), the library
 // libnvidia-ml.so.1 leads to and the version NVML reports are those of
 // the driver package it installs. Where that version is known only after
 // apply, so are they. A driver of userspace only (kernel_modules =
@@ -40,6 +40,11 @@ func predictDriver(end *facts.Observation, steps []plan.Step) {
 				v, from = up.String(), predictedFrom
 			}
 			end.Driver.ModuleVersion, end.Driver.ModuleVersionFrom = v, from
+			// The module loaded is the flavour the step installs.
+			end.Driver.ModuleFlavor = ""
+			if f := s.After["kernel_modules"]; f == string(spec.KernelModulesOpen) || f == string(spec.KernelModulesProprietary) {
+				end.Driver.ModuleFlavor = f
+			}
 			// The library files are the new package's, named by a
 			// version that may not be known yet.
 			end.Driver.LibraryVersion, end.Driver.Libraries = v, nil
@@ -93,13 +98,23 @@ func predictFabric(end *facts.Observation, steps []plan.Step) {
 // persistence on every GPU where the plan enables nvidia-persistenced
 // (off where it disables it), and the GPU instances each MIG step makes
 // or destroys, with their compute instances' slices (their IDs, which
-// NVML gives as it makes them, are not predicted).
+// NVML gives as it makes them, are not predicted). A plan that reboots
+// makes a pending MIG mode the GPU's.
 func predictDevices(end *facts.Observation, steps []plan.Step) {
 	devs := end.NVML.Devices
 	cloned := false
 	edit := func() {
 		if !cloned {
 			devs, cloned = slices.Clone(devs), true
+		}
+	}
+	if slices.ContainsFunc(steps, func(s plan.Step) bool { return s.Flags.NeedsReboot }) {
+		// The reboot is the reset a pending MIG mode waits for.
+		for i := range devs {
+			if p := devs[i].MIGModePending; p != "" && p != devs[i].MIGMode {
+				edit()
+				devs[i].MIGMode = p
+			}
 		}
 	}
 	for _, s := range steps {
