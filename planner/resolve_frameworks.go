@@ -528,7 +528,11 @@ func (r *resolver) distroFramework(df *DesiredFramework) {
 	if df.Absent {
 		return
 	}
-	if strings.Contains(strings.ToLower(row.Notes), "cpu-only") {
+	if row.CPUOnly() && !doctor.HasGPU(r.obs) {
+		// Where there is a GPU, doctor's framework.cpu-only judges the
+		// build the plan leaves (the end state predicts it); without
+		// one, as on a machine that builds an image, only the table
+		// can say that the spec chose a build that never uses one.
 		r.warnf(f.DefRange, "The distribution's "+row.Name+" does not use the GPU",
 			"%s's %s is a CPU-only build (%s): programs importing it will not see a GPU. Use source = \"pip\" with a venv for a CUDA build.", r.os.Title, row.Name, row.Source)
 	}

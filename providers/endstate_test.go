@@ -375,6 +375,83 @@ func TestEndStateJudgesTheDriverAgainstTheGPUs(t *testing.T) {
 	}
 }
 
+// What the loader resolves and which distributions an environment holds
+// are the host's after apply while no step installs or removes packages
+// there (or, for the loader, writes a file the environment is read
+// from): plan warns of them as doctor does. A step that does leaves them
+// to be known after apply.
+func TestEndStateJudgesLoaderAndDistributionsUntilPackagesChange(t *testing.T) {
+	venv := facts.PythonEnv{Interpreter: "/opt/jax/bin/python", Prefix: "/opt/jax", Virtual: true,
+		Frameworks: []facts.Framework{},
+		Unmet: []facts.UnmetRequirement{{Distribution: "jax-cuda12-plugin", Version: "0.4.35", Requirement: "nvidia-cudnn-cu12>=9.1,<10.0", Target: "nvidia-cudnn-cu12",
+			File: "/opt/jax/lib/python3.11/site-packages/jax_cuda12_plugin-0.4.35.dist-info/METADATA"}}}
+	obs := &facts.Observation{
+		OS:     facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb", Arch: "x86_64"},
+		PCI:    []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de}},
+		NVML:   facts.NVML{Status: "ok", DriverVersion: "550.54.15"},
+		Driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"},
+		Python: []facts.PythonEnv{venv},
+		Loader: facts.Loader{Consumers: []facts.LoaderResolution{{Kind: "program", Subject: "/usr/local/bin/train", Object: "/usr/local/bin/train", NeededFrom: "ELF",
+			Needed: []string{"libcudart.so.12"}, Libraries: []facts.ResolvedLibrary{{Soname: "libcudart.so.12"}}}}},
+	}
+	group := plan.Step{Address: "group.video", Action: plan.Update, Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Add: []string{"alice"}}}}}
+	apt := plan.Step{Address: "cudnn", Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt,
+		Install: []plan.PackagePin{{Name: "libcudnn9-cuda-12", Version: "9.1.0.70-1"}}}}}}
+	pip := plan.Step{Address: "framework.jax", Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerPip,
+		Venv: "/opt/jax", Python: "/usr/bin/python3", Install: []plan.PackagePin{{Name: "nvidia-cudnn-cu12", Version: "9.1.0.70"}}}}}}
+	flagged := func(steps ...plan.Step) []string {
+		var out []string
+		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
+			if c.Status.Flagged() && (strings.HasPrefix(c.ID, "loader") || strings.HasPrefix(c.ID, "framework.requirements")) {
+				out = append(out, c.ID)
+			}
+		}
+		return out
+	}
+	if got := flagged(group); !slices.ContainsFunc(got, func(id string) bool { return strings.HasPrefix(id, "loader.missing") }) ||
+		!slices.Contains(got, "framework.requirements:/opt/jax/bin/python") {
+		t.Errorf("a plan that installs nothing: flagged %v, want the missing libcudart and the unmet requirement", got)
+	}
+	// A system package leaves the loader unknown; the venv's
+	// distributions are pip's, which it does not touch.
+	if got := flagged(apt); !slices.Equal(got, []string{"framework.requirements:/opt/jax/bin/python"}) {
+		t.Errorf("a plan that installs a system package: flagged %v, want the unmet requirement only", got)
+	}
+	if got := flagged(pip); len(got) != 0 {
+		t.Errorf("a plan that installs into the venv: flagged %v, want nothing", got)
+	}
+	if len(obs.Loader.Consumers) != 1 || len(obs.Python[0].Unmet) != 1 {
+		t.Errorf("EndState changed the observation: %+v %+v", obs.Loader, obs.Python)
+	}
+}
+
+// Debian 12's python3-torch is a CPU-only build (gpuenv's package
+// table says so): a plan that installs it on a host with a GPU leaves
+// a PyTorch that never uses it, and doctor's framework.cpu-only says so
+// of the end state. On a host without a GPU the resolver's warning
+// speaks instead (providers' TestDebianExampleWithoutGPU).
+func TestEndStatePredictsTheDistributionsCPUOnlyTorch(t *testing.T) {
+	obs := &facts.Observation{
+		OS:  facts.OS{ID: "debian", VersionID: "12", Family: "deb", Arch: "x86_64"},
+		PCI: []facts.PCIDevice{{Address: "0000:01:00.0", VendorID: 0x10de, DeviceID: 0x2330}},
+	}
+	torch := plan.Step{Address: "framework.pytorch", Action: plan.Create, After: map[string]string{"package": "python3-torch=1.13.1+dfsg-4", "source": "distro"},
+		Operations: []plan.Operation{{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: "python3-torch", Version: "1.13.1+dfsg-4"}}}}}}
+	var got []string
+	for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, []plan.Step{torch})}, finding.Plan) {
+		if c.Status.Flagged() {
+			got = append(got, c.ID+" "+c.Summary)
+		}
+	}
+	want := "framework.cpu-only:/usr/bin/python3:pytorch pytorch 1.13.1 in /usr/bin/python3 is a CPU-only build: it never uses the GPU"
+	if !slices.Contains(got, want) {
+		t.Errorf("the distribution's torch planned on a GPU host: flagged %q, want %q", got, want)
+	}
+	if len(obs.Python) != 0 {
+		t.Errorf("EndState changed the observation: %+v", obs.Python)
+	}
+}
+
 // Containers as the steps leave them: a driver upgrade that leaves the
 // CDI spec naming the old driver's files makes every container asking for
 // a GPU through CDI fail, and doctor's containers.cdi rule says so at
@@ -491,7 +568,7 @@ func TestEndStateJudgesFrameworks(t *testing.T) {
 	judge := func(steps ...plan.Step) map[string]finding.Status {
 		out := map[string]finding.Status{}
 		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
-			if strings.HasPrefix(c.ID, "framework") {
+			if strings.HasPrefix(c.ID, "framework") && c.Status.Flagged() {
 				out[c.ID] = c.Status
 			}
 		}

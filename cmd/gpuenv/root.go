@@ -160,6 +160,9 @@ func (e *exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.
 
 // newRootCmd builds the command tree for one invocation.
 func newRootCmd(g *globalOptions) *cobra.Command {
+	// The build is read once: the Go toolchain's record of it is parsed
+	// at every call.
+	build := buildVersion()
 	root := &cobra.Command{
 		Use:   "gpuenv",
 		Short: "Declarative NVIDIA GPU environments: observe, plan, apply, roll back",
@@ -170,7 +173,7 @@ match a spec written in HCL, and explains every change it would make.
 Exit codes: 0 success or nothing to do; 1 error or refused; 2 something to do
 (changes planned, problems found, files to format); 3 the host needs
 attention (a failed apply or rollback whose revert is incomplete).`,
-		Version:           buildVersion().Version,
+		Version:           build.Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		DisableAutoGenTag: true,
@@ -186,10 +189,12 @@ attention (a failed apply or rollback whose revert is incomplete).`,
 	// --version prints what "gpuenv version" prints; the template is
 	// the text itself, as it has no field cobra would fill.
 	var version strings.Builder
-	(&versionHuman{w: &version}).Version(buildVersion())
+	(&versionHuman{w: &version}).Version(build)
 	root.SetVersionTemplate(strings.ReplaceAll(version.String(), "{{", "{{`{{`}}"))
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
-		g.debugf("gpuenv %s: %s %s (--root %s, --state-dir %s)", buildVersion().Version, cmd.CommandPath(), strings.Join(shellWords(args), " "), g.Root, g.stateDir())
+		if g.debugging() {
+			g.debugf("gpuenv %s: %s %s (--root %s, --state-dir %s)", build.Version, cmd.CommandPath(), strings.Join(shellWords(args), " "), g.Root, g.stateDir())
+		}
 		if g.debugging() {
 			cmd.SetContext(context.WithValue(cmd.Context(), debugKey{}, g))
 		}

@@ -122,6 +122,23 @@ func loadPackages() ([]PackageRow, error) {
 // PackageRows returns every package-naming rule, in file order.
 func PackageRows() []PackageRow { return slices.Clone(must(packagesTable())) }
 
+// CPUOnly reports whether the row is a framework package built without
+// CUDA, as its notes say: the distribution's PyTorch on Debian 12.
+func (r PackageRow) CPUOnly() bool { return strings.Contains(strings.ToLower(r.Notes), "cpu-only") }
+
+// DistroFramework is the row of the distribution's package name of a
+// framework component ("pytorch") on an OS release; false when the
+// tables name none.
+func DistroFramework(osID, osVersion, component string) (PackageRow, bool) {
+	for _, p := range must(packagesTable()) {
+		if p.OS == osID && p.Repo == RepoDistro && p.Component == component &&
+			(len(p.OSVersions) == 0 || slices.Contains(p.OSVersions, osVersion)) {
+			return p, true
+		}
+	}
+	return PackageRow{}, false
+}
+
 // subject returns the version a component's Applies constraint is
 // evaluated on, zero when the query does not give it.
 func (q PackageQuery) subject() version.Version {

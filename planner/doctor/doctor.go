@@ -121,7 +121,9 @@ type Input struct {
 
 // Run runs every check in order and returns the report.
 func Run(in Input) *Report {
-	d := &doctor{in: in, obs: in.Obs}
+	// About as many verdicts as checks: a check is too large a value to
+	// copy at every growth of the list.
+	d := &doctor{in: in, obs: in.Obs, out: make([]Check, 0, 2*len(checks))}
 	for _, c := range checks {
 		c(d)
 	}
@@ -253,49 +255,39 @@ var stages = map[string]findings.Stage{
 	CheckGPUPersistence:        findings.Plan,
 	CheckGPUCounters:           findings.Plan,
 	"context.suspend":          findings.Plan,
+	"cuda.toolkit":             findings.Plan,
+	"cudnn.header-library":     findings.Plan,
+	"loader":                   findings.Plan,
+	"loader.compat":            findings.Plan,
+	"loader.cudnn":             findings.Plan,
+	"loader.missing":           findings.Plan,
+	"loader.shadowed":          findings.Plan,
+	"framework":                findings.Plan,
+	"framework.arch":           findings.Plan,
+	"framework.cudnn":          findings.Plan,
+	"framework.libraries":      findings.Plan,
+	"framework.cupy":           findings.Plan,
+	"framework.jax-plugin":     findings.Plan,
+	"framework.onnxruntime":    findings.Plan,
+	"framework.requirements":   findings.Plan,
+	"framework.cpu-only":       findings.Plan,
+	"context":                  findings.Plan,
+	"context.cuda":             findings.Plan,
+	"context.gpu-access":       findings.Plan,
+	"context.job":              findings.Plan,
+	"context.user-namespace":   findings.Plan,
+	"context.wsl":              findings.Plan,
+	"env.stub-libcuda":         findings.Plan,
+	"env.visible-devices-uuid": findings.Plan,
+	"containers.device-cgroup": findings.Plan,
+	"kernel.secure-boot":       findings.Plan,
 }
 
-// Why a rule is doctor's alone: what it reads that the plan's predicted
-// end state cannot hold.
-const (
-	// The session doctor is run from, which no plan changes and plan,
-	// run as root, does not share.
-	onlySession = "it judges the session doctor runs in (its variables, container, batch job, user namespace, WSL), not the host a plan changes"
-	// What a package brings is known once it is unpacked.
-	onlyUnpacked = "it reads where the installed packages put their files and what the dynamic loader resolves among them, which is known once they are unpacked"
-	// Whether Secure Boot lets a module load.
-	onlyEnrolled = "whether the kernel takes the module under Secure Boot depends on the key it is signed with being enrolled, which is not read; plan warns of a step that builds the module with DKMS under Secure Boot itself (secure-boot-dkms)"
-)
-
-// doctorOnly are the rules that only doctor reports, by ID, with why.
-var doctorOnly = map[string]string{
-	"context":                  onlySession,
-	"context.cuda":             onlySession,
-	"context.gpu-access":       onlySession,
-	"context.job":              onlySession,
-	"context.user-namespace":   onlySession,
-	"context.wsl":              onlySession,
-	"env.stub-libcuda":         onlySession,
-	"env.visible-devices-uuid": onlySession,
-	"containers.device-cgroup": onlySession,
-	"cuda.toolkit":             onlyUnpacked,
-	"cudnn.header-library":     onlyUnpacked,
-	"loader":                   onlyUnpacked,
-	"loader.compat":            onlyUnpacked,
-	"loader.cudnn":             onlyUnpacked,
-	"loader.missing":           onlyUnpacked,
-	"loader.shadowed":          onlyUnpacked,
-	"framework":                onlyUnpacked,
-	"framework.arch":           onlyUnpacked,
-	"framework.cudnn":          onlyUnpacked,
-	"framework.libraries":      onlyUnpacked,
-	"framework.cpu-only":       onlyUnpacked,
-	"framework.cupy":           onlyUnpacked,
-	"framework.jax-plugin":     onlyUnpacked,
-	"framework.onnxruntime":    onlyUnpacked,
-	"framework.requirements":   onlyUnpacked,
-	"kernel.secure-boot":       onlyEnrolled,
-}
+// doctorOnly are the rules that only doctor reports, by ID, with why
+// plan cannot judge them on its end state. None is now: every rule reads
+// facts the end state predicts, or leaves unknown where the steps make
+// them known only after apply (the rules then skip themselves there).
+var doctorOnly = map[string]string{}
 
 // StageOf is the first command that reports rule id (a check's ID, with
 // or without its subject), and for one only doctor reports, why; ok is
@@ -324,24 +316,33 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 		(*doctor).gpuBus,
 	},
 	findings.Plan: {
-		(*doctor).suspend,
+		(*doctor).runtimeContext,
 		(*doctor).pciGPUs,
 		(*doctor).kernelBlocked,
 		(*doctor).driverFlavor,
 		(*doctor).driverBranch,
 		(*doctor).kernelNVRM,
+		(*doctor).kernelSecureBoot,
 		(*doctor).deviceNodes,
 		(*doctor).deviceAccess,
 		(*doctor).containerDevices,
 		(*doctor).cudaToolkits,
+		(*doctor).loaderToolkit,
+		(*doctor).driverLibrary,
 		(*doctor).cudnn,
+		(*doctor).cudnnHeaderLibrary,
 		(*doctor).frameworks,
+		(*doctor).loaderFrameworks,
+		(*doctor).pythonLibraries,
 		(*doctor).visibleDevices,
 		(*doctor).deviceOrder,
 		(*doctor).ldLibraryPath,
+		(*doctor).stubLibrary,
+		(*doctor).visibleDeviceUUIDs,
 		(*doctor).gpuState,
 		(*doctor).migState,
 		(*doctor).gpuHealth,
+		(*doctor).programs,
 		(*doctor).containers,
 		(*doctor).fabricManager,
 	},
@@ -351,7 +352,7 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 // those of stage plan over the host as its plan leaves it, so that it
 // warns where doctor would after apply, in doctor's words.
 func Judge(in Input, stage findings.Stage) []Check {
-	d := &doctor{in: in, obs: in.Obs}
+	d := &doctor{in: in, obs: in.Obs, out: make([]Check, 0, 2*len(stageChecks[stage]))}
 	for _, c := range stageChecks[stage] {
 		c(d)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
-	"github.com/gpuenv/gpuenv/spec/lazyregexp"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -389,6 +388,11 @@ func (d *doctor) kernelSecureBoot() {
 	}
 	sb := d.obs.Kernel.SecureBoot
 	c.Evidence = []string{"EFI variable SecureBoot: " + orUnknownState(sb)}
+	if sb == "enabled" && d.hasGPU() && d.skipLive(c, "Whether the kernel takes the module the plan loads under Secure Boot (it must be signed by an enrolled key)") {
+		// The planner warns of a step that builds the module with DKMS
+		// under Secure Boot (secure-boot-dkms).
+		return
+	}
 	switch {
 	case sb == "disabled":
 		c.Status, c.Summary = OK, "Secure Boot is disabled: any module loads"
@@ -629,11 +633,23 @@ func (d *doctor) driverVersions() {
 	d.add(c)
 }
 
-var gpuNode = lazyregexp.New(`^/dev/nvidia([0-9]+)$`)
+// gpuNode reports whether p is a GPU's node, /dev/nvidiaN.
+func gpuNode(p string) bool {
+	n, ok := strings.CutPrefix(p, "/dev/nvidia")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // computeNodes are the device nodes a CUDA program opens.
 func computeNode(p string) bool {
-	return p == "/dev/nvidiactl" || p == "/dev/nvidia-uvm" || gpuNode.MatchString(p)
+	return p == "/dev/nvidiactl" || p == "/dev/nvidia-uvm" || gpuNode(p)
 }
 
 func nodeText(n facts.DeviceNode) string {
@@ -695,7 +711,7 @@ func (d *doctor) deviceNodes() {
 	// nodes, whatever their numbers, is what counts.
 	var gpuNodes []string
 	for p := range have {
-		if gpuNode.MatchString(p) {
+		if gpuNode(p) {
 			gpuNodes = append(gpuNodes, p)
 		}
 	}

@@ -104,6 +104,18 @@ func openNeed(g compat.GPU) compat.OpenModules {
 	return a.Open
 }
 
+// driverPackageName reports whether a package's version is the driver's
+// own. Every installed package is asked: the names that cannot be are
+// passed over before the pattern.
+func driverPackageName(name string) bool {
+	for _, prefix := range []string{"nvidia-", "libnvidia-", "cuda-drivers", "kmod-nvidia-"} {
+		if strings.HasPrefix(name, prefix) {
+			return driverPackageRe.MatchString(name)
+		}
+	}
+	return false
+}
+
 // driverPackageRe matches the packages whose version is the driver's own.
 var driverPackageRe = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|nvidia-utils-[0-9]+(-server)?|libnvidia-compute-[0-9]+(-server)?|nvidia-dkms-[0-9]+(-server)?(-open)?|nvidia-kernel-common-[0-9]+(-server)?|nvidia-headless(-no-dkms)?-[0-9]+(-server)?(-open)?|nvidia-open(-[0-9]+)?|cuda-drivers(-[0-9]+)?|nvidia-kernel-dkms|nvidia-open-kernel-dkms|kmod-nvidia-latest-dkms|kmod-nvidia-open-dkms|nvidia-smi|libnvidia-ml1)$`)
 
@@ -129,7 +141,7 @@ func upstreamVersion(v string) string {
 // carries another branch than its version, says so.
 func (d *doctor) driverPackages() (versions []version.Version, evidence []string) {
 	for _, p := range d.obs.Packages.Packages {
-		if p.State != facts.StateInstalled || !driverPackageRe.MatchString(p.Name) {
+		if p.State != facts.StateInstalled || !driverPackageName(p.Name) {
 			continue
 		}
 		up := upstreamVersion(p.Version)

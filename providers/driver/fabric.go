@@ -38,8 +38,7 @@ func FabricManagerPackage(name string) bool {
 		return true
 	}
 	rest, ok := strings.CutPrefix(name, "nvidia-fabricmanager-")
-	_, err := strconv.ParseUint(rest, 10, 32)
-	return ok && err == nil
+	return ok && isBranch(rest)
 }
 
 // NSCQPackage reports whether a package is the NVSwitch Configuration
@@ -49,8 +48,14 @@ func NSCQPackage(name string) bool {
 		return true
 	}
 	rest, ok := strings.CutPrefix(name, "libnvidia-nscq-")
-	_, err := strconv.ParseUint(rest, 10, 32)
-	return ok && err == nil
+	return ok && isBranch(rest)
+}
+
+// isBranch reports whether s is a driver branch number. It is asked of
+// every installed package's name, so a name that is none costs nothing.
+func isBranch(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 32)
+	return err == nil
 }
 
 // ObserveFabric fills obs.Fabric.Manager from the package database

@@ -121,6 +121,19 @@ func writtenTeam(env facts.Environment, p, group string, content []byte, remove 
 	return out
 }
 
+// Reads reports whether Observe reads the file at p: a file whose
+// change can change what the environment holds (variables, teams, the
+// loader's paths), and with it what programs load.
+func Reads(p string) bool {
+	if _, ok := teamGroup(p); ok {
+		return true
+	}
+	if _, ok := variablesRank(p); ok {
+		return true
+	}
+	return p == LdSoConf || path.Dir(p) == LdSoConfDir && strings.HasSuffix(p, ".conf")
+}
+
 // writtenLoaderConf is env once the loader's configuration file p of
 // /etc/ld.so.conf.d holds content (or is gone): its directories take the
 // place of the file's, in the name order ldconfig's include reads that

@@ -8,6 +8,7 @@ import (
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plan"
+	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
 	"github.com/gpuenv/gpuenv/spec/version"
 )
 
@@ -20,20 +21,32 @@ const predictedFrom = "the plan's framework step"
 // build. Any other build a step installs is known only after apply: the
 // framework it replaces is no longer judged, and nothing is said of the
 // new one. A removal takes the framework away. A venv a step creates is
-// a new environment.
+// a new environment. The distribution's package of a framework that
+// gpuenv's tables know to be CPU-only (Debian 12's python3-torch) is that
+// build, in the system's Python.
 func predict(end *facts.Observation, steps []plan.Step) {
 	var envs []facts.PythonEnv
 	for _, s := range steps {
+		if fw, ok := distroBuild(end, s); ok {
+			if envs == nil {
+				envs = cloneEnvs(end.Python)
+			}
+			i := slices.IndexFunc(envs, func(e facts.PythonEnv) bool { return e.Interpreter == systemPython })
+			if i < 0 {
+				envs = append(envs, facts.PythonEnv{Interpreter: systemPython, Frameworks: []facts.Framework{}})
+				i = len(envs) - 1
+			}
+			env := &envs[i]
+			env.Frameworks = append(slices.DeleteFunc(env.Frameworks, func(f facts.Framework) bool { return f.Name == fw.Name }), fw)
+			continue
+		}
 		for _, op := range s.Operations {
 			p := op.Packages
 			if p == nil || p.Manager != plan.ManagerPip {
 				continue
 			}
 			if envs == nil {
-				envs = slices.Clone(end.Python)
-				for i := range envs {
-					envs[i].Frameworks = slices.Clone(envs[i].Frameworks)
-				}
+				envs = cloneEnvs(end.Python)
 			}
 			i := slices.IndexFunc(envs, func(e facts.PythonEnv) bool {
 				return p.Venv != "" && e.Prefix == p.Venv || p.Venv == "" && e.Interpreter == p.Python
@@ -60,6 +73,43 @@ func predict(end *facts.Observation, steps []plan.Step) {
 	if envs != nil {
 		end.Python = envs
 	}
+}
+
+// cloneEnvs copies the environments and their frameworks, which a
+// prediction changes, from the observation's.
+func cloneEnvs(in []facts.PythonEnv) []facts.PythonEnv {
+	envs := slices.Clone(in)
+	for i := range envs {
+		envs[i].Frameworks = slices.Clone(envs[i].Frameworks)
+	}
+	return envs
+}
+
+// distroBuild is the framework a step installing the distribution's
+// package of it leaves in the system's Python, where the tables know
+// that package to be CPU-only; its version is the package's upstream
+// one.
+func distroBuild(end *facts.Observation, s plan.Step) (facts.Framework, bool) {
+	name, ok := strings.CutPrefix(s.Address, "framework.")
+	if !ok || s.Action == plan.Delete || s.After["source"] != "distro" {
+		return facts.Framework{}, false
+	}
+	row, ok := compat.DistroFramework(end.OS.ID, end.OS.VersionID, name)
+	if !ok || !row.CPUOnly() {
+		return facts.Framework{}, false
+	}
+	for _, op := range s.Operations {
+		p := op.Packages
+		if p == nil || len(p.Install) == 0 || p.Install[0].Name != row.Name {
+			continue
+		}
+		fw := facts.Framework{Name: name, CPUOnly: true, Installer: end.OS.ID, Package: row.Name, Location: predictedFrom}
+		if up, err := pkgdb.UpstreamVersion(string(p.Manager), p.Install[0].Version); err == nil {
+			fw.Version = up.String()
+		}
+		return fw, true
+	}
+	return facts.Framework{}, false
 }
 
 // packageOf is the pip package a framework is installed from.
