@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/finding"
 	"github.com/gpuenv/gpuenv/planner/plan"
@@ -40,7 +39,6 @@ type checkInput struct {
 // in the order they are shown.
 var checks = []func(*checkInput) *finding.Finding{
 	checkUnfinishedApply,
-	checkDriverLibraryMismatch,
 	checkSecureBootDKMS,
 	checkGPUProcesses,
 	checkUnattendedUpgrades,
@@ -90,17 +88,6 @@ func checkUnfinishedApply(in *checkInput) *finding.Finding {
 			"then plan again.", st.Generation),
 		Evidence: []string{ev},
 	}
-}
-
-// checkDriverLibraryMismatch is doctor's mismatch rule, in its words: a
-// plan made over a mismatch is applied to a host whose GPU programs fail
-// until the module is reloaded.
-func checkDriverLibraryMismatch(in *checkInput) *finding.Finding {
-	f, ok := doctor.MismatchFinding(in.obs)
-	if !ok {
-		return nil
-	}
-	return &f
 }
 
 // dkmsBuilder returns the first step that builds a kernel module with

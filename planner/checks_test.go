@@ -46,44 +46,6 @@ func TestChecks(t *testing.T) {
 		detail []string
 	}{
 		{
-			name: "module and library differ",
-			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Driver: facts.Driver{
-				ModuleVersion: "535.161.07", ModuleVersionFrom: "/proc/driver/nvidia/version", LibraryVersion: "535.183.01",
-				Libraries: []facts.Library{{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01", Version: "535.183.01"}},
-			}}},
-			check:  "driver.versions",
-			detail: []string{"Driver/library version mismatch: module 535.161.07, libraries 535.183.01", "/proc/driver/nvidia/version: kernel module 535.161.07", "libnvidia-ml.so.535.183.01: library 535.183.01"},
-		},
-		{
-			name:   "NVML reports the mismatch",
-			in:     checkInput{spec: &spec.Spec{}, obs: &facts.Observation{NVML: facts.NVML{Status: "driver_library_mismatch", Error: "Driver/library version mismatch"}}},
-			check:  "nvml.init",
-			detail: []string{"NVML cannot start: driver/library version mismatch", "NVML: Driver/library version mismatch"},
-		},
-		{
-			// The rule is doctor.DriverLibraryMismatch: this check warned
-			// about any library differing from the module before, and now
-			// says nothing when one of the module's version is installed.
-			name: "module's library installed beside another, no loader pick",
-			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: []facts.Library{
-				{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01", Version: "535.183.01"},
-				{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15", Version: "550.54.15"},
-			}}}},
-		},
-		{
-			name: "several libraries, none the module's, no loader pick",
-			in: checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", Libraries: []facts.Library{
-				{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01", Version: "535.183.01"},
-				{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.127.05", Version: "550.127.05"},
-			}}}},
-			check:  "driver.versions",
-			detail: []string{"module 550.54.15, libraries 535.183.01, 550.127.05", ": kernel module 550.54.15"},
-		},
-		{
-			name: "module and library agree",
-			in:   checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Driver: facts.Driver{ModuleVersion: "550.54.15", LibraryVersion: "550.54.15"}}},
-		},
-		{
 			name:   "Secure Boot with a DKMS package",
 			in:     checkInput{spec: &spec.Spec{}, obs: &facts.Observation{Kernel: facts.Kernel{SecureBoot: "enabled"}}, steps: []plan.Step{aptInstall("driver", "nvidia-driver-550", "nvidia-dkms-550")}},
 			check:  CheckSecureBootDKMS,

@@ -21,13 +21,15 @@ import (
 // import.
 type EndStateFunc func(obs *facts.Observation, steps []plan.Step) *facts.Observation
 
-// EndStateFindings are the findings doctor's rules of stage plan make of
-// the host as the plan leaves it (end) that a user must hear of: warnings
-// and problems. user is whose access to the device nodes is judged (nil:
-// no one's).
+// EndStateFindings are the findings doctor's rules make of the host as
+// the plan leaves it (end) that a user must hear of: warnings and
+// problems, those of stage observe (which observe reports of the host as
+// it is) first, then those of stage plan. user is whose access to the
+// device nodes is judged (nil: no one's).
 func EndStateFindings(end *facts.Observation, user *doctor.User) []finding.Finding {
 	var out []finding.Finding
-	for _, c := range doctor.Judge(doctor.Input{Obs: end, User: user}, finding.Plan) {
+	in := doctor.Input{Obs: end, User: user}
+	for _, c := range append(doctor.Judge(in, finding.Observe), doctor.Judge(in, finding.Plan)...) {
 		if c.Status.Flagged() {
 			out = append(out, c)
 		}

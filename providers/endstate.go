@@ -19,6 +19,9 @@ func EndState(obs *facts.Observation, steps []plan.Step) *facts.Observation {
 	for _, s := range steps {
 		p.Reboot = p.Reboot || s.Flags.NeedsReboot
 		p.ModuleReload = p.ModuleReload || s.Flags.NeedsModuleReload
+		for _, op := range s.Operations {
+			p.Packages = p.Packages || op.Packages != nil && op.Packages.Manager != plan.ManagerPip
+		}
 	}
 	end.Predicted = p
 	if len(steps) == 0 {

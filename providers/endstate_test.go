@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/compat"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
@@ -449,6 +450,57 @@ func TestEndStatePredictsTheDistributionsCPUOnlyTorch(t *testing.T) {
 	}
 	if len(obs.Python) != 0 {
 		t.Errorf("EndState changed the observation: %+v", obs.Python)
+	}
+}
+
+// The rules observe reports are judged on the end state too: a
+// driver/library mismatch that the plan leaves (it does not reload the
+// module) is warned of as doctor would report it after apply, in its
+// words; a plan that reloads the module to the library's version leaves
+// none. What the reload resets (NVML's refusal to start) is judged after
+// apply.
+func TestEndStateJudgesObservesRules(t *testing.T) {
+	obs := &facts.Observation{
+		OS:   facts.OS{ID: "ubuntu", VersionID: "22.04", Family: "deb", Arch: "x86_64"},
+		PCI:  []facts.PCIDevice{{Address: "0000:18:00.0", VendorID: 0x10de, DeviceID: 0x2330, Driver: "nvidia"}},
+		NVML: facts.NVML{Status: "driver_library_mismatch", Error: "Driver/library version mismatch"},
+		Driver: facts.Driver{ModuleVersion: "535.161.07", ModuleVersionFrom: "/proc/driver/nvidia/version", LibraryVersion: "535.183.01",
+			Libraries: []facts.Library{{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.183.01", Version: "535.183.01"}}},
+	}
+	group := plan.Step{Address: "group.video", Action: plan.Update, Operations: []plan.Operation{{Kind: plan.OpGroup, Group: &plan.GroupOp{Group: "video", Add: []string{"alice"}}}}}
+	reload := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "proprietary"}, Flags: plan.Flags{NeedsReboot: true, NeedsModuleReload: true}, Operations: []plan.Operation{
+		{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: "nvidia-driver-535", Version: "535.183.01-0ubuntu0.22.04.1"}}}},
+	}}
+	ids := func(steps ...plan.Step) []string {
+		var out []string
+		for _, f := range planner.EndStateFindings(providers.EndState(obs, steps), nil) {
+			out = append(out, f.ID)
+		}
+		return out
+	}
+	// NVML refuses to start: doctor reports the mismatch as nvml.init.
+	if got := ids(group); !slices.Contains(got, "nvml.init") {
+		t.Errorf("a plan that leaves the mismatch: %v, want nvml.init", got)
+	}
+	if got := ids(group, reload); slices.Contains(got, "driver.versions") || slices.Contains(got, "nvml.init") {
+		t.Errorf("a plan that reloads the module: %v, want no mismatch", got)
+	}
+	var want string
+	for _, c := range doctor.Run(doctor.Input{Obs: obs}).Checks {
+		if c.ID == "nvml.init" {
+			want = c.Summary
+		}
+	}
+	for _, f := range planner.EndStateFindings(providers.EndState(obs, []plan.Step{group}), nil) {
+		if f.ID == "nvml.init" && f.Summary != want {
+			t.Errorf("plan says %q, doctor %q", f.Summary, want)
+		}
+	}
+	// Without NVML's word, the files' mismatch is driver.versions.
+	files := *obs
+	files.NVML = facts.NVML{}
+	if got := planner.EndStateFindings(providers.EndState(&files, []plan.Step{group}), nil); !slices.ContainsFunc(got, func(f finding.Finding) bool { return f.ID == "driver.versions" }) {
+		t.Errorf("the files' mismatch left by a plan: %+v, want driver.versions", got)
 	}
 }
 

@@ -399,6 +399,18 @@ func (d *doctor) skipLive(c Check, what string) bool {
 	return reset
 }
 
+// skipUnpacked adds c as skipped when the host judged is a plan's
+// predicted end state whose steps change the system's packages, whose
+// maintainer scripts make what c reads (kernel modules, the initramfs,
+// the database's states): it is known after apply.
+func (d *doctor) skipUnpacked(c Check, what string) bool {
+	if d.obs.PackagesChanged() {
+		d.skip(c, what+": the plan's package changes make them, so doctor judges them after apply")
+		return true
+	}
+	return false
+}
+
 // hasGPU reports whether the host shows an NVIDIA GPU by any route.
 func (d *doctor) hasGPU() bool { return HasGPU(d.obs) }
 

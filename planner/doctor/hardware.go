@@ -61,6 +61,9 @@ func (d *doctor) pciGPUs() {
 func (d *doctor) pciDriver() {
 	o := d.obs
 	c := Check{ID: "pci.driver", Group: GroupPCI}
+	if d.skipLive(c, "The driver each GPU is bound to") {
+		return
+	}
 	if len(o.PCI) == 0 {
 		c.Status = Skipped
 		c.Summary = "No GPU on the PCI bus to look at"
@@ -185,6 +188,9 @@ func moduleFiles(k *facts.InstalledKernel) []string {
 
 func (d *doctor) kernelModule() {
 	c := Check{ID: "kernel.module", Group: GroupKernel}
+	if d.skipLive(c, "The nvidia module for the running kernel") || d.skipUnpacked(c, "The nvidia module's files for the running kernel") {
+		return
+	}
 	if d.inWSL() {
 		c.Status, c.Summary = Skipped, "WSL needs no nvidia module: the Windows driver serves the GPU"
 		d.add(c)
@@ -276,6 +282,9 @@ func (d *doctor) hostKernelHidden() (bool, string) {
 
 func (d *doctor) kernelNouveau() {
 	c := Check{ID: "kernel.nouveau", Group: GroupKernel}
+	if d.skipLive(c, "Whether nouveau holds the GPU") {
+		return
+	}
 	if hidden, why := d.hostKernelHidden(); hidden && !d.nouveauLoaded() {
 		c.Status, c.Summary = Skipped, why
 		d.add(c)
@@ -323,6 +332,9 @@ func (d *doctor) kernelNouveau() {
 
 func (d *doctor) kernelInitramfs() {
 	c := Check{ID: "kernel.initramfs", Group: GroupKernel}
+	if d.skipUnpacked(c, "The initramfs's nvidia and nouveau modules") {
+		return
+	}
 	if hidden, why := d.hostKernelHidden(); hidden {
 		c.Status, c.Summary = Skipped, why
 		d.add(c)
@@ -476,6 +488,9 @@ func (d *doctor) driverInstalled() bool {
 
 func (d *doctor) kernelDKMS() {
 	c := Check{ID: "kernel.dkms", Group: GroupKernel}
+	if d.skipUnpacked(c, "DKMS's builds of the nvidia module") {
+		return
+	}
 	if hidden, why := d.hostKernelHidden(); hidden {
 		c.Status, c.Summary = Skipped, why
 		d.add(c)
@@ -561,6 +576,9 @@ func (d *doctor) nvmlInit() {
 	o := d.obs
 	n := o.NVML
 	c := Check{ID: "nvml.init", Group: GroupNVML}
+	if d.skipLive(c, "Whether NVML starts") {
+		return
+	}
 	if n.Error != "" {
 		c.Evidence = append(c.Evidence, "NVML: "+n.Error)
 	}

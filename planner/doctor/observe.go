@@ -62,6 +62,9 @@ func (d *doctor) gpuBus() {
 func (d *doctor) packagesUnfinished() {
 	obs := d.obs
 	c := Check{ID: "packages.unfinished", Group: GroupKernel}
+	if d.skipUnpacked(c, "The package database's states") {
+		return
+	}
 	if len(obs.Packages.Packages) == 0 {
 		d.skip(c, "No installed packages were read")
 		return

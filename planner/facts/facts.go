@@ -99,6 +99,17 @@ type Prediction struct {
 	// upgrade, a reload), which resets NVML's volatile counters, ends
 	// every GPU process and makes the device nodes the driver makes.
 	ModuleReload bool
+	// Packages: a step installs, upgrades or removes the system's
+	// packages, whose maintainer scripts build kernel modules (DKMS),
+	// rebuild the initramfs and leave the package database's states as
+	// they finish.
+	Packages bool
+}
+
+// PackagesChanged reports whether the observation is a prediction whose
+// steps change the system's packages (Prediction.Packages).
+func (o *Observation) PackagesChanged() bool {
+	return o.Predicted != nil && o.Predicted.Packages
 }
 
 // LiveReset reports whether the observation is a prediction whose steps
