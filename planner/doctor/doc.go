@@ -8,7 +8,9 @@
 //
 // Observe's problems are the checks of stage observe, run over the
 // finished observation (ObserveFindings); plan's warnings are those of
-// stage plan, run over the host as the plan leaves it (Judge). The rules
+// stages observe and plan, run over the host as the plan leaves it
+// (Judge), where every rule is declared of one of the two
+// (StageOf). The rules
 // the checks judge by that other layers need too are exported (rules.go):
 // plan's resolution (planner), init (providers/export/capture) and the
 // kernel planner call them instead of restating them, so the package is

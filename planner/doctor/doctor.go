@@ -301,8 +301,10 @@ func StageOf(id string) (stage findings.Stage, why string, ok bool) {
 	return findings.Doctor, why, ok
 }
 
-// stageChecks are the checks of each stage that Judge runs: those whose
-// facts a plan's predicted end state holds as they will be.
+// stageChecks are the check functions of each stage that Judge runs, in
+// Run's order: those that judge a rule of that stage. A plan's end state
+// holds every fact as it will be, or leaves it unknown where only apply
+// makes it known (facts.Prediction), and the checks skip themselves there.
 var stageChecks = map[findings.Stage][]func(*doctor){
 	findings.Observe: {
 		(*doctor).pciDriver,
@@ -348,9 +350,10 @@ var stageChecks = map[findings.Stage][]func(*doctor){
 	},
 }
 
-// Judge runs the checks of one stage only, in Run's order: plan runs
-// those of stage plan over the host as its plan leaves it, so that it
-// warns where doctor would after apply, in doctor's words.
+// Judge runs the checks of one stage only, in Run's order: observe runs
+// those of stage observe over the host as it is; plan runs both stages'
+// over the host as its plan leaves it, so that it warns where doctor
+// would after apply, in doctor's words.
 func Judge(in Input, stage findings.Stage) []Check {
 	d := &doctor{in: in, obs: in.Obs, out: make([]Check, 0, 2*len(stageChecks[stage]))}
 	for _, c := range stageChecks[stage] {

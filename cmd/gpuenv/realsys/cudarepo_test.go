@@ -3,12 +3,15 @@
 package realsys
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 )
@@ -167,5 +170,67 @@ func (r *Root) checkToolkits(want map[string]string) {
 		if _, ok := pkgs["cuda-toolkit-"+strings.ReplaceAll(release, ".", "-")]; !ok {
 			r.t.Errorf("dpkg: no cuda-toolkit for %s", release)
 		}
+	}
+}
+
+// NVIDIA's toolkit packages make /usr/local/cuda an alternatives link to
+// the release they install and configure the loader for it
+// (planner/compat/nvidiarepo/toolkit.go, with its sources). Here packages
+// that do so with the root's own update-alternatives, and whose loader
+// files ldconfig reads: plan predicts the link and the loader's paths,
+// and once apply is done observe reads what was predicted; doctor's
+// cuda.default and cuda.loader then hold, and the next plan has nothing
+// to say of them.
+func TestToolkitLinkAndLoaderArePredicted(t *testing.T) {
+	r := h.NewRoot(t, Base, Mounts{Proc: true})
+	tk := cudaToolkit("12.4", "12.4.1", "12.4.1-1")
+	tk.Files["/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"] = "not a library: CUDA runtime 12.4.127\n"
+	tk.Depends = "cuda-toolkit-12-config-common, cuda-toolkit-config-common"
+	tk.Postinst = `#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+	update-alternatives --install /usr/local/cuda cuda /usr/local/cuda-12.4 12
+	update-alternatives --install /usr/local/cuda-12 cuda-12 /usr/local/cuda-12.4 12
+fi
+`
+	tk.Prerm = `#!/bin/sh
+set -e
+if [ "$1" = remove ]; then
+	update-alternatives --remove cuda /usr/local/cuda-12.4
+	update-alternatives --remove cuda-12 /usr/local/cuda-12.4
+fi
+`
+	r.AddRepository(cudaRepo, []Deb{tk,
+		{Name: "cuda-toolkit-config-common", Version: "12.4.127-1", Files: map[string]string{
+			"/etc/ld.so.conf.d/000_cuda.conf": "/usr/local/cuda/targets/x86_64-linux/lib\n"}},
+		{Name: "cuda-toolkit-12-config-common", Version: "12.4.127-1", Files: map[string]string{
+			"/etc/ld.so.conf.d/988_cuda-12.conf": "/usr/local/cuda-12/targets/x86_64-linux/lib\n"}},
+	})
+	r.WriteFile("/root/cuda/gpuenv.hcl", cudaSpec("12.4.1"))
+	_, predicted, after := r.applyPredicted("/root/cuda")
+	if predicted.CUDA.Default != "/usr/local/cuda-12.4" || after.CUDA.Default != predicted.CUDA.Default {
+		t.Errorf("/usr/local/cuda: predicted %q, observed after apply %q; want /usr/local/cuda-12.4", predicted.CUDA.Default, after.CUDA.Default)
+	}
+	if diff := cmp.Diff(predicted.Environment.LoaderPaths, after.Environment.LoaderPaths); diff != "" {
+		t.Errorf("the loader's paths: predicted and observed after apply differ (-predicted +observed):\n%s", diff)
+	}
+	if !slices.ContainsFunc(after.Environment.LoaderPaths, func(lp facts.LoaderPath) bool { return lp.File == "/etc/ld.so.conf.d/988_cuda-12.conf" }) {
+		t.Errorf("observed loader paths %+v: the packages' files were not read", after.Environment.LoaderPaths)
+	}
+	res := r.Gpuenv("doctor", "--json")
+	var rep struct {
+		Checks []struct{ ID, Status string }
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, res)
+	}
+	for _, id := range []string{"cuda.default", "cuda.loader"} {
+		if i := slices.IndexFunc(rep.Checks, func(c struct{ ID, Status string }) bool { return c.ID == id }); i < 0 || rep.Checks[i].Status != "ok" {
+			t.Errorf("doctor after apply: %s %+v, want ok", id, rep.Checks)
+		}
+	}
+	res = r.Gpuenv("plan", "--json", "/root/cuda")
+	if strings.Contains(res.Stdout, `"check": "cuda.default"`) || strings.Contains(res.Stdout, `"check": "cuda.loader"`) || !strings.Contains(res.Stdout, `"steps": []`) {
+		t.Errorf("plan after apply: want no steps and nothing of the link or the loader; %s", res)
 	}
 }
