@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/tools/txtar"
 
+	"github.com/gpuenv/gpuenv/planner"
 	"github.com/gpuenv/gpuenv/planner/doctor"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	findings "github.com/gpuenv/gpuenv/planner/finding"
@@ -215,7 +216,33 @@ func (c corpusCase) report(t *testing.T, dir string) *doctor.Report {
 	observeIsRunFilteredByStage(t, obs, r)
 	rulesAreDeclared(t, r)
 	judgeIsRunFilteredByStage(t, in, r)
+	if len(c.session) == 0 {
+		// The session doctor runs in is its own; plan's is not given.
+		planSaysWhatDoctorSays(t, obs, c.user, r)
+	}
 	return r
+}
+
+// planSaysWhatDoctorSays: on each case's host, a plan that changes
+// nothing warns of every finding doctor reports there, in its words, and
+// of nothing else: plan judges every rule doctor has.
+func planSaysWhatDoctorSays(t *testing.T, obs *facts.Observation, user *doctor.User, r *doctor.Report) {
+	t.Helper()
+	key := func(f findings.Finding) string { return f.ID + " " + string(f.Status) + " " + f.Summary }
+	var want, got []string
+	for _, c := range r.Checks {
+		if c.Status.Flagged() {
+			want = append(want, key(c))
+		}
+	}
+	for _, f := range planner.EndStateFindings(providers.EndState(obs, nil), user) {
+		got = append(got, key(f))
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a plan without steps warns otherwise than doctor reports (-doctor +plan):\n%s", diff)
+	}
 }
 
 // judgeIsRunFilteredByStage: plan's verdicts (Judge) are doctor's of
