@@ -482,6 +482,14 @@ func BenchmarkPlanConvergedStages(b *testing.B) {
 			(&humanPlan{w: io.Discard}).render(p)
 		}
 	})
+	// What plan adds to the planner's own cost: predicting the end state
+	// and judging every rule doctor has over it.
+	b.Run("endstate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			planner.EndStateFindings(providers.EndState(obs, p.Steps), nil)
+		}
+	})
 }
 
 func TestPythonsToObserve(t *testing.T) {
