@@ -370,6 +370,8 @@ type doctor struct {
 	in  Input
 	obs *facts.Observation
 	out []Check
+	// logGPUs is gpusForLog's answer, once asked.
+	logGPUs []logGPU
 }
 
 func (d *doctor) add(c Check) {

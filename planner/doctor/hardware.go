@@ -670,16 +670,25 @@ func computeNode(p string) bool {
 	return p == "/dev/nvidiactl" || p == "/dev/nvidia-uvm" || gpuNode(p)
 }
 
+// nodeText is a node as evidence names it. It is written for every node
+// at every judgement, plan's included: one string, not a format's
+// several.
 func nodeText(n facts.DeviceNode) string {
 	group := n.Group
 	if group == "" {
 		group = strconv.FormatUint(uint64(n.GID), 10)
 	}
-	kind := "not a character device"
+	b := make([]byte, 0, 96)
+	b = append(append(b, n.Path...), ": "...)
 	if n.Char {
-		kind = fmt.Sprintf("char %d:%d", n.Major, n.Minor)
+		b = strconv.AppendUint(append(b, "char "...), uint64(n.Major), 10)
+		b = strconv.AppendUint(append(b, ':'), uint64(n.Minor), 10)
+	} else {
+		b = append(b, "not a character device"...)
 	}
-	return fmt.Sprintf("%s: %s, mode %s, uid %d, group %s", n.Path, kind, n.Mode, n.UID, group)
+	b = append(append(append(b, ", mode "...), n.Mode...), ", uid "...)
+	b = strconv.AppendUint(b, uint64(n.UID), 10)
+	return string(append(append(b, ", group "...), group...))
 }
 
 // nvidiaGPUCount is how many GPUs should have a /dev/nvidiaN node.

@@ -69,7 +69,11 @@ func archTitle(name string) string {
 
 // gpusForLog lists the host's GPUs with their table rows.
 func (d *doctor) gpusForLog() []logGPU {
-	var out []logGPU
+	if d.logGPUs != nil {
+		// Three checks ask; the answer is the facts'.
+		return d.logGPUs
+	}
+	out := make([]logGPU, 0, len(d.obs.PCI))
 	seen := map[string]bool{}
 	for _, p := range d.obs.PCI {
 		g, ok := compat.GPUByPCIID(p.DeviceID)
@@ -89,6 +93,7 @@ func (d *doctor) gpusForLog() []logGPU {
 		g, ok := compat.GPUByPCIID(uint16(id))
 		out = append(out, logGPU{address: e.PCIAddress, gpu: g, known: ok})
 	}
+	d.logGPUs = out
 	return out
 }
 
@@ -117,7 +122,9 @@ func driverPackageName(name string) bool {
 }
 
 // driverPackageRe matches the packages whose version is the driver's own.
-var driverPackageRe = lazyregexp.New(`^(nvidia-driver(-[0-9]+)?(-server)?(-open)?|nvidia-utils-[0-9]+(-server)?|libnvidia-compute-[0-9]+(-server)?|nvidia-dkms-[0-9]+(-server)?(-open)?|nvidia-kernel-common-[0-9]+(-server)?|nvidia-headless(-no-dkms)?-[0-9]+(-server)?(-open)?|nvidia-open(-[0-9]+)?|cuda-drivers(-[0-9]+)?|nvidia-kernel-dkms|nvidia-open-kernel-dkms|kmod-nvidia-latest-dkms|kmod-nvidia-open-dkms|nvidia-smi|libnvidia-ml1)$`)
+// The names are grouped by their common start, so that the matcher
+// leaves a name at its first letter that no group takes.
+var driverPackageRe = lazyregexp.New(`^(?:nvidia-(?:driver(?:-[0-9]+)?(?:-server)?(?:-open)?|utils-[0-9]+(?:-server)?|dkms-[0-9]+(?:-server)?(?:-open)?|kernel-common-[0-9]+(?:-server)?|headless(?:-no-dkms)?-[0-9]+(?:-server)?(?:-open)?|open(?:-[0-9]+)?|kernel-dkms|open-kernel-dkms|smi)|libnvidia-(?:compute-[0-9]+(?:-server)?|ml1)|cuda-drivers(?:-[0-9]+)?|kmod-nvidia-(?:latest|open)-dkms)$`)
 
 // nameBranch is the branch a package's name carries ("565" of
 // nvidia-utils-565-server).
