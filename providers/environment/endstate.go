@@ -36,27 +36,46 @@ func Written(env facts.Environment, p string, content []byte, remove bool) facts
 		}
 	}
 	out := env
-	out.Variables = nil
-	placed := false
-	for _, a := range env.Variables {
-		if a.File == p {
-			continue
-		}
-		if r, _ := variablesRank(a.File); !placed && less(rank, r) {
-			out.Variables = append(out.Variables, written...)
-			placed = true
-		}
-		out.Variables = append(out.Variables, a)
-	}
-	if !placed {
-		out.Variables = append(out.Variables, written...)
-	}
+	out.Variables = spliced(env.Variables, written, p, func(a facts.Assignment) string { return a.File }, func(a facts.Assignment) bool {
+		r, _ := variablesRank(a.File)
+		return less(rank, r)
+	})
 	if out.Variables == nil {
 		out.Variables = []facts.Assignment{}
 	}
-	out.Managed = slices.DeleteFunc(slices.Clone(env.Managed), func(m string) bool { return m == p })
-	if !remove && slices.Contains(ManagedFiles, p) {
-		out.Managed = append(out.Managed, p)
+	out.Managed = managed(env.Managed, p, !remove && slices.Contains(ManagedFiles, p))
+	return out
+}
+
+// spliced is list with the entries read from the file p replaced by
+// written, placed where Observe reads p: before the first other entry
+// that after says Observe reads after it, else at the end. fileOf names
+// an entry's file. list is not changed.
+func spliced[T any](list, written []T, p string, fileOf func(T) string, after func(T) bool) []T {
+	var out []T
+	placed := false
+	for _, e := range list {
+		if fileOf(e) == p {
+			continue
+		}
+		if !placed && after(e) {
+			out = append(out, written...)
+			placed = true
+		}
+		out = append(out, e)
+	}
+	if !placed {
+		out = append(out, written...)
+	}
+	return out
+}
+
+// managed is the list of gpuenv's own files on the host once p is
+// written (kept: it is one of them) or removed.
+func managed(list []string, p string, kept bool) []string {
+	out := slices.DeleteFunc(slices.Clone(list), func(m string) bool { return m == p })
+	if kept {
+		out = append(out, p)
 	}
 	return out
 }
@@ -99,25 +118,8 @@ func writtenTeam(env facts.Environment, p, group string, content []byte, remove 
 		written, _ = ParseTeamFile(p, group, content)
 	}
 	out := env
-	out.Teams = nil
-	placed := false
-	for _, a := range env.Teams {
-		if a.File == p {
-			continue
-		}
-		if !placed && p < a.File {
-			out.Teams = append(out.Teams, written...)
-			placed = true
-		}
-		out.Teams = append(out.Teams, a)
-	}
-	if !placed {
-		out.Teams = append(out.Teams, written...)
-	}
-	out.Managed = slices.DeleteFunc(slices.Clone(env.Managed), func(m string) bool { return m == p })
-	if !remove {
-		out.Managed = append(out.Managed, p)
-	}
+	out.Teams = spliced(env.Teams, written, p, func(a facts.Assignment) string { return a.File }, func(a facts.Assignment) bool { return p < a.File })
+	out.Managed = managed(env.Managed, p, !remove)
 	return out
 }
 
@@ -148,30 +150,19 @@ func writtenLoaderConf(env facts.Environment, p string, content []byte, remove b
 			}
 		}
 	}
+	// The directory's files come where /etc/ld.so.conf includes them:
+	// before the first of another file that follows one of them.
+	seen := false
 	out := env
-	out.LoaderPaths = nil
-	placed, seen := false, false
-	for _, lp := range env.LoaderPaths {
-		if lp.File == p {
-			continue
-		}
+	out.LoaderPaths = spliced(env.LoaderPaths, written, p, func(lp facts.LoaderPath) string { return lp.File }, func(lp facts.LoaderPath) bool {
 		inDir := path.Dir(lp.File) == LdSoConfDir
-		if !placed && (inDir && p < lp.File || seen && !inDir) {
-			out.LoaderPaths = append(out.LoaderPaths, written...)
-			placed = true
-		}
+		after := inDir && p < lp.File || seen && !inDir
 		seen = seen || inDir
-		out.LoaderPaths = append(out.LoaderPaths, lp)
-	}
-	if !placed {
-		out.LoaderPaths = append(out.LoaderPaths, written...)
-	}
+		return after
+	})
 	if out.LoaderPaths == nil {
 		out.LoaderPaths = []facts.LoaderPath{}
 	}
-	out.Managed = slices.DeleteFunc(slices.Clone(env.Managed), func(m string) bool { return m == p })
-	if !remove && slices.Contains(ManagedFiles, p) {
-		out.Managed = append(out.Managed, p)
-	}
+	out.Managed = managed(env.Managed, p, !remove && slices.Contains(ManagedFiles, p))
 	return out
 }
