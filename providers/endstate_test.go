@@ -47,6 +47,19 @@ func boardWithOldDriver() *facts.Observation {
 	}
 }
 
+// endVerdicts are doctor's verdicts of stage plan, by rule ID, on the
+// host the steps leave obs in, judged for user; with flaggedOnly, the
+// warnings and problems alone.
+func endVerdicts(obs *facts.Observation, user *doctor.User, flaggedOnly bool, steps ...plan.Step) map[string]finding.Status {
+	out := map[string]finding.Status{}
+	for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps), User: user}, finding.Plan) {
+		if !flaggedOnly || c.Status.Flagged() {
+			out[c.ID] = c.Status
+		}
+	}
+	return out
+}
+
 // upgradeSteps are a driver upgrade to 550.90.07 on that board, Fabric
 // Manager with it, alice added to video, a new system group, and a pip
 // install that is not the system's packages.
@@ -169,14 +182,7 @@ func TestEndStateJudgesToolkitsAgainstTheDriver(t *testing.T) {
 	downgrade := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "open"}, Flags: plan.Flags{NeedsReboot: true}, Operations: apt("nvidia-driver-470", "470.256.02-0ubuntu0.22.04.1")}
 	cuda124 := plan.Step{Address: "cuda", Action: plan.Create, After: map[string]string{"path": "/usr/local/cuda-12.4", "version": "12.4.1", "source": "nvidia"}, Operations: apt("cuda-toolkit-12-4", "12.4.1-1")}
 
-	judge := func(steps ...plan.Step) map[string]finding.Status {
-		end := providers.EndState(obs, steps)
-		out := map[string]finding.Status{}
-		for _, c := range doctor.Judge(doctor.Input{Obs: end}, finding.Plan) {
-			out[c.ID] = c.Status
-		}
-		return out
-	}
+	judge := func(steps ...plan.Step) map[string]finding.Status { return endVerdicts(obs, nil, false, steps...) }
 	if got := judge(); got["cuda.driver:/usr/local/cuda-12.6"] != finding.OK {
 		t.Errorf("as observed: %v, want CUDA 12.6 fine on 560", got)
 	}
@@ -301,15 +307,7 @@ func TestEndStateJudgesTheLiveStateUntilAReset(t *testing.T) {
 	driver := plan.Step{Address: "driver", After: map[string]string{"kernel_modules": "open"}, Flags: plan.Flags{NeedsReboot: true, NeedsModuleReload: true}, Operations: []plan.Operation{
 		{Kind: plan.OpPackages, Packages: &plan.PackagesOp{Manager: plan.ManagerApt, Install: []plan.PackagePin{{Name: "nvidia-driver-570-open", Version: "570.172.08-0ubuntu1"}}}},
 	}}
-	flagged := func(steps ...plan.Step) map[string]finding.Status {
-		out := map[string]finding.Status{}
-		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
-			if c.Status.Flagged() {
-				out[c.ID] = c.Status
-			}
-		}
-		return out
-	}
+	flagged := func(steps ...plan.Step) map[string]finding.Status { return endVerdicts(obs, nil, true, steps...) }
 	got := flagged(group)
 	if got[doctor.CheckGPUXid] == "" || got["devices.nodes"] != finding.Problem {
 		t.Errorf("a plan that leaves the driver alone: flagged %v, want the Xid and the missing /dev/nvidia-uvm", got)
@@ -347,11 +345,7 @@ func TestEndStateJudgesTheDriverAgainstTheGPUs(t *testing.T) {
 		}}
 	}
 	judge := func(obs *facts.Observation, steps ...plan.Step) map[string]finding.Status {
-		out := map[string]finding.Status{}
-		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
-			out[c.ID] = c.Status
-		}
-		return out
+		return endVerdicts(obs, nil, false, steps...)
 	}
 	p100 := host(0x15f8)
 	if got := judge(p100, install("open", "nvidia-driver-550-open", "550.127.05-0ubuntu1")); got["driver.flavor"] != finding.Problem {
@@ -534,15 +528,7 @@ func TestEndStateJudgesContainers(t *testing.T) {
 	regenerate := plan.Step{Address: "container_toolkit.cdi", Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/cdi/nvidia.yaml", Generate: plan.GenerateCDI}}}}
 	runtime := plan.Step{Address: "container_toolkit.engine.docker", Operations: []plan.Operation{{Kind: plan.OpFile, File: &plan.FileOp{Path: "/etc/docker/daemon.json", Mode: 0o644,
 		Content: "{\n  \"runtimes\": {\n    \"nvidia\": {\n      \"args\": [],\n      \"path\": \"nvidia-container-runtime\"\n    }\n  }\n}\n"}}}}
-	judge := func(steps ...plan.Step) map[string]finding.Status {
-		out := map[string]finding.Status{}
-		for _, c := range doctor.Judge(doctor.Input{Obs: providers.EndState(obs, steps)}, finding.Plan) {
-			if c.Status.Flagged() {
-				out[c.ID] = c.Status
-			}
-		}
-		return out
-	}
+	judge := func(steps ...plan.Step) map[string]finding.Status { return endVerdicts(obs, nil, true, steps...) }
 	if got := judge(); got["containers.engine:docker"] != finding.Warning || got["containers.cdi"] != "" {
 		t.Errorf("as observed: %v, want docker without the NVIDIA runtime only", got)
 	}
