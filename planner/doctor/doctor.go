@@ -406,11 +406,19 @@ func (d *doctor) skip(c Check, summary string) {
 // observation holds only as it was before them (facts.Prediction); what
 // names what c would judge.
 func (d *doctor) skipLive(c Check, what string) bool {
-	reset, why := d.obs.LiveReset()
-	if reset {
-		d.skip(c, fmt.Sprintf("%s: %s resets them, so doctor judges them after apply", what, why))
+	var why string
+	switch p := d.obs.Predicted; {
+	case p == nil:
+	case p.Reboot:
+		why = "the plan's reboot"
+	case p.ModuleReload:
+		why = "the plan's reload of the nvidia module"
 	}
-	return reset
+	if why == "" {
+		return false
+	}
+	d.skip(c, fmt.Sprintf("%s: %s resets them, so doctor judges them after apply", what, why))
+	return true
 }
 
 // skipUnpacked adds c as skipped when the host judged is a plan's
@@ -418,7 +426,7 @@ func (d *doctor) skipLive(c Check, what string) bool {
 // maintainer scripts make what c reads (kernel modules, the initramfs,
 // the database's states): it is known after apply.
 func (d *doctor) skipUnpacked(c Check, what string) bool {
-	if d.obs.PackagesChanged() {
+	if p := d.obs.Predicted; p != nil && p.Packages {
 		d.skip(c, what+": the plan's package changes make them, so doctor judges them after apply")
 		return true
 	}

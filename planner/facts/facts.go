@@ -106,27 +106,6 @@ type Prediction struct {
 	Packages bool
 }
 
-// PackagesChanged reports whether the observation is a prediction whose
-// steps change the system's packages (Prediction.Packages).
-func (o *Observation) PackagesChanged() bool {
-	return o.Predicted != nil && o.Predicted.Packages
-}
-
-// LiveReset reports whether the observation is a prediction whose steps
-// reset the GPUs' live state (NVML's counters and processes, the device
-// nodes), and why.
-func (o *Observation) LiveReset() (bool, string) {
-	switch p := o.Predicted; {
-	case p == nil:
-		return false, ""
-	case p.Reboot:
-		return true, "the plan's reboot"
-	case p.ModuleReload:
-		return true, "the plan's reload of the nvidia module"
-	}
-	return false, ""
-}
-
 // Warning is a problem met while observing: a file that could not be read or
 // parsed. Observation goes on after a warning; the fact it concerns is left
 // at its zero value.
