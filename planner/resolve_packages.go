@@ -19,17 +19,7 @@ import (
 // is shared between plans (osRowsMemo): a caller must not change it.
 func (h hostOS) rowsFor(repo, component string) []compat.PackageRow {
 	return osRowsMemo.get(osRowsKey{h.ID, h.Version, repo, component}, func() []compat.PackageRow {
-		var out []compat.PackageRow
-		for _, p := range compat.PackageRows() {
-			if p.OS != h.ID || p.Repo != repo || p.Component != component {
-				continue
-			}
-			if len(p.OSVersions) > 0 && !slices.Contains(p.OSVersions, h.Version) {
-				continue
-			}
-			out = append(out, p)
-		}
-		return out
+		return compat.RowsFor(h.ID, h.Version, repo, component)
 	})
 }
 

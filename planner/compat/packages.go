@@ -126,17 +126,28 @@ func PackageRows() []PackageRow { return slices.Clone(must(packagesTable())) }
 // CUDA, as its notes say: the distribution's PyTorch on Debian 12.
 func (r PackageRow) CPUOnly() bool { return strings.Contains(strings.ToLower(r.Notes), "cpu-only") }
 
-// DistroFramework is the row of the distribution's package name of a
-// framework component ("pytorch") on an OS release; false when the
-// tables name none.
-func DistroFramework(osID, osVersion, component string) (PackageRow, bool) {
+// RowsFor are the rows of an OS release for a repository and component,
+// whatever their flavour or branch, in the table's order.
+func RowsFor(osID, osVersion, repo, component string) []PackageRow {
+	var out []PackageRow
 	for _, p := range must(packagesTable()) {
-		if p.OS == osID && p.Repo == RepoDistro && p.Component == component &&
+		if p.OS == osID && p.Repo == repo && p.Component == component &&
 			(len(p.OSVersions) == 0 || slices.Contains(p.OSVersions, osVersion)) {
-			return p, true
+			out = append(out, p)
 		}
 	}
-	return PackageRow{}, false
+	return out
+}
+
+// DistroFramework is the row of the distribution's package of a framework
+// component ("pytorch") on an OS release, the first of RowsFor as the
+// resolver picks it; false when the tables name none.
+func DistroFramework(osID, osVersion, component string) (PackageRow, bool) {
+	rows := RowsFor(osID, osVersion, RepoDistro, component)
+	if len(rows) == 0 {
+		return PackageRow{}, false
+	}
+	return rows[0], true
 }
 
 // subject returns the version a component's Applies constraint is
