@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuenv/gpuenv/planner/compat/nvidiarepo"
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/providers/host"
 	"github.com/gpuenv/gpuenv/providers/host/pkgdb"
@@ -84,11 +85,11 @@ func Observe(h *host.Host, pkgs facts.Packages) (facts.CUDA, []facts.Warning) {
 	// NVIDIA's packages without their directory: a toolkit the database
 	// believes in but the files no longer show.
 	for _, p := range pkgs.Packages {
-		mm, ok := strings.CutPrefix(p.Name, "cuda-toolkit-")
-		if !ok || p.State == facts.StateConfigFiles || p.State == facts.StateNotInstalled || !isMajorMinor(mm) {
+		major, minor, ok := nvidiarepo.ToolkitRelease(p.Name)
+		if !ok || p.State == facts.StateConfigFiles || p.State == facts.StateNotInstalled {
 			continue
 		}
-		dir := "/usr/local/cuda-" + strings.Replace(mm, "-", ".", 1)
+		dir := nvidiarepo.ToolkitDir(major, minor)
 		if !seen[dir] {
 			warns = append(warns, facts.Warning{Path: dir, Message: fmt.Sprintf("package %s %s is installed but its directory is missing", p.Name, p.Version)})
 		}
@@ -100,15 +101,6 @@ func Observe(h *host.Host, pkgs facts.Packages) (facts.CUDA, []facts.Warning) {
 	}
 	warns = append(warns, ws...)
 	return out, warns
-}
-
-// isMajorMinor reports whether s is "12-4", the suffix of NVIDIA's
-// per-release package names.
-func isMajorMinor(s string) bool {
-	a, b, ok := strings.Cut(s, "-")
-	_, err1 := strconv.Atoi(a)
-	_, err2 := strconv.Atoi(b)
-	return ok && err1 == nil && err2 == nil
 }
 
 // observeNVIDIA reads one toolkit directory of NVIDIA's layout.
