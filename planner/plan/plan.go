@@ -237,6 +237,13 @@ type PackagesOp struct {
 	IndexURL string `json:"index_url,omitempty"`
 }
 
+// PipInto reports whether a pip transaction installs into the Python
+// environment with that prefix and interpreter: its venv's, else the
+// interpreter it runs with.
+func (p *PackagesOp) PipInto(prefix, interpreter string) bool {
+	return p.Manager == ManagerPip && (p.Venv != "" && prefix == p.Venv || p.Venv == "" && interpreter == p.Python)
+}
+
 // PackagePin is a package at an exact version.
 type PackagePin struct {
 	Name string `json:"name"`

@@ -49,7 +49,7 @@ func predict(end *facts.Observation, steps []plan.Step) {
 				envs = cloneEnvs(end.Python)
 			}
 			i := slices.IndexFunc(envs, func(e facts.PythonEnv) bool {
-				return p.Venv != "" && e.Prefix == p.Venv || p.Venv == "" && e.Interpreter == p.Python
+				return p.PipInto(e.Prefix, e.Interpreter)
 			})
 			if i < 0 {
 				if p.Venv == "" {

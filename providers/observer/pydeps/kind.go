@@ -34,7 +34,7 @@ func predict(end *facts.Observation, steps []plan.Step) {
 		if p.Manager != plan.ManagerPip {
 			return strings.HasPrefix(e.Interpreter, "/usr/bin/")
 		}
-		return p.Venv != "" && e.Prefix == p.Venv || p.Venv == "" && e.Interpreter == p.Python
+		return p.PipInto(e.Prefix, e.Interpreter)
 	}
 	var envs []facts.PythonEnv
 	for _, s := range steps {
