@@ -66,9 +66,8 @@ func predictFabric(end *facts.Observation, steps []plan.Step) {
 	if len(end.Fabric.NVSwitches) == 0 && fm.Package == "" {
 		return
 	}
-	reboot := false
+	reboot := end.Predicted != nil && end.Predicted.Reboot
 	for _, s := range steps {
-		reboot = reboot || s.Flags.NeedsReboot
 		for _, op := range s.Operations {
 			svc := op.Service
 			if svc == nil || svc.Unit != compat.FabricManagerUnit {
@@ -108,7 +107,7 @@ func predictDevices(end *facts.Observation, steps []plan.Step) {
 			devs, cloned = slices.Clone(devs), true
 		}
 	}
-	if slices.ContainsFunc(steps, func(s plan.Step) bool { return s.Flags.NeedsReboot }) {
+	if end.Predicted != nil && end.Predicted.Reboot {
 		// The reboot is the reset a pending MIG mode waits for.
 		for i := range devs {
 			if p := devs[i].MIGModePending; p != "" && p != devs[i].MIGMode {

@@ -134,9 +134,10 @@ type Observer struct {
 	// Predict changes the sections Writes names into what Observe would
 	// read once the steps are applied (and the host rebooted where they
 	// say it must be), from the steps' operations and the sections Reads
-	// names, already predicted. Nil: the steps change nothing this
-	// observer reads, or nothing that can be known before apply, and its
-	// sections stay as observed. It must not change slices it did not
+	// names, already predicted; end.Predicted says whether the steps
+	// reboot, reload the module or change packages. Nil: the steps
+	// change nothing this observer reads, or nothing that can be known
+	// before apply, and its sections stay as observed. It must not change slices it did not
 	// allocate: end shares them with the observation.
 	Predict func(end *facts.Observation, steps []plan.Step)
 }

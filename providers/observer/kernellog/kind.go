@@ -2,7 +2,6 @@ package kernellog
 
 import (
 	"context"
-	"slices"
 
 	"github.com/gpuenv/gpuenv/planner/facts"
 	"github.com/gpuenv/gpuenv/planner/plan"
@@ -27,8 +26,8 @@ func observe(ctx context.Context, in kind.Input, obs *facts.Observation) []facts
 // ends in a reboot starts a new boot, whose log holds nothing of this
 // one's (no event, no module seen loading). Without a reboot the boot's
 // log goes on, and its events stay.
-func predict(end *facts.Observation, steps []plan.Step) {
-	if end.Kernel.Log == nil || !slices.ContainsFunc(steps, func(s plan.Step) bool { return s.Flags.NeedsReboot }) {
+func predict(end *facts.Observation, _ []plan.Step) {
+	if end.Kernel.Log == nil || end.Predicted == nil || !end.Predicted.Reboot {
 		return
 	}
 	l := *end.Kernel.Log
