@@ -18,8 +18,8 @@ func FuzzDriverPackageName(f *testing.F) {
 		f.Add(n)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if got, want := driverPackageName(name), driverPackageFlat.MatchString(name); got != want {
-			t.Errorf("driverPackageName(%q) = %v, the flat pattern says %v", name, got, want)
+		if got, want := driverPackageRe.MatchString(name), driverPackageFlat.MatchString(name); got != want {
+			t.Errorf("driverPackageRe.MatchString(%q) = %v, the flat pattern says %v", name, got, want)
 		}
 	})
 }

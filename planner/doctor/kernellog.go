@@ -109,18 +109,6 @@ func openNeed(g compat.GPU) compat.OpenModules {
 	return a.Open
 }
 
-// driverPackageName reports whether a package's version is the driver's
-// own. Every installed package is asked: the names that cannot be are
-// passed over before the pattern.
-func driverPackageName(name string) bool {
-	for _, prefix := range []string{"nvidia-", "libnvidia-", "cuda-drivers", "kmod-nvidia-"} {
-		if strings.HasPrefix(name, prefix) {
-			return driverPackageRe.MatchString(name)
-		}
-	}
-	return false
-}
-
 // driverPackageRe matches the packages whose version is the driver's own.
 // The names are grouped by their common start, so that the matcher
 // leaves a name at its first letter that no group takes.
@@ -148,7 +136,7 @@ func upstreamVersion(v string) string {
 // carries another branch than its version, says so.
 func (d *doctor) driverPackages() (versions []version.Version, evidence []string) {
 	for _, p := range d.obs.Packages.Packages {
-		if p.State != facts.StateInstalled || !driverPackageName(p.Name) {
+		if p.State != facts.StateInstalled || !driverPackageRe.MatchString(p.Name) {
 			continue
 		}
 		up := upstreamVersion(p.Version)
