@@ -21,7 +21,8 @@ const predictedFrom = "the plan's cuda step"
 // place; a removal takes away the toolkits of the packages it removes.
 // NVIDIA's toolkit package makes /usr/local/cuda lead to its toolkit
 // where the link is missing or leads to a toolkit removed
-// (nvidiarepo.DefaultToolkitLink); otherwise it is left as observed.
+// (DefaultLink, the alternative planner/compat/nvidiarepo's sources
+// show); otherwise it is left as observed.
 func predict(end *facts.Observation, steps []plan.Step) {
 	for _, s := range steps {
 		if s.Address != "cuda" {

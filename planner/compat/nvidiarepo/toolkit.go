@@ -49,9 +49,6 @@ func ToolkitDir(major, minor int) string {
 	return "/usr/local/cuda-" + strconv.Itoa(major) + "." + strconv.Itoa(minor)
 }
 
-// DefaultToolkitLink is the alternatives link the toolkit packages make.
-const DefaultToolkitLink = "/usr/local/cuda"
-
 // LoaderConf is one file of /etc/ld.so.conf.d, as a package brings it.
 type LoaderConf struct {
 	Path    string
