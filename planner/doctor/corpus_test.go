@@ -261,19 +261,16 @@ func judgeIsRunFilteredByStage(t *testing.T, in doctor.Input, r *doctor.Report) 
 }
 
 // rulesAreDeclared: every rule doctor reports says which command reports
-// it first, or why only doctor does, so that a new rule cannot leave
-// plan silent by default.
+// it first, so that a new rule cannot leave plan silent by default.
 func rulesAreDeclared(t *testing.T, r *doctor.Report) {
 	t.Helper()
 	for _, c := range r.Checks {
-		stage, why, ok := doctor.StageOf(c.ID)
+		stage, ok := doctor.StageOf(c.ID)
 		switch {
 		case !ok:
-			t.Errorf("rule %s is neither in doctor's stages nor in doctorOnly", c.ID)
+			t.Errorf("rule %s is not in doctor's stages", c.ID)
 		case stage != c.Stage:
 			t.Errorf("rule %s is reported at stage %s, declared %s", c.ID, c.Stage, stage)
-		case stage == findings.Doctor && why == "":
-			t.Errorf("rule %s is doctor's alone without a reason", c.ID)
 		}
 	}
 }

@@ -204,7 +204,7 @@ var checks = []func(*doctor){
 // colon), with the first command that reports each: observe reports a
 // problem of its stage from the facts alone (ObserveFindings), plan
 // judges its stage's rules on the host as the plan leaves it (Judge).
-// Every other rule is in doctorOnly, with why plan cannot judge it.
+// A rule not listed would be doctor's alone: the corpus test refuses one.
 var stages = map[string]findings.Stage{
 	// Observe reports these of the host as it is.
 	"driver.versions":     findings.Observe,
@@ -292,22 +292,12 @@ var stages = map[string]findings.Stage{
 	"fabric.manager":     findings.Plan,
 }
 
-// doctorOnly are the rules that only doctor reports, by ID, with why
-// plan cannot judge them on its end state. None is now: every rule reads
-// facts the end state predicts, or leaves unknown where the steps make
-// them known only after apply (the rules then skip themselves there).
-var doctorOnly = map[string]string{}
-
 // StageOf is the first command that reports rule id (a check's ID, with
-// or without its subject), and for one only doctor reports, why; ok is
-// false for an ID doctor does not declare.
-func StageOf(id string) (stage findings.Stage, why string, ok bool) {
+// or without its subject); ok is false for an ID not in stages.
+func StageOf(id string) (stage findings.Stage, ok bool) {
 	id, _, _ = strings.Cut(id, ":")
-	if s, ok := stages[id]; ok {
-		return s, "", true
-	}
-	why, ok = doctorOnly[id]
-	return findings.Doctor, why, ok
+	stage, ok = stages[id]
+	return stage, ok
 }
 
 // stageChecks are the check functions of each stage that Judge runs, in
